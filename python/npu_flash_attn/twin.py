@@ -1,0 +1,207 @@
+"""Run any Ascend C kernel source on the CPU twin.
+
+    from npu_flash_attn import twin
+    lib = twin.compile_kernel("my_kernel.cpp")                 # g++ against the twin's kernel_operator.h
+    lib.launch("my_kernel", 8, x, y, z, kernel_type="aiv")     # numpy arrays / CPU torch tensors are GM buffers
+
+A kernel is an `extern "C" __global__ __aicore__ void name(GM_ADDR ...)` function (at most 32 arguments), as in
+CANN's CPU debug flow. Errors the NPU would not report (overflow, misalignment, unpaired flags, ...) raise
+`TwinError` naming the core, the API and the numbers.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["TwinError", "KernelLibrary", "compile_kernel", "include_dirs", "KERNEL_TYPES", "DEFAULT_CHIP"]
+
+DEFAULT_CHIP = "Ascend910B2"
+
+# KernelMetaType values, with short aliases.
+KERNEL_TYPES = {
+    "KERNEL_TYPE_AIV_ONLY": 0, "aiv": 0, "aiv_only": 0,
+    "KERNEL_TYPE_AIC_ONLY": 1, "aic": 1, "aic_only": 1,
+    "KERNEL_TYPE_MIX_AIV_1_0": 2, "mix_aiv_1_0": 2,
+    "KERNEL_TYPE_MIX_AIC_1_0": 3, "mix_aic_1_0": 3,
+    "KERNEL_TYPE_MIX_AIC_1_1": 4, "mix_aic_1_1": 4,
+    "KERNEL_TYPE_MIX_AIC_1_2": 5, "mix_aic_1_2": 5, "mix": 5,
+}
+
+
+class TwinError(RuntimeError):
+    """A kernel did something the NPU would silently get wrong (or hang on)."""
+
+
+def _resource_root() -> Path:
+    here = Path(__file__).resolve().parent
+    packaged = here / "_twin_src"
+    if packaged.is_dir():
+        return packaged
+    repo = here.parent.parent  # editable install / source checkout: python/npu_flash_attn -> repo root
+    if (repo / "twin" / "include" / "kernel_operator.h").is_file():
+        return repo
+    raise RuntimeError(f"twin headers not found next to {here} (expected _twin_src/ or a source checkout)")
+
+
+def include_dirs() -> list[str]:
+    """Include directories that make `#include "kernel_operator.h"` resolve to the twin."""
+    root = _resource_root()
+    return [str(root / "twin" / "include"), str(root / "op_host")]
+
+
+def _cache_dir() -> Path:
+    d = Path(os.environ.get("NPU_TWIN_CACHE", Path.home() / ".cache" / "npu_flash_attn" / "kernels"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _headers_digest() -> str:
+    h = hashlib.sha256()
+    root = _resource_root()
+    for d in ("twin/include", "twin/src", "op_host"):
+        for p in sorted((root / d).rglob("*")):
+            if p.is_file() and p.suffix in (".h", ".inc", ".hpp"):
+                h.update(p.name.encode())
+                h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+_compile_lock = threading.Lock()
+
+
+def compile_kernel(source: str | os.PathLike, *, flags: Sequence[str] = (), include: Sequence[str] = (),
+                   opt: str = "-O2") -> "KernelLibrary":
+    """Compile an Ascend C kernel file (a path, or source text containing a newline) against the twin.
+
+    `include` adds include directories, `flags` extra g++ flags (e.g. "-DMY_TILE=64"). Results are cached by
+    content under ~/.cache/npu_flash_attn/kernels (override with NPU_TWIN_CACHE).
+    """
+    text_given = isinstance(source, str) and "\n" in source
+    if text_given:
+        src_text, src_dir = source, None
+    else:
+        path = Path(source).resolve()
+        if not path.is_file():
+            raise FileNotFoundError(f"kernel source {path} does not exist")
+        src_text, src_dir = path.read_text(), path.parent
+    inc = include_dirs() + [str(Path(i).resolve()) for i in include] + ([str(src_dir)] if src_dir else [])
+    abi = _resource_root() / "twin" / "src" / "kernel_abi.inc"
+    cmd_tail = ["-std=c++17", opt, "-fPIC", "-shared", "-pthread", *flags, *[f"-I{i}" for i in inc]]
+    key = hashlib.sha256("\0".join([src_text, _headers_digest(), *cmd_tail]).encode()).hexdigest()[:24]
+    out = _cache_dir() / f"kernel_{key}.so"
+    with _compile_lock:
+        if not out.exists():
+            with tempfile.TemporaryDirectory() as td:
+                unit = Path(td) / "unit.cpp"
+                user = Path(td) / "user_kernel.cpp"
+                user.write_text(src_text)
+                unit.write_text(f'#include "{user}"\n#include "{abi}"\n')
+                tmp_out = Path(td) / "k.so"
+                cmd = [os.environ.get("CXX", "g++"), str(unit), "-o", str(tmp_out), *cmd_tail]
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                if r.returncode != 0:
+                    raise RuntimeError(f"compiling the kernel against the twin failed:\n{r.stderr[-6000:]}")
+                os.replace(tmp_out, out)
+    return KernelLibrary(out)
+
+
+class TraceRecord(ctypes.Structure):
+    _fields_ = [("op", ctypes.c_char_p), ("pipe", ctypes.c_uint8), ("kind", ctypes.c_uint8), ("arg", ctypes.c_uint16),
+                ("repeats", ctypes.c_uint32), ("elems", ctypes.c_uint64), ("bytes", ctypes.c_uint64),
+                ("dst", ctypes.c_uint64), ("src", ctypes.c_uint64)]
+
+
+PIPE_NAMES = {0: "S", 1: "V", 2: "M", 3: "MTE1", 4: "MTE2", 5: "MTE3", 6: "ALL", 10: "FIX"}
+TRACE_KINDS = ["instr", "set_flag", "wait_flag", "barrier", "cross_set", "cross_wait", "atomic"]
+
+
+def _as_buffer(a: Any) -> tuple[int, int, Any]:
+    """(address, byte size, keep-alive) of a numpy array or CPU torch tensor used as a GM buffer."""
+    if a is None:
+        return 0, 0, None
+    if isinstance(a, (bytes, bytearray)):
+        a = np.frombuffer(bytearray(a), dtype=np.uint8)
+    if isinstance(a, np.ndarray):
+        if not a.flags["C_CONTIGUOUS"]:
+            raise ValueError("GM buffers must be C-contiguous numpy arrays")
+        return a.ctypes.data, a.nbytes, a
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is optional for the twin
+        torch = None
+    if torch is not None and isinstance(a, torch.Tensor):
+        if a.device.type != "cpu":
+            raise ValueError(f"twin GM buffers must be CPU tensors, got device {a.device}")
+        if not a.is_contiguous():
+            raise ValueError("GM buffers must be contiguous tensors")
+        return a.data_ptr(), a.numel() * a.element_size(), a
+    raise TypeError(f"GM buffer must be a numpy array or CPU torch tensor, got {type(a).__name__}")
+
+
+class KernelLibrary:
+    """A compiled kernel source; `launch` runs one of its kernels on the twin."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._lib = ctypes.CDLL(str(self.path))
+        self._lib.twin_launch.restype = ctypes.c_int
+        self._lib.twin_launch.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_char_p,
+                                          ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+                                          ctypes.POINTER(ctypes.c_uint64), ctypes.c_int, ctypes.c_int,
+                                          ctypes.c_char_p, ctypes.c_size_t]
+        self._lib.twin_trace_cores.restype = ctypes.c_int
+        self._lib.twin_trace_core_name.restype = ctypes.c_char_p
+        self._lib.twin_trace_core_name.argtypes = [ctypes.c_int]
+        self._lib.twin_trace_len.restype = ctypes.c_uint64
+        self._lib.twin_trace_len.argtypes = [ctypes.c_int]
+        self._lib.twin_trace_data.restype = ctypes.POINTER(TraceRecord)
+        self._lib.twin_trace_data.argtypes = [ctypes.c_int]
+        self._launch_lock = threading.Lock()
+
+    def launch(self, kernel: str, block_dim: int, *buffers: Any, kernel_type: str | int = "aiv",
+               chip: str = DEFAULT_CHIP, check_gm: bool = True, trace: bool = False) -> None:
+        """Run `kernel` over `block_dim` blocks. Buffers are passed as the kernel's GM_ADDR arguments, in order.
+
+        With check_gm, any GM access outside the passed buffers raises TwinError.
+        """
+        try:
+            fn = ctypes.cast(getattr(self._lib, kernel), ctypes.c_void_p).value
+        except AttributeError:
+            raise ValueError(f"kernel '{kernel}' is not an extern \"C\" symbol of {self.path.name}") from None
+        kt = KERNEL_TYPES.get(kernel_type, None) if isinstance(kernel_type, str) else int(kernel_type)
+        if kt is None:
+            raise ValueError(f"kernel_type {kernel_type!r} is not one of {sorted(KERNEL_TYPES)}")
+        if not isinstance(block_dim, int) or block_dim < 1:
+            raise ValueError(f"block_dim must be a positive int, got {block_dim!r}")
+        bufs = [_as_buffer(b) for b in buffers]
+        n = len(bufs)
+        args = (ctypes.c_void_p * max(n, 1))(*[b[0] or None for b in bufs])
+        sizes = (ctypes.c_uint64 * max(n, 1))(*[b[1] for b in bufs])
+        err = ctypes.create_string_buffer(4096)
+        with self._launch_lock:
+            rc = self._lib.twin_launch(fn, kt, block_dim, chip.encode(), n, args, sizes, int(check_gm), int(trace),
+                                       err, len(err))
+        if rc != 0:
+            raise TwinError(err.value.decode(errors="replace"))
+
+    def last_trace(self) -> list[dict]:
+        """Per-core trace of the last launch made with trace=True: [{core, records: [...]}, ...]."""
+        out = []
+        for i in range(self._lib.twin_trace_cores()):
+            n = self._lib.twin_trace_len(i)
+            data = self._lib.twin_trace_data(i)
+            recs = []
+            for j in range(n):
+                r = data[j]
+                recs.append({"op": r.op.decode(), "pipe": PIPE_NAMES.get(r.pipe, str(r.pipe)), "kind": TRACE_KINDS[r.kind],
+                             "arg": r.arg, "repeats": r.repeats, "elems": r.elems, "bytes": r.bytes})
+            out.append({"core": self._lib.twin_trace_core_name(i).decode(), "records": recs})
+        return out

@@ -1,0 +1,50 @@
+"""Builds npu_flash_attn._C: the CPU twin of Ascend C with our op_kernel/ kernels and op_host/ tiling, as a
+pybind11 extension. The twin headers are also shipped inside the package so standalone kernels can be compiled."""
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from pybind11.setup_helpers import Pybind11Extension, build_ext
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+ROOT = Path(__file__).resolve().parent
+SHIPPED = ["twin/include", "twin/src", "op_host", "op_kernel"]
+
+
+def _native_flags():
+    """-march=native when the compiler accepts it (faster half/bf16 conversion); NPU_FA_PORTABLE=1 disables."""
+    if os.environ.get("NPU_FA_PORTABLE"):
+        return []
+    with tempfile.TemporaryDirectory() as td:
+        src = Path(td) / "t.cpp"
+        src.write_text("int main(){return 0;}\n")
+        r = subprocess.run([os.environ.get("CXX", "g++"), "-march=native", str(src), "-o", str(Path(td) / "t")],
+                           capture_output=True)
+        return ["-march=native"] if r.returncode == 0 else []
+
+
+class BuildPyWithTwin(build_py):
+    """Copies the twin sources into the package (wheel installs); editable installs read them from the checkout."""
+
+    def run(self):
+        super().run()
+        dest = Path(self.build_lib) / "npu_flash_attn" / "_twin_src"
+        for rel in SHIPPED:
+            src = ROOT / rel
+            if src.exists():
+                shutil.copytree(src, dest / rel, dirs_exist_ok=True)
+
+
+ext = Pybind11Extension(
+    "npu_flash_attn._C",
+    sorted(str(p.relative_to(ROOT)) for p in (ROOT / "twin" / "bindings").glob("*.cpp")),
+    include_dirs=["twin/include", "op_host", "op_kernel"],
+    cxx_std=17,
+    extra_compile_args=["-O3", "-pthread", *_native_flags()],
+    extra_link_args=["-pthread"],
+)
+
+setup(ext_modules=[ext], cmdclass={"build_ext": build_ext, "build_py": BuildPyWithTwin}, package_dir={"": "python"})

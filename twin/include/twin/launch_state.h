@@ -1,0 +1,95 @@
+// State shared by all cores of one launch: the GM buffers the kernel may touch, cross-core flag counters, and
+// the bookkeeping that turns "every live core is blocked" into an error instead of a hang.
+#pragma once
+#include <array>
+#include <functional>
+#include <memory>
+
+#include "twin/runtime.h"
+
+namespace twin {
+
+struct GmRange {
+    const uint8_t* begin;
+    uint64_t bytes;
+    std::string name;
+};
+
+struct LaunchState {
+    int kernelType = AscendC::KERNEL_TYPE_AIV_ONLY;
+    uint32_t numBlocks = 1;
+    std::vector<GmRange> gm;  // empty: GM accesses are not range-checked
+    std::vector<CoreState*> cores;
+
+    std::mutex mu;
+    std::condition_variable cv;
+    int live = 0;
+    int blocked = 0;
+    bool aborted = false;
+    std::string error;
+
+    // Cross-core flags: counters[core][flag]; pending sets that wait for the rest of their group.
+    std::vector<std::array<uint8_t, kCrossFlags>> counters;
+    std::vector<std::array<uint32_t, kCrossFlags>> pending;  // per core: sets not yet matched by the group
+    std::mutex atomicMu;
+
+    bool CrossCoreEnabled() const {
+        return kernelType != AscendC::KERNEL_TYPE_AIV_ONLY && kernelType != AscendC::KERNEL_TYPE_AIC_ONLY;
+    }
+    CoreState* Find(int32_t type, int64_t block, int64_t sub) {
+        for (CoreState* c : cores) {
+            if (c->coreType == type && c->blockIdx == block && c->subBlockIdx == sub) return c;
+        }
+        return nullptr;
+    }
+};
+
+// Fails when GM bytes [p, p+bytes) are not inside one buffer handed to the launch (when the launch declared them).
+inline void CheckGm(const char* api, const void* p, uint64_t bytes) {
+    CoreState* c = tCore;
+    if (c == nullptr || c->launch == nullptr || c->launch->gm.empty()) return;
+    const uint8_t* q = (const uint8_t*)p;
+    for (const GmRange& r : c->launch->gm) {
+        if (q >= r.begin && q + bytes <= r.begin + r.bytes) return;
+    }
+    for (const GmRange& r : c->launch->gm) {
+        if (q + bytes > r.begin && q < r.begin + r.bytes) {
+            Fail(api, "GM access of %llu bytes at byte %lld of buffer '%s' runs past its end (%llu bytes)",
+                 (unsigned long long)bytes, (long long)(q - r.begin), r.name.c_str(), (unsigned long long)r.bytes);
+        }
+    }
+    Fail(api, "GM access of %llu bytes at %p is outside every buffer passed to the launch", (unsigned long long)bytes, p);
+}
+
+// Blocks the current core until pred() holds (pred is evaluated under lk). `what` describes the wait for a
+// deadlock report. Fails with a report of every core's wait when all live cores are blocked.
+template <class Pred>
+inline void BlockUntil(std::unique_lock<std::mutex>& lk, const char* api, const std::string& what, Pred pred) {
+    CoreState& c = Cur();
+    LaunchState& L = *c.launch;
+    if (pred()) return;
+    c.waitingFor = what;
+    ++L.blocked;
+    for (;;) {
+        if (L.aborted) {
+            --L.blocked;
+            throw TwinAborted();
+        }
+        if (pred()) break;
+        if (L.blocked == L.live) {
+            std::string report;
+            for (CoreState* o : L.cores) {
+                if (!o->waitingFor.empty()) report += "\n  " + o->Name() + " waits for " + o->waitingFor;
+            }
+            --L.blocked;
+            c.waitingFor.clear();
+            lk.unlock();
+            Fail(api, "deadlock: every live core is blocked:%s", report.c_str());
+        }
+        L.cv.wait(lk);
+    }
+    --L.blocked;
+    c.waitingFor.clear();
+}
+
+}  // namespace twin

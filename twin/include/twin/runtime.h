@@ -1,0 +1,170 @@
+// The twin's execution state: one CoreState per running core (AIC or AIV), the launch that owns them, strict
+// error reporting and the per-core instruction trace. Kernel code never sees this; the AscendC API reaches it
+// through twin::Cur().
+#pragma once
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "chip_spec.h"
+#include "twin/core_types.h"
+
+// Runtime core kind, as CANN's CPU debug build has it (ASCEND_IS_AIV/AIC become runtime tests there too).
+inline thread_local int32_t g_coreType = AscendC::AIV;
+#define ASCEND_IS_AIV (g_coreType == AscendC::AIV)
+#define ASCEND_IS_AIC (g_coreType == AscendC::AIC)
+#define ASCEND_IS_NOT_AIV (g_coreType != AscendC::AIV)
+#define ASCEND_IS_NOT_AIC (g_coreType != AscendC::AIC)
+
+namespace twin {
+
+// Raised for every condition the NPU would silently get wrong; reaches Python as npu_flash_attn.twin.TwinError.
+class TwinError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+// Raised in the other cores after one core failed, so they unwind quietly.
+class TwinAborted : public std::runtime_error {
+public:
+    TwinAborted() : std::runtime_error("aborted: another core failed") {}
+};
+
+// Physical on-core buffers. GM is shared by all cores.
+enum class Mem : uint8_t { UB, L1, L0A, L0B, L0C, BT, FB, GM, COUNT };
+inline const char* MemName(Mem m) {
+    static const char* names[] = {"UB", "L1", "L0A", "L0B", "L0C", "BT", "FB", "GM"};
+    return names[(int)m];
+}
+
+inline Mem PhysicalMem(AscendC::TPosition p) {
+    using AscendC::TPosition;
+    switch (p) {
+        case TPosition::VECIN: case TPosition::VECOUT: case TPosition::VECCALC: return Mem::UB;
+        case TPosition::A1: case TPosition::B1: case TPosition::C1: case TPosition::TSCM: case TPosition::SHM:
+            return Mem::L1;
+        case TPosition::A2: return Mem::L0A;
+        case TPosition::B2: return Mem::L0B;
+        case TPosition::CO1: return Mem::L0C;
+        case TPosition::C2: return Mem::BT;
+        case TPosition::C2PIPE2GM: return Mem::FB;
+        default: return Mem::GM;
+    }
+}
+
+inline const char* PositionName(AscendC::TPosition p) {
+    static const char* names[] = {"GM", "A1", "A2", "B1", "B2", "C1", "C2", "CO1", "CO2", "VECIN", "VECOUT",
+                                  "VECCALC", "SPM", "TSCM", "C2PIPE2GM", "C2PIPE2LOCAL", "MAX"};
+    return names[(int)p];
+}
+
+// One trace record per API call or sync. `op` is a string literal (compared by pointer).
+enum class TraceKind : uint8_t { Instr, SetFlag, WaitFlag, Barrier, CrossSet, CrossWait, Atomic };
+struct TraceRec {
+    const char* op;
+    uint8_t pipe;       // pipe_t
+    TraceKind kind;
+    uint16_t arg;       // event id / flag id / mode
+    uint32_t repeats;   // vector repeats, fractal count, or DMA block count
+    uint64_t elems;     // elements processed (vector / cube MACs / fixpipe elements)
+    uint64_t bytes;     // bytes moved
+    uint64_t dst, src;  // addresses (on-core byte offsets or GM pointers)
+};
+
+constexpr int kNumHardEvents = (int)AscendC::HardEvent::MAX;
+constexpr int kEventIds = 8;
+constexpr int kCrossFlags = 16;
+
+struct LaunchState;
+
+struct CoreState {
+    int32_t coreType = AscendC::AIV;
+    int64_t blockIdx = 0, blockNum = 1, subBlockIdx = 0, subBlockNum = 1, taskRatio = 1;
+    int64_t apiBlockIdx = 0;  // what GetBlockIdx() returns
+    int id = 0;               // index in the launch
+    const npu_fa::ChipSpec* chip = nullptr;
+    LaunchState* launch = nullptr;
+
+    std::vector<uint8_t> mem[(int)Mem::COUNT];
+    uint32_t usable[(int)Mem::COUNT] = {};
+
+    // In-core flags: set but not yet waited; IDs handed out by AllocEventID (queues and user code).
+    bool flagSet[kNumHardEvents][kEventIds] = {};
+    bool idTaken[kNumHardEvents][kEventIds] = {};
+
+    // Vector mask register state.
+    bool counterMode = false;
+    uint64_t maskReg[2] = {~0ull, ~0ull};
+    // Atomic accumulation mode for writes to GM: 0 none, else the element type tag.
+    int atomicKind = 0;
+    uint64_t deqScale = 0;
+
+    void* pipe = nullptr;  // the live AscendC::TPipe, if any
+    bool traceOn = true;
+    std::vector<TraceRec> trace;
+    std::string waitingFor;  // set while blocked in a cross-core wait, for deadlock reports
+
+    std::string Name() const {
+        char buf[96];
+        if (coreType == AscendC::AIC) {
+            std::snprintf(buf, sizeof buf, "AIC %lld", (long long)blockIdx);
+        } else {
+            std::snprintf(buf, sizeof buf, "AIV %lld (block %lld, sub %lld)", (long long)apiBlockIdx,
+                          (long long)blockIdx, (long long)subBlockIdx);
+        }
+        return buf;
+    }
+    uint8_t* Base(Mem m) { return mem[(int)m].data(); }
+};
+
+inline thread_local CoreState* tCore = nullptr;
+
+[[noreturn]] inline void ThrowPlain(const std::string& msg) { throw TwinError(msg); }
+
+inline CoreState& Cur() {
+    if (tCore == nullptr) ThrowPlain("Ascend C API called outside a twin kernel launch (no current core)");
+    return *tCore;
+}
+
+// Throws TwinError "[<core>] <api>: <message>".
+[[noreturn]] inline void Fail(const char* api, const char* fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    std::string who = tCore ? tCore->Name() : std::string("host");
+    throw TwinError("[" + who + "] " + api + ": " + msg);
+}
+
+inline void Trace(const char* op, pipe_t pipe, uint64_t elems, uint64_t bytes, uint32_t repeats, const void* dst,
+                  const void* src, TraceKind kind = TraceKind::Instr, uint16_t arg = 0) {
+    CoreState& c = Cur();
+    if (!c.traceOn) return;
+    c.trace.push_back(TraceRec{op, (uint8_t)pipe, kind, arg, repeats, elems, bytes, (uint64_t)(uintptr_t)dst,
+                               (uint64_t)(uintptr_t)src});
+}
+
+// API core-kind guards: on the NPU a wrong-core call is a silent no-op; the twin refuses it.
+inline void RequireAiv(const char* api) {
+    if (Cur().coreType != AscendC::AIV) Fail(api, "vector/UB API called on the cube core (AIC); guard it with ASCEND_IS_AIV");
+}
+inline void RequireAic(const char* api) {
+    if (Cur().coreType != AscendC::AIC) Fail(api, "cube/L1/L0 API called on a vector core (AIV); guard it with ASCEND_IS_AIC");
+}
+
+// Offset of p in its on-core buffer, or a failure naming the API when p is not inside `m` of this core.
+inline uint64_t OffsetIn(const char* api, Mem m, const void* p) {
+    CoreState& c = Cur();
+    const uint8_t* base = c.Base(m);
+    const uint8_t* q = (const uint8_t*)p;
+    if (base == nullptr || q < base || q > base + c.mem[(int)m].size()) {
+        Fail(api, "address %p is not inside this core's %s", p, MemName(m));
+    }
+    return (uint64_t)(q - base);
+}
+
+}  // namespace twin
