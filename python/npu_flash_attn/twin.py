@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import operator
 import os
 import subprocess
 import tempfile
@@ -157,6 +158,11 @@ class KernelLibrary:
                                           ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
                                           ctypes.POINTER(ctypes.c_uint64), ctypes.c_int, ctypes.c_int,
                                           ctypes.c_char_p, ctypes.c_size_t]
+        self._lib.twin_launch_v2.restype = ctypes.c_int
+        self._lib.twin_launch_v2.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_char_p,
+                                             ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+                                             ctypes.POINTER(ctypes.c_uint64), ctypes.c_int, ctypes.c_int,
+                                             ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t]
         self._lib.twin_trace_cores.restype = ctypes.c_int
         self._lib.twin_trace_core_name.restype = ctypes.c_char_p
         self._lib.twin_trace_core_name.argtypes = [ctypes.c_int]
@@ -167,10 +173,11 @@ class KernelLibrary:
         self._launch_lock = threading.Lock()
 
     def launch(self, kernel: str, block_dim: int, *buffers: Any, kernel_type: str | int = "aiv",
-               chip: str = DEFAULT_CHIP, check_gm: bool = True, trace: bool = False) -> None:
+               chip: str = DEFAULT_CHIP, check_gm: bool = True, trace: bool = False, tiling_key: int = 0) -> None:
         """Run `kernel` over `block_dim` blocks. Buffers are passed as the kernel's GM_ADDR arguments, in order.
 
-        With check_gm, any GM access outside the passed buffers raises TwinError.
+        With check_gm, any GM access outside the passed buffers raises TwinError. `tiling_key` is the value
+        TILING_KEY_IS(k) compares against (g_tilingKey), as the host's SetTilingKey sets it.
         """
         try:
             fn = ctypes.cast(getattr(self._lib, kernel), ctypes.c_void_p).value
@@ -181,14 +188,20 @@ class KernelLibrary:
             raise ValueError(f"kernel_type {kernel_type!r} is not one of {sorted(KERNEL_TYPES)}")
         if not isinstance(block_dim, int) or block_dim < 1:
             raise ValueError(f"block_dim must be a positive int, got {block_dim!r}")
+        try:
+            tiling_key = operator.index(tiling_key)
+        except TypeError:
+            raise TypeError(f"tiling_key must be an int, got {type(tiling_key).__name__}") from None
+        if not 0 <= tiling_key < 2**64:
+            raise ValueError(f"tiling_key must be in [0, 2**64), got {tiling_key}")
         bufs = [_as_buffer(b) for b in buffers]
         n = len(bufs)
         args = (ctypes.c_void_p * max(n, 1))(*[b[0] or None for b in bufs])
         sizes = (ctypes.c_uint64 * max(n, 1))(*[b[1] for b in bufs])
         err = ctypes.create_string_buffer(4096)
         with self._launch_lock:
-            rc = self._lib.twin_launch(fn, kt, block_dim, chip.encode(), n, args, sizes, int(check_gm), int(trace),
-                                       err, len(err))
+            rc = self._lib.twin_launch_v2(fn, kt, block_dim, chip.encode(), n, args, sizes, int(check_gm), int(trace),
+                                          tiling_key, err, len(err))
         if rc != 0:
             raise TwinError(err.value.decode(errors="replace"))
 

@@ -11,3 +11,6 @@
 #include "twin/data_copy.h"
 #include "twin/cube_data_copy.h"
 #include "twin/launch.h"
+#include "twin/buf_pool.h"
+#include "twin/mem_allocator.h"
+#include "twin/tiling_macros.h"

@@ -16,6 +16,7 @@ struct LaunchOptions {
     const npu_fa::ChipSpec* chip = nullptr;  // default: Ascend910B2
     std::vector<GmRange> gm;                 // buffers the kernel may touch; empty = unchecked
     bool trace = true;
+    uint64_t tilingKey = 0;                  // what TILING_KEY_IS compares against (g_tilingKey)
 };
 
 struct LaunchResult {
@@ -126,6 +127,10 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
     auto runCore = [&](CoreState& c) {
         tCore = &c;
         g_coreType = c.coreType;
+        block_idx = c.blockIdx;
+        block_num = c.blockNum;
+        sub_block_idx = c.subBlockIdx;
+        g_tilingKey = opt.tilingKey;
         try {
             AllocCoreMemory(c);
             body();

@@ -17,13 +17,15 @@ struct PipeState {
 constexpr int kMaxPipeBuffers = 64;  // QBUF_MAX_LEN
 
 // Reserves `bytes` (already 32 B aligned) in memory `m` of the current core; returns the host pointer.
-inline uint8_t* PipeReserve(const char* api, PipeState& p, Mem m, uint32_t bytes, int count) {
+// `handles` buffer handles count against the TPipe's 64 (-1: one per block; TPipe::InitBufPool takes none).
+inline uint8_t* PipeReserve(const char* api, PipeState& p, Mem m, uint32_t bytes, int count, int handles = -1) {
+    if (handles < 0) handles = count;
     CoreState& c = Cur();
     if (c.mem[(int)m].empty()) {
         Fail(api, "%s does not exist on the %s", MemName(m), c.coreType == AscendC::AIC ? "cube core (AIC)" : "vector core (AIV)");
     }
-    if (p.numBuffers + count > kMaxPipeBuffers) {
-        Fail(api, "a TPipe holds at most %d buffers; this call would make %d", kMaxPipeBuffers, p.numBuffers + count);
+    if (p.numBuffers + handles > kMaxPipeBuffers) {
+        Fail(api, "a TPipe holds at most %d buffers; this call would make %d", kMaxPipeBuffers, p.numBuffers + handles);
     }
     uint64_t need = (uint64_t)bytes * count;
     uint32_t head = p.head[(int)m];
@@ -32,7 +34,7 @@ inline uint8_t* PipeReserve(const char* api, PipeState& p, Mem m, uint32_t bytes
              MemName(m), count, bytes, head, c.usable[(int)m], c.mem[(int)m].size());
     }
     p.head[(int)m] = head + (uint32_t)need;
-    p.numBuffers += count;
+    p.numBuffers += handles;
     return c.Base(m) + head;
 }
 
@@ -165,6 +167,13 @@ public:
     }
     static constexpr TPosition Position() { return kPos; }
     bool Initialised() const { return num_ > 0; }
+    // Buffers allocated or enqueued (not yet freed).
+    int TwinBusy() const {
+        int n = 0;
+        for (int i = 0; i < num_; ++i) n += bufs_[i].state != kFree;
+        return n;
+    }
+    static constexpr bool isTQue = true;
 
 private:
     enum State : uint8_t { kFree, kAllocated, kEnqueued, kDequeued };
@@ -301,6 +310,26 @@ public:
         uint32_t l = twin::Align32(len);
         uint8_t* base = twin::PipeReserve(api, st_, twin::PhysicalMem(pos), l, 1);
         buf.TwinInit(base, l);
+        return true;
+    }
+
+    // A TBufPool carved from this pipe's buffer of the pool's position (TBufPool in buf_pool.h). Takes no handle.
+    template <class T>
+    bool InitBufPool(T& bufPool, uint32_t len) {
+        const char* api = "TPipe::InitBufPool";
+        static_assert(T::isTbufPool, "TPipe::InitBufPool takes a TBufPool");
+        if (len == 0) twin::Fail(api, "pool length must be positive");
+        uint32_t l = twin::Align32(len);
+        twin::Mem m = twin::PhysicalMem(T::poolPos);
+        uint8_t* base = twin::PipeReserve(api, st_, m, l, 1, 0);
+        bufPool.TwinAttach(api, base, l);
+        return true;
+    }
+    // A TBufPool sharing shareBuf's start address and length (len must not exceed it).
+    template <class T, class U>
+    bool InitBufPool(T& bufPool, uint32_t len, U& shareBuf) {
+        static_assert(T::isTbufPool && U::isTbufPool, "TPipe::InitBufPool takes TBufPools");
+        bufPool.TwinShare("TPipe::InitBufPool", shareBuf, len);
         return true;
     }
 
