@@ -1,4 +1,10 @@
-"""npu-flash-attn: FlashAttention for Ascend NPUs, with a CPU twin of Ascend C for development without hardware."""
+"""npu-flash-attn: FlashAttention for Ascend NPUs, with a CPU twin of Ascend C for development without hardware.
+
+`import npu_flash_attn` registers `torch.ops.npu.flash_attention` (see `npu_flash_attn.ops`); CPU tensors run the
+Ascend C kernel on the CPU twin (results labelled "twin").
+"""
 from . import twin  # noqa: F401
+from . import ops  # noqa: F401  (registers torch.ops.npu.flash_attention)
+from .ops import flash_attention, get_chip, last_launch_info, set_chip  # noqa: F401
 
 __version__ = "0.1.0"

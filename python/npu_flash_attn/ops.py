@@ -1,0 +1,553 @@
+"""`torch.ops.npu.flash_attention`: registration, argument validation and the CPU (twin) implementation.
+
+Schema (compatible in spirit with `torch_npu.npu_fusion_attention`, spelled `pre_tokens`/`next_tokens`)::
+
+    npu::flash_attention(Tensor query, Tensor key, Tensor value, int head_num, str input_layout,
+        Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1.0,
+        float keep_prob=1.0, int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0,
+        int[]? prefix=None, int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None,
+        int sparse_mode=0, int seed=0, int offset=0)
+      -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)
+
+Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly this):
+
+* Layouts BSH/SBH (3-D, H1 = head_num*D, N2 = H2/D, Dv = H3/N2), BSND/BNSD (4-D), TND (3-D, varlen, requires
+  `actual_seq_qlen`/`actual_seq_kvlen`). The layout string is case-insensitive. `scale` multiplies QK^T (default 1.0,
+  not 1/sqrt(D)). GQA/MQA: query head n uses key/value head n // (N1/N2). 1 <= D <= 512, Dv <= D. fp16/bf16 only.
+* `attention_out` has the query's shape with D replaced by Dv and the query's dtype. `softmax_max`/`softmax_sum` are
+  float32 `[B, N1, S1, 8]` (TND: `[T1, N1, 8]` stored batch-major: sequence b, then head, then token, i.e. row
+  (b, n, s) at flat offset (cu_q[b-1]*N1 + n*Sq_b + s)*8), each value replicated 8 times. softmax_max is the row max
+  of the scaled, masked scores, softmax_sum = sum(exp(s - max)).
+* sparse_mode: 0/1 without `atten_mask` = full attention (pre/next ignored); 2 = left-up causal (j <= i);
+  3 = right-down causal (j <= i + S2 - S1); 4 = band j in [i + d - pre_tokens, i + d + next_tokens], d = S2 - S1.
+  TND applies the mask per sequence. For 2/3/4 `atten_mask` may be None or the built-in's compressed
+  [2048, 2048] bool/uint8 mask (must equal torch.triu(ones(2048, 2048), diagonal=1)); **unlike the built-in, the
+  mode is applied even when atten_mask is None**. Dense masks (sparse_mode 0/1 with a mask), prefix (5/6) and
+  varlen split modes (7/8) are not implemented yet (NotImplementedError).
+* Invalid rows (a query row that sees no key: e.g. sparse_mode 3 with S1 > S2, a band with negative pre/next, a
+  zero-length key sequence) give output 0, softmax_max = -FLT_MAX and softmax_sum = +FLT_MAX, for every
+  `inner_precise` (0, 1 and 2 are accepted and all behave like the built-in's inner_precise=2).
+* TND varlen: the lists are cumulative (lengths 2,3,4 -> [2,5,9]), equal length (= number of batches), start >= 0,
+  non-decreasing, last value <= T1 (resp. T2). Repeated values are zero-length sequences. Trailing zeros after a
+  positive value disable the remaining batches (built-in convention: [2,5,9,0,0] = 3 batches); a batch disabled in
+  either list is disabled. Query tokens past the last enabled sequence (padding, T1 > total) are invalid rows:
+  output 0, softmax_max -FLT_MAX, softmax_sum +FLT_MAX.
+* Empty problems (no query rows, or no key tokens at all) are answered without a kernel launch (all rows invalid).
+* `padding_mask` is reserved (also unsupported by the built-in): passing one raises ValueError. `pse`, dropout
+  (keep_prob < 1) and `prefix` raise NotImplementedError. `seed`/`offset` are accepted and unused (no dropout).
+
+Devices: CPU tensors run the Ascend C kernel on the CPU twin (label results "twin"); the emulated chip is chosen by
+`set_chip(name)`, else the environment variable NPU_FA_CHIP, else "Ascend910B2". `last_launch_info()` returns the
+tiling facts of the last kernel launch. NPU tensors raise NotImplementedError until the CANN operator package lands.
+No autograd formula is registered here (the backward issue adds it with torch.library.register_autograd).
+"""
+from __future__ import annotations
+
+import math
+import operator
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import torch
+
+__all__ = [
+    "flash_attention", "FAProblem", "validate_flash_attention", "set_chip", "get_chip", "available_chips",
+    "last_launch_info", "LAYOUTS", "FLT_MAX", "INT32_MAX", "DEFAULT_CHIP", "SCHEMA",
+]
+
+FLT_MAX = 3.4028234663852886e38  # float32 max; invalid rows: softmax_max = -FLT_MAX, softmax_sum = +FLT_MAX
+INT32_MAX = 2147483647
+INT32_MIN = -2147483648
+DEFAULT_CHIP = "Ascend910B2"
+MAX_HEAD_DIM = 512
+COMPRESSED_MASK_SIZE = 2048
+LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "TND")
+_LAYOUT_SHAPES = {
+    "BSH": "query [B,S1,N1*D], key [B,S2,N2*D], value [B,S2,N2*Dv]",
+    "SBH": "query [S1,B,N1*D], key [S2,B,N2*D], value [S2,B,N2*Dv]",
+    "BSND": "query [B,S1,N1,D], key [B,S2,N2,D], value [B,S2,N2,Dv]",
+    "BNSD": "query [B,N1,S1,D], key [B,N2,S2,D], value [B,N2,S2,Dv]",
+    "TND": "query [T1,N1,D], key [T2,N2,D], value [T2,N2,Dv]",
+}
+_DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16"}
+
+SCHEMA = (
+    "(Tensor query, Tensor key, Tensor value, int head_num, str input_layout, Tensor? pse=None, "
+    "Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1.0, float keep_prob=1.0, "
+    "int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, int[]? prefix=None, "
+    "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0) "
+    "-> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)"
+)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# chip selection and launch info
+# ----------------------------------------------------------------------------------------------------------------
+_state_lock = threading.Lock()
+_chip_override: Optional[str] = None
+_last_info: Optional[dict] = None
+
+
+def _ext():
+    """The compiled extension (imported lazily so validation/reference work without a build)."""
+    try:
+        from . import _C
+    except ImportError as e:  # pragma: no cover - depends on the build
+        raise ImportError(f"npu_flash_attn._C is not built ({e}); run `pip install -e .` in the repository") from e
+    return _C
+
+
+def available_chips() -> list[str]:
+    """Names of the chips the twin can emulate (from `_C.chips()`)."""
+    return [c["name"] for c in _ext().chips()]
+
+
+def _check_chip(name: Any, source: str) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"{source} must be a chip name string, got {type(name).__name__}")
+    names = available_chips()
+    if name not in names:
+        raise ValueError(f"{source}={name!r} is not an emulated chip; choose one of {names}")
+    return name
+
+
+def set_chip(name: Optional[str]) -> None:
+    """Select the chip the CPU twin emulates for following launches; None restores the default (env NPU_FA_CHIP,
+    else Ascend910B2). Raises ValueError for names not in `_C.chips()`."""
+    global _chip_override
+    checked = None if name is None else _check_chip(name, "chip")
+    with _state_lock:
+        _chip_override = checked
+
+
+def get_chip() -> str:
+    """The chip used by the next CPU launch: set_chip(...) > $NPU_FA_CHIP > Ascend910B2."""
+    with _state_lock:
+        override = _chip_override
+    if override is not None:
+        return override
+    env = os.environ.get("NPU_FA_CHIP")
+    if env:
+        return _check_chip(env, "environment variable NPU_FA_CHIP")
+    return DEFAULT_CHIP
+
+
+def last_launch_info() -> Optional[dict]:
+    """A copy of the info dict (tiling facts: chip, block_dim, s1_block, s2_block, ...) returned by the last kernel
+    launch of this process, or None before the first launch. Calls rejected by validation or answered without a
+    launch (empty problems) leave it unchanged."""
+    with _state_lock:
+        return None if _last_info is None else dict(_last_info)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# validation
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FAProblem:
+    """A validated forward problem: the facts the kernel entry needs."""
+    layout: str
+    dtype: torch.dtype
+    B: Any  # int (or SymInt under torch.compile with dynamic shapes)
+    N1: Any
+    N2: Any
+    S1: Any
+    S2: Any
+    D: Any
+    Dv: Any
+    T1: Any
+    T2: Any
+    scale: float
+    sparse_mode: int           # kernel mode: 0 (full), 2, 3 or 4
+    pre_tokens: int
+    next_tokens: int
+    cu_seqlens_q: tuple        # TND: enabled batches only (trailing disabled entries removed); else ()
+    cu_seqlens_kv: tuple
+    out_shape: tuple
+    stats_shape: tuple
+
+    @property
+    def dtype_name(self) -> str:
+        return _DTYPES[self.dtype]
+
+    def has_work(self) -> bool:
+        """False when no query row sees any key, so no kernel launch is needed."""
+        if self.layout == "TND":
+            return self.B > 0 and max(_lengths(self.cu_seqlens_q)) > 0 and max(_lengths(self.cu_seqlens_kv)) > 0
+        return self.B > 0 and self.S1 > 0 and self.S2 > 0
+
+
+def _lengths(cu: Sequence[int]) -> list[int]:
+    prev, out = 0, []
+    for c in cu:
+        out.append(c - prev)
+        prev = c
+    return out
+
+
+def _as_int(name: str, v: Any) -> int:
+    if isinstance(v, bool):
+        raise TypeError(f"{name} must be an int, got bool {v!r}")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}") from None
+
+
+def _shape_dims(query, key, value, head_num: int, layout: str):
+    """Returns (B, N1, N2, S1, S2, D, Dv, T1, T2) from the tensor shapes, or raises ValueError."""
+    rank = 4 if layout in ("BSND", "BNSD") else 3
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.dim() != rank:
+            raise ValueError(f"{name} must be {rank}-D for input_layout={layout!r} ({_LAYOUT_SHAPES[layout]}), "
+                             f"got shape {tuple(t.shape)}")
+    q, k, v = tuple(query.shape), tuple(key.shape), tuple(value.shape)
+    T1 = T2 = 0
+    if layout in ("BSH", "SBH"):
+        if layout == "BSH":
+            (B, S1, H1), (Bk, S2, H2), (Bv, S2v, H3) = q, k, v
+        else:
+            (S1, B, H1), (S2, Bk, H2), (S2v, Bv, H3) = q, k, v
+        N1 = head_num
+        if H1 == 0 or H1 % head_num != 0:
+            raise ValueError(f"query hidden size H1={H1} must be a positive multiple of head_num={head_num} "
+                             f"({layout}: D = H1 / head_num), query shape {q}")
+        D = H1 // head_num
+        if H2 == 0 or H2 % D != 0:
+            raise ValueError(f"key hidden size H2={H2} must be a positive multiple of D={D} "
+                             f"(H1={H1} / head_num={head_num}; {layout}: N2 = H2 / D), key shape {k}")
+        N2 = H2 // D
+        if H3 == 0 or H3 % N2 != 0:
+            raise ValueError(f"value hidden size H3={H3} must be a positive multiple of N2={N2} "
+                             f"({layout}: Dv = H3 / N2), value shape {v}")
+        Dv = H3 // N2
+        Dk, N2v = D, N2
+    elif layout == "BSND":
+        (B, S1, N1, D), (Bk, S2, N2, Dk), (Bv, S2v, N2v, Dv) = q, k, v
+    elif layout == "BNSD":
+        (B, N1, S1, D), (Bk, N2, S2, Dk), (Bv, N2v, S2v, Dv) = q, k, v
+    else:  # TND
+        (T1, N1, D), (T2, N2, Dk), (T2v, N2v, Dv) = q, k, v
+        B = S1 = S2 = 0
+        Bk = Bv = 0
+        S2v = S2
+        if T2v != T2:
+            raise ValueError(f"value T2={T2v} must equal key T2={T2} (TND), key shape {k}, value shape {v}")
+    if N1 != head_num:
+        raise ValueError(f"head_num={head_num} must equal the query's head dimension N1={N1} "
+                         f"({layout}: {_LAYOUT_SHAPES[layout]}), query shape {q}")
+    if layout != "TND":
+        if Bk != B or Bv != B:
+            raise ValueError(f"batch sizes must match: query B={B}, key B={Bk}, value B={Bv} ({layout})")
+        if S2v != S2:
+            raise ValueError(f"key and value sequence lengths must match: key S2={S2}, value S2={S2v} ({layout})")
+    if Dk != D:
+        raise ValueError(f"key head dim {Dk} must equal query head dim D={D} ({layout}), "
+                         f"query shape {q}, key shape {k}")
+    if N2v != N2:
+        raise ValueError(f"value head count {N2v} must equal key head count N2={N2} ({layout}), "
+                         f"key shape {k}, value shape {v}")
+    if N2 < 1:
+        raise ValueError(f"key/value head count N2={N2} must be >= 1 ({layout}), key shape {k}")
+    if N1 % N2 != 0:
+        raise ValueError(f"query heads N1={N1} must be a multiple of key/value heads N2={N2} (GQA/MQA groups)")
+    if not (1 <= D <= MAX_HEAD_DIM):
+        raise ValueError(f"head dim D={D} must be in [1, {MAX_HEAD_DIM}] ({layout}), query shape {q}")
+    if not (1 <= Dv <= D):
+        raise ValueError(f"value head dim Dv={Dv} must be in [1, D={D}] (Dv <= D), value shape {v}")
+    return B, N1, N2, S1, S2, D, Dv, T1, T2
+
+
+def _normalize_cu(name: str, seq: Sequence[Any]) -> list[int]:
+    """Checks one cumulative list; returns its enabled prefix (trailing zeros after a positive value dropped)."""
+    vals = [_as_int(f"{name}[{i}]", x) for i, x in enumerate(seq)]
+    if not vals:
+        raise ValueError(f"{name} must not be empty for input_layout='TND' (one cumulative entry per batch)")
+    last_pos = max((i for i, x in enumerate(vals) if x > 0), default=None)
+    enabled = vals if last_pos is None else vals[:last_pos + 1]
+    tail = vals[len(enabled):]
+    if any(x != 0 for x in tail):  # cannot happen by construction; kept as a guard
+        raise ValueError(f"{name}={vals}: only zeros may follow the last sequence (disabled batches)")
+    prev = 0
+    for i, x in enumerate(enabled):
+        if x < 0:
+            raise ValueError(f"{name}={vals}: entry {i} is {x}; cumulative lengths must be >= 0")
+        if x < prev:
+            raise ValueError(f"{name}={vals}: entry {i} ({x}) is smaller than entry {i - 1} ({prev}); the list must be "
+                             "cumulative (non-decreasing), with trailing zeros only to disable the last batches")
+        prev = x
+    return enabled
+
+
+def _band_has_visible_key(sq: int, skv: int, pre: int, nxt: int) -> bool:
+    """sparse_mode 4 (right-down origin): does any row i < sq see some j < skv in [i+d-pre, i+d+nxt]?"""
+    return pre + nxt >= 0 and pre >= 1 - sq and nxt >= 1 - skv
+
+
+_triu_cache: dict = {}
+
+
+def _compressed_mask_reference(dtype: torch.dtype) -> torch.Tensor:
+    m = _triu_cache.get(dtype)
+    if m is None:
+        m = torch.triu(torch.ones(COMPRESSED_MASK_SIZE, COMPRESSED_MASK_SIZE, dtype=torch.bool), diagonal=1).to(dtype)
+        _triu_cache[dtype] = m
+    return m
+
+
+def _is_fake(t: torch.Tensor) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+    return isinstance(t, FakeTensor) or t.device.type == "meta"
+
+
+def validate_flash_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None,
+                             atten_mask=None, scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX,
+                             next_tokens=INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None,
+                             actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, *,
+                             check_values: bool = True) -> FAProblem:
+    """Checks every argument of npu::flash_attention (raising ValueError/TypeError naming the argument, the value and
+    the rule, or NotImplementedError for features not built yet) and returns the validated problem. Reads no
+    tensor data except a CPU `atten_mask` (compared with the compressed causal mask; skipped when check_values is
+    False, as in the fake kernel); touches nothing."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if not isinstance(input_layout, str):
+        raise TypeError(f"input_layout must be a str, got {type(input_layout).__name__}")
+    layout = input_layout.upper()
+    if layout not in LAYOUTS:
+        raise ValueError(f"input_layout={input_layout!r} is not supported; use one of {list(LAYOUTS)}")
+    if padding_mask is not None:
+        raise ValueError("padding_mask is reserved and not supported (as in torch_npu.npu_fusion_attention); pass None")
+    # dtypes (TypeError) and devices
+    if query.dtype not in _DTYPES:
+        raise TypeError(f"query dtype {query.dtype} is not supported; use torch.float16 or torch.bfloat16")
+    for name, t in (("key", key), ("value", value)):
+        if t.dtype != query.dtype:
+            raise TypeError(f"{name} dtype {t.dtype} must equal query dtype {query.dtype}")
+    for name, t in (("key", key), ("value", value), ("atten_mask", atten_mask)):
+        if t is not None and t.device != query.device:
+            raise ValueError(f"{name} is on device {t.device} but query is on {query.device}; all tensors must "
+                             "be on the same device")
+    head_num = _as_int("head_num", head_num)
+    if head_num < 1:
+        raise ValueError(f"head_num={head_num} must be >= 1")
+    B, N1, N2, S1, S2, D, Dv, T1, T2 = _shape_dims(query, key, value, head_num, layout)
+    # scalars
+    if not isinstance(scale, (int, float)) or isinstance(scale, bool):
+        raise TypeError(f"scale must be a float, got {type(scale).__name__}")
+    scale = float(scale)
+    if not math.isfinite(scale):
+        raise ValueError(f"scale={scale} must be finite")
+    if not isinstance(keep_prob, (int, float)) or isinstance(keep_prob, bool):
+        raise TypeError(f"keep_prob must be a float, got {type(keep_prob).__name__}")
+    keep_prob = float(keep_prob)
+    if not (0.0 < keep_prob <= 1.0):
+        raise ValueError(f"keep_prob={keep_prob} must be in (0, 1]")
+    inner_precise = _as_int("inner_precise", inner_precise)
+    if inner_precise not in (0, 1, 2):
+        raise ValueError(f"inner_precise={inner_precise} must be 0, 1 or 2 (all give zero output for invalid rows)")
+    sparse_mode = _as_int("sparse_mode", sparse_mode)
+    if not (0 <= sparse_mode <= 8):
+        raise ValueError(f"sparse_mode={sparse_mode} must be in [0, 8]")
+    pre_tokens = _as_int("pre_tokens", pre_tokens)
+    next_tokens = _as_int("next_tokens", next_tokens)
+    for name, v in (("pre_tokens", pre_tokens), ("next_tokens", next_tokens)):
+        if not (INT32_MIN <= v <= INT32_MAX):
+            raise ValueError(f"{name}={v} must fit in int32 [{INT32_MIN}, {INT32_MAX}]")
+    _as_int("seed", seed)
+    _as_int("offset", offset)
+    # varlen lists
+    cu_q: list[int] = []
+    cu_kv: list[int] = []
+    if layout == "TND":
+        if actual_seq_qlen is None or actual_seq_kvlen is None:
+            missing = [n for n, x in (("actual_seq_qlen", actual_seq_qlen), ("actual_seq_kvlen", actual_seq_kvlen))
+                       if x is None]
+            raise ValueError(f"input_layout='TND' requires {' and '.join(missing)} (cumulative sequence lengths)")
+        if len(actual_seq_qlen) != len(actual_seq_kvlen):
+            raise ValueError(f"actual_seq_qlen (length {len(actual_seq_qlen)}) and actual_seq_kvlen (length "
+                             f"{len(actual_seq_kvlen)}) must have the same length (the number of batches)")
+        cu_q = _normalize_cu("actual_seq_qlen", actual_seq_qlen)
+        cu_kv = _normalize_cu("actual_seq_kvlen", actual_seq_kvlen)
+        nb = min(len(cu_q), len(cu_kv))  # a batch disabled in either list is disabled
+        cu_q, cu_kv = cu_q[:nb], cu_kv[:nb]
+        if cu_q and cu_q[-1] > T1:
+            raise ValueError(f"actual_seq_qlen total {cu_q[-1]} exceeds query T1={T1} (TND query shape "
+                             f"{tuple(query.shape)}); the last cumulative length must be <= T1")
+        if cu_kv and cu_kv[-1] > T2:
+            raise ValueError(f"actual_seq_kvlen total {cu_kv[-1]} exceeds key/value T2={T2} (TND key shape "
+                             f"{tuple(key.shape)}); the last cumulative length must be <= T2")
+        B = nb
+        S1 = max(_lengths(cu_q), default=0)
+        S2 = max(_lengths(cu_kv), default=0)
+    else:
+        for name, x in (("actual_seq_qlen", actual_seq_qlen), ("actual_seq_kvlen", actual_seq_kvlen)):
+            if x is not None:
+                raise ValueError(f"{name} is only valid with input_layout='TND', got input_layout={input_layout!r}")
+    # features of later issues
+    if pse is not None:
+        raise NotImplementedError("pse (positional bias / ALiBi) is not implemented yet in npu_flash_attn")
+    if keep_prob < 1.0:
+        raise NotImplementedError(f"dropout (keep_prob={keep_prob} < 1) is not implemented yet in npu_flash_attn")
+    if prefix is not None:
+        raise NotImplementedError("prefix (sparse_mode 5/6 prefix attention) is not implemented yet in npu_flash_attn")
+    if sparse_mode in (7, 8) and layout != "TND":
+        raise ValueError(f"sparse_mode={sparse_mode} (varlen split causal) is only valid with input_layout='TND'")
+    if sparse_mode == 5 and layout == "TND":
+        raise ValueError("sparse_mode=5 (uncompressed prefix) is not valid with input_layout='TND'")
+    if sparse_mode in (5, 6, 7, 8):
+        raise NotImplementedError(f"sparse_mode={sparse_mode} ({'prefix' if sparse_mode < 7 else 'varlen split causal'})"
+                                  " is not implemented yet in npu_flash_attn")
+    # masks
+    if atten_mask is not None:
+        if not isinstance(atten_mask, torch.Tensor):
+            raise TypeError(f"atten_mask must be a torch.Tensor or None, got {type(atten_mask).__name__}")
+        if atten_mask.dtype not in (torch.bool, torch.uint8):
+            raise TypeError(f"atten_mask dtype {atten_mask.dtype} is not supported; use torch.bool or torch.uint8 "
+                            "(True/1 = masked out)")
+        if sparse_mode in (0, 1):
+            raise NotImplementedError(f"a dense atten_mask (sparse_mode={sparse_mode}) is not implemented yet in "
+                                      "npu_flash_attn; use atten_mask=None or sparse_mode 2/3/4")
+        if tuple(atten_mask.shape) != (COMPRESSED_MASK_SIZE, COMPRESSED_MASK_SIZE):
+            raise ValueError(f"atten_mask shape {tuple(atten_mask.shape)} is not supported for "
+                             f"sparse_mode={sparse_mode}: pass None or the compressed [2048, 2048] mask "
+                             "torch.triu(torch.ones(2048, 2048), diagonal=1)")
+        if check_values and atten_mask.device.type == "cpu" and not _is_fake(atten_mask):
+            if not torch.equal(atten_mask, _compressed_mask_reference(atten_mask.dtype)):
+                raise ValueError(f"atten_mask for sparse_mode={sparse_mode} must equal the compressed mask "
+                                 "torch.triu(torch.ones(2048, 2048), diagonal=1) (True/1 above the diagonal)")
+    kernel_mode = 0 if sparse_mode in (0, 1) else sparse_mode
+    if kernel_mode == 4:
+        if pre_tokens + next_tokens < 0:
+            raise ValueError(f"sparse_mode=4: pre_tokens={pre_tokens} + next_tokens={next_tokens} < 0, so no query "
+                             "row can see any key (the band is empty)")
+        if layout == "TND":
+            pairs = [(q, k) for q, k in zip(_lengths(cu_q), _lengths(cu_kv)) if q > 0 and k > 0]
+        else:
+            pairs = [(S1, S2)] if (B > 0 and S1 > 0 and S2 > 0) else []
+        if pairs and not any(_band_has_visible_key(q, k, pre_tokens, next_tokens) for q, k in pairs):
+            raise ValueError(f"sparse_mode=4: the band [i + (S2-S1) - pre_tokens, i + (S2-S1) + next_tokens] with "
+                             f"pre_tokens={pre_tokens}, next_tokens={next_tokens} misses the attention matrix "
+                             f"({'every sequence' if layout == 'TND' else f'S1={S1}, S2={S2}'}): no row sees any key")
+    else:
+        pre_tokens = next_tokens = INT32_MAX  # ignored by modes 0, 2, 3
+    # output shapes
+    if layout == "BSH":
+        out_shape = (B, S1, N1 * Dv)
+    elif layout == "SBH":
+        out_shape = (S1, B, N1 * Dv)
+    elif layout == "BSND":
+        out_shape = (B, S1, N1, Dv)
+    elif layout == "BNSD":
+        out_shape = (B, N1, S1, Dv)
+    else:
+        out_shape = (T1, N1, Dv)
+    stats_shape = (T1, N1, 8) if layout == "TND" else (B, N1, S1, 8)
+    return FAProblem(layout=layout, dtype=query.dtype, B=B, N1=N1, N2=N2, S1=S1, S2=S2, D=D, Dv=Dv, T1=T1, T2=T2,
+                     scale=scale, sparse_mode=kernel_mode, pre_tokens=pre_tokens, next_tokens=next_tokens,
+                     cu_seqlens_q=tuple(cu_q), cu_seqlens_kv=tuple(cu_kv), out_shape=out_shape,
+                     stats_shape=stats_shape)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# implementations
+# ----------------------------------------------------------------------------------------------------------------
+def _fill_invalid_tail(p: FAProblem, out: torch.Tensor, smax: torch.Tensor, ssum: torch.Tensor) -> None:
+    """TND: query tokens after the last enabled sequence (padding) are invalid rows."""
+    used = p.cu_seqlens_q[-1] if p.cu_seqlens_q else 0
+    if used >= p.T1:
+        return
+    out[used:].zero_()
+    smax.view(-1)[used * p.N1 * 8:].fill_(-FLT_MAX)
+    ssum.view(-1)[used * p.N1 * 8:].fill_(FLT_MAX)
+
+
+def _launch(p: FAProblem, q, k, v, out, smax, ssum) -> dict:
+    ext = _ext()
+    entry = getattr(ext, "flash_attention_fwd", None)
+    if entry is None:
+        raise RuntimeError("npu_flash_attn._C has no flash_attention_fwd (stale build?): rebuild with "
+                           "`pip install -e .`")
+    chip = get_chip()
+    info = entry(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), smax.data_ptr(), ssum.data_ptr(),
+                 p.dtype_name, p.layout, int(p.B), int(p.N1), int(p.N2), int(p.S1), int(p.S2), int(p.D), int(p.Dv),
+                 float(p.scale), int(p.sparse_mode), int(p.pre_tokens), int(p.next_tokens),
+                 list(p.cu_seqlens_q), list(p.cu_seqlens_kv), int(p.T1), int(p.T2), chip)
+    return dict(info)
+
+
+def _flash_attention_impl(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
+                          scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0,
+                          prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0):
+    global _last_info
+    p = validate_flash_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
+                                 keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
+                                 actual_seq_kvlen, sparse_mode, seed, offset)
+    dev = query.device
+    if dev.type == "npu":
+        raise NotImplementedError("NPU path comes with the CANN operator package issue")
+    if dev.type != "cpu":
+        raise ValueError(f"query is on device {dev}; npu::flash_attention runs on CPU tensors (CPU twin) or NPU "
+                         "tensors")
+    out = torch.empty(p.out_shape, dtype=query.dtype)
+    smax = torch.empty(p.stats_shape, dtype=torch.float32)
+    ssum = torch.empty(p.stats_shape, dtype=torch.float32)
+    if not p.has_work():
+        # No query row sees a key (or there are no rows): every row is invalid; no launch needed.
+        out.zero_()
+        smax.fill_(-FLT_MAX)
+        ssum.fill_(FLT_MAX)
+        return out, smax, ssum
+    # contiguous copies keep the pointers valid for the duration of the call
+    q, k, v = query.detach().contiguous(), key.detach().contiguous(), value.detach().contiguous()
+    info = _launch(p, q, k, v, out, smax, ssum)
+    if p.layout == "TND":
+        _fill_invalid_tail(p, out, smax, ssum)
+    with _state_lock:
+        _last_info = info
+    return out, smax, ssum
+
+
+def _flash_attention_fake(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
+                          scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0,
+                          prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0):
+    p = validate_flash_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
+                                 keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
+                                 actual_seq_kvlen, sparse_mode, seed, offset, check_values=False)
+    out = query.new_empty(p.out_shape)
+    smax = query.new_empty(p.stats_shape, dtype=torch.float32)
+    ssum = query.new_empty(p.stats_shape, dtype=torch.float32)
+    return out, smax, ssum
+
+
+def _register():
+    ns_op = "npu::flash_attention"
+    try:
+        existing = torch.ops.npu.flash_attention  # noqa: F841 - already registered (module reloaded)
+        return
+    except (AttributeError, RuntimeError):
+        pass
+    op = torch.library.custom_op(ns_op, _flash_attention_impl, mutates_args=(), schema=SCHEMA)
+    op.register_fake(_flash_attention_fake)
+    return op
+
+
+_custom_op = _register()
+
+
+def flash_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int, input_layout: str,
+                    pse: Optional[torch.Tensor] = None, padding_mask: Optional[torch.Tensor] = None,
+                    atten_mask: Optional[torch.Tensor] = None, scale: float = 1.0, keep_prob: float = 1.0,
+                    pre_tokens: int = INT32_MAX, next_tokens: int = INT32_MAX, inner_precise: int = 0,
+                    prefix: Optional[list] = None, actual_seq_qlen: Optional[list] = None,
+                    actual_seq_kvlen: Optional[list] = None, sparse_mode: int = 0, seed: int = 0, offset: int = 0):
+    """Python convenience wrapper: `torch.ops.npu.flash_attention(...)` (see the module docstring)."""
+    return torch.ops.npu.flash_attention(query, key, value, head_num, input_layout, pse=pse,
+                                         padding_mask=padding_mask, atten_mask=atten_mask, scale=scale,
+                                         keep_prob=keep_prob, pre_tokens=pre_tokens, next_tokens=next_tokens,
+                                         inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
+                                         actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode, seed=seed,
+                                         offset=offset)
