@@ -197,10 +197,10 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
         for (uint64_t e = 0; e < nElem; ++e) {
             uint64_t off = e * sizeof(T);
             if (off >= lp && off < lp + p.blockLen) continue;
-            if (pad.isPad) {
+            if (lp == 0 && rp == 0) {
+                std::memcpy(&re[e], s, sizeof(T));  // dummy fill repeats the row's first element (even with isPad)
+            } else if (pad.isPad) {
                 re[e] = pad.paddingValue;
-            } else if (lp == 0 && rp == 0) {
-                std::memcpy(&re[e], s, sizeof(T));  // dummy fill repeats the row's first element
             } else {
                 std::memset(&re[e], 0xFF, sizeof(T));  // documented as random: poison
             }
