@@ -1,0 +1,308 @@
+"""Independent float64 reference of `torch.ops.npu.flash_attention` (forward), plus the FlashAttention test criterion.
+
+`flash_attention_reference(query, key, value, head_num, input_layout, *, scale, sparse_mode, pre_tokens,
+next_tokens, actual_seq_qlen, actual_seq_kvlen)` returns float64 `(out, softmax_max, softmax_sum)` in exactly the
+op's layouts and shapes:
+
+* scores s[i, j] = scale * q_i . k_j (float64), query head n uses key/value head n // (N1 / N2) (GQA/MQA);
+* visible keys per sparse_mode (per sequence for TND, d = S2 - S1 of that sequence):
+  0/1 all; 2 j <= i (left-up causal); 3 j <= i + d (right-down causal); 4 i + d - pre_tokens <= j <= i + d + next_tokens;
+* softmax_max = max_j s over visible j, softmax_sum = sum_j exp(s - max) over visible j, out = sum_j exp(s - max) v_j / sum;
+  softmax_max / softmax_sum are `[B, N1, S1, 8]` (TND `[T1, N1, 8]` in the batch-major physical order: row (b, n, s)
+  at flat offset (cu_q[b-1]*N1 + n*Sq_b + s)*8), each value repeated 8 times;
+* **invalid rows** (a query row with no visible key: right-down causal with S1 > S2, bands with negative pre/next,
+  zero-length key sequences, TND padding tokens after the last sequence) give out = 0, softmax_max = -FLT_MAX
+  (-3.4028234663852886e38) and softmax_sum = +FLT_MAX. This is the built-in's inner_precise=2 convention: the row's
+  LSE = max + ln(sum) is about -FLT_MAX, so it has zero weight when partial results are merged, and a backward that
+  recomputes P = exp(s - max) / sum gets 0 for it;
+* TND lists are cumulative; trailing zeros after a positive value disable the remaining batches, a batch disabled
+  in either list is disabled, and its (and any padding) query tokens are invalid rows.
+
+`flash_attention_lowprec(...)` computes the same attention the way a plain torch program does in the input dtype
+(fp16/bf16): every op accumulates in fp32 and rounds its result to the input dtype (scores = q @ k^T, scaled
+scores, softmax probabilities, probabilities @ v). `assert_close_fa(out, ref64, out_lowprec)` is the FlashAttention
+criterion max|out - ref64| <= 2 * max|out_lowprec - ref64| + 1e-5; `assert_stats_close` checks softmax_max/sum
+(fp32 statistics) against the reference, invalid rows exactly.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import torch
+
+__all__ = ["flash_attention_reference", "flash_attention_lowprec", "assert_close_fa", "assert_stats_close",
+           "visible_mask", "enabled_sequences", "FLT_MAX"]
+
+FLT_MAX = 3.4028234663852886e38
+_INT32_MAX = 2147483647
+_CHUNK_ELEMS = 1 << 24  # score elements per head chunk (bounds memory of the float64 path)
+
+
+def visible_mask(sq: int, skv: int, sparse_mode: int, pre_tokens: int = _INT32_MAX,
+                 next_tokens: int = _INT32_MAX) -> torch.Tensor:
+    """Bool [sq, skv]: True where query row i may attend key j (one sequence, right-down offset d = skv - sq)."""
+    i = torch.arange(sq, dtype=torch.int64).unsqueeze(1)
+    j = torch.arange(skv, dtype=torch.int64).unsqueeze(0)
+    d = skv - sq
+    if sparse_mode in (0, 1):
+        return torch.ones(sq, skv, dtype=torch.bool)
+    if sparse_mode == 2:
+        return j <= i
+    if sparse_mode == 3:
+        return j <= i + d
+    if sparse_mode == 4:
+        return (j >= i + d - pre_tokens) & (j <= i + d + next_tokens)
+    raise ValueError(f"reference: sparse_mode={sparse_mode} is not modelled (0-4 only)")
+
+
+def enabled_sequences(actual_seq_qlen: Sequence[int], actual_seq_kvlen: Sequence[int]) -> list[tuple[int, int, int, int]]:
+    """[(q_start, q_end, kv_start, kv_end)] of the enabled TND sequences (trailing zeros disable batches)."""
+    def n_enabled(cu):
+        cu = [int(c) for c in cu]
+        positive = [idx for idx, c in enumerate(cu) if c > 0]
+        return len(cu) if not positive else positive[-1] + 1
+    assert len(actual_seq_qlen) == len(actual_seq_kvlen), "reference: the two lists must have equal length"
+    nb = min(n_enabled(actual_seq_qlen), n_enabled(actual_seq_kvlen))
+    out, q0, k0 = [], 0, 0
+    for b in range(nb):
+        q1, k1 = int(actual_seq_qlen[b]), int(actual_seq_kvlen[b])
+        assert q1 >= q0 and k1 >= k0, "reference: lists must be cumulative"
+        out.append((q0, q1, k0, k1))
+        q0, k0 = q1, k1
+    return out
+
+
+def _to_bnsd(t: torch.Tensor, layout: str, heads: int) -> torch.Tensor:
+    """Non-TND tensor -> [B, N, S, D] view."""
+    if layout == "BNSD":
+        return t
+    if layout == "BSND":
+        return t.permute(0, 2, 1, 3)
+    if layout == "BSH":
+        b, s, h = t.shape
+        return t.reshape(b, s, heads, h // heads).permute(0, 2, 1, 3)
+    if layout == "SBH":
+        s, b, h = t.shape
+        return t.reshape(s, b, heads, h // heads).permute(1, 2, 0, 3)
+    raise ValueError(layout)
+
+
+def _from_bnsd(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """[B, N, S, D] -> layout (contiguous)."""
+    b, n, s, d = t.shape
+    if layout == "BNSD":
+        return t.contiguous()
+    if layout == "BSND":
+        return t.permute(0, 2, 1, 3).contiguous()
+    if layout == "BSH":
+        return t.permute(0, 2, 1, 3).reshape(b, s, n * d).contiguous()
+    if layout == "SBH":
+        return t.permute(2, 0, 1, 3).reshape(s, b, n * d).contiguous()
+    raise ValueError(layout)
+
+
+def _head_counts(query, key, value, head_num: int, layout: str) -> tuple[int, int]:
+    """(N2, D) for the layout (no validation beyond what the arithmetic needs)."""
+    if layout in ("BSH", "SBH"):
+        d = query.shape[-1] // head_num
+        return key.shape[-1] // d, d
+    if layout == "BNSD":
+        return key.shape[1], query.shape[-1]
+    if layout in ("BSND",):
+        return key.shape[2], query.shape[-1]
+    return key.shape[1], query.shape[-1]  # TND
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis: torch.Tensor, scale: float,
+            lowprec: Optional[torch.dtype]):
+    """One sequence: q [N1,Sq,D], k [N2,Skv,D], v [N2,Skv,Dv], vis [Sq,Skv].
+
+    Returns out [N1,Sq,Dv] and (float64 path only) max/sum [N1,Sq]."""
+    n1, sq, _ = q.shape
+    n2, skv, dv = v.shape
+    group = n1 // n2
+    valid = vis.any(dim=1)  # [Sq]
+    if lowprec is None:
+        out = torch.zeros(n1, sq, dv, dtype=torch.float64)
+        mx = torch.full((n1, sq), -FLT_MAX, dtype=torch.float64)
+        sm = torch.full((n1, sq), FLT_MAX, dtype=torch.float64)
+    else:
+        out = torch.zeros(n1, sq, dv, dtype=lowprec)
+        mx = sm = None
+    if sq == 0 or skv == 0 or not bool(valid.any()):
+        return out, mx, sm
+    chunk = max(1, _CHUNK_ELEMS // max(1, sq * skv))
+    for h0 in range(0, n1, chunk):
+        h1 = min(n1, h0 + chunk)
+        kv_idx = torch.arange(h0, h1) // group
+        qh, kh, vh = q[h0:h1], k[kv_idx], v[kv_idx]
+        if lowprec is None:
+            s = scale * torch.matmul(qh.double(), kh.double().transpose(1, 2))
+            s = s.masked_fill(~vis, -math.inf)
+            m = s.amax(dim=2)  # -inf on invalid rows
+            m_safe = torch.where(valid, m, torch.zeros_like(m))
+            e = torch.where(vis, torch.exp(s - m_safe.unsqueeze(2)), torch.zeros((), dtype=torch.float64))
+            l = e.sum(dim=2)
+            l_safe = torch.where(valid, l, torch.ones_like(l))
+            o = torch.matmul(e, vh.double()) / l_safe.unsqueeze(2)
+            out[h0:h1] = torch.where(valid.unsqueeze(1), o, torch.zeros((), dtype=torch.float64))
+            mx[h0:h1] = torch.where(valid, m, torch.full_like(m, -FLT_MAX))
+            sm[h0:h1] = torch.where(valid, l, torch.full_like(l, FLT_MAX))
+        else:
+            dt = lowprec
+            s = torch.matmul(qh.float(), kh.float().transpose(1, 2)).to(dt)
+            s = (s.float() * scale).to(dt)
+            s = s.float().masked_fill(~vis, -math.inf)
+            p = torch.softmax(s, dim=2)
+            p = torch.where(valid.unsqueeze(1), p, torch.zeros((), dtype=p.dtype)).to(dt)
+            o = torch.matmul(p.float(), vh.float()).to(dt)
+            out[h0:h1] = o
+    return out, mx, sm
+
+
+def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_tokens, next_tokens,
+         actual_seq_qlen, actual_seq_kvlen, lowprec: Optional[torch.dtype]):
+    layout = input_layout.upper()
+    n1 = int(head_num)
+    n2, _ = _head_counts(query, key, value, n1, layout)
+    out_dtype = torch.float64 if lowprec is None else lowprec
+    if layout == "TND":
+        t1 = query.shape[0]
+        dv = value.shape[2]
+        out = torch.zeros(t1, n1, dv, dtype=out_dtype)
+        smax = torch.full((t1 * n1 * 8,), -FLT_MAX, dtype=torch.float64)
+        ssum = torch.full((t1 * n1 * 8,), FLT_MAX, dtype=torch.float64)
+        for (q0, q1, k0, k1) in enabled_sequences(actual_seq_qlen, actual_seq_kvlen):
+            sq, skv = q1 - q0, k1 - k0
+            if sq == 0:
+                continue
+            vis = visible_mask(sq, skv, sparse_mode, pre_tokens, next_tokens)
+            o, m, l = _attend(query[q0:q1].transpose(0, 1), key[k0:k1].transpose(0, 1),
+                              value[k0:k1].transpose(0, 1), vis, scale, lowprec)
+            out[q0:q1] = o.transpose(0, 1)
+            if lowprec is None:
+                base = q0 * n1 * 8
+                smax[base:base + n1 * sq * 8] = m.unsqueeze(2).expand(n1, sq, 8).reshape(-1)
+                ssum[base:base + n1 * sq * 8] = l.unsqueeze(2).expand(n1, sq, 8).reshape(-1)
+        return out, smax.view(t1, n1, 8), ssum.view(t1, n1, 8)
+    q = _to_bnsd(query, layout, n1)
+    k = _to_bnsd(key, layout, n2)
+    v = _to_bnsd(value, layout, n2)
+    b, _, s1, _ = q.shape
+    s2 = k.shape[2]
+    dv = v.shape[3]
+    vis = visible_mask(s1, s2, sparse_mode, pre_tokens, next_tokens)
+    out = torch.zeros(b, n1, s1, dv, dtype=out_dtype)
+    smax = torch.empty(b, n1, s1, dtype=torch.float64)
+    ssum = torch.empty(b, n1, s1, dtype=torch.float64)
+    for bi in range(b):
+        o, m, l = _attend(q[bi], k[bi], v[bi], vis, scale, lowprec)
+        out[bi] = o
+        if lowprec is None:
+            smax[bi], ssum[bi] = m, l
+    out = _from_bnsd(out, layout)
+    return (out, smax.unsqueeze(3).expand(b, n1, s1, 8).contiguous(),
+            ssum.unsqueeze(3).expand(b, n1, s1, 8).contiguous())
+
+
+def flash_attention_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
+                              input_layout: str, *, scale: float = 1.0, sparse_mode: int = 0,
+                              pre_tokens: int = _INT32_MAX, next_tokens: int = _INT32_MAX,
+                              actual_seq_qlen: Optional[Sequence[int]] = None,
+                              actual_seq_kvlen: Optional[Sequence[int]] = None):
+    """float64 (out, softmax_max, softmax_sum) in the op's layouts and shapes (see the module docstring).
+
+    Inputs are not validated beyond what the arithmetic needs; pass arguments the op accepts."""
+    return _run(query, key, value, head_num, input_layout, float(scale), int(sparse_mode), int(pre_tokens),
+                int(next_tokens), actual_seq_qlen, actual_seq_kvlen, None)
+
+
+def flash_attention_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
+                            input_layout: str, *, scale: float = 1.0, sparse_mode: int = 0,
+                            pre_tokens: int = _INT32_MAX, next_tokens: int = _INT32_MAX,
+                            actual_seq_qlen: Optional[Sequence[int]] = None,
+                            actual_seq_kvlen: Optional[Sequence[int]] = None) -> torch.Tensor:
+    """Attention output computed like plain torch in the input dtype (fp32 accumulation, each op's result rounded
+    to query.dtype): the baseline of the FlashAttention criterion. Invalid rows give 0."""
+    dt = query.dtype
+    if dt not in (torch.float16, torch.bfloat16):
+        raise TypeError(f"flash_attention_lowprec: query dtype {dt} is not fp16/bf16")
+    out, _, _ = _run(query, key, value, head_num, input_layout, float(scale), int(sparse_mode), int(pre_tokens),
+                     int(next_tokens), actual_seq_qlen, actual_seq_kvlen, dt)
+    return out
+
+
+def assert_close_fa(out: torch.Tensor, ref64: torch.Tensor, out_lowprec: torch.Tensor, *, factor: float = 2.0,
+                    atol: float = 1e-5, what: str = "attention_out") -> tuple[float, float]:
+    """FlashAttention criterion: max|out - ref64| <= factor * max|out_lowprec - ref64| + atol.
+
+    Returns (error, bound); raises AssertionError (with both errors) otherwise, or on shape mismatch / NaN."""
+    if tuple(out.shape) != tuple(ref64.shape) or tuple(out_lowprec.shape) != tuple(ref64.shape):
+        raise AssertionError(f"{what}: shape {tuple(out.shape)} vs reference {tuple(ref64.shape)} / low-precision "
+                             f"{tuple(out_lowprec.shape)}")
+    if out.numel() == 0:
+        return 0.0, atol
+    o = out.double()
+    if not bool(torch.isfinite(o).all()):
+        bad = (~torch.isfinite(o)).nonzero()[0].tolist()
+        raise AssertionError(f"{what}: non-finite value {o[tuple(bad)].item()} at index {bad}")
+    diff = (o - ref64.double()).abs()
+    err = diff.max().item()
+    base = (out_lowprec.double() - ref64.double()).abs().max().item()
+    bound = factor * base + atol
+    if not err <= bound:
+        idx = tuple(int(i) for i in (diff == diff.max()).nonzero()[0].tolist())
+        raise AssertionError(f"{what}: max|out - ref64| = {err:.3e} > {factor}*max|lowprec - ref64| + {atol} = "
+                             f"{bound:.3e} (low-precision error {base:.3e}); worst at index {idx}: out "
+                             f"{o[idx].item()!r}, ref {ref64[idx].item()!r}")
+    return err, bound
+
+
+def assert_stats_close(softmax_max: torch.Tensor, softmax_sum: torch.Tensor, ref_max: torch.Tensor,
+                       ref_sum: torch.Tensor, *, max_tol: float = 1e-4, sum_rtol: float = 2e-4) -> dict:
+    """Checks fp32 softmax statistics against the float64 reference.
+
+    * dtype float32, shapes equal, the 8 copies of each row identical;
+    * invalid rows (reference max == -FLT_MAX) exactly -FLT_MAX / +FLT_MAX, and no other row uses those sentinels;
+    * valid rows: |max - ref| <= max_tol * (1 + |ref|), |sum - ref| <= sum_rtol * ref.
+      (The statistics come from fp32 scores of low-precision inputs accumulated in fp32, so the reference - computed
+      from the same rounded inputs - differs only by fp32 rounding: ~1e-6 relative. The defaults leave a wide margin
+      while still catching a wrong scale, a wrong mask element near the row max, or a lost rescale.)
+    Returns {"max_err": ..., "sum_rel_err": ..., "invalid_rows": ...}."""
+    for name, t in (("softmax_max", softmax_max), ("softmax_sum", softmax_sum)):
+        if t.dtype != torch.float32:
+            raise AssertionError(f"{name} dtype {t.dtype} must be torch.float32")
+        if tuple(t.shape) != tuple(ref_max.shape):
+            raise AssertionError(f"{name} shape {tuple(t.shape)} != reference {tuple(ref_max.shape)}")
+    if softmax_max.numel() == 0:
+        return {"max_err": 0.0, "sum_rel_err": 0.0, "invalid_rows": 0}
+    for name, t in (("softmax_max", softmax_max), ("softmax_sum", softmax_sum)):
+        if not bool((t == t[..., :1]).all()):
+            raise AssertionError(f"{name}: the 8 copies of a row differ")
+    m, s = softmax_max[..., 0].double(), softmax_sum[..., 0].double()
+    rm, rs = ref_max[..., 0].double(), ref_sum[..., 0].double()
+    invalid = rm == -FLT_MAX
+    n_inv = int(invalid.sum())
+    if n_inv:
+        if not bool((m[invalid] == -FLT_MAX).all()) or not bool((s[invalid] == FLT_MAX).all()):
+            idx = (invalid & ((m != -FLT_MAX) | (s != FLT_MAX))).nonzero()[0].tolist()
+            raise AssertionError(f"invalid row at {idx}: softmax_max {m[tuple(idx)].item()!r} / softmax_sum "
+                                 f"{s[tuple(idx)].item()!r}, expected -FLT_MAX / +FLT_MAX")
+    valid = ~invalid
+    if not bool(valid.any()):
+        return {"max_err": 0.0, "sum_rel_err": 0.0, "invalid_rows": n_inv}
+    mv, sv, rmv, rsv = m[valid], s[valid], rm[valid], rs[valid]
+    if not bool(torch.isfinite(mv).all() and torch.isfinite(sv).all()):
+        raise AssertionError("softmax_max/softmax_sum: non-finite value (or sentinel) on a row that has visible keys")
+    max_err = (mv - rmv).abs()
+    sum_rel = (sv - rsv).abs() / rsv
+    if not bool((max_err <= max_tol * (1 + rmv.abs())).all()):
+        i = int(torch.argmax(max_err / (1 + rmv.abs())))
+        raise AssertionError(f"softmax_max: |max - ref| = {max_err[i].item():.3e} > {max_tol} * (1 + |{rmv[i].item():.6g}|)"
+                             f" (got {mv[i].item()!r}, ref {rmv[i].item()!r})")
+    if not bool((sum_rel <= sum_rtol).all()):
+        i = int(torch.argmax(sum_rel))
+        raise AssertionError(f"softmax_sum: relative error {sum_rel[i].item():.3e} > {sum_rtol} "
+                             f"(got {sv[i].item()!r}, ref {rsv[i].item()!r})")
+    return {"max_err": max_err.max().item(), "sum_rel_err": sum_rel.max().item(), "invalid_rows": n_inv}
