@@ -1,0 +1,167 @@
+#include "flash_attention_tiling_host.h"
+
+#include <algorithm>
+
+namespace npu_fa {
+namespace {
+
+constexpr uint32_t kL0HalfBytes = 32 * 1024;   // one of two L0A/L0B ping-pong halves
+constexpr uint32_t kL0cHalfBytes = 64 * 1024;  // one of two L0C ping-pong halves
+
+uint32_t L1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad) {
+    const uint32_t m16 = AlignUp(s1Block, 16);
+    return m16 * dPad * 2          // Q
+           + 2 * w * dPad * 2      // K ping-pong
+           + 2 * w * dvPad * 2     // V ping-pong
+           + 2 * m16 * w * 2;      // P ping-pong
+}
+
+// Largest multiple of 16 <= limit that divides into `total` chunks no bigger than it (at least 16).
+uint32_t Chunk(uint32_t total, uint32_t limit) {
+    uint32_t c = std::max<uint32_t>(16, limit / 16 * 16);
+    return std::min(c, total);
+}
+
+void StridesOf(const FaProblem& p, uint32_t heads, uint32_t dim, uint32_t s, uint64_t& sb, uint64_t& sn, uint64_t& ss) {
+    switch (p.layout) {
+        case kBSH: case kBSND: sb = (uint64_t)s * heads * dim; sn = dim; ss = (uint64_t)heads * dim; break;
+        case kSBH: sb = (uint64_t)heads * dim; sn = dim; ss = (uint64_t)p.batch * heads * dim; break;
+        case kBNSD: sb = (uint64_t)heads * s * dim; sn = (uint64_t)s * dim; ss = dim; break;
+        case kTND: sb = 0; sn = dim; ss = (uint64_t)heads * dim; break;
+    }
+}
+
+}  // namespace
+
+std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip, FaTilingOut& out) {
+    FlashAttentionTilingData& t = out.data;
+    t = FlashAttentionTilingData{};
+    if (p.batch == 0 || p.n1 == 0 || p.n2 == 0 || p.n1 % p.n2 != 0) return "n1 must be a positive multiple of n2";
+    if (p.d < 1 || p.d > 512 || p.dv < 1 || p.dv > p.d) return "need 1 <= dv <= d <= 512";
+    if (p.sparseMode != 0 && p.sparseMode != 2 && p.sparseMode != 3 && p.sparseMode != 4) return "sparse mode must be 0, 2, 3 or 4";
+    const bool varlen = p.layout == kTND;
+
+    // Per-sequence geometry.
+    std::vector<FaSeq> seqs(p.batch);
+    uint32_t s1max = 0, s2max = 0;
+    for (uint32_t b = 0; b < p.batch; ++b) {
+        FaSeq& s = seqs[b];
+        if (varlen) {
+            if (p.cuSeqQ.size() != p.batch || p.cuSeqKv.size() != p.batch) return "cumulative lengths must have batch entries";
+            int64_t q0 = b ? p.cuSeqQ[b - 1] : 0, k0 = b ? p.cuSeqKv[b - 1] : 0;
+            s.qTok = q0;
+            s.kvTok = k0;
+            s.s1 = std::max<int64_t>(0, p.cuSeqQ[b] - q0);
+            s.s2 = std::max<int64_t>(0, p.cuSeqKv[b] - k0);
+            if (s.s1 > 0 && (p.cuSeqQ[b] > (int64_t)p.t1 || p.cuSeqKv[b] > (int64_t)p.t2)) return "cumulative lengths exceed the token dims";
+        } else {
+            s = FaSeq{0, 0, p.s1, p.s2};
+        }
+        s1max = std::max<uint32_t>(s1max, (uint32_t)s.s1);
+        s2max = std::max<uint32_t>(s2max, (uint32_t)s.s2);
+    }
+
+    t.layout = p.layout;
+    t.dtype = p.dtype;
+    t.batch = p.batch;
+    t.n1 = p.n1;
+    t.n2 = p.n2;
+    t.group = p.n1 / p.n2;
+    t.s1 = varlen ? s1max : p.s1;
+    t.s2 = varlen ? s2max : p.s2;
+    t.d = p.d;
+    t.dv = p.dv;
+    t.varlen = varlen ? 1 : 0;
+    t.sparseMode = p.sparseMode;
+    t.preTokens = p.preTokens;
+    t.nextTokens = p.nextTokens;
+    t.scale = p.scale;
+    StridesOf(p, p.n1, p.d, p.s1, t.qStrideB, t.qStrideN, t.qStrideS);
+    StridesOf(p, p.n2, p.d, p.s2, t.kStrideB, t.kStrideN, t.kStrideS);
+    StridesOf(p, p.n2, p.dv, p.s2, t.vStrideB, t.vStrideN, t.vStrideS);
+    StridesOf(p, p.n1, p.dv, p.s1, t.oStrideB, t.oStrideN, t.oStrideS);
+
+    // Block sizes: the largest query block (cube efficiency) whose AIV half fits UB and whose tiles fit L1.
+    t.dPad = AlignUp(p.d, 16);
+    t.dvPad = AlignUp(p.dv, 16);
+    const uint32_t ub = UsableUb(chip), l1 = UsableL1(chip);
+    bool found = false;
+    for (uint32_t w : {128u, 64u}) {
+        for (uint32_t s1b : {128u, 64u, 32u, 16u}) {
+            const uint32_t rows = CeilDiv(s1b, 2);
+            if (UbSizes(rows, w, t.dvPad).total <= ub && L1Bytes(s1b, w, t.dPad, t.dvPad) <= l1) {
+                t.s1Block = s1b;
+                t.s2Block = w;
+                found = true;
+                break;
+            }
+        }
+        if (found) break;
+    }
+    if (!found) return "no block size fits the chip's UB/L1";
+    const uint32_t m16 = AlignUp(t.s1Block, 16);
+    t.nChunkQK = Chunk(t.s2Block, kL0cHalfBytes / (m16 * 4));
+    t.kChunkQK = Chunk(t.dPad, std::min(kL0HalfBytes / (m16 * 2), kL0HalfBytes / (t.nChunkQK * 2)));
+    t.nChunkPV = Chunk(t.dvPad, kL0cHalfBytes / (m16 * 4));
+    t.kChunkPV = Chunk(t.s2Block, std::min(kL0HalfBytes / (m16 * 2), kL0HalfBytes / (t.nChunkPV * 2)));
+    out.ubBytes = UbSizes(CeilDiv(t.s1Block, 2), t.s2Block, t.dvPad).total;
+    out.l1Bytes = L1Bytes(t.s1Block, t.s2Block, t.dPad, t.dvPad);
+
+    // Tasks = (sequence, head, query block), sequence-major; each costs its visible steps plus a fixed overhead.
+    std::vector<uint64_t> cost;
+    out.seqInfo.assign((size_t)p.batch * kSeqInfoFields, 0);
+    uint64_t task = 0;
+    out.visibleSteps = 0;
+    for (uint32_t b = 0; b < p.batch; ++b) {
+        const FaSeq& s = seqs[b];
+        int64_t* si = &out.seqInfo[(size_t)b * kSeqInfoFields];
+        si[0] = s.qTok;
+        si[1] = s.kvTok;
+        si[2] = s.s1;
+        si[3] = s.s2;
+        si[4] = (int64_t)task;
+        const uint32_t blocks = CeilDiv((uint32_t)s.s1, t.s1Block);
+        const FaBand band = BandOf(p.sparseMode, p.preTokens, p.nextTokens, s.s1, s.s2);
+        for (uint32_t n = 0; n < p.n1; ++n) {
+            for (uint32_t blk = 0; blk < blocks; ++blk) {
+                const int64_t r0 = (int64_t)blk * t.s1Block, r1 = std::min<int64_t>(s.s1, r0 + t.s1Block);
+                const FaStepRange st = StepsOf(band, r0, r1, s.s2, t.s2Block);
+                const uint64_t steps = st.last > st.first ? (uint64_t)(st.last - st.first) : 0;
+                out.visibleSteps += steps;
+                cost.push_back(4 * steps + 1);
+                ++task;
+            }
+        }
+    }
+    if (task > 0xFFFFFFFFull) return "too many tasks for one launch";
+    t.taskTotal = (uint32_t)task;
+    t.s1Blocks = varlen ? 0 : CeilDiv(p.s1, t.s1Block);
+
+    // Contiguous task ranges per core, cut where the running cost passes each core's share.
+    const uint32_t cores = (uint32_t)std::max<uint64_t>(1, std::min<uint64_t>({(uint64_t)chip.aicNum, (uint64_t)kMaxCores, task}));
+    uint64_t totalCost = 0;
+    for (uint64_t c : cost) totalCost += c;
+    t.blockDim = cores;
+    uint64_t acc = 0;
+    uint32_t core = 1;
+    t.coreTaskStart[0] = 0;
+    for (uint64_t i = 0; i < task && core < cores; ++i) {
+        acc += cost[i];
+        while (core < cores && acc * cores >= totalCost * core) t.coreTaskStart[core++] = (uint32_t)(i + 1);
+    }
+    while (core <= cores) t.coreTaskStart[core++] = t.taskTotal;
+
+    // Workspace: per core, two slots of S (fp32), P (half) and O (fp32), 512 B aligned.
+    auto align512 = [](uint64_t v) { return (v + 511) / 512 * 512; };
+    const uint64_t sBytes = align512((uint64_t)t.s1Block * t.s2Block * 4);
+    const uint64_t pBytes = align512((uint64_t)t.s1Block * t.s2Block * 2);
+    const uint64_t oBytes = align512((uint64_t)t.s1Block * t.dvPad * 4);
+    t.wsOffsetS = 0;
+    t.wsOffsetP = 2 * sBytes;
+    t.wsOffsetO = 2 * sBytes + 2 * pBytes;
+    t.wsPerCore = 2 * (sBytes + pBytes + oBytes);
+    out.workspaceBytes = t.wsPerCore * cores;
+    return "";
+}
+
+}  // namespace npu_fa

@@ -1,0 +1,241 @@
+// Cube (AIC) half of the forward kernel: Q stays in L1 for a task, K/V/P blocks stream GM -> L1 (ping-pong),
+// both matmuls go L1 -> L0A/L0B -> L0C and leave through Fixpipe as fp32 into the GM workspace.
+// Step order per core: S(0), S(1), PV(0), S(2), PV(1), ... so the vector cores' softmax of step j overlaps the
+// cube's work on steps j-1 and j+1.
+#ifndef NPU_FA_FA_CUBE_H
+#define NPU_FA_FA_CUBE_H
+
+#include "fa_common.h"
+
+namespace npu_fa {
+
+template <typename T>
+class FaCube {
+public:
+    __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR seqInfo,
+                                GM_ADDR workspace, AscendC::TPipe* pipe) {
+        t_ = t;
+        core_ = (uint32_t)AscendC::GetBlockIdx();
+        qGm_.SetGlobalBuffer((__gm__ T*)q);
+        kGm_.SetGlobalBuffer((__gm__ T*)k);
+        vGm_.SetGlobalBuffer((__gm__ T*)v);
+        seqInfo_ = (__gm__ int64_t*)seqInfo;
+        ws_.Init(workspace, t, core_);
+        m16_ = AlignUp(t->s1Block, 16);
+        qElems_ = m16_ * t->dPad;
+        kElems_ = t->s2Block * t->dPad;
+        vElems_ = t->s2Block * t->dvPad;
+        pElems_ = m16_ * t->s2Block;
+        pipe->InitBuffer(qL1_, qElems_ * sizeof(T));
+        pipe->InitBuffer(kL1_, 2 * kElems_ * sizeof(T));
+        pipe->InitBuffer(vL1_, 2 * vElems_ * sizeof(T));
+        pipe->InitBuffer(pL1_, 2 * pElems_ * sizeof(T));
+        pipe->InitBuffer(l0a_, kL0Half * 2);
+        pipe->InitBuffer(l0b_, kL0Half * 2);
+        pipe->InitBuffer(l0c_, kL0cHalf * 2);
+        // Every buffer starts free: its "free" event is set once here and waited once at the end.
+        for (int32_t id = 0; id < kL1Buffers; ++id) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(id);
+        AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0);
+        AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + 1);
+        AscendC::SetFlag<AscendC::HardEvent::FIX_M>(0);
+        AscendC::SetFlag<AscendC::HardEvent::FIX_M>(1);
+    }
+
+    __aicore__ inline void Process() {
+        FaTaskIterator it;
+        it.Init(t_, seqInfo_, core_);
+        FaTask task;
+        Pending prev;
+        prev.valid = false;
+        uint32_t step = 0;
+        while (it.Next(task)) {
+            if (task.stepFirst >= task.stepLast) continue;  // no visible key: the vector cores write zeros
+            LoadQ(task);
+            for (int64_t j = task.stepFirst; j < task.stepLast; ++j) {
+                const uint32_t slot = step & 1;
+                const int64_t c0 = j * t_->s2Block;
+                const uint32_t cols = (uint32_t)FaMin(task.seq.s2 - c0, (int64_t)t_->s2Block);
+                LoadKV(task, c0, cols, slot);
+                ScoresStep(task, cols, slot, j == task.stepFirst, j + 1 == task.stepLast);
+                if (prev.valid) ValueStep(prev);
+                prev.valid = true;
+                prev.rows = (uint32_t)task.rows;
+                prev.cols = cols;
+                prev.slot = slot;
+                ++step;
+            }
+        }
+        if (prev.valid) ValueStep(prev);
+        for (int32_t id = 0; id < kL1Buffers; ++id) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
+        AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0);
+        AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + 1);
+        AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(0);
+        AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(1);
+    }
+
+private:
+    static constexpr uint32_t kL0Half = 32 * 1024;
+    static constexpr uint32_t kL0cHalf = 64 * 1024;
+    static constexpr uint32_t kFrac = 256;  // elements of one 16x16 b16 fractal
+    // L1 buffer event IDs (MTE2_MTE1 ready / MTE1_MTE2 free): Q, K x2, V x2, P x2.
+    static constexpr int32_t kIdQ = 0, kIdK = 1, kIdV = 3, kIdP = 5, kL1Buffers = 7;
+    static constexpr int32_t kL0FreeId0 = 3;  // M_MTE1 IDs 0-2 belong to TPipe on the AIC
+
+    struct Pending {
+        bool valid;
+        uint32_t rows;
+        uint32_t cols;
+        uint32_t slot;
+    };
+
+    // GM (row-major, pitch `srcPitch` elements) -> L1 Nz with `c0Stride` rows per 16-column block.
+    __aicore__ inline void LoadNz(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<T>& src, uint32_t rows,
+                                  uint32_t cols, uint64_t srcPitch, uint32_t c0Stride) {
+        if (srcPitch <= 65535) {
+            AscendC::Nd2NzParams p(1, (uint16_t)rows, (uint16_t)cols, 0, (uint16_t)srcPitch, (uint16_t)c0Stride, 1, 0);
+            AscendC::DataCopy(dst, src, p);
+            return;
+        }
+        // Row pitch beyond the 16-bit srcDValue (e.g. SBH with large B*H): one row at a time.
+        for (uint32_t r = 0; r < rows; ++r) {
+            AscendC::Nd2NzParams p(1, 1, (uint16_t)cols, 0, (uint16_t)cols, (uint16_t)c0Stride, 1, 0);
+            AscendC::DataCopy(dst[r * 16], src[r * srcPitch], p);
+        }
+    }
+
+    __aicore__ inline void LoadQ(const FaTask& task) {
+        AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
+        LoadNz(qL1_.Get<T>(), qGm_[QOffset(t_, task, task.row0)], (uint32_t)task.rows, t_->d, t_->qStrideS, m16_);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
+    }
+
+    __aicore__ inline void LoadKV(const FaTask& task, int64_t c0, uint32_t cols, uint32_t slot) {
+        AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
+        LoadNz(kL1_.Get<T>()[slot * kElems_], kGm_[KOffset(t_, task, c0)], cols, t_->d, t_->kStrideS, t_->s2Block);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
+        LoadNz(vL1_.Get<T>()[slot * vElems_], vGm_[VOffset(t_, task, c0)], cols, t_->dv, t_->vStrideS, t_->s2Block);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
+    }
+
+    // S = Q * K^T for one s2 block -> workspace, then tell the vector cores.
+    __aicore__ inline void ScoresStep(const FaTask& task, uint32_t cols, uint32_t slot, bool firstOfTask, bool lastOfTask) {
+        if (firstOfTask) AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
+        Operand a{qL1_.Get<T>(), m16_, false};
+        Operand b{kL1_.Get<T>()[slot * kElems_], t_->s2Block, false};
+        Matmul(a, b, (uint32_t)task.rows, t_->d, cols, t_->kChunkQK, t_->nChunkQK, ws_.Scores(slot), t_->s2Block);
+        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
+        if (lastOfTask) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
+        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(kFlagScoresReady);
+    }
+
+    // O_part = P * V for a step whose probabilities the vector cores have written.
+    __aicore__ inline void ValueStep(const Pending& s) {
+        AscendC::CrossCoreWaitFlag(kFlagProbsReady);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdP + s.slot);
+        AscendC::GlobalTensor<T> probs;
+        probs.SetGlobalBuffer(ws_.template Probs<T>(s.slot));
+        const AscendC::LocalTensor<T> pTile = pL1_.Get<T>()[s.slot * pElems_];
+        LoadNz(pTile, probs, s.rows, s.cols, t_->s2Block, m16_);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdP + s.slot);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdP + s.slot);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + s.slot);
+        Operand a{pTile, m16_, false};
+        Operand b{vL1_.Get<T>()[s.slot * vElems_], t_->s2Block, true};
+        Matmul(a, b, s.rows, s.cols, t_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(s.slot), t_->dvPad);
+        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdP + s.slot);
+        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + s.slot);
+        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(kFlagOutputReady);
+    }
+
+    // An L1 operand in Nz layout with `nzRows` rows per 16-column block. For B, `rowsAreK` says the stored rows
+    // run along K (V: [s2, dv]) so each fractal needs a transpose to become Zn; otherwise the rows run along N
+    // (K: [s2, d]) and the Nz tile already is Zn.
+    struct Operand {
+        AscendC::LocalTensor<T> tile;
+        uint32_t nzRows;
+        bool rowsAreK;
+    };
+
+    // C[m, n] = A[m, k] * B[k, n] in chunks that fit L0, written as fp32 rows of pitch `ldc` to GM.
+    __aicore__ inline void Matmul(const Operand& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n,
+                                  uint32_t kChunk, uint32_t nChunk, __gm__ float* dst, uint32_t ldc) {
+        const uint32_t mBlocks = CeilDiv(m, 16);
+        for (uint32_t n0 = 0; n0 < n; n0 += nChunk) {
+            const uint32_t nLen = n - n0 < nChunk ? n - n0 : nChunk;
+            const uint32_t cHalf = l0cIdx_;
+            l0cIdx_ ^= 1;
+            AscendC::LocalTensor<float> c = l0c_.Get<float>()[cHalf * (kL0cHalf / sizeof(float))];
+            AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(cHalf);
+            for (uint32_t k0 = 0; k0 < k; k0 += kChunk) {
+                const uint32_t kLen = k - k0 < kChunk ? k - k0 : kChunk;
+                const uint32_t h = l0Idx_;
+                l0Idx_ ^= 1;
+                AscendC::LocalTensor<T> l0a = l0a_.Get<T>()[h * (kL0Half / sizeof(T))];
+                AscendC::LocalTensor<T> l0b = l0b_.Get<T>()[h * (kL0Half / sizeof(T))];
+                AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
+                LoadA(l0a, a, mBlocks, k0 / 16, CeilDiv(kLen, 16));
+                LoadB(l0b, b, k0 / 16, CeilDiv(kLen, 16), n0 / 16, CeilDiv(nLen, 16));
+                AscendC::SetFlag<AscendC::HardEvent::MTE1_M>(h);
+                AscendC::WaitFlag<AscendC::HardEvent::MTE1_M>(h);
+                AscendC::MmadParams mp(m, nLen, kLen, 0, false, k0 == 0);
+                AscendC::Mmad(c, l0a, l0b, mp);
+                if (mBlocks * CeilDiv(nLen, 16) < 10) AscendC::PipeBarrier<PIPE_M>();
+                AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
+            }
+            AscendC::SetFlag<AscendC::HardEvent::M_FIX>(cHalf);
+            AscendC::WaitFlag<AscendC::HardEvent::M_FIX>(cHalf);
+            AscendC::GlobalTensor<float> out;
+            out.SetGlobalBuffer(dst + n0);
+            AscendC::FixpipeParamsV220 fp(nLen, m, mBlocks * 16, ldc, false);
+            fp.quantPre = QuantMode_t::NoQuant;
+            AscendC::Fixpipe<float, float, AscendC::CFG_ROW_MAJOR>(out, c, fp);
+            AscendC::SetFlag<AscendC::HardEvent::FIX_M>(cHalf);
+        }
+    }
+
+    // L1 Nz [k1][m1] fractals -> L0A Zz [m1][k1] for fractal columns [k1s, k1s + k1n).
+    __aicore__ inline void LoadA(const AscendC::LocalTensor<T>& dst, const Operand& a, uint32_t mBlocks, uint32_t k1s,
+                                 uint32_t k1n) {
+        const uint32_t nzBlocks = a.nzRows / 16;
+        for (uint32_t m1 = 0; m1 < mBlocks; ++m1) {
+            AscendC::LoadData2DParams p(0, (uint8_t)k1n, (uint16_t)nzBlocks, 0, 0, false, 0);
+            AscendC::LoadData(dst[m1 * k1n * kFrac], a.tile[(k1s * nzBlocks + m1) * kFrac], p);
+        }
+    }
+
+    // L1 Nz -> L0B Zn [k1][n1] for fractal rows [k1s, k1s + k1n) and columns [n1s, n1s + n1n).
+    __aicore__ inline void LoadB(const AscendC::LocalTensor<T>& dst, const Operand& b, uint32_t k1s, uint32_t k1n,
+                                 uint32_t n1s, uint32_t n1n) {
+        const uint32_t nzBlocks = b.nzRows / 16;
+        for (uint32_t k1 = 0; k1 < k1n; ++k1) {
+            if (b.rowsAreK) {  // stored [n1][k1] with k along rows: gather along n1 and transpose each fractal
+                AscendC::LoadData2DParams p(0, (uint8_t)n1n, (uint16_t)nzBlocks, 0, 0, true, 0);
+                AscendC::LoadData(dst[k1 * n1n * kFrac], b.tile[(n1s * nzBlocks + k1s + k1) * kFrac], p);
+            } else {  // stored [k1][n1]: already Zn, contiguous along n1
+                AscendC::LoadData2DParams p(0, (uint8_t)n1n, 1, 0, 0, false, 0);
+                AscendC::LoadData(dst[k1 * n1n * kFrac], b.tile[((k1s + k1) * nzBlocks + n1s) * kFrac], p);
+            }
+        }
+    }
+
+    const FlashAttentionTilingData* t_ = nullptr;
+    uint32_t core_ = 0;
+    AscendC::GlobalTensor<T> qGm_, kGm_, vGm_;
+    __gm__ int64_t* seqInfo_ = nullptr;
+    FaWorkspace ws_;
+    uint32_t m16_ = 0, qElems_ = 0, kElems_ = 0, vElems_ = 0, pElems_ = 0;
+    uint32_t l0Idx_ = 0, l0cIdx_ = 0;
+    AscendC::TBuf<AscendC::TPosition::A1> qL1_;
+    AscendC::TBuf<AscendC::TPosition::B1> kL1_;
+    AscendC::TBuf<AscendC::TPosition::B1> vL1_;
+    AscendC::TBuf<AscendC::TPosition::A1> pL1_;
+    AscendC::TBuf<AscendC::TPosition::A2> l0a_;
+    AscendC::TBuf<AscendC::TPosition::B2> l0b_;
+    AscendC::TBuf<AscendC::TPosition::CO1> l0c_;
+};
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_FA_CUBE_H

@@ -1,0 +1,352 @@
+// Vector (AIV) half of the forward kernel: each of the two AIVs owns half of a task's query rows. Per step it
+// scales and masks the scores, runs the online-softmax update in fp32 (running max/sum, rescale factor), hands
+// P back to the cube in the input precision, and folds the cube's P*V into its running output; the division by
+// the row sum is deferred to the end of the task.
+#ifndef NPU_FA_FA_VECTOR_H
+#define NPU_FA_FA_VECTOR_H
+
+#include "fa_common.h"
+
+namespace npu_fa {
+
+template <typename T>
+class FaVector {
+public:
+    __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR seqInfo, GM_ADDR out, GM_ADDR softmaxMax,
+                                GM_ADDR softmaxSum, GM_ADDR workspace, AscendC::TPipe* pipe) {
+        t_ = t;
+        core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
+        sub_ = (uint32_t)AscendC::GetSubBlockIdx();
+        seqInfo_ = (__gm__ int64_t*)seqInfo;
+        outGm_.SetGlobalBuffer((__gm__ T*)out);
+        maxGm_.SetGlobalBuffer((__gm__ float*)softmaxMax);
+        sumGm_.SetGlobalBuffer((__gm__ float*)softmaxSum);
+        ws_.Init(workspace, t, core_);
+        w_ = t->s2Block;
+        dvPad_ = t->dvPad;
+        rowsMax_ = CeilDiv(t->s1Block, 2);
+        const FaUbSizes u = UbSizes(rowsMax_, w_, dvPad_);
+        statElems_ = u.stat / sizeof(float);
+        pipe->InitBuffer(sBuf_, u.s);
+        pipe->InitBuffer(dmatBuf_, u.dmat);
+        pipe->InitBuffer(bitsBuf_, u.bits);
+        pipe->InitBuffer(foldBuf_, u.fold);
+        pipe->InitBuffer(pBuf_, u.p);
+        pipe->InitBuffer(opartBuf_, u.opart);
+        pipe->InitBuffer(accBuf_, u.acc);
+        pipe->InitBuffer(statBuf_, u.stat * kFaStatBuffers);
+        pipe->InitBuffer(rowBuf_, u.row);
+        pipe->InitBuffer(statBitsBuf_, u.row);
+        BuildDiagonalPattern();
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+    }
+
+    __aicore__ inline void Process() {
+        FaTaskIterator it;
+        it.Init(t_, seqInfo_, core_);
+        FaTask task;
+        Pending prev;
+        prev.valid = false;
+        uint32_t step = 0, taskParity = 0;
+        while (it.Next(task)) {
+            Rows mine = RowsOf(task);
+            if (task.stepFirst >= task.stepLast) {
+                WriteEmptyRows(task, mine);
+                continue;
+            }
+            for (int64_t j = task.stepFirst; j < task.stepLast; ++j) {
+                const uint32_t slot = step & 1;
+                SoftmaxStep(task, mine, j, slot, taskParity, j == task.stepFirst);
+                if (prev.valid) OutputStep(prev);
+                prev.valid = true;
+                prev.task = task;
+                prev.mine = mine;
+                prev.slot = slot;
+                prev.parity = taskParity;
+                prev.first = j == task.stepFirst;
+                prev.last = j + 1 == task.stepLast;
+                ++step;
+            }
+            taskParity ^= 1;
+        }
+        if (prev.valid) OutputStep(prev);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+    }
+
+private:
+    // Event IDs: scores & partial output in (MTE2), probabilities/output & statistics out (MTE3).
+    static constexpr int32_t kIdScores = 0, kIdOutput = 1, kIdProbs = 0, kIdStats = 1;
+    // Statistic buffers inside statBuf_: running max x2 and sum x2 (task parity), rescale x2 (step parity), ...
+    static constexpr uint32_t kStatMax = 0, kStatSum = 2, kStatAlpha = 4, kStatBcast = 6, kStatRed = 7,
+                              kStatMaxOut = 8, kStatSumOut = 9;
+
+    struct Rows {
+        uint32_t first;  // first row of this AIV inside the task
+        uint32_t count;
+    };
+    struct Pending {
+        bool valid;
+        FaTask task;
+        Rows mine;
+        uint32_t slot;
+        uint32_t parity;
+        bool first;
+        bool last;
+    };
+
+    __aicore__ inline Rows RowsOf(const FaTask& task) const {
+        const uint32_t half = (uint32_t)(task.rows + 1) / 2;
+        Rows r;
+        r.first = sub_ == 0 ? 0 : half;
+        r.count = sub_ == 0 ? half : (uint32_t)task.rows - half;
+        return r;
+    }
+
+    __aicore__ inline AscendC::LocalTensor<float> Stat(uint32_t i) { return statBuf_.Get<float>()[i * statElems_]; }
+
+    // dmat[r][c] = c - r: a band test against it masks a whole tile with one Compares + Select.
+    __aicore__ inline void BuildDiagonalPattern() {
+        AscendC::LocalTensor<float> idx = foldBuf_.Get<float>();
+        for (uint32_t c = 0; c < w_; ++c) idx.SetValue(c, (float)c);
+        AscendC::LocalTensor<float> dmat = dmatBuf_.Get<float>();
+        for (uint32_t r = 0; r < rowsMax_; ++r) AscendC::Adds(dmat[r * w_], idx, -(float)r, (int32_t)w_);
+    }
+
+    // Row max or sum of s[rows, w] broadcast to one 32 B block per row in Stat(kStatBcast).
+    template <bool kMax>
+    __aicore__ inline void RowReduce(const AscendC::LocalTensor<float>& s, uint32_t rows) {
+        AscendC::LocalTensor<float> fold = foldBuf_.Get<float>();
+        AscendC::LocalTensor<float> red = Stat(kStatRed);
+        AscendC::LocalTensor<float> row = rowBuf_.Get<float>();
+        const uint8_t wBlocks = (uint8_t)(w_ / 8);
+        AscendC::LocalTensor<float> src = s;
+        uint8_t srcRep = wBlocks;
+        if (w_ > 64) {  // fold the 64-column chunks of each row into one
+            AscendC::BinaryRepeatParams first(1, 1, 1, 8, wBlocks, wBlocks);
+            AscendC::BinaryRepeatParams more(1, 1, 1, 8, 8, wBlocks);
+            for (uint32_t c = 64; c < w_; c += 64) {
+                const AscendC::LocalTensor<float>& lhs = c == 64 ? s : fold;
+                const AscendC::BinaryRepeatParams& p = c == 64 ? first : more;
+                if (kMax) {
+                    AscendC::Max(fold, lhs, s[c], (uint64_t)64, (uint8_t)rows, p);
+                } else {
+                    AscendC::Add(fold, lhs, s[c], (uint64_t)64, (uint8_t)rows, p);
+                }
+            }
+            src = fold;
+            srcRep = 8;
+        }
+        const uint32_t rows8 = AlignUp(rows, 8);
+        if (kMax) {
+            AscendC::BlockReduceMax(red, src, (int32_t)rows, 64, 1, 1, srcRep);
+            AscendC::BlockReduceMax(row, red, (int32_t)(rows8 / 8), 64, 1, 1, 8);
+        } else {
+            AscendC::BlockReduceSum(red, src, (int32_t)rows, 64, 1, 1, srcRep);
+            AscendC::BlockReduceSum(row, red, (int32_t)(rows8 / 8), 64, 1, 1, 8);
+        }
+        AscendC::Brcb(Stat(kStatBcast), row, (uint8_t)(rows8 / 8), AscendC::BrcbRepeatParams(1, 8));
+    }
+
+    // x[r][c] op= b[r] for the rows of a [rows, cols] fp32 tile (row pitch cols, a multiple of 16), b from a
+    // [rows, 8] block-broadcast statistic.
+    template <int kOp>
+    __aicore__ inline void RowBroadcast(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& b,
+                                       uint32_t rows, uint32_t cols) {
+        const uint8_t rep = (uint8_t)(cols / 8);
+        AscendC::BinaryRepeatParams p(1, 1, 0, rep, rep, 1);
+        for (uint32_t c = 0; c < cols; c += 64) {
+            const uint64_t mask = cols - c < 64 ? cols - c : 64;
+            if (kOp == 0) AscendC::Sub(x[c], x[c], b, mask, (uint8_t)rows, p);
+            if (kOp == 1) AscendC::Mul(x[c], x[c], b, mask, (uint8_t)rows, p);
+            if (kOp == 2) AscendC::Div(x[c], x[c], b, mask, (uint8_t)rows, p);
+        }
+    }
+
+    // Masks scores outside the task's band and past the last key column with -FLT_MAX.
+    __aicore__ inline void MaskScores(const AscendC::LocalTensor<float>& s, const FaTask& task, const Rows& mine,
+                                      int64_t c0, uint32_t cols) {
+        const int64_t r0 = task.row0 + mine.first;
+        const uint32_t n = mine.count * w_;
+        if (!BlockFullyVisible(task.band, r0, r0 + mine.count, c0, c0 + cols)) {
+            AscendC::LocalTensor<uint8_t> bits = bitsBuf_.Get<uint8_t>();
+            AscendC::LocalTensor<float> dmat = dmatBuf_.Get<float>();
+            const int64_t hi = task.band.hi + r0 - c0;  // keep where c - r <= hi
+            const int64_t lo = task.band.lo + r0 - c0;  // keep where c - r >= lo
+            if (hi < (int64_t)w_ - 1) {
+                AscendC::Compares(bits, dmat, (float)FaMax(hi, -(int64_t)rowsMax_ - 1), AscendC::CMPMODE::LE, n);
+                AscendC::Select(s, bits, s, kMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+            }
+            if (lo > -(int64_t)mine.count + 1) {
+                AscendC::Compares(bits, dmat, (float)FaMin(lo, (int64_t)w_ + 1), AscendC::CMPMODE::GE, n);
+                AscendC::Select(s, bits, s, kMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+            }
+        }
+        for (uint32_t c = (cols / 64) * 64; c < w_; c += 64) {  // key columns past the sequence end
+            const uint32_t keep = cols > c ? cols - c : 0;
+            uint64_t mask[2] = {keep == 0 ? ~0ULL : (~0ULL << keep), 0};
+            AscendC::Duplicate(s[c], kMaskValue, mask, (uint8_t)mine.count, 1, (uint8_t)(w_ / 8));
+        }
+    }
+
+    __aicore__ inline void SoftmaxStep(const FaTask& task, const Rows& mine, int64_t j, uint32_t slot, uint32_t parity,
+                                       bool first) {
+        AscendC::CrossCoreWaitFlag(kFlagScoresReady);
+        if (mine.count == 0) {
+            AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(kFlagProbsReady);
+            return;
+        }
+        const int64_t c0 = j * w_;
+        const uint32_t cols = (uint32_t)FaMin(task.seq.s2 - c0, (int64_t)w_);
+        const uint32_t n = mine.count * w_;
+        const uint32_t statN = AlignUp(mine.count, 8) * 8;
+        AscendC::LocalTensor<float> s = sBuf_.Get<float>();
+        AscendC::GlobalTensor<float> scores;
+        scores.SetGlobalBuffer(ws_.Scores(slot) + (uint64_t)mine.first * w_);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores);
+        AscendC::DataCopy(s, scores, n);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdScores);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdScores);
+
+        AscendC::Muls(s, s, t_->scale, (int32_t)n);
+        MaskScores(s, task, mine, c0, cols);
+
+        // Running max, rescale factor alpha = exp(m_old - m_new), then p = exp(s - m_new).
+        AscendC::LocalTensor<float> mRun = Stat(kStatMax + parity);
+        AscendC::LocalTensor<float> alpha = Stat(kStatAlpha + slot);
+        AscendC::LocalTensor<float> bcast = Stat(kStatBcast);
+        RowReduce<true>(s, mine.count);
+        if (!first) {
+            AscendC::Max(bcast, bcast, mRun, (int32_t)statN);
+            AscendC::Sub(alpha, mRun, bcast, (int32_t)statN);
+            AscendC::Exp(alpha, alpha, (int32_t)statN);
+        }
+        AscendC::DataCopy(mRun, bcast, statN);
+        RowBroadcast<0>(s, bcast, mine.count, w_);
+        AscendC::Exp(s, s, (int32_t)n);
+
+        // P goes back to the cube in the input precision.
+        AscendC::LocalTensor<T> p = pBuf_.Get<T>();
+        AscendC::GlobalTensor<T> probs;
+        probs.SetGlobalBuffer(ws_.template Probs<T>(slot) + (uint64_t)mine.first * w_);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
+        AscendC::Cast(p, s, AscendC::RoundMode::CAST_RINT, n);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdProbs);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs);
+        AscendC::DataCopy(probs, p, n);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
+        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(kFlagProbsReady);
+
+        // Running sum l = alpha * l + rowsum(p), in fp32.
+        RowReduce<false>(s, mine.count);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores);
+        AscendC::LocalTensor<float> lRun = Stat(kStatSum + parity);
+        if (first) {
+            AscendC::DataCopy(lRun, bcast, statN);
+        } else {
+            AscendC::Mul(lRun, lRun, alpha, (int32_t)statN);
+            AscendC::Add(lRun, lRun, bcast, (int32_t)statN);
+        }
+    }
+
+    __aicore__ inline void OutputStep(const Pending& s) {
+        AscendC::CrossCoreWaitFlag(kFlagOutputReady);
+        if (s.mine.count == 0) return;
+        const uint32_t n = s.mine.count * dvPad_;
+        AscendC::LocalTensor<float> opart = opartBuf_.Get<float>();
+        AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
+        AscendC::GlobalTensor<float> part;
+        part.SetGlobalBuffer(ws_.Output(s.slot) + (uint64_t)s.mine.first * dvPad_);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
+        AscendC::DataCopy(opart, part, n);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdOutput);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdOutput);
+        if (s.first) {
+            AscendC::DataCopy(acc, opart, n);
+        } else {
+            RowBroadcast<1>(acc, Stat(kStatAlpha + s.slot), s.mine.count, dvPad_);
+            AscendC::Add(acc, acc, opart, (int32_t)n);
+        }
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
+        if (s.last) Finalize(s);
+    }
+
+    // out = acc / l; rows that saw no key keep max = -FLT_MAX and get out = 0, sum = FLT_MAX (zero LSE weight).
+    __aicore__ inline void Finalize(const Pending& s) {
+        const uint32_t rows = s.mine.count;
+        const uint32_t statN = AlignUp(rows, 8) * 8;
+        AscendC::LocalTensor<float> mRun = Stat(kStatMax + s.parity);
+        AscendC::LocalTensor<float> lRun = Stat(kStatSum + s.parity);
+        AscendC::LocalTensor<float> divisor = Stat(kStatBcast);
+        AscendC::LocalTensor<uint8_t> valid = statBitsBuf_.Get<uint8_t>();
+        AscendC::Compares(valid, mRun, kMaskValue, AscendC::CMPMODE::NE, statN);
+        AscendC::Select(divisor, valid, lRun, kInfinity(), AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
+        AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
+        RowBroadcast<2>(acc, divisor, rows, dvPad_);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+        AscendC::DataCopy(Stat(kStatMaxOut), mRun, statN);
+        AscendC::Select(Stat(kStatSumOut), valid, lRun, kFltMax, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
+        AscendC::LocalTensor<T> o = pBuf_.Get<T>();
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
+        AscendC::Cast(o, acc, AscendC::RoundMode::CAST_RINT, rows * dvPad_);
+        WriteRows(s.task, s.mine);
+    }
+
+    // Rows of a task that sees no key at all: zero output, max = -FLT_MAX, sum = FLT_MAX.
+    __aicore__ inline void WriteEmptyRows(const FaTask& task, const Rows& mine) {
+        if (mine.count == 0) return;
+        const uint32_t statN = AlignUp(mine.count, 8) * 8;
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+        AscendC::Duplicate(Stat(kStatMaxOut), kMaskValue, (int32_t)statN);
+        AscendC::Duplicate(Stat(kStatSumOut), kFltMax, (int32_t)statN);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
+        AscendC::Duplicate(pBuf_.Get<T>(), (T)0.0f, (int32_t)(mine.count * dvPad_));
+        WriteRows(task, mine);
+    }
+
+    // Output rows (pBuf_) and statistics (kStatMaxOut/kStatSumOut) -> GM. Expects both MTE3_V events waited.
+    __aicore__ inline void WriteRows(const FaTask& task, const Rows& mine) {
+        const int64_t row = task.row0 + mine.first;
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdProbs);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs);
+        AscendC::DataCopyExtParams op((uint16_t)mine.count, t_->dv * (uint32_t)sizeof(T), 0,
+                                      (uint32_t)((t_->oStrideS - t_->dv) * sizeof(T)), 0);
+        AscendC::DataCopyPad(outGm_[OOffset(t_, task, row)], pBuf_.Get<T>(), op);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
+        const uint64_t stat = StatRow(t_, task, row) * 8;
+        AscendC::DataCopy(maxGm_[stat], Stat(kStatMaxOut), mine.count * 8);
+        AscendC::DataCopy(sumGm_[stat], Stat(kStatSumOut), mine.count * 8);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+    }
+
+    __aicore__ inline static float kInfinity() { return __builtin_huge_valf(); }
+
+    const FlashAttentionTilingData* t_ = nullptr;
+    uint32_t core_ = 0, sub_ = 0;
+    __gm__ int64_t* seqInfo_ = nullptr;
+    AscendC::GlobalTensor<T> outGm_;
+    AscendC::GlobalTensor<float> maxGm_, sumGm_;
+    FaWorkspace ws_;
+    uint32_t w_ = 0, dvPad_ = 0, rowsMax_ = 0, statElems_ = 0;
+    AscendC::TBuf<AscendC::TPosition::VECIN> sBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> dmatBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> bitsBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> foldBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECOUT> pBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> opartBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> accBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECOUT> statBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> rowBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> statBitsBuf_;
+};
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_FA_VECTOR_H

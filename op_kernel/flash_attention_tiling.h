@@ -1,0 +1,164 @@
+// Tiling data of the forward FlashAttention kernel and the block geometry both sides derive from it.
+// Shared by op_host (tiling) and op_kernel (device code): a plain struct of fixed-width fields, no pointers.
+#ifndef NPU_FA_FLASH_ATTENTION_TILING_H
+#define NPU_FA_FLASH_ATTENTION_TILING_H
+
+// Device builds get the fixed-width types from kernel_operator.h; host builds from <cstdint>.
+#if !defined(ASCEND_TWIN) && !defined(__CCE__)
+#include <cstdint>
+#endif
+
+#if defined(__aicore__) || defined(__CCE_KT_TEST__) || defined(__CCE__)
+#define FA_INLINE __aicore__ inline
+#else
+#define FA_INLINE inline
+#endif
+
+namespace npu_fa {
+
+constexpr uint32_t kMaxCores = 64;           // per-core task ranges kept in the tiling
+constexpr int64_t kUnbounded = 1LL << 40;    // "no limit" for band offsets
+constexpr uint32_t kSeqInfoFields = 5;       // per sequence: q token start, kv token start, s1, s2, first task
+
+enum FaLayout : uint32_t { kBSH = 0, kSBH = 1, kBSND = 2, kBNSD = 3, kTND = 4 };
+enum FaDtype : uint32_t { kFp16 = 0, kBf16 = 1 };
+
+struct FlashAttentionTilingData {
+    // Problem.
+    uint32_t layout;
+    uint32_t dtype;
+    uint32_t batch;       // B (TND: number of sequences)
+    uint32_t n1;          // query heads
+    uint32_t n2;          // key/value heads
+    uint32_t group;       // n1 / n2
+    uint32_t s1;          // query length (TND: max)
+    uint32_t s2;          // key length (TND: max)
+    uint32_t d;           // q/k head dim
+    uint32_t dv;          // v head dim
+    uint32_t varlen;      // 1: per-sequence geometry comes from the seq-info GM buffer
+    uint32_t sparseMode;  // 0 none, 2 left-up causal, 3 right-down causal, 4 band
+    int64_t preTokens;
+    int64_t nextTokens;
+    float scale;
+    uint32_t reserved0;
+    // Element strides of q/k/v/out: per batch (unused for TND), per head, per token.
+    uint64_t qStrideB, qStrideN, qStrideS;
+    uint64_t kStrideB, kStrideN, kStrideS;
+    uint64_t vStrideB, vStrideN, vStrideS;
+    uint64_t oStrideB, oStrideN, oStrideS;
+    // Blocks.
+    uint32_t s1Block;     // query rows per task (the two AIVs take half each)
+    uint32_t s2Block;     // key columns per step (multiple of 64)
+    uint32_t dPad;        // d rounded up to 16
+    uint32_t dvPad;       // dv rounded up to 16
+    uint32_t kChunkQK;    // K-dim chunk of Q*K^T in L0A/L0B
+    uint32_t nChunkQK;    // N-dim chunk of Q*K^T in L0C
+    uint32_t kChunkPV;    // K-dim chunk of P*V
+    uint32_t nChunkPV;    // N-dim chunk of P*V
+    // Work split: core c runs tasks [coreTaskStart[c], coreTaskStart[c + 1]).
+    uint32_t blockDim;
+    uint32_t taskTotal;
+    uint32_t s1Blocks;    // tasks per (batch, head) when not varlen
+    uint32_t reserved1;
+    uint32_t coreTaskStart[kMaxCores + 1];
+    // Workspace (bytes, per core; AIC -> AIV scores S, AIV -> AIC probabilities P, AIC -> AIV partial output O).
+    uint64_t wsPerCore;
+    uint64_t wsOffsetS;
+    uint64_t wsOffsetP;
+    uint64_t wsOffsetO;
+};
+
+// One sequence: where its tokens start and how long it is.
+struct FaSeq {
+    int64_t qTok;   // first query token (TND) — 0 otherwise
+    int64_t kvTok;  // first key token (TND) — 0 otherwise
+    int64_t s1;
+    int64_t s2;
+};
+
+// Visible keys of query row i are [i + lo, i + hi] ∩ [0, s2): the band of the sparse mode, origin per the
+// built-in (mode 2 top-left, modes 3 and 4 bottom-right).
+struct FaBand {
+    int64_t lo;
+    int64_t hi;
+};
+
+FA_INLINE int64_t FaMin(int64_t a, int64_t b) { return a < b ? a : b; }
+FA_INLINE int64_t FaMax(int64_t a, int64_t b) { return a > b ? a : b; }
+FA_INLINE int64_t FaClamp(int64_t v, int64_t lo, int64_t hi) { return FaMin(FaMax(v, lo), hi); }
+
+FA_INLINE FaBand BandOf(uint32_t sparseMode, int64_t pre, int64_t next, int64_t s1, int64_t s2) {
+    FaBand b{-kUnbounded, kUnbounded};
+    const int64_t delta = s2 - s1;
+    if (sparseMode == 2) {
+        b.hi = 0;
+    } else if (sparseMode == 3) {
+        b.hi = delta;
+    } else if (sparseMode == 4) {
+        b.lo = delta - FaClamp(pre, -kUnbounded, kUnbounded);
+        b.hi = delta + FaClamp(next, -kUnbounded, kUnbounded);
+    }
+    return b;
+}
+
+// Range of s2 blocks [first, last) that rows [r0, r1) of a sequence see; empty when first >= last.
+struct FaStepRange {
+    int64_t first;
+    int64_t last;
+};
+
+FA_INLINE FaStepRange StepsOf(const FaBand& band, int64_t r0, int64_t r1, int64_t s2, int64_t s2Block) {
+    FaStepRange r{0, 0};
+    if (r1 <= r0 || s2 <= 0) return r;
+    const int64_t lo = FaMax(0, r0 + band.lo);
+    const int64_t hi = FaMin(s2 - 1, r1 - 1 + band.hi);
+    if (lo > hi) return r;
+    r.first = lo / s2Block;
+    r.last = hi / s2Block + 1;
+    return r;
+}
+
+// True when every row of [r0, r1) sees every column of block [c0, c1) (so no mask is needed there).
+FA_INLINE bool BlockFullyVisible(const FaBand& band, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    return (r1 - 1 + band.lo <= c0) && (c1 - 1 <= r0 + band.hi);
+}
+
+FA_INLINE uint32_t CeilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+FA_INLINE uint32_t AlignUp(uint32_t a, uint32_t b) { return CeilDiv(a, b) * b; }
+
+// UB buffers of one AIV (bytes), for `rows` query rows, s2 block `w` and padded value dim `dvPad`. The kernel
+// allocates exactly these; the tiling sizes blocks so that their sum fits the usable UB.
+struct FaUbSizes {
+    uint32_t s;      // scores / probabilities in fp32 [rows, w]
+    uint32_t dmat;   // (column - row) pattern for band masks [rows, w]
+    uint32_t bits;   // compare bit mask over [rows, w]
+    uint32_t fold;   // row-reduction scratch [rows, 64]
+    uint32_t p;      // probabilities / output in half precision [rows, max(w, dvPad)]
+    uint32_t opart;  // partial output P*V of one step, fp32 [rows, dvPad]
+    uint32_t acc;    // running output, fp32 [rows, dvPad]
+    uint32_t stat;   // one row statistic broadcast to a 32 B block per row [rows8, 8] fp32
+    uint32_t row;    // one fp32 value per row [rows8]
+    uint32_t total;
+};
+constexpr uint32_t kFaStatBuffers = 10;  // max x2, sum x2, alpha x2, broadcast, reduce, max out, sum out
+
+FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t w, uint32_t dvPad) {
+    FaUbSizes u;
+    const uint32_t r = rows == 0 ? 1 : rows;
+    const uint32_t r8 = AlignUp(r, 8);
+    u.s = r * w * 4;
+    u.dmat = r * w * 4;
+    u.bits = AlignUp(r * w / 8, 32);
+    u.fold = r * 64 * 4;
+    u.p = r * (w > dvPad ? w : dvPad) * 2;
+    u.opart = r * dvPad * 4;
+    u.acc = r * dvPad * 4;
+    u.stat = r8 * 8 * 4;
+    u.row = AlignUp(r8 * 4, 32);
+    u.total = u.s + u.dmat + u.bits + u.fold + u.p + u.opart + u.acc + kFaStatBuffers * u.stat + 2 * u.row + 32;
+    return u;
+}
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_FLASH_ATTENTION_TILING_H
