@@ -108,14 +108,6 @@ def naive_check(q, k, v, head_num, layout, B, N1, N2, S1, S2, D, Dv, scale, mode
     return checked_invalid
 
 
-@pytest.fixture
-def gen():
-    seed = int.from_bytes(__import__("os").urandom(4), "little")
-    g = torch.Generator().manual_seed(seed)
-    print(f"seed={seed}")
-    return g
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # naive loop: all layouts, modes, GQA/MQA, S1 < / = / > S2
 # ---------------------------------------------------------------------------------------------------------------
