@@ -32,6 +32,9 @@ struct LaunchState {
     std::vector<std::array<uint8_t, kCrossFlags>> counters;
     std::vector<std::array<uint32_t, kCrossFlags>> pending;  // per core: sets not yet matched by the group
     std::mutex atomicMu;
+    // Per core id, while it is blocked in BlockUntil: its wake-up condition. A core that was signalled but has not
+    // re-acquired the mutex yet still counts in `blocked`, so the deadlock test asks these instead.
+    std::vector<std::function<bool()>> waitPred;
 
     bool CrossCoreEnabled() const {
         return kernelType != AscendC::KERNEL_TYPE_AIV_ONLY && kernelType != AscendC::KERNEL_TYPE_AIC_ONLY;
@@ -68,28 +71,41 @@ inline void BlockUntil(std::unique_lock<std::mutex>& lk, const char* api, const 
     CoreState& c = Cur();
     LaunchState& L = *c.launch;
     if (pred()) return;
+    if (L.waitPred.size() < L.cores.size()) L.waitPred.resize(L.cores.size());
     c.waitingFor = what;
+    L.waitPred[c.id] = [&pred]() { return (bool)pred(); };
     ++L.blocked;
+    auto leave = [&]() {
+        --L.blocked;
+        c.waitingFor.clear();
+        L.waitPred[c.id] = nullptr;
+    };
     for (;;) {
         if (L.aborted) {
-            --L.blocked;
+            leave();
             throw TwinAborted();
         }
         if (pred()) break;
         if (L.blocked == L.live) {
-            std::string report;
+            // Every live core is inside a wait; it is a deadlock only if none of them can proceed (a core that was
+            // just signalled is still counted until it wakes up).
+            bool anyReady = false;
             for (CoreState* o : L.cores) {
-                if (!o->waitingFor.empty()) report += "\n  " + o->Name() + " waits for " + o->waitingFor;
+                if (o != &c && !o->waitingFor.empty() && L.waitPred[o->id] && L.waitPred[o->id]()) anyReady = true;
             }
-            --L.blocked;
-            c.waitingFor.clear();
-            lk.unlock();
-            Fail(api, "deadlock: every live core is blocked:%s", report.c_str());
+            if (!anyReady) {
+                std::string report;
+                for (CoreState* o : L.cores) {
+                    if (!o->waitingFor.empty()) report += "\n  " + o->Name() + " waits for " + o->waitingFor;
+                }
+                leave();
+                lk.unlock();
+                Fail(api, "deadlock: every live core is blocked:%s", report.c_str());
+            }
         }
         L.cv.wait(lk);
     }
-    --L.blocked;
-    c.waitingFor.clear();
+    leave();
 }
 
 }  // namespace twin
