@@ -1,0 +1,208 @@
+// Numerics of the twin's vector unit: array conversions half/bfloat16 <-> float written so that g++ vectorises
+// them (F16C when the build targets it), a vectorisable float exp, and the rounding-mode conversions of Cast.
+#pragma once
+#include <cfloat>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "twin/core_types.h"
+
+namespace twin {
+namespace vnum {
+
+inline uint32_t Bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+inline float FromBits(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+
+// ---- element-wise, branch-free conversions (the loops below vectorise) ----
+inline float HalfToFloat1(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    const uint32_t em = h & 0x7FFFu;
+    // Exponent and mantissa shifted into float position read as a float are the value times 2^-112 (also for
+    // subnormal halves); the multiply rescales. Inf/NaN get the all-ones exponent instead.
+    uint32_t bits = Bits(FromBits(em << 13) * 0x1p112f);
+    bits = em >= 0x7C00u ? (0x7F800000u | (em << 13)) : bits;
+    return FromBits(bits | sign);
+}
+
+inline uint16_t FloatToHalf1(float f) {  // round to nearest even; overflow -> inf; NaN -> quiet NaN
+    const uint32_t x = Bits(f);
+    const uint32_t sign = (x >> 16) & 0x8000u;
+    const uint32_t ax = x & 0x7FFFFFFFu;
+    const uint32_t lsb = (ax >> 13) & 1u;
+    const uint32_t normal = (ax - 0x38000000u + 0xFFFu + lsb) >> 13;  // rebias 127 -> 15, round on bit 13
+    // |f| < 2^-14: adding 0.5 aligns the half subnormal grid to the float's last mantissa bits; the FPU rounds.
+    const uint32_t sub = Bits(FromBits(ax) + 0.5f) - 0x3F000000u;
+    uint32_t r = ax < 0x38800000u ? sub : normal;
+    r = ax >= 0x477FF000u ? 0x7C00u : r;  // >= 65520 rounds to inf
+    r = ax > 0x7F800000u ? 0x7E00u : r;
+    return (uint16_t)(r | sign);
+}
+
+inline float Bf16ToFloat1(uint16_t b) { return FromBits((uint32_t)b << 16); }
+
+inline uint16_t FloatToBf16Rne1(float f) {
+    const uint32_t x = Bits(f);
+    const uint32_t r = (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
+    const bool nan = (x & 0x7FFFFFFFu) > 0x7F800000u;
+    return (uint16_t)(nan ? ((x >> 16) | 0x40u) : r);
+}
+
+inline void HalfToFloat(float* out, const uint16_t* in, uint32_t n) {
+    uint32_t i = 0;
+#if defined(__F16C__) && defined(__AVX__)
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+    }
+#endif
+    for (; i < n; ++i) out[i] = HalfToFloat1(in[i]);
+}
+
+inline void FloatToHalf(uint16_t* out, const float* in, uint32_t n) {
+    uint32_t i = 0;
+#if defined(__F16C__) && defined(__AVX__)
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
+    }
+#endif
+    for (; i < n; ++i) out[i] = FloatToHalf1(in[i]);
+}
+
+// ---- exp in float: Cody-Waite reduction by ln 2, degree-7 polynomial, scaling by 2^k in two steps ----
+inline float ExpF(float x) {
+    const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);  // NaN passes through unchanged
+    const float kf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x / ln2)
+    const float r = (xc - kf * 0.693145751953125f) - kf * 1.428606765330187e-06f;
+    float p = 1.98412698e-4f;
+    p = p * r + 1.38888889e-3f;
+    p = p * r + 8.33333333e-3f;
+    p = p * r + 4.16666667e-2f;
+    p = p * r + 1.66666667e-1f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const int32_t k = (int32_t)kf;  // in [-150, 129]
+    const int32_t k1 = k / 2, k2 = k - k1;
+    const float s1 = FromBits((uint32_t)(k1 + 127) << 23), s2 = FromBits((uint32_t)(k2 + 127) << 23);
+    const float v = (p * s1) * s2;
+    return x != x ? x : v;
+}
+
+// ---- Cast rounding modes ----
+// RoundMode values as small ints (core_types.h defines the enum): NONE=0 RINT=1 FLOOR=2 CEIL=3 ROUND=4 TRUNC=5 ODD=6.
+enum : int { kNone = 0, kRint, kFloor, kCeil, kRound, kTrunc, kOdd };
+
+// Rounds the exact non-negative magnitude `a` to a floating format, given the format's round-to-nearest-even
+// magnitude bits and the value of magnitude bits. `neg` selects the direction of FLOOR/CEIL.
+template <class RneBits, class ValOf>
+inline uint32_t RoundMagnitude(long double a, bool neg, int mode, RneBits rne, ValOf val) {
+    const uint32_t c = rne(a);
+    const long double cv = val(c);
+    if (cv == a) return c;
+    uint32_t lo, hi;
+    if (cv > a) {
+        hi = c;
+        lo = c - 1;  // c > 0 since a >= 0 and cv > a
+    } else {
+        lo = c;
+        hi = c + 1;
+    }
+    switch (mode) {
+        case kNone: case kRint: return c;
+        case kTrunc: return lo;
+        case kFloor: return neg ? hi : lo;
+        case kCeil: return neg ? lo : hi;
+        case kRound: {  // to nearest, ties away from zero
+            const long double dl = a - val(lo), dh = val(hi) - a;
+            return dh <= dl ? hi : lo;
+        }
+        case kOdd: return (lo & 1u) ? lo : hi;
+        default: return c;
+    }
+}
+
+// float/int value -> half bits with a rounding mode (IEEE semantics: directed modes may give 65504 or inf).
+inline uint16_t ToHalfMode(long double v, int mode) {
+    if (v != v) return 0x7E00u;
+    const bool neg = v < 0 || (v == 0 && std::signbit((double)v));
+    const long double a = neg ? -v : v;
+    uint32_t m;
+    if (a == (long double)INFINITY) {
+        m = 0x7C00u;
+    } else {
+        m = RoundMagnitude(
+            a, neg, mode, [](long double x) { return (uint32_t)(twin::FloatToHalfBits((float)x) & 0x7FFFu); },
+            [](uint32_t b) { return (long double)twin::HalfBitsToFloat((uint16_t)b); });
+    }
+    return (uint16_t)(m | (neg ? 0x8000u : 0u));
+}
+
+inline uint16_t ToBf16Mode(long double v, int mode) {
+    if (v != v) return 0x7FC0u;
+    const bool neg = v < 0 || (v == 0 && std::signbit((double)v));
+    const long double a = neg ? -v : v;
+    uint32_t m;
+    if (a == (long double)INFINITY) {
+        m = 0x7F80u;
+    } else {
+        m = RoundMagnitude(
+            a, neg, mode, [](long double x) { return (uint32_t)(twin::FloatToBf16Bits((float)x) & 0x7FFFu); },
+            [](uint32_t b) { return (long double)twin::Bf16BitsToFloat((uint16_t)b); });
+    }
+    return (uint16_t)(m | (neg ? 0x8000u : 0u));
+}
+
+inline float ToFloatMode(long double v, int mode) {
+    if (v != v) return NAN;
+    const bool neg = v < 0;
+    const long double a = neg ? -v : v;
+    if (a == (long double)INFINITY) return neg ? -INFINITY : INFINITY;
+    const uint32_t m = RoundMagnitude(
+        a, neg, mode, [](long double x) { return Bits((float)x); }, [](uint32_t b) { return (long double)FromBits(b); });
+    return FromBits(m | (neg ? 0x80000000u : 0u));
+}
+
+// Float value -> integer with a rounding mode, saturating; NaN -> 0.
+template <typename I>
+inline I ToIntMode(double v, int mode) {
+    if (v != v) return 0;
+    double r;
+    switch (mode) {
+        case kFloor: r = std::floor(v); break;
+        case kCeil: r = std::ceil(v); break;
+        case kRound: r = std::round(v); break;
+        case kTrunc: r = std::trunc(v); break;
+        default: r = std::nearbyint(v); break;
+    }
+    const double lo = (double)std::numeric_limits<I>::min(), hi = (double)std::numeric_limits<I>::max();
+    if (r <= lo) return std::numeric_limits<I>::min();
+    if (r >= hi) return std::numeric_limits<I>::max();
+    return (I)r;
+}
+
+// Float value -> float rounded to an integral value (float -> float Cast).
+inline float RoundIntegral(float v, int mode) {
+    switch (mode) {
+        case kFloor: return std::floor(v);
+        case kCeil: return std::ceil(v);
+        case kRound: return std::round(v);
+        case kTrunc: return std::trunc(v);
+        default: return std::nearbyint(v);
+    }
+}
+
+}  // namespace vnum
+}  // namespace twin
