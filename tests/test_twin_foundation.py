@@ -175,8 +175,8 @@ extern "C" __global__ __aicore__ void core_ids(GM_ADDR out) {
     og.SetValue(slot + 1, GetBlockIdx());
     og.SetValue(slot + 2, sub_block_idx);
     og.SetValue(slot + 3, GetSubBlockIdx());
-    og.SetValue(slot + 4, block_num);
-    og.SetValue(slot + 5, GetBlockNum());
+    og.SetValue(slot + 4, GetBlockNum());
+    og.SetValue(slot + 5, GetSubBlockNum());
     og.SetValue(slot + 6, (int64_t)g_tilingKey);
 }
 
@@ -355,11 +355,11 @@ def test_core_index_builtins_in_mix_launch(lib):
     lib.launch("core_ids", blocks, out, kernel_type="mix_aic_1_2", tiling_key=42)
     for b in range(blocks):
         aic = out[512 + 8 * b:512 + 8 * b + 7]
-        np.testing.assert_array_equal(aic, [b, b, 0, 0, blocks, blocks, 42])
+        np.testing.assert_array_equal(aic, [b, b, 0, 0, blocks, 1, 42])
         for s in range(2):
             i = 2 * b + s
             aiv = out[8 * i:8 * i + 7]
-            np.testing.assert_array_equal(aiv, [b, i, s, s, blocks, blocks, 42])
+            np.testing.assert_array_equal(aiv, [b, i, s, s, blocks, 2, 42])
 
 
 def misuse(lib, which, p1=0, tiling=None):

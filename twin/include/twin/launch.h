@@ -128,7 +128,6 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
         tCore = &c;
         g_coreType = c.coreType;
         block_idx = c.blockIdx;
-        block_num = c.blockNum;
         sub_block_idx = c.subBlockIdx;
         g_tilingKey = opt.tilingKey;
         try {

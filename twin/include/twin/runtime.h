@@ -20,9 +20,8 @@ inline thread_local int32_t g_coreType = AscendC::AIV;
 #define ASCEND_IS_NOT_AIV (g_coreType != AscendC::AIV)
 #define ASCEND_IS_NOT_AIC (g_coreType != AscendC::AIC)
 // Raw core-index builtins of the CPU debug build (set per core by the launcher): block_idx is the AI core index
-// (0,0,1,1,... for the AIVs of a 1:2 mix launch; GetBlockIdx() is the API form), block_num the launch's numBlocks.
+// (0,0,1,1,... for the AIVs of a 1:2 mix launch; GetBlockIdx() is the API form), sub_block_idx the AIV's index in it.
 inline thread_local int64_t block_idx = 0;
-inline thread_local int64_t block_num = 1;
 inline thread_local int64_t sub_block_idx = 0;
 // Tiling key of the running launch, read by TILING_KEY_IS (set per core by the launcher from LaunchOptions).
 inline thread_local uint64_t g_tilingKey = 0;

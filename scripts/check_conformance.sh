@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Type-checks every op_kernel/ source (*.cpp, *.h) against the official Ascend C headers (asc-devkit) with
+# ../shared/tools/ascendc_conformance/check_api.py: g++ -fsyntax-only as __NPU_ARCH__ 2201 with generated stubs for
+# the hardware intrinsics, so every API call must match an official declaration. Nothing is built or run.
+#
+# LOCAL ONLY: it needs an asc-devkit checkout (include/ and impl/) and the shared conformance tool, which CI does
+# not have. CI relies on the CPU twin tests and scripts/check_kernel_rules.py instead.
+#
+#   scripts/check_conformance.sh [extra files...]
+#   ASCDK=/path/to/asc-devkit            default /work/ascdk
+#   CONFORMANCE_TOOL=/path/to/check_api.py   default <repo>/../shared/tools/ascendc_conformance/check_api.py
+#
+# scripts/conformance_prelude.h is force-included first: it stands in for what CANN's operator build generates
+# (the GET_TILING_DATA family). scripts/conformance/*.cpp samples, if present, are checked too and teach the tool
+# (--learn) the intrinsic stubs our kernels reach. Exit status: 0 all pass, 1 a file fails, 2 setup missing.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ASCDK=${ASCDK:-/work/ascdk}
+TOOL=${CONFORMANCE_TOOL:-$ROOT/../shared/tools/ascendc_conformance/check_api.py}
+PYTHON=${PYTHON:-python3}
+
+if [[ ! -d "$ASCDK/include" || ! -d "$ASCDK/impl" ]]; then
+    echo "check_conformance: no asc-devkit at ASCDK=$ASCDK (needs include/ and impl/); set ASCDK" >&2
+    exit 2
+fi
+if [[ ! -f "$TOOL" ]]; then
+    echo "check_conformance: conformance tool not found at $TOOL; set CONFORMANCE_TOOL" >&2
+    exit 2
+fi
+
+shopt -s nullglob
+files=("$ROOT"/op_kernel/*.cpp "$ROOT"/op_kernel/*.h "$ROOT"/scripts/conformance/*.cpp "$@")
+if [[ ${#files[@]} -eq 0 ]]; then
+    echo "check_conformance: no files to check in $ROOT/op_kernel"
+    exit 0
+fi
+
+exec "$PYTHON" "$TOOL" --ascdk "$ASCDK" --learn \
+    -I "$ROOT/op_kernel" -I "$ROOT/op_host" \
+    --include "$ROOT/scripts/conformance_prelude.h" \
+    "${files[@]}"
