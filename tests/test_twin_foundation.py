@@ -127,6 +127,87 @@ extern "C" __global__ __aicore__ void static_copy(GM_ADDR x, GM_ADDR z, GM_ADDR 
     copy_custom<256>((__gm__ float*)x, (__gm__ float*)z, (__gm__ uint32_t*)addrs);
 }
 
+// ---------- vector kernels in the forms of the introductory samples ----------
+// Static tensors: InitSocState, raw block_idx, LocalMemAllocator, PipeBarrier<PIPE_ALL> between stages.
+template <uint32_t tileLen>
+__vector__ __global__ void vadd_static(__gm__ float* x, __gm__ float* y, __gm__ float* z) {
+    AscendC::InitSocState();
+    AscendC::GlobalTensor<float> xg, yg, zg;
+    xg.SetGlobalBuffer(x + block_idx * tileLen, tileLen);
+    yg.SetGlobalBuffer(y + block_idx * tileLen, tileLen);
+    zg.SetGlobalBuffer(z + block_idx * tileLen, tileLen);
+    AscendC::LocalMemAllocator<AscendC::Hardware::UB> ub;
+    AscendC::LocalTensor<float> xl = ub.Alloc<float, tileLen>();
+    AscendC::LocalTensor<float> yl = ub.Alloc<float, tileLen>();
+    AscendC::LocalTensor<float> zl = ub.Alloc<float, tileLen>();
+    AscendC::DataCopy(xl, xg, tileLen);
+    AscendC::DataCopy(yl, yg, tileLen);
+    AscendC::PipeBarrier<PIPE_ALL>();
+    AscendC::Add(zl, xl, yl, tileLen);
+    AscendC::PipeBarrier<PIPE_ALL>();
+    AscendC::DataCopy(zg, zl, tileLen);
+    AscendC::PipeBarrier<PIPE_ALL>();
+}
+
+extern "C" __global__ __aicore__ void vadd_static_entry(GM_ADDR x, GM_ADDR y, GM_ADDR z) {
+    vadd_static<512>((__gm__ float*)x, (__gm__ float*)y, (__gm__ float*)z);
+}
+
+// TPipe/TQue with a length argument that is not a GM address (the twin launcher passes GM buffers only).
+__global__ __vector__ void vadd_queues(__gm__ uint8_t* x, __gm__ uint8_t* y, __gm__ uint8_t* z, uint32_t total) {
+    AscendC::TPipe pipe;
+    AscendC::TQue<AscendC::TPosition::VECIN, 1> qx, qy;
+    AscendC::TQue<AscendC::TPosition::VECOUT, 1> qz;
+    AscendC::GlobalTensor<half> xg, yg, zg;
+    uint32_t len = total / AscendC::GetBlockNum();
+    xg.SetGlobalBuffer((__gm__ half*)x + len * AscendC::GetBlockIdx(), len);
+    yg.SetGlobalBuffer((__gm__ half*)y + len * AscendC::GetBlockIdx(), len);
+    zg.SetGlobalBuffer((__gm__ half*)z + len * AscendC::GetBlockIdx(), len);
+    pipe.InitBuffer(qx, 1, len * sizeof(half));
+    pipe.InitBuffer(qy, 1, len * sizeof(half));
+    pipe.InitBuffer(qz, 1, len * sizeof(half));
+    AscendC::LocalTensor<half> xl = qx.AllocTensor<half>();
+    AscendC::LocalTensor<half> yl = qy.AllocTensor<half>();
+    AscendC::DataCopy(xl, xg, len);
+    AscendC::DataCopy(yl, yg, len);
+    qx.EnQue(xl);
+    qy.EnQue(yl);
+    xl = qx.DeQue<half>();
+    yl = qy.DeQue<half>();
+    AscendC::LocalTensor<half> zl = qz.AllocTensor<half>();
+    AscendC::Add(zl, xl, yl, len);
+    qz.EnQue<half>(zl);
+    qx.FreeTensor(xl);
+    qy.FreeTensor(yl);
+    zl = qz.DeQue<half>();
+    AscendC::DataCopy(zg, zl, len);
+    qz.FreeTensor(zl);
+}
+
+extern "C" __global__ __aicore__ void vadd_queues_entry(GM_ADDR x, GM_ADDR y, GM_ADDR z, GM_ADDR total) {
+    vadd_queues(x, y, z, *(__gm__ uint32_t*)total);
+}
+
+// Tensors at explicit UB addresses with hand-written flags.
+extern "C" __global__ __aicore__ void vadd_explicit(GM_ADDR x, GM_ADDR y, GM_ADDR z) {
+    constexpr uint32_t n = 256;
+    AscendC::GlobalTensor<float> xg, yg, zg;
+    xg.SetGlobalBuffer((__gm__ float*)x + AscendC::GetBlockIdx() * n, n);
+    yg.SetGlobalBuffer((__gm__ float*)y + AscendC::GetBlockIdx() * n, n);
+    zg.SetGlobalBuffer((__gm__ float*)z + AscendC::GetBlockIdx() * n, n);
+    AscendC::LocalTensor<float> xl(AscendC::TPosition::VECIN, 0, n);
+    AscendC::LocalTensor<float> yl(AscendC::TPosition::VECIN, n * sizeof(float), n);
+    AscendC::LocalTensor<float> zl(AscendC::TPosition::VECOUT, 2 * n * sizeof(float), n);
+    AscendC::DataCopy(xl, xg, n);
+    AscendC::DataCopy(yl, yg, n);
+    AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+    AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+    AscendC::Add(zl, xl, yl, n);
+    AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+    AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+    AscendC::DataCopy(zg, zl, n);
+}
+
 // ---------- tiling macros ----------
 namespace optiling {
 struct TilingData {
@@ -317,6 +398,19 @@ def test_static_tensor_programming(lib):
         np.testing.assert_array_equal(z[2 * n * c + n:2 * n * (c + 1)], x[n * c:n * (c + 1)])
     # Three 1 KB tensors from address 0: the next free address is 3072 and the second tensor starts at 1024.
     np.testing.assert_array_equal(addrs, np.tile([3 * n * 4, n], blocks))
+
+
+@pytest.mark.parametrize("kernel,dtype,n", [("vadd_static_entry", np.float32, 512), ("vadd_queues_entry", np.float16, 384),
+                                             ("vadd_explicit", np.float32, 256)])
+def test_sample_forms_of_vector_kernels(lib, kernel, dtype, n):
+    blocks = 4
+    rng = np.random.default_rng()
+    x = rng.standard_normal(n * blocks).astype(dtype)
+    y = rng.standard_normal(n * blocks).astype(dtype)
+    z = np.zeros_like(x)
+    extra = (np.array([n * blocks], dtype=np.uint32),) if kernel == "vadd_queues_entry" else ()
+    lib.launch(kernel, blocks, x, y, z, *extra)
+    np.testing.assert_array_equal(z, x + y)  # elementwise sum rounded to the element type, as numpy does
 
 
 def tiling_bytes(total, tile, scale, table):
