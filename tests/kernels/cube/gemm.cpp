@@ -14,6 +14,7 @@ constexpr int32_t kFlagHugeM = 4;           // Mmad with m = 4096
 constexpr int32_t kFlagL1Overflow = 8;      // ask TPipe for more L1 than exists
 constexpr int32_t kFlagAccumulateFirst = 16;  // first K step with cmatrixInitVal = false
 constexpr int32_t kFlagNzOutput = 32;       // Fixpipe CFG_NZ to GM (C written as Nz fp32, srcStride-sized blocks)
+constexpr int32_t kFlagGemvA = 64;          // M == 1: stage A as one contiguous ND row (what GEMV-mode Mmad reads)
 
 __aicore__ inline uint32_t CeilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 __aicore__ inline uint32_t Align16(uint32_t a) { return CeilDiv(a, 16) * 16; }
@@ -76,8 +77,14 @@ __aicore__ inline void GemmBody(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR prm) {
             WaitFlag<HardEvent::M_MTE1>(EVENT_ID3);  // L0A/L0B consumed by the previous Mmad
         }
         // ---- L1 -> L0A (Nz -> Zz): one load per 16-row block of A ----
-        for (uint32_t m1 = 0; m1 < M1; ++m1) {
-            LoadData(a2[m1 * KC1 * FRAC], a1[m1 * FRAC], LoadData2DParams(0, KC1, M1, 0, 0, false, 0));
+        if ((flags & kFlagGemvA) && M == 1) {
+            // GEMV mode reads A as ND: re-stage the row with 32 B column blocks packed back to back.
+            DataCopy(a1, aG[k0], Nd2NzParams(1, 1, kc, 0, K, 1, 1, 0));
+            LoadData(a2, a1, LoadData2DParams(0, CeilDiv(kc * sizeof(T), 512), 1, 0, 0, false, 0));
+        } else {
+            for (uint32_t m1 = 0; m1 < M1; ++m1) {
+                LoadData(a2[m1 * KC1 * FRAC], a1[m1 * FRAC], LoadData2DParams(0, KC1, M1, 0, 0, false, 0));
+            }
         }
         // ---- L1 -> L0B (Zn) ----
         if (bTrans) {

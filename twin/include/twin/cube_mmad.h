@@ -39,10 +39,12 @@ struct MmadParams {
 
 namespace twin {
 
-#if defined(__AVX__)
-constexpr int kMmadMR = 4, kMmadNR = 16;  // 8 ymm accumulators
+#if defined(TWIN_MMAD_MR) && defined(TWIN_MMAD_NR)
+constexpr int kMmadMR = TWIN_MMAD_MR, kMmadNR = TWIN_MMAD_NR;
+#elif defined(__AVX__)
+constexpr int kMmadMR = 6, kMmadNR = 16;  // 12 ymm accumulators (best of 4/6/8 x 16 and 4 x 24 measured)
 #else
-constexpr int kMmadMR = 4, kMmadNR = 8;   // 8 xmm accumulators
+constexpr int kMmadMR = 8, kMmadNR = 8;   // 16 xmm accumulators (best of 4/6/8 x 8 measured with plain -O2)
 #endif
 typedef float MmadVec __attribute__((vector_size(32)));  // 8 floats
 
@@ -88,13 +90,15 @@ struct MmadGeom {
 };
 
 template <typename S>
-inline void FailNanInput(const char* api, const char* operand, const uint8_t* p, uint32_t row, uint32_t col) {
+inline void FailNanInput(const char* api, const char* operand, const uint8_t* p, uint32_t row, uint32_t col,
+                         const char* hint = "") {
     bool poison = true;
     for (size_t i = 0; i < sizeof(S); ++i) poison = poison && p[i] == (uint8_t)(kPoisonWord & 0xFF);
-    Fail(api, "%s holds NaN at (%u, %u)%s; the cube may fault on NaN inputs", operand, row, col,
+    Fail(api, "%s holds NaN at (%u, %u)%s; the cube may fault on NaN inputs%s", operand, row, col,
          poison ? ": the bytes are the twin's never-written poison (missing LoadData/DataCopy, wrong offset, or Nd2Nz "
                   "padding rows read as data)"
-                : "");
+                : "",
+         hint);
 }
 
 // Packs A (L0A Zz, or ND in GEMV mode) into MR-row panels of floats, checking for NaN.
@@ -114,7 +118,11 @@ inline void PackA(const char* api, const uint8_t* fm, const MmadGeom& g, float* 
                 p = fm + ((((size_t)m1 * g.K1a + k1) * 16 + m0) * g.K0 + k0) * sizeof(U);
             }
             float v = CubeToFloat<U>(p);
-            if (v != v) FailNanInput<U>(api, "fm (L0A)", p, i, kk);
+            if (v != v) {
+                FailNanInput<U>(api, "fm (L0A)", p, i, kk,
+                                g.gemv ? ". Note: m = 1 runs in GEMV mode, which reads fm as one contiguous ND row of k "
+                                         "elements, not as Zz fractals" : "");
+            }
             dst[(size_t)kk * MR] = v;
         }
     }
