@@ -298,6 +298,32 @@ def test_sample_quant_int8_with_relu(sample, rng):
     assert (c > 0).any() and (c == 0).any()
 
 
+def test_sample_bias_table(sample, rng):
+    m, k, n = 40, 64, 50
+    a, a64 = make_input(rng, (m, k), "f16")
+    b, b64 = make_input(rng, (n, k), "f16")
+    bias = np.zeros(64, np.float32)  # GM -> L1 copies whole 32 B blocks: pad to 16 floats
+    bias[:n] = rng.standard_normal(n)
+    c = np.zeros((m, n), np.float32)
+    sample.launch("matmul_sample", 1, a, b, bias, c, params(6, m, k, n), kernel_type="aic")
+    ref = a64 @ b64.T + bias[:n]
+    assert np.abs(c - ref).max() <= 1e-5 * ((np.abs(a64) @ np.abs(b64.T)).max() + 1)
+
+
+def test_sample_per_column_quant_from_l1(sample, rng):
+    m, k, n = 32, 64, 48
+    a, a64 = make_input(rng, (m, k), "f16")
+    b, b64 = make_input(rng, (n, k), "f16")
+    scales = rng.choice([0.25, 0.5, 1.0, 2.0, 0.75], n).astype(np.float32)  # exact in the (1, 8, 10) format
+    offsets = rng.integers(-20, 20, n)
+    words = scales.view(np.uint32).astype(np.uint64) | ((offsets.astype(np.uint64) & 0x1FF) << 37) | (1 << 46)
+    c = np.zeros((m, n), np.int8)
+    sample.launch("matmul_sample", 1, a, b, words, c, params(7, m, k, n), kernel_type="aic")
+    cf = (a64 @ b64.T).astype(np.float32).astype(np.float64)
+    q = np.clip(np.round(np.clip(cf * scales, -256, 255)) + offsets, -128, 127).astype(np.int8)
+    assert np.array_equal(c, q)
+
+
 def test_sample_int8_int32(sample, rng):
     m, k, n = 33, 96, 40
     a = rng.integers(-128, 128, (m, k)).astype(np.int8)
@@ -349,12 +375,12 @@ def model_transpose_b8(src, n_dst, start, rep, stride, gap, frac_gap):
     return dst
 
 
-def run_probe(lib, kind, mode, start, rep, stride, gap, tr, addr, frac_gap, M1, K1, src, dst_off=0):
+def run_probe(lib, kind, mode, start, rep, stride, gap, tr, addr, frac_gap, M1, K1, src, dst_off=0, fill=(0, 0, 0, 0)):
     K0 = 16 if kind == "b16" else 32
     M, K = M1 * 16, K1 * K0
     eye = zn_identity(K, K0).astype(np.float16 if kind == "b16" else np.int8)
     out = np.zeros((M, K), np.float32 if kind == "b16" else np.int32)
-    p = params(mode, start, rep, stride, gap, int(tr), addr, frac_gap, M1, K1, src.size, dst_off, n=16)
+    p = params(mode, start, rep, stride, gap, int(tr), addr, frac_gap, M1, K1, src.size, dst_off, *fill, n=16)
     lib.launch(f"probe_{kind}", 1, src, eye, out, p, kernel_type="aic")
     return l0a_image_from_c(out, M1, K1, K0)
 
@@ -370,6 +396,21 @@ def test_loaddata_2d_semantics(probe, rng, start, rep, stride, gap, tr, addr):
     got = run_probe(probe, "b16", 0, start, rep, stride, gap, tr, addr, 0, M1, K1, src)
     want = model_load2d(src.astype(np.float64), M1 * K1 * 256, 256, start, rep, stride, gap, tr, addr)
     assert np.array_equal(got, want)
+
+
+def test_fill_l1_blocks_then_load(probe, rng):
+    """Fill on L1 works in 32 B blocks: repeatTimes x (blockNum blocks written, dstGap blocks skipped)."""
+    src = rng.integers(-1000, 1000, 16 * 256).astype(np.float16)
+    rep, blocks, gap, value = 3, 5, 7, 0x3C00  # 0x3C00 is half 1.0
+    got = run_probe(probe, "b16", 0, 0, 8, 1, 0, False, 0, 0, 2, 4, src, fill=(rep, blocks, gap, value))
+    l1 = src.copy()
+    for r in range(rep):
+        s0 = r * (blocks + gap) * 16
+        l1[s0 : s0 + blocks * 16] = 1.0
+    want = model_load2d(l1.astype(np.float64), 8 * 256, 256, 0, 8, 1, 0, False, 0)
+    assert np.array_equal(got, want)
+    with pytest.raises(twin.TwinError, match=r"Fill: blockNum is 0"):
+        run_probe(probe, "b16", 0, 0, 8, 1, 0, False, 0, 0, 2, 4, src, fill=(2, 0, 0, 1))
 
 
 def test_loaddata_with_transpose_b16(probe, rng):

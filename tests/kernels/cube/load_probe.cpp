@@ -4,7 +4,8 @@
 // own model of the load.
 //   p[0] mode (0 LoadData, 1 LoadDataWithTranspose), p[1] startIndex, p[2] repeatTimes, p[3] srcStride, p[4] dstGap,
 //   p[5] ifTranspose, p[6] addrMode, p[7] dstFracGap, p[8] M1, p[9] K1 (fractals along k), p[10] L1 elements,
-//   p[11] dst offset in L0A in bytes (alignment tests).
+//   p[11] dst offset in L0A in bytes (alignment tests); p[12..15] if p[12] > 0: Fill the L1 image (viewed as int16)
+//   with repeatTimes p[12], blockNum p[13] (32 B blocks), dstGap p[14], value p[15] before the load.
 #include "kernel_operator.h"
 
 using namespace AscendC;
@@ -31,6 +32,11 @@ __aicore__ inline void ProbeBody(GM_ADDR l1Image, GM_ADDR eye, GM_ADDR out, GM_A
     LocalTensor<T> b2(TPosition::B2, 0, 64 * 1024 / sizeof(T));
     LocalTensor<C> c(TPosition::CO1, 0, 128 * 1024 / sizeof(C));
     DataCopy(a1, srcG, l1Elems);
+    if (P.GetValue(12) > 0) {
+        // Fill of L1 runs on MTE2 like the copy: same pipe, in order, no flag needed.
+        Fill(a1.template ReinterpretCast<int16_t>(),
+             InitConstValueParams<int16_t>(P.GetValue(12), P.GetValue(13), P.GetValue(14), (int16_t)P.GetValue(15)));
+    }
     Fill(a2.template ReinterpretCast<int16_t>(), InitConstValueParams<int16_t>(1, 128, 0, (int16_t)0));
     SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
     WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);

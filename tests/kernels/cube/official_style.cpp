@@ -6,6 +6,8 @@
 //   3  half  (A x B^T) -> L1 (Fixpipe CFG_NZ F322F16) -> L0A -> x D^T : Fixpipe into L1 feeds a second Mmad
 //   4  half  A x B^T            : C out as int8 with QF322B8_PRE (deqScalar) and ReLU
 //   5  int8  A x B^T            : int32 C (NoQuant)
+//   6  half  A x B^T + bias     : bias (float, GM "d") -> L1 -> BiasTable (C2), Mmad with a bias tensor, ND fp32
+//   7  half  A x B^T            : int8 out with per-column VQF322B8_PRE words (uint64, GM "d" -> L1 cbufWorkspace)
 // p[1..3] = m, k, n; p[4] = quant word low 32 bits, p[5] = high 32 bits (scenario 4); p[6] = 1 disables
 // kDirectionAlign in scenario 2 (negative test).
 #include "kernel_operator.h"
@@ -34,6 +36,7 @@ public:
         aGM.SetGlobalBuffer((__gm__ U*)a);
         bGM.SetGlobalBuffer((__gm__ U*)b);
         dGM.SetGlobalBuffer((__gm__ U*)d);
+        dAddr = d;
         cGM = c;
         pipe.InitBuffer(inQueueA1, 1, 64 * 1024);
         pipe.InitBuffer(inQueueB1, 1, 64 * 1024);
@@ -210,7 +213,23 @@ private:
             mmadParams.kDirectionAlign = true;
         }
         mmadParams.cmatrixInitVal = true;
-        Mmad(c1Local, a2Local, b2Local, mmadParams);
+        if (scenario == 6) {
+            GlobalTensor<float> biasGM;
+            biasGM.SetGlobalBuffer((__gm__ float*)dAddr);
+            LocalTensor<float> biasL1(TPosition::C1, 448 * 1024, CeilAlign(N, BLOCK_CUBE));
+            LocalTensor<float> biasBT(TPosition::C2, 0, CeilAlign(N, BLOCK_CUBE));
+            DataCopy(biasL1, biasGM, CeilAlign(N, BLOCK_CUBE));
+            SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID5);
+            WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID5);
+            // dav-2201 L1 -> BiasTable: blockLen in 64 B units.
+            DataCopy(biasBT, biasL1, DataCopyParams(1, CeilAlign(N * sizeof(float), 64) / 64, 0, 0));
+            SetFlag<HardEvent::MTE1_M>(EVENT_ID5);
+            WaitFlag<HardEvent::MTE1_M>(EVENT_ID5);
+            mmadParams.cmatrixInitVal = false;
+            Mmad(c1Local, a2Local, b2Local, biasBT, mmadParams);
+        } else {
+            Mmad(c1Local, a2Local, b2Local, mmadParams);
+        }
         outQueueCO1.EnQue<T>(c1Local);
         inQueueA2.FreeTensor(a2Local);
         inQueueB2.FreeTensor(b2Local);
@@ -235,6 +254,17 @@ private:
             Fixpipe<half, T, CFG_NZ>(out, c1Local, fixpipeParams);
         } else if (scenario == 3) {
             if constexpr (std::is_same<U, half>::value) ChainThroughL1(c1Local);
+        } else if (scenario == 7) {
+            GlobalTensor<uint64_t> wordsGM;
+            wordsGM.SetGlobalBuffer((__gm__ uint64_t*)dAddr);
+            LocalTensor<uint64_t> words(TPosition::C1, 448 * 1024, CeilAlign(N, 4));
+            DataCopy(words, wordsGM, CeilAlign(N, 4));
+            SetFlag<HardEvent::MTE2_FIX>(EVENT_ID5);
+            WaitFlag<HardEvent::MTE2_FIX>(EVENT_ID5);
+            GlobalTensor<int8_t> out;
+            out.SetGlobalBuffer((__gm__ int8_t*)cGM);
+            fixpipeParams.quantPre = QuantMode_t::VQF322B8_PRE;
+            Fixpipe(out, c1Local, words, fixpipeParams);
         } else if (scenario == 4) {
             GlobalTensor<int8_t> out;
             out.SetGlobalBuffer((__gm__ int8_t*)cGM);
@@ -293,6 +323,7 @@ private:
     TQue<TPosition::CO1, 1> outQueueCO1;
     GlobalTensor<U> aGM, bGM, dGM;
     GM_ADDR cGM;
+    GM_ADDR dAddr;
     int32_t scenario;
     uint32_t M, K, N, c0, fractalSize;
     uint64_t quantWord;
