@@ -147,7 +147,7 @@ enum class RoundMode : uint8_t {
 enum class CMPMODE : uint8_t { LT = 0, GT, EQ, LE, GE, NE };
 enum class SELMODE : uint8_t { VSEL_CMPMASK_SPR = 0, VSEL_TENSOR_SCALAR_MODE, VSEL_TENSOR_TENSOR_MODE };
 enum class ReduceOrder : uint8_t { ORDER_VALUE_INDEX = 0, ORDER_INDEX_VALUE, ORDER_ONLY_VALUE, ORDER_ONLY_INDEX };
-enum class ReduceType { MAX, MIN, SUM };
+enum class ReduceType { NONE = -1, SUM = 0, MAX, MIN };  // values as in the official headers
 enum class MaskMode : uint8_t { NORMAL = 0, COUNTER };
 
 enum KernelMetaType {
