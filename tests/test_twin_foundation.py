@@ -247,6 +247,14 @@ extern "C" __global__ __aicore__ void tiling_kernel(GM_ADDR out, GM_ADDR workspa
     }
 }
 
+// Kernel type per tiling key: the default, overridden for key 4.
+extern "C" __global__ __aicore__ void task_types(GM_ADDR x) {
+    KERNEL_TASK_TYPE(4, KERNEL_TYPE_MIX_AIC_1_2);
+    if (TILING_KEY_IS(1)) {
+        KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    }
+}
+
 // ---------- raw builtins and index APIs in a 1:2 mix launch ----------
 extern "C" __global__ __aicore__ void core_ids(GM_ADDR out) {
     GlobalTensor<int64_t> og;
@@ -441,6 +449,16 @@ def test_tiling_macros_and_keys(lib):
     assert out[0] == 997.0 and out[8] == 997.0
     with pytest.raises(ValueError, match="tiling_key"):
         lib.launch("tiling_kernel", 1, out, ws, t, tiling_key=-1)
+
+
+def test_kernel_task_type_per_tiling_key(lib):
+    x = np.zeros(8, dtype=np.float32)
+    lib.launch("task_types", 1, x, tiling_key=1)
+    lib.launch("task_types", 1, x, kernel_type="mix_aic_1_2", tiling_key=4)
+    with pytest.raises(twin.TwinError, match=r"kernel declares type 5 but was launched as type 0"):
+        lib.launch("task_types", 1, x, tiling_key=4)
+    with pytest.raises(twin.TwinError, match=r"kernel declares type 0 but was launched as type 4"):
+        lib.launch("task_types", 1, x, kernel_type="mix_aic_1_1", tiling_key=1)
 
 
 def test_core_index_builtins_in_mix_launch(lib):

@@ -22,7 +22,8 @@ inline int64_t GetSystemCycle() {
 // Kernel-type selection inside the kernel body: the twin's launcher takes the type from the caller, so these only
 // check that the body agrees with it.
 #define KERNEL_TASK_TYPE_DEFAULT(value) ::twin::CheckKernelType(value)
-#define KERNEL_TASK_TYPE(key, value) ((void)(key), ::twin::CheckKernelType(value))
+// The per-key form only applies when the launch runs that tiling key (g_tilingKey, see tiling_macros.h).
+#define KERNEL_TASK_TYPE(key, value) ((g_tilingKey == (uint64_t)(key)) ? ::twin::CheckKernelType(value) : (void)0)
 
 namespace twin {
 inline void CheckKernelType(int declared) {
