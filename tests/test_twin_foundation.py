@@ -208,6 +208,33 @@ extern "C" __global__ __aicore__ void vadd_explicit(GM_ADDR x, GM_ADDR y, GM_ADD
     AscendC::DataCopy(zg, zl, n);
 }
 
+// ---------- queue buffers at explicit addresses (TPipe::InitBuffer with Std::tuple) ----------
+extern "C" __global__ __aicore__ void tuple_buffers(GM_ADDR x, GM_ADDR out, GM_ADDR params) {
+    GlobalTensor<uint32_t> pg;
+    pg.SetGlobalBuffer((__gm__ uint32_t*)params, 1);
+    TPipe pipe;
+    TQueBind<TPosition::VECIN, TPosition::VECOUT, 1> que;
+    auto addr0 = Std::make_tuple(0, 1024);
+    auto addr1 = Std::make_tuple(pg.GetValue(0), 2048u);
+    auto addr2 = Std::make_tuple(8192, 4096);
+    pipe.InitBuffer(que, addr0, addr1, addr2);
+    GlobalTensor<float> xg, og;
+    xg.SetGlobalBuffer((__gm__ float*)x, 64);
+    og.SetGlobalBuffer((__gm__ float*)out, 6 + 3 * 64);
+    float* first = nullptr;
+    for (int i = 0; i < 3; ++i) {
+        LocalTensor<float> t = que.AllocTensor<float>();
+        if (i == 0) first = t.GetPhyAddr();
+        og.SetValue(2 * i, (float)((t.GetPhyAddr() - first) * sizeof(float)));
+        og.SetValue(2 * i + 1, (float)t.GetSize());
+        DataCopy(t, xg, 64);
+        que.EnQue(t);
+        t = que.DeQue<float>();
+        DataCopy(og[6 + 64 * i], t, 64);
+        que.FreeTensor(t);
+    }
+}
+
 // ---------- tiling macros ----------
 namespace optiling {
 struct TilingData {
@@ -419,6 +446,20 @@ def test_sample_forms_of_vector_kernels(lib, kernel, dtype, n):
     extra = (np.array([n * blocks], dtype=np.uint32),) if kernel == "vadd_queues_entry" else ()
     lib.launch(kernel, blocks, x, y, z, *extra)
     np.testing.assert_array_equal(z, x + y)  # elementwise sum rounded to the element type, as numpy does
+
+
+def test_queue_buffers_at_explicit_addresses(lib):
+    x = np.random.default_rng().standard_normal(64).astype(np.float32)
+    out = np.zeros(6 + 3 * 64, dtype=np.float32)
+    lib.launch("tuple_buffers", 1, x, out, np.array([2048], dtype=np.uint32))
+    np.testing.assert_array_equal(out[:6], [0, 256, 2048, 512, 8192, 1024])  # byte offsets and element counts
+    np.testing.assert_array_equal(out[6:], np.tile(x, 3))
+    with pytest.raises(twin.TwinError, match=r"TPipe::InitBuffer\(que, Std::tuple...\): buffer 1: address 2050 is not "
+                                             r"32-byte aligned"):
+        lib.launch("tuple_buffers", 1, x, out, np.array([2050], dtype=np.uint32))
+    with pytest.raises(twin.TwinError, match=r"buffer 1: address 187392 \+ length 2048 exceeds the usable UB capacity "
+                                             r"188416 bytes"):
+        lib.launch("tuple_buffers", 1, x, out, np.array([187392], dtype=np.uint32))
 
 
 def tiling_bytes(total, tile, scale, table):

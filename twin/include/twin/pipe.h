@@ -3,6 +3,7 @@
 // next AllocTensor of that buffer waits the free event), 8 event IDs per HardEvent.
 #pragma once
 #include <exception>
+#include <tuple>
 
 #include "twin/sync.h"
 #include "twin/tensor.h"
@@ -147,6 +148,13 @@ public:
         cursor_ = head_ = count_ = 0;
         EventsOf(enqEvt_, freeEvt_);
     }
+    // Buffers at explicit places (TPipe::InitBuffer with address tuples).
+    void TwinInitEach(uint8_t* const* ptrs, const uint32_t* lens, uint8_t num) {
+        num_ = num;
+        for (int i = 0; i < num; ++i) bufs_[i] = Buf{ptrs[i], lens[i], kFree, -1};
+        cursor_ = head_ = count_ = 0;
+        EventsOf(enqEvt_, freeEvt_);
+    }
     static void EventsOf(int& enq, int& fre) {
         using H = HardEvent;
         auto isL1 = [](TPosition p) { return p == TPosition::A1 || p == TPosition::B1 || p == TPosition::C1; };
@@ -208,6 +216,13 @@ constexpr TPosition QueSrc(TPosition p) {
 constexpr TPosition QueDst(TPosition p) {
     return (p == TPosition::VECOUT) ? TPosition::GM : (p == TPosition::CO1) ? TPosition::CO2 : p;
 }
+
+// Std::tuple / Std::make_tuple / Std::get for the explicit-address TPipe::InitBuffer (the twin uses the standard ones).
+namespace Std {
+using std::get;
+using std::make_tuple;
+using std::tuple;
+}  // namespace Std
 
 template <TPosition pos, int32_t depth, auto mask = 0>
 class TQue : public TQueBind<QueSrc(pos), QueDst(pos), depth, mask> {
@@ -299,6 +314,43 @@ public:
         uint8_t* base = twin::PipeReserve(api, st_, m, l, num);
         que.TwinInit(base, num, l);
         queues_[nq_++] = [](void* q) { static_cast<Q*>(q)->FreeAllEvent(); };
+        qptr_[nq_ - 1] = &que;
+        return true;
+    }
+
+    // Buffers at explicit (byte address, byte length) places of the queue's memory; the bump allocator does not move,
+    // so mixing this form with the other (not recommended by the docs) can overlap buffers.
+    template <class T, class U, class V, class... Addrs>
+    bool InitBuffer(T& que, const Std::tuple<U, V>& addr0, const Addrs&... addrs) {
+        const char* api = "TPipe::InitBuffer(que, Std::tuple...)";
+        static_assert(T::isTQue, "the address-tuple InitBuffer takes a TQue/TQueBind");
+        constexpr uint32_t num = sizeof...(addrs) + 1;
+        static_assert(num <= twin::kMaxPipeBuffers, "at most 64 buffers");
+        const uint64_t where[num][2] = {{(uint64_t)std::get<0>(addr0), (uint64_t)std::get<1>(addr0)},
+                                        {(uint64_t)std::get<0>(addrs), (uint64_t)std::get<1>(addrs)}...};
+        twin::Mem m = twin::PhysicalMem(T::Position());
+        twin::CoreState& c = twin::Cur();
+        if (c.mem[(int)m].empty()) twin::Fail(api, "%s does not exist on this core", twin::MemName(m));
+        if (st_.numBuffers + (int)num > twin::kMaxPipeBuffers) {
+            twin::Fail(api, "a TPipe holds at most %d buffers; this call would make %d", twin::kMaxPipeBuffers,
+                       st_.numBuffers + (int)num);
+        }
+        uint8_t* ptrs[num];
+        uint32_t lens[num];
+        for (uint32_t i = 0; i < num; ++i) {
+            const uint64_t a = where[i][0], l = where[i][1];
+            if (a % 32 != 0) twin::Fail(api, "buffer %u: address %llu is not 32-byte aligned", i, (unsigned long long)a);
+            if (l == 0) twin::Fail(api, "buffer %u: length must be positive", i);
+            if (a + l > c.usable[(int)m]) {
+                twin::Fail(api, "buffer %u: address %llu + length %llu exceeds the usable %s capacity %u bytes", i,
+                           (unsigned long long)a, (unsigned long long)l, twin::MemName(m), c.usable[(int)m]);
+            }
+            ptrs[i] = c.Base(m) + a;
+            lens[i] = twin::Align32(l);
+        }
+        st_.numBuffers += (int)num;
+        que.TwinInitEach(ptrs, lens, (uint8_t)num);
+        queues_[nq_++] = [](void* q) { static_cast<T*>(q)->FreeAllEvent(); };
         qptr_[nq_ - 1] = &que;
         return true;
     }
