@@ -40,7 +40,7 @@ class BuildPyWithTwin(build_py):
 
 ext = Pybind11Extension(
     "npu_flash_attn._C",
-    sorted(str(p.relative_to(ROOT)) for p in (ROOT / "twin" / "bindings").glob("*.cpp")),
+    sorted(str(p.relative_to(ROOT)) for d in ("twin/bindings", "op_kernel", "op_host") for p in (ROOT / d).glob("*.cpp")),
     include_dirs=["twin/include", "op_host", "op_kernel"],
     cxx_std=17,
     extra_compile_args=["-O3", "-pthread", *_native_flags()],

@@ -33,6 +33,10 @@ public:
         pipe->InitBuffer(l0a_, kL0Half * 2);
         pipe->InitBuffer(l0b_, kL0Half * 2);
         pipe->InitBuffer(l0c_, kL0cHalf * 2);
+        // Rows past a task's end are never loaded; zero them once so a one-row task can run a 16-row Mmad
+        // (m = 1 would switch the cube to GEMV mode, which reads L0A as a plain row).
+        AscendC::Fill(qL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(qElems_ * sizeof(T) / 32), 0, (T)0.0f));
+        AscendC::Fill(pL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(2 * pElems_ * sizeof(T) / 32), 0, (T)0.0f));
         // Every buffer starts free: its "free" event is set once here and waited once at the end.
         for (int32_t id = 0; id < kL1Buffers; ++id) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(id);
         AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0);
@@ -179,7 +183,7 @@ private:
                 LoadB(l0b, b, k0 / 16, CeilDiv(kLen, 16), n0 / 16, CeilDiv(nLen, 16));
                 AscendC::SetFlag<AscendC::HardEvent::MTE1_M>(h);
                 AscendC::WaitFlag<AscendC::HardEvent::MTE1_M>(h);
-                AscendC::MmadParams mp(m, nLen, kLen, 0, false, k0 == 0);
+                AscendC::MmadParams mp(m == 1 ? 16 : m, nLen, kLen, 0, false, k0 == 0);
                 AscendC::Mmad(c, l0a, l0b, mp);
                 if (mBlocks * CeilDiv(nLen, 16) < 10) AscendC::PipeBarrier<PIPE_M>();
                 AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);

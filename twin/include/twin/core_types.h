@@ -127,6 +127,12 @@ enum QuantMode_t : int { NoQuant = 0, F322F16, F322BF16, DEQF16, VDEQF16, QF322B
 using event_t = int32_t;
 enum : int32_t { EVENT_ID0 = 0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7 };
 
+enum KernelMetaType : uint8_t {
+    KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIV_1_0, KERNEL_TYPE_MIX_AIC_1_0,
+    KERNEL_TYPE_MIX_AIC_1_1, KERNEL_TYPE_MIX_AIC_1_2, KERNEL_TYPE_AICORE, KERNEL_TYPE_VECTORCORE,
+    KERNEL_TYPE_MIX_AICORE, KERNEL_TYPE_MIX_VECTOR_CORE, KERNEL_TYPE_MAX,
+};
+
 namespace AscendC {
 
 enum class TPosition : uint8_t {
@@ -150,11 +156,14 @@ enum class ReduceOrder : uint8_t { ORDER_VALUE_INDEX = 0, ORDER_INDEX_VALUE, ORD
 enum class ReduceType { NONE = -1, SUM = 0, MAX, MIN };  // values as in the official headers
 enum class MaskMode : uint8_t { NORMAL = 0, COUNTER };
 
-enum KernelMetaType {
-    KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIV_1_0, KERNEL_TYPE_MIX_AIC_1_0,
-    KERNEL_TYPE_MIX_AIC_1_1, KERNEL_TYPE_MIX_AIC_1_2, KERNEL_TYPE_AICORE, KERNEL_TYPE_VECTORCORE,
-    KERNEL_TYPE_MIX_AICORE, KERNEL_TYPE_MIX_VECTOR_CORE,
-};
+// KernelMetaType is global in the real headers; the twin also reaches it as AscendC::.
+using ::KernelMetaType;
+using ::KERNEL_TYPE_AIV_ONLY;
+using ::KERNEL_TYPE_AIC_ONLY;
+using ::KERNEL_TYPE_MIX_AIV_1_0;
+using ::KERNEL_TYPE_MIX_AIC_1_0;
+using ::KERNEL_TYPE_MIX_AIC_1_1;
+using ::KERNEL_TYPE_MIX_AIC_1_2;
 
 constexpr int32_t AIC = 1;
 constexpr int32_t AIV = 2;
