@@ -1,0 +1,161 @@
+"""Command line: `python -m npu_flash_attn demo` runs the forward FlashAttention kernel on the CPU twin and checks it
+against the float64 reference; `python -m npu_flash_attn chips` lists the emulated chips."""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+SPARSE_NAMES = {0: "full attention", 1: "full attention (no mask given)", 2: "left-up causal",
+                3: "right-down causal", 4: "band"}
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m npu_flash_attn",
+                                description="npu-flash-attn: FlashAttention for Ascend NPUs (Ascend C), run on the "
+                                            "CPU twin of the Ascend C API.")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
+    d = sub.add_parser("demo", help="run the forward op on the emulated chip and check it against the reference",
+                       description="Runs npu::flash_attention on the CPU twin (default: B=1, N1=8, N2=2, S=1024, "
+                                   "D=128, bf16, BSND, sparse_mode=3 right-down causal, scale=1/sqrt(D)), checks it "
+                                   "with the FlashAttention criterion max|out-ref64| <= 2*max|lowprec-ref64| + 1e-5 and "
+                                   "prints tiling, cores, errors and wall time. Exit code 1 if the check fails.")
+    d.add_argument("--chip", help="emulated chip (default: $NPU_FA_CHIP or Ascend910B2); see `chips`")
+    d.add_argument("--layout", default="BSND", type=str.upper, choices=["BSH", "SBH", "BSND", "BNSD", "TND"],
+                   help="input_layout (default BSND); TND packs --batch sequences of --seq / --seq-kv tokens")
+    d.add_argument("--batch", type=int, default=1, help="B (default 1)")
+    d.add_argument("--heads", type=int, default=8, help="query heads N1 = head_num (default 8)")
+    d.add_argument("--kv-heads", type=int, default=2, help="key/value heads N2 (default 2, GQA)")
+    d.add_argument("--seq", type=int, default=1024, help="query length S1 (default 1024)")
+    d.add_argument("--seq-kv", type=int, default=None, help="key/value length S2 (default: --seq)")
+    d.add_argument("--dim", type=int, default=128, help="head dim D (default 128)")
+    d.add_argument("--dim-v", type=int, default=None, help="value head dim Dv <= D (default: --dim)")
+    d.add_argument("--dtype", default="bf16", choices=["fp16", "bf16"], help="input dtype (default bf16)")
+    d.add_argument("--sparse-mode", type=int, default=3, choices=[0, 1, 2, 3, 4],
+                   help="0/1 full, 2 left-up causal, 3 right-down causal (default), 4 band")
+    d.add_argument("--pre-tokens", type=int, default=2147483647, help="band: keys before the diagonal (mode 4)")
+    d.add_argument("--next-tokens", type=int, default=0, help="band: keys after the diagonal (mode 4, default 0)")
+    d.add_argument("--scale", type=float, default=None, help="scale of QK^T (default 1/sqrt(D))")
+    d.add_argument("--seed", type=int, default=None, help="random seed of the inputs (default: fresh)")
+    sub.add_parser("chips", help="list the chips the twin emulates")
+    return p
+
+
+def _make_inputs(a, gen):
+    import torch
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[a.dtype]
+    B, N1, N2, S1, S2, D, Dv = a.batch, a.heads, a.kv_heads, a.seq, a.seq_kv, a.dim, a.dim_v
+
+    def rnd(*shape):
+        return torch.randn(*shape, generator=gen).to(dtype)
+    extra = {}
+    if a.layout == "TND":
+        q, k, v = rnd(B * S1, N1, D), rnd(B * S2, N2, D), rnd(B * S2, N2, Dv)
+        extra = dict(actual_seq_qlen=[S1 * (i + 1) for i in range(B)], actual_seq_kvlen=[S2 * (i + 1) for i in range(B)])
+    else:
+        shape = {"BSH": lambda S, N, d: (B, S, N * d), "SBH": lambda S, N, d: (S, B, N * d),
+                 "BSND": lambda S, N, d: (B, S, N, d), "BNSD": lambda S, N, d: (B, N, S, d)}[a.layout]
+        q, k, v = rnd(*shape(S1, N1, D)), rnd(*shape(S2, N2, D)), rnd(*shape(S2, N2, Dv))
+    return q, k, v, extra
+
+
+def _demo(a) -> int:
+    import torch
+
+    import npu_flash_attn
+    from npu_flash_attn import _C
+    from npu_flash_attn.reference import (assert_close_fa, assert_stats_close, flash_attention_lowprec,
+                                          flash_attention_reference)
+    a.seq_kv = a.seq if a.seq_kv is None else a.seq_kv
+    a.dim_v = a.dim if a.dim_v is None else a.dim_v
+    scale = 1.0 / math.sqrt(a.dim) if a.scale is None else a.scale
+    seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "little")
+    gen = torch.Generator().manual_seed(seed)
+    try:
+        if a.chip is not None:
+            npu_flash_attn.set_chip(a.chip)
+        chip = npu_flash_attn.get_chip()
+        q, k, v, extra = _make_inputs(a, gen)
+    except (ValueError, TypeError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    kw = dict(scale=scale, sparse_mode=a.sparse_mode, **extra)
+    if a.sparse_mode == 4:
+        kw.update(pre_tokens=a.pre_tokens, next_tokens=a.next_tokens)
+    print(f"npu-flash-attn forward demo [twin: CPU emulation of {chip}, not hardware]")
+    print(f"problem : {a.layout} B={a.batch} N1={a.heads} N2={a.kv_heads} S1={a.seq} S2={a.seq_kv} D={a.dim} "
+          f"Dv={a.dim_v} {a.dtype} sparse_mode={a.sparse_mode} ({SPARSE_NAMES[a.sparse_mode]}"
+          + (f", pre={a.pre_tokens}, next={a.next_tokens}" if a.sparse_mode == 4 else "")
+          + f") scale={scale:.6g} seed={seed}")
+    t0 = time.perf_counter()
+    try:
+        out, smax, ssum = torch.ops.npu.flash_attention(q, k, v, a.heads, a.layout, **kw)
+    except (ValueError, TypeError, NotImplementedError) as e:
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    except RuntimeError as e:  # TwinError and friends: the kernel failed on the twin
+        print(f"FAIL (twin): the kernel raised {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    t_op = time.perf_counter() - t0
+    info = npu_flash_attn.last_launch_info()
+    if info is None:
+        print("FAIL (twin): the op returned without a kernel launch (empty problem?)", file=sys.stderr)
+        return 1
+    t0 = time.perf_counter()
+    ref_o, ref_m, ref_s = flash_attention_reference(q, k, v, a.heads, a.layout, **kw)
+    low = flash_attention_lowprec(q, k, v, a.heads, a.layout, **kw)
+    t_ref = time.perf_counter() - t0
+    aic = next((c["aic_num"] for c in _C.chips() if c["name"] == info.get("chip", chip)), None)
+    tiling = ", ".join(f"{key}={val}" for key, val in info.items() if key not in ("chip",))
+    print(f"tiling  : {tiling}")
+    print(f"cores   : {info.get('block_dim')} of {aic} AI cores used (each 1 AIC + 2 AIV) on {info.get('chip', chip)}")
+    ok = True
+    lowerr = (low.double() - ref_o).abs().max().item()
+    try:
+        err, bound = assert_close_fa(out, ref_o, low)
+    except AssertionError as e:
+        ok = False
+        err = (out.double() - ref_o).abs().max().item()
+        bound = 2 * lowerr + 1e-5
+        print(f"check   : {e}")
+    try:
+        stats = assert_stats_close(smax, ssum, ref_m, ref_s)
+        stats_txt = (f"softmax_max err {stats['max_err']:.3e}, softmax_sum rel err {stats['sum_rel_err']:.3e}, "
+                     f"invalid rows {stats['invalid_rows']}")
+    except AssertionError as e:
+        ok = False
+        stats_txt = f"FAILED: {e}"
+    print(f"error   : max|out - ref64| = {err:.3e}  (low-precision torch {a.dtype}: {lowerr:.3e}; "
+          f"bound 2x + 1e-5 = {bound:.3e})")
+    print(f"stats   : {stats_txt}")
+    print(f"time    : {t_op:.3f} s wall for the op on the twin (CPU emulation, not NPU time); reference "
+          f"{t_ref:.3f} s")
+    print(f"result  : {'PASS' if ok else 'FAIL'} (twin)")
+    return 0 if ok else 1
+
+
+def _chips() -> int:
+    from npu_flash_attn import _C, get_chip
+    current = get_chip()
+    for c in _C.chips():
+        mark = "*" if c["name"] == current else " "
+        print(f"{mark} {c['name']:<14} AIC {c['aic_num']:>2}  AIV {c['aiv_num']:>2}  UB {c['ub_size'] // 1024} KB  "
+              f"L1 {c['l1_size'] // 1024} KB  L0A/B/C {c['l0a_size'] // 1024}/{c['l0b_size'] // 1024}/"
+              f"{c['l0c_size'] // 1024} KB  cube {c['cube_freq_mhz']:.0f} MHz  HBM {c['hbm_gbps']:.0f} GB/s")
+    return 0
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    if args.cmd == "demo":
+        return _demo(args)
+    if args.cmd == "chips":
+        return _chips()
+    _parser().print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
