@@ -382,12 +382,13 @@ def model_transpose_b8(src, n_dst, start, rep, stride, gap, frac_gap):
     return dst
 
 
-def run_probe(lib, kind, mode, start, rep, stride, gap, tr, addr, frac_gap, M1, K1, src, dst_off=0, fill=(0, 0, 0, 0)):
+def run_probe(lib, kind, mode, start, rep, stride, gap, tr, addr, frac_gap, M1, K1, src, dst_off=0, fill=(0, 0, 0, 0),
+              copy=(0, 0, 0, 0)):
     K0 = 16 if kind == "b16" else 32
     M, K = M1 * 16, K1 * K0
     eye = zn_identity(K, K0).astype(np.float16 if kind == "b16" else np.int8)
     out = np.zeros((M, K), np.float32 if kind == "b16" else np.int32)
-    p = params(mode, start, rep, stride, gap, int(tr), addr, frac_gap, M1, K1, src.size, dst_off, *fill, n=16)
+    p = params(mode, start, rep, stride, gap, int(tr), addr, frac_gap, M1, K1, src.size, dst_off, *fill, *copy, n=20)
     lib.launch(f"probe_{kind}", 1, src, eye, out, p, kernel_type="aic")
     return l0a_image_from_c(out, M1, K1, K0)
 
@@ -420,6 +421,18 @@ def test_fill_l1_blocks_then_load(probe, rng):
         run_probe(probe, "b16", 0, 0, 8, 1, 0, False, 0, 0, 2, 4, src, fill=(2, 0, 0, 1))
 
 
+def test_datacopy_gm_to_l1_with_params(probe, rng):
+    """DataCopyParams GM -> L1: blockLen, srcGap and dstGap all in 32 B blocks (16 halves)."""
+    src = rng.integers(-1000, 1000, 16 * 256).astype(np.float16)
+    count, length, sgap, dgap = 5, 12, 3, 4
+    got = run_probe(probe, "b16", 0, 0, 8, 1, 0, False, 0, 0, 2, 4, src, copy=(count, length, sgap, dgap))
+    l1 = np.zeros(8 * 256, np.float64)
+    for i in range(count):
+        s0, d0 = i * (length + sgap) * 16, i * (length + dgap) * 16
+        l1[d0 : d0 + length * 16] = src[s0 : s0 + length * 16]
+    assert np.array_equal(got, l1)
+
+
 def test_loaddata_with_transpose_b16(probe, rng):
     src = rng.integers(-1000, 1000, 16 * 256).astype(np.float16)
     got = run_probe(probe, "b16", 1, 1, 4, 2, 1, False, 0, 0, 2, 4, src)
@@ -449,3 +462,83 @@ def test_load_errors(probe, rng):
         run_probe(probe, "b16", 0, 600, 1, 1, 0, False, 0, 0, 2, 2, b16)  # the L1 tensor holds 512 fractals
     with pytest.raises(twin.TwinError, match=r"not 512-byte aligned"):
         run_probe(probe, "b16", 0, 0, 1, 1, 0, False, 0, 0, 2, 2, b16, dst_off=32)
+
+
+MISUSE_SRC = r"""
+#include "kernel_operator.h"
+using namespace AscendC;
+// One 32 x 32 half matmul into L0C, then a Fixpipe (or another call) that p[0] picks.
+extern "C" __global__ __aicore__ void misuse(GM_ADDR a, GM_ADDR out, GM_ADDR prm) {
+    GlobalTensor<int32_t> P;
+    P.SetGlobalBuffer((__gm__ int32_t*)prm, 4);
+    const int32_t which = P.GetValue(0);
+    GlobalTensor<half> aG;
+    aG.SetGlobalBuffer((__gm__ half*)a, 32 * 32);
+    LocalTensor<half> a1(TPosition::A1, 0, 1024), b1(TPosition::B1, 4096, 1024);
+    LocalTensor<half> a2(TPosition::A2, 0, 1024), b2(TPosition::B2, 0, 1024);
+    LocalTensor<float> c(TPosition::CO1, 0, 64 * 64);
+    if (which == 1) {  // DataCopyPad into L1 does not exist on dav-2201
+        DataCopyPad(a1, aG, DataCopyExtParams(1, 64, 0, 0, 0), DataCopyPadExtParams<half>(false, 0, 0, half(0.0f)));
+        return;
+    }
+    DataCopy(a1, aG, Nd2NzParams(1, 32, 32, 0, 32, 32, 1, 0));
+    DataCopy(b1, aG, Nd2NzParams(1, 32, 32, 0, 32, 32, 1, 0));
+    LoadData(a2[0], a1[0], LoadData2DParams(0, 2, 2, 0, 0, false, 0));
+    LoadData(a2[512], a1[256], LoadData2DParams(0, 2, 2, 0, 0, false, 0));
+    LoadData(b2, b1, LoadData2DParams(0, 4, 1, 0, 0, false, 0));
+    Mmad(c, a2, b2, MmadParams(32, 32, 32, 0, false, true));
+    GlobalTensor<float> oF;
+    oF.SetGlobalBuffer((__gm__ float*)out, 64 * 64);
+    GlobalTensor<half> oH;
+    oH.SetGlobalBuffer((__gm__ half*)out, 64 * 64);
+    LocalTensor<half> l1Out(TPosition::C1, 65536, 4096);
+    switch (which) {
+        case 2: Fixpipe(oH, c, FixpipeParamsV220(32, 32, 32, 32, false)); break;            // half out, NoQuant
+        case 3: Fixpipe<float, float, CFG_NZ>(oF, c, FixpipeParamsV220(24, 32, 32, 64, false)); break;  // nSize 24
+        case 4: Fixpipe(oF, c, FixpipeParamsV220(64, 32, 32, 64, false)); break;            // columns 32..63: unwritten
+        case 5: {  // L0C -> L1 with the default (ROW_MAJOR) config
+            FixpipeParamsV220 fp(32, 32, 32, 32, false);
+            fp.quantPre = QuantMode_t::F322F16;
+            Fixpipe(l1Out, c, fp);
+            break;
+        }
+        case 6: Fixpipe(oF, c, FixpipeParamsV220(32, 32, 16, 32, false)); break;            // srcStride < mSize
+        case 7: {  // atomic type does not match the output type
+            SetAtomicAdd<half>();
+            Fixpipe(oF, c, FixpipeParamsV220(32, 32, 32, 32, false));
+            break;
+        }
+        case 8: Fixpipe(oF, c, FixpipeParamsV220(32, 32, 32, 16, false)); break;            // ND rows overlap
+        default: Fixpipe(oF, c, FixpipeParamsV220(32, 32, 32, 32, false)); break;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "which,pattern",
+    [
+        (1, r"DataCopyPad\(GM->L1\): not supported on Atlas A2/A3"),
+        (2, r"float -> half needs quantPre F322F16, got NoQuant"),
+        (3, r"with NZ output nSize 24 must be a multiple of 16"),
+        (4, r"reads L0C element \(row 0, column 32\) that no Mmad wrote"),
+        (5, r"L0C -> L1 writes NZ only on dav-2201: pass CFG_NZ"),
+        (6, r"srcStride 16 .* is smaller than mSize 32"),
+        (7, r"SetAtomicAdd type .* does not match the float output"),
+        (8, r"dstStride 16 \(ND row pitch in elements\) is smaller than nSize 32"),
+    ],
+)
+def test_fixpipe_and_copy_misuse_raises(which, pattern):
+    lib = twin.compile_kernel(MISUSE_SRC)
+    a = np.ones((32, 32), np.float16)
+    out = np.zeros((64, 64), np.float32)
+    with pytest.raises(twin.TwinError, match=pattern):
+        lib.launch("misuse", 1, a, out, params(which, n=4), kernel_type="aic")
+
+
+def test_fixpipe_misuse_baseline_runs():
+    lib = twin.compile_kernel(MISUSE_SRC)
+    a = np.ones((32, 32), np.float16)
+    out = np.zeros((64, 64), np.float32)
+    lib.launch("misuse", 1, a, out, params(0, n=4), kernel_type="aic")
+    assert np.all(out.reshape(-1)[: 32 * 32] == 32.0)

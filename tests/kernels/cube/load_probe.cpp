@@ -5,7 +5,8 @@
 //   p[0] mode (0 LoadData, 1 LoadDataWithTranspose), p[1] startIndex, p[2] repeatTimes, p[3] srcStride, p[4] dstGap,
 //   p[5] ifTranspose, p[6] addrMode, p[7] dstFracGap, p[8] M1, p[9] K1 (fractals along k), p[10] L1 elements,
 //   p[11] dst offset in L0A in bytes (alignment tests); p[12..15] if p[12] > 0: Fill the L1 image (viewed as int16)
-//   with repeatTimes p[12], blockNum p[13] (32 B blocks), dstGap p[14], value p[15] before the load.
+//   with repeatTimes p[12], blockNum p[13] (32 B blocks), dstGap p[14], value p[15] before the load;
+//   if p[16] > 0 the GM -> L1 copy is DataCopy with DataCopyParams(p[16], p[17], p[18], p[19]) into a zeroed L1.
 #include "kernel_operator.h"
 
 using namespace AscendC;
@@ -16,7 +17,7 @@ __aicore__ inline void ProbeBody(GM_ADDR l1Image, GM_ADDR eye, GM_ADDR out, GM_A
         return;
     }
     GlobalTensor<int32_t> P;
-    P.SetGlobalBuffer((__gm__ int32_t*)prm, 16);
+    P.SetGlobalBuffer((__gm__ int32_t*)prm, 20);
     const int32_t mode = P.GetValue(0);
     const uint32_t M1 = P.GetValue(8), K1 = P.GetValue(9), l1Elems = P.GetValue(10), dstOff = P.GetValue(11);
     constexpr uint32_t K0 = 32 / sizeof(T);
@@ -31,7 +32,12 @@ __aicore__ inline void ProbeBody(GM_ADDR l1Image, GM_ADDR eye, GM_ADDR out, GM_A
     LocalTensor<T> a2(TPosition::A2, 0, 64 * 1024 / sizeof(T));
     LocalTensor<T> b2(TPosition::B2, 0, 64 * 1024 / sizeof(T));
     LocalTensor<C> c(TPosition::CO1, 0, 128 * 1024 / sizeof(C));
-    DataCopy(a1, srcG, l1Elems);
+    if (P.GetValue(16) > 0) {
+        Fill(a1.template ReinterpretCast<int16_t>(), InitConstValueParams<int16_t>(1, 256 * 1024 / 32, 0, (int16_t)0));
+        DataCopy(a1, srcG, DataCopyParams(P.GetValue(16), P.GetValue(17), P.GetValue(18), P.GetValue(19)));
+    } else {
+        DataCopy(a1, srcG, l1Elems);
+    }
     if (P.GetValue(12) > 0) {
         // Fill of L1 runs on MTE2 like the copy: same pipe, in order, no flag needed.
         Fill(a1.template ReinterpretCast<int16_t>(),
