@@ -11,8 +11,9 @@
 #   CONFORMANCE_TOOL=/path/to/check_api.py   default <repo>/../shared/tools/ascendc_conformance/check_api.py
 #
 # scripts/conformance_prelude.h is force-included first: it stands in for what CANN's operator build generates
-# (the GET_TILING_DATA family). scripts/conformance/*.cpp samples, if present, are checked too and teach the tool
-# (--learn) the intrinsic stubs our kernels reach. Exit status: 0 all pass, 1 a file fails, 2 setup missing.
+# (the GET_TILING_DATA family). The .cpp files (op_kernel/ and scripts/conformance/*.cpp samples) first teach the
+# tool (--learn) the intrinsic stubs our kernels reach, then every file is checked.
+# Exit status: 0 all pass, 1 a file fails, 2 setup missing.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,7 +37,25 @@ if [[ ${#files[@]} -eq 0 ]]; then
     exit 0
 fi
 
-exec "$PYTHON" "$TOOL" --ascdk "$ASCDK" --learn \
+# Pass 1 (--learn): the tool learns stubs only from its own compile, which has neither our -I folders nor the
+# prelude, so it would stop at GET_TILING_DATA and never instantiate the kernels' templates. Learn from wrappers that
+# include the prelude and each .cpp by absolute path (their own quoted includes resolve next to them).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+learn=()
+for f in "${files[@]}"; do
+    if [[ "$f" == *.cpp ]]; then
+        w="$tmp/learn_${#learn[@]}_$(basename "$f")"
+        printf '#include "%s"\n#include "%s"\n' "$ROOT/scripts/conformance_prelude.h" "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")" > "$w"
+        learn+=("$w")
+    fi
+done
+if [[ ${#learn[@]} -gt 0 ]]; then
+    "$PYTHON" "$TOOL" --ascdk "$ASCDK" --learn "${learn[@]}" 2>&1 | grep '^learned:' || true
+fi
+
+# Pass 2: the check proper, with the learned stubs.
+exec "$PYTHON" "$TOOL" --ascdk "$ASCDK" \
     -I "$ROOT/op_kernel" -I "$ROOT/op_host" \
     --include "$ROOT/scripts/conformance_prelude.h" \
     "${files[@]}"
