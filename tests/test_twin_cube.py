@@ -509,6 +509,19 @@ extern "C" __global__ __aicore__ void misuse(GM_ADDR a, GM_ADDR out, GM_ADDR prm
             break;
         }
         case 8: Fixpipe(oF, c, FixpipeParamsV220(32, 32, 32, 16, false)); break;            // ND rows overlap
+        case 9: {  // two ND matrices: column blocks 0 and 1 of C, 2 KB apart in L0C, 512 elements apart in GM
+            FixpipeParamsV220 fp(16, 32, 32, 16, false);
+            fp.ndNum = 2;
+            fp.srcNdStride = 2;
+            fp.dstNdStride = 512;
+            Fixpipe(oF, c, fp);
+            break;
+        }
+        case 10: Fixpipe(oF, c, FixpipeParamsV220(32, 32, 32, 32, true)); break;            // ReLU, no quant
+        case 11: InitConstValue(a2, InitConstValueParams<half>(1, 4, 0, half(2.0f)));   // A := 2 everywhere
+                 Mmad(c, a2, b2, MmadParams(32, 32, 32, 0, false, true));
+                 Fixpipe(oF, c, FixpipeParamsV220(32, 32, 32, 32, false));
+                 break;
         default: Fixpipe(oF, c, FixpipeParamsV220(32, 32, 32, 32, false)); break;
     }
 }
@@ -534,6 +547,23 @@ def test_fixpipe_and_copy_misuse_raises(which, pattern):
     out = np.zeros((64, 64), np.float32)
     with pytest.raises(twin.TwinError, match=pattern):
         lib.launch("misuse", 1, a, out, params(which, n=4), kernel_type="aic")
+
+
+def test_fixpipe_nd_num_relu_and_init_const(rng):
+    lib = twin.compile_kernel(MISUSE_SRC)
+    a = rng.integers(-3, 4, (32, 32)).astype(np.float16)
+    c = a.astype(np.float64) @ a.T.astype(np.float64)  # B is loaded from the same buffer: C = A A^T
+    out = np.zeros((64, 64), np.float32)
+    lib.launch("misuse", 1, a, out, params(9, n=4), kernel_type="aic")
+    flat = out.reshape(-1)
+    assert np.array_equal(flat[:512].reshape(32, 16), c[:, :16])
+    assert np.array_equal(flat[512:1024].reshape(32, 16), c[:, 16:])
+    out[:] = 0
+    lib.launch("misuse", 1, a, out, params(10, n=4), kernel_type="aic")
+    assert np.array_equal(out.reshape(-1)[:1024].reshape(32, 32), np.maximum(c, 0))
+    assert (c < 0).any()
+    lib.launch("misuse", 1, a, out, params(11, n=4), kernel_type="aic")
+    assert np.array_equal(out.reshape(-1)[:1024].reshape(32, 32), 2.0 * np.tile(a.astype(np.float64).sum(1), (32, 1)))
 
 
 def test_fixpipe_misuse_baseline_runs():
