@@ -424,3 +424,20 @@ def test_entry_errors_leave_outputs_untouched(gen, bad):
     _C.flash_attention_fwd(*_entry_args(q, k, v, out, m, s))
     ref = flash_attention_reference(q, k, v, 2, "BNSD", scale=0.125, sparse_mode=3)
     assert_close_fa(out, ref[0], flash_attention_lowprec(q, k, v, 2, "BNSD", scale=0.125, sparse_mode=3))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# command line demo
+# ---------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("args", [["--seq", "200", "--chip", CHIPS[0]],
+                                  ["--layout", "TND", "--batch", "2", "--seq", "150", "--seq-kv", "90",
+                                   "--dtype", "fp16", "--sparse-mode", "4", "--pre-tokens", "30", "--next-tokens",
+                                   "2"]], ids=["bsnd", "tnd-band"])
+def test_cli_demo(args):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "npu_flash_attn", "demo", *args], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for word in ("tiling", "block_dim=", "cores", "max|out - ref64|", "low-precision torch", "wall", "PASS (twin)"):
+        assert word in r.stdout, word

@@ -433,3 +433,38 @@ def test_chip_selection(monkeypatch):
 
 def test_constants():
     assert FLT_MAX == float(torch.finfo(torch.float32).max)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# command line (no kernel needed)
+# ---------------------------------------------------------------------------------------------------------------
+def _cli(*args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "npu_flash_attn", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_cli_help():
+    r = _cli("--help")
+    assert r.returncode == 0 and "demo" in r.stdout and "chips" in r.stdout
+    r = _cli("demo", "--help")
+    assert r.returncode == 0
+    for opt in ("--chip", "--layout", "--seq", "--dtype", "--sparse-mode", "--heads", "--kv-heads", "--dim"):
+        assert opt in r.stdout, opt
+
+
+def test_cli_rejects_bad_arguments():
+    r = _cli("demo", "--chip", "Ascend999")
+    assert r.returncode == 2 and "chip='Ascend999' is not an emulated chip" in r.stderr
+    r = _cli("demo", "--layout", "BSDN")
+    assert r.returncode == 2 and "invalid choice" in r.stderr
+    r = _cli("demo", "--heads", "6", "--kv-heads", "4", "--seq", "8")
+    assert r.returncode == 2 and "N1=6 must be a multiple of key/value heads N2=4" in r.stderr
+
+
+def test_cli_chips():
+    r = _cli("chips")
+    assert r.returncode == 0
+    for name in ops.available_chips():
+        assert name in r.stdout
