@@ -88,7 +88,7 @@ inline void CompareRun(const char* api, const AscendC::LocalTensor<U>& dst, cons
             CmpPack<T>(out, reinterpret_cast<const T*>(q[0]),
                        [pb](typename Lane<T>::C* xb, uint64_t i, uint32_t k) { Lane<T>::Load(xb, pb + i, k); }, n,
                        logical, cmpMode);
-        });
+        }, false);
     } else {
         const Opd o[1] = {a};
         const typename Lane<T>::C sv = Lane<T>::Of(*scalar);
@@ -98,7 +98,7 @@ inline void CompareRun(const char* api, const AscendC::LocalTensor<U>& dst, cons
                            for (uint32_t j = 0; j < k; ++j) xb[j] = sv;
                        },
                        n, logical, cmpMode);
-        });
+        }, false);
     }
     TraceV(api, x.Active(), x.Active() * sizeof(T) * (s1 ? 2 : 1) + outBytes, x.Repeats(), out, s0.Ptr());
 }

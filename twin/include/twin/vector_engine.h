@@ -311,14 +311,20 @@ inline bool IsFull(const uint64_t b[2], uint32_t perRep) {
     return (b[0] & ((1ull << perRep) - 1)) == ((1ull << perRep) - 1);
 }
 
+inline bool AnyInRange(const uint64_t b[2], uint32_t lo, uint32_t hi) { return NextSet(b, lo, hi) < hi; }
+
+// Operands with block stride 1 are used in place. The others are gathered block by block into a local contiguous
+// copy of the repeat (only blocks holding active elements; whole 32 B blocks stay inside UB because operands are
+// 32 B aligned), so every run of active elements is one call; a gathered destination (operand 0 when dstFirst) is
+// scattered back afterwards, its inactive elements unchanged.
 template <size_t N, class F>
-inline void ForEachRun(const Opd (&o)[N], const Exec& x, uint32_t wideSize, F&& f) {
+inline void ForEachRun(const Opd (&o)[N], const Exec& x, uint32_t wideSize, F&& f, bool dstFirst = true) {
+    (void)wideSize;
     const uint32_t E = x.perRep;
     const uint64_t R = x.Repeats();
     if (R == 0) return;
-    bool blk1 = true, contig = true;
+    bool contig = true;
     for (size_t k = 0; k < N; ++k) {
-        blk1 = blk1 && o[k].blk == 1;
         contig = contig && o[k].blk == 1 && (uint64_t)o[k].rep * 32u == (uint64_t)E * o[k].size;
     }
     uint8_t* p[N];
@@ -327,24 +333,35 @@ inline void ForEachRun(const Opd (&o)[N], const Exec& x, uint32_t wideSize, F&& 
         f(p, x.counter ? x.count : R * E, (uint64_t)0);
         return;
     }
-    const uint32_t chunk = 32 / wideSize;
+    alignas(64) uint8_t loc[N][256];
+    uint8_t* base[N];
     uint64_t b[2];
     for (uint64_t r = 0; r < R; ++r) {
         x.RepBits(r, b);
+        for (size_t k = 0; k < N; ++k) {
+            uint8_t* at = o[k].p + r * o[k].rep * 32ull;
+            if (o[k].blk == 1) {
+                base[k] = at;
+                continue;
+            }
+            base[k] = loc[k];
+            const uint32_t epb = 32 / o[k].size, nb = E / epb;
+            for (uint32_t blk = 0; blk < nb; ++blk) {
+                if (AnyInRange(b, blk * epb, (blk + 1) * epb)) std::memcpy(loc[k] + blk * 32, at + (uint64_t)blk * o[k].blk * 32, 32);
+            }
+        }
         for (uint32_t s = NextSet(b, 0, E); s < E;) {
             const uint32_t t = NextClear(b, s, E);
-            if (blk1) {
-                for (size_t k = 0; k < N; ++k) p[k] = o[k].p + r * o[k].rep * 32ull + (uint64_t)s * o[k].size;
-                f(p, (uint64_t)(t - s), r * E + s);
-            } else {
-                for (uint32_t a = s; a < t;) {
-                    const uint32_t e = std::min(t, (a / chunk + 1) * chunk);
-                    for (size_t k = 0; k < N; ++k) p[k] = o[k].p + ElemOffset(o[k], r, a);
-                    f(p, (uint64_t)(e - a), r * E + a);
-                    a = e;
-                }
-            }
+            for (size_t k = 0; k < N; ++k) p[k] = base[k] + (uint64_t)s * o[k].size;
+            f(p, (uint64_t)(t - s), r * E + s);
             s = NextSet(b, t, E);
+        }
+        if (dstFirst && o[0].blk != 1) {
+            uint8_t* at = o[0].p + r * o[0].rep * 32ull;
+            const uint32_t epb = 32 / o[0].size, nb = E / epb;
+            for (uint32_t blk = 0; blk < nb; ++blk) {
+                if (AnyInRange(b, blk * epb, (blk + 1) * epb)) std::memcpy(at + (uint64_t)blk * o[0].blk * 32, loc[0] + blk * 32, 32);
+            }
         }
     }
 }
@@ -360,12 +377,8 @@ constexpr uint32_t kChunk = 64;
 template <typename T>
 struct Lane {
     using C = T;
-    static void Load(C* o, const T* i, uint32_t n) {
-        for (uint32_t j = 0; j < n; ++j) o[j] = i[j];
-    }
-    static void Store(T* o, const C* i, uint32_t n) {
-        for (uint32_t j = 0; j < n; ++j) o[j] = i[j];
-    }
+    static void Load(C* o, const T* i, uint32_t n) { std::memcpy(o, i, (size_t)n * sizeof(T)); }
+    static void Store(T* o, const C* i, uint32_t n) { std::memcpy(o, i, (size_t)n * sizeof(T)); }
     static C Of(const T& v) { return v; }
 };
 
@@ -391,24 +404,19 @@ struct Lane<bfloat16_t> {
     static C Of(const bfloat16_t& v) { return vnum::Bf16ToFloat1(v.bits); }
 };
 
-// Element kernels over n contiguous elements. Op::F is the per-element function on the compute type.
+// Element kernels over n contiguous elements. Op::F is the per-element function on the compute type. Every chunk,
+// the last one too, is computed at the full fixed width (stale lanes are computed and dropped), so the compute
+// loops are vectorised whatever n is.
 template <class Op, typename T>
 inline void RunBinary(T* d, const T* a, const T* b, uint64_t n) {
     using L = Lane<T>;
     using C = typename L::C;
-    alignas(64) C xa[kChunk], xb[kChunk], xr[kChunk];
-    uint64_t i = 0;
-    for (; i + kChunk <= n; i += kChunk) {
-        L::Load(xa, a + i, kChunk);
-        L::Load(xb, b + i, kChunk);
-        for (uint32_t j = 0; j < kChunk; ++j) xr[j] = Op::F(xa[j], xb[j]);
-        L::Store(d + i, xr, kChunk);
-    }
-    const uint32_t m = (uint32_t)(n - i);
-    if (m != 0) {
+    alignas(64) C xa[kChunk] = {}, xb[kChunk] = {}, xr[kChunk];
+    for (uint64_t i = 0; i < n; i += kChunk) {
+        const uint32_t m = (uint32_t)std::min<uint64_t>(kChunk, n - i);
         L::Load(xa, a + i, m);
         L::Load(xb, b + i, m);
-        for (uint32_t j = 0; j < m; ++j) xr[j] = Op::F(xa[j], xb[j]);
+        for (uint32_t j = 0; j < kChunk; ++j) xr[j] = Op::F(xa[j], xb[j]);
         L::Store(d + i, xr, m);
     }
 }
@@ -417,17 +425,11 @@ template <class Op, typename T>
 inline void RunScalar(T* d, const T* a, typename Lane<T>::C s, uint64_t n) {
     using L = Lane<T>;
     using C = typename L::C;
-    alignas(64) C xa[kChunk], xr[kChunk];
-    uint64_t i = 0;
-    for (; i + kChunk <= n; i += kChunk) {
-        L::Load(xa, a + i, kChunk);
-        for (uint32_t j = 0; j < kChunk; ++j) xr[j] = Op::F(xa[j], s);
-        L::Store(d + i, xr, kChunk);
-    }
-    const uint32_t m = (uint32_t)(n - i);
-    if (m != 0) {
+    alignas(64) C xa[kChunk] = {}, xr[kChunk];
+    for (uint64_t i = 0; i < n; i += kChunk) {
+        const uint32_t m = (uint32_t)std::min<uint64_t>(kChunk, n - i);
         L::Load(xa, a + i, m);
-        for (uint32_t j = 0; j < m; ++j) xr[j] = Op::F(xa[j], s);
+        for (uint32_t j = 0; j < kChunk; ++j) xr[j] = Op::F(xa[j], s);
         L::Store(d + i, xr, m);
     }
 }
@@ -436,17 +438,11 @@ template <class Op, typename T>
 inline void RunUnary(T* d, const T* a, uint64_t n) {
     using L = Lane<T>;
     using C = typename L::C;
-    alignas(64) C xa[kChunk], xr[kChunk];
-    uint64_t i = 0;
-    for (; i + kChunk <= n; i += kChunk) {
-        L::Load(xa, a + i, kChunk);
-        for (uint32_t j = 0; j < kChunk; ++j) xr[j] = Op::F(xa[j]);
-        L::Store(d + i, xr, kChunk);
-    }
-    const uint32_t m = (uint32_t)(n - i);
-    if (m != 0) {
+    alignas(64) C xa[kChunk] = {}, xr[kChunk];
+    for (uint64_t i = 0; i < n; i += kChunk) {
+        const uint32_t m = (uint32_t)std::min<uint64_t>(kChunk, n - i);
         L::Load(xa, a + i, m);
-        for (uint32_t j = 0; j < m; ++j) xr[j] = Op::F(xa[j]);
+        for (uint32_t j = 0; j < kChunk; ++j) xr[j] = Op::F(xa[j]);
         L::Store(d + i, xr, m);
     }
 }

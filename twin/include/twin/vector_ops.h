@@ -37,18 +37,23 @@ struct Div {
     template <typename C>
     static C F(C a, C b) { return a / b; }
 };
+// Float Max/Min: a NaN operand gives NaN (a + b); written with bit masks so that the loops vectorise.
+template <typename C>
+inline C PickF(bool c, C a, C b) {
+    return vnum::FromBits(vnum::Pick(vnum::MaskOf(c), vnum::Bits(a), vnum::Bits(b)));
+}
 struct Max {
     template <typename C>
     static C F(C a, C b) {
         if constexpr (std::is_integral_v<C>) return a > b ? a : b;
-        else return (a != a || b != b) ? a + b : (a > b ? a : b);
+        else return PickF((a != a) | (b != b), a + b, PickF(a > b, a, b));
     }
 };
 struct Min {
     template <typename C>
     static C F(C a, C b) {
         if constexpr (std::is_integral_v<C>) return a < b ? a : b;
-        else return (a != a || b != b) ? a + b : (a < b ? a : b);
+        else return PickF((a != a) | (b != b), a + b, PickF(a < b, a, b));
     }
 };
 
@@ -74,7 +79,7 @@ struct Relu {
     template <typename C>
     static C F(C a) {
         if constexpr (std::is_integral_v<C>) return a > 0 ? a : 0;
-        else return a != a ? a : (a > 0 ? a : C(0));
+        else return PickF(a > 0, a, PickF(a != a, a, C(0)));
     }
 };
 
