@@ -14,9 +14,8 @@
 
 using namespace AscendC;
 
-__aicore__ inline uint32_t CeilDivision(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
-__aicore__ inline uint32_t CeilAlign(uint32_t a, uint32_t b) { return CeilDivision(a, b) * b; }
-constexpr uint32_t BLOCK_CUBE = 16;
+__aicore__ inline uint32_t DivRoundUp(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+__aicore__ inline uint32_t RoundUpTo(uint32_t a, uint32_t b) { return DivRoundUp(a, b) * b; }
 
 template <typename U, typename T>
 class KernelMatmulSample {
@@ -62,19 +61,19 @@ private:
         Nd2NzParams nd2nzB1Params;
         if (scenario == 2) {
             // A^T [k, m] and B [k, n] as Zz: one Nz matrix per 16 rows of k.
-            nd2nzA1Params.ndNum = CeilDivision(K, BLOCK_CUBE);
+            nd2nzA1Params.ndNum = DivRoundUp(K, BLOCK_CUBE);
             nd2nzA1Params.nValue = BLOCK_CUBE;
             nd2nzA1Params.dValue = M;
             nd2nzA1Params.srcNdMatrixStride = BLOCK_CUBE * M;
             nd2nzA1Params.srcDValue = M;
             nd2nzA1Params.dstNzC0Stride = BLOCK_CUBE;
             nd2nzA1Params.dstNzNStride = 1;
-            nd2nzA1Params.dstNzMatrixStride = BLOCK_CUBE * CeilAlign(M, BLOCK_CUBE);
+            nd2nzA1Params.dstNzMatrixStride = BLOCK_CUBE * RoundUpTo(M, BLOCK_CUBE);
             nd2nzB1Params = nd2nzA1Params;
             nd2nzB1Params.dValue = N;
             nd2nzB1Params.srcNdMatrixStride = BLOCK_CUBE * N;
             nd2nzB1Params.srcDValue = N;
-            nd2nzB1Params.dstNzMatrixStride = BLOCK_CUBE * CeilAlign(N, BLOCK_CUBE);
+            nd2nzB1Params.dstNzMatrixStride = BLOCK_CUBE * RoundUpTo(N, BLOCK_CUBE);
             // The last slab has K % 16 rows: copy it separately so no row past K is read from GM.
             uint32_t full = K / BLOCK_CUBE, tail = K % BLOCK_CUBE;
             nd2nzA1Params.ndNum = full;
@@ -97,7 +96,7 @@ private:
             nd2nzA1Params.dValue = K;
             nd2nzA1Params.srcNdMatrixStride = 0;
             nd2nzA1Params.srcDValue = K;
-            nd2nzA1Params.dstNzC0Stride = CeilAlign(M, BLOCK_CUBE);
+            nd2nzA1Params.dstNzC0Stride = RoundUpTo(M, BLOCK_CUBE);
             nd2nzA1Params.dstNzNStride = 1;
             nd2nzA1Params.dstNzMatrixStride = 0;
             DataCopy(a1Local, aGM, nd2nzA1Params);
@@ -109,12 +108,12 @@ private:
                 nd2nzB1Params.nValue = K;
                 nd2nzB1Params.dValue = N;
                 nd2nzB1Params.srcDValue = N;
-                nd2nzB1Params.dstNzC0Stride = CeilAlign(K, BLOCK_CUBE);
+                nd2nzB1Params.dstNzC0Stride = RoundUpTo(K, BLOCK_CUBE);
             } else {  // B [n, k]
                 nd2nzB1Params.nValue = N;
                 nd2nzB1Params.dValue = K;
                 nd2nzB1Params.srcDValue = K;
-                nd2nzB1Params.dstNzC0Stride = CeilAlign(N, BLOCK_CUBE);
+                nd2nzB1Params.dstNzC0Stride = RoundUpTo(N, BLOCK_CUBE);
             }
             DataCopy(b1Local, bGM, nd2nzB1Params);
         }
@@ -127,26 +126,26 @@ private:
         LocalTensor<U> a2Local = inQueueA2.AllocTensor<U>();
         if (scenario == 2) {
             uint32_t fractalNum = 2;
-            uint32_t dstOffset = CeilDivision(K, BLOCK_CUBE) * fractalSize * fractalNum;
+            uint32_t dstOffset = DivRoundUp(K, BLOCK_CUBE) * fractalSize * fractalNum;
             uint32_t srcOffset = fractalSize * fractalNum;
             LoadData2dTransposeParams loadDataParams;
             loadDataParams.startIndex = 0;
-            loadDataParams.repeatTimes = CeilDivision(K, BLOCK_CUBE);
-            loadDataParams.srcStride = CeilDivision(M, BLOCK_CUBE);
+            loadDataParams.repeatTimes = DivRoundUp(K, BLOCK_CUBE);
+            loadDataParams.srcStride = DivRoundUp(M, BLOCK_CUBE);
             loadDataParams.dstGap = 1;
             loadDataParams.dstFracGap = 0;
-            for (uint32_t i = 0; i < CeilDivision(M, BLOCK_CUBE); ++i) {
+            for (uint32_t i = 0; i < DivRoundUp(M, BLOCK_CUBE); ++i) {
                 LoadDataWithTranspose(a2Local[i * dstOffset], a1Local[i * srcOffset], loadDataParams);
             }
         } else {
-            uint32_t dstOffset = CeilDivision(K, c0) * fractalSize;
+            uint32_t dstOffset = DivRoundUp(K, c0) * fractalSize;
             uint32_t srcOffset = fractalSize;
             LoadData2DParams loadDataParams;
-            loadDataParams.repeatTimes = CeilDivision(K, c0);
-            loadDataParams.srcStride = CeilDivision(M, BLOCK_CUBE);
+            loadDataParams.repeatTimes = DivRoundUp(K, c0);
+            loadDataParams.srcStride = DivRoundUp(M, BLOCK_CUBE);
             loadDataParams.dstGap = 0;
             loadDataParams.ifTranspose = false;
-            for (uint32_t i = 0; i < CeilDivision(M, BLOCK_CUBE); ++i) {
+            for (uint32_t i = 0; i < DivRoundUp(M, BLOCK_CUBE); ++i) {
                 LoadData(a2Local[i * dstOffset], a1Local[i * srcOffset], loadDataParams);
             }
         }
@@ -159,41 +158,41 @@ private:
         LocalTensor<U> b2Local = inQueueB2.AllocTensor<U>();
         if (scenario == 1) {
             // half B [k, n]: transpose each 16x16 fractal while reordering Nz -> Zn.
-            uint32_t dstOffset = CeilDivision(N, BLOCK_CUBE) * fractalSize;
+            uint32_t dstOffset = DivRoundUp(N, BLOCK_CUBE) * fractalSize;
             uint32_t srcOffset = fractalSize;
             LoadData2dTransposeParams loadDataParams;
             loadDataParams.startIndex = 0;
-            loadDataParams.repeatTimes = CeilDivision(N, BLOCK_CUBE);
-            loadDataParams.srcStride = CeilDivision(K, BLOCK_CUBE);
+            loadDataParams.repeatTimes = DivRoundUp(N, BLOCK_CUBE);
+            loadDataParams.srcStride = DivRoundUp(K, BLOCK_CUBE);
             loadDataParams.dstGap = 0;
             loadDataParams.dstFracGap = 0;
-            for (uint32_t i = 0; i < CeilDivision(K, BLOCK_CUBE); ++i) {
+            for (uint32_t i = 0; i < DivRoundUp(K, BLOCK_CUBE); ++i) {
                 LoadDataWithTranspose(b2Local[i * dstOffset], b1Local[i * srcOffset], loadDataParams);
             }
         } else if (scenario == 2) {
             // float B [k, n] in Zz: each 16x16 square splits into two 8-row fractals N1 apart in Zn.
             uint32_t fractalNum = 2;
-            uint32_t dstOffset = CeilDivision(N, BLOCK_CUBE) * fractalSize * fractalNum;
-            uint32_t srcOffset = CeilDivision(N, c0 * fractalNum) * fractalSize * fractalNum;
+            uint32_t dstOffset = DivRoundUp(N, BLOCK_CUBE) * fractalSize * fractalNum;
+            uint32_t srcOffset = DivRoundUp(N, c0 * fractalNum) * fractalSize * fractalNum;
             LoadData2dTransposeParams loadDataParams;
             loadDataParams.startIndex = 0;
-            loadDataParams.repeatTimes = CeilDivision(N, c0 * fractalNum);
+            loadDataParams.repeatTimes = DivRoundUp(N, c0 * fractalNum);
             loadDataParams.srcStride = 1;
             loadDataParams.dstGap = 0;
-            loadDataParams.dstFracGap = CeilDivision(N, BLOCK_CUBE) - 1;
-            for (uint32_t i = 0; i < CeilDivision(K, BLOCK_CUBE); ++i) {
+            loadDataParams.dstFracGap = DivRoundUp(N, BLOCK_CUBE) - 1;
+            for (uint32_t i = 0; i < DivRoundUp(K, BLOCK_CUBE); ++i) {
                 LoadDataWithTranspose(b2Local[i * dstOffset], b1Local[i * srcOffset], loadDataParams);
             }
         } else {
             // B [n, k] in Nz already is Zn: one load per k fractal row.
-            uint32_t dstOffset = CeilDivision(N, BLOCK_CUBE) * fractalSize;
-            uint32_t srcOffset = CeilDivision(N, BLOCK_CUBE) * fractalSize;
+            uint32_t dstOffset = DivRoundUp(N, BLOCK_CUBE) * fractalSize;
+            uint32_t srcOffset = DivRoundUp(N, BLOCK_CUBE) * fractalSize;
             LoadData2DParams loadDataParams;
-            loadDataParams.repeatTimes = CeilDivision(N, BLOCK_CUBE);
+            loadDataParams.repeatTimes = DivRoundUp(N, BLOCK_CUBE);
             loadDataParams.srcStride = 1;
             loadDataParams.dstGap = 0;
             loadDataParams.ifTranspose = false;
-            for (uint32_t i = 0; i < CeilDivision(K, c0); ++i) {
+            for (uint32_t i = 0; i < DivRoundUp(K, c0); ++i) {
                 LoadData(b2Local[i * dstOffset], b1Local[i * srcOffset], loadDataParams);
             }
         }
@@ -216,13 +215,13 @@ private:
         if (scenario == 6) {
             GlobalTensor<float> biasGM;
             biasGM.SetGlobalBuffer((__gm__ float*)dAddr);
-            LocalTensor<float> biasL1(TPosition::C1, 448 * 1024, CeilAlign(N, BLOCK_CUBE));
-            LocalTensor<float> biasBT(TPosition::C2, 0, CeilAlign(N, BLOCK_CUBE));
-            DataCopy(biasL1, biasGM, CeilAlign(N, BLOCK_CUBE));
+            LocalTensor<float> biasL1(TPosition::C1, 448 * 1024, RoundUpTo(N, BLOCK_CUBE));
+            LocalTensor<float> biasBT(TPosition::C2, 0, RoundUpTo(N, BLOCK_CUBE));
+            DataCopy(biasL1, biasGM, RoundUpTo(N, BLOCK_CUBE));
             SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID5);
             WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID5);
             // dav-2201 L1 -> BiasTable: blockLen in 64 B units.
-            DataCopy(biasBT, biasL1, DataCopyParams(1, CeilAlign(N * sizeof(float), 64) / 64, 0, 0));
+            DataCopy(biasBT, biasL1, DataCopyParams(1, RoundUpTo(N * sizeof(float), 64) / 64, 0, 0));
             SetFlag<HardEvent::MTE1_M>(EVENT_ID5);
             WaitFlag<HardEvent::MTE1_M>(EVENT_ID5);
             mmadParams.cmatrixInitVal = false;
@@ -240,7 +239,7 @@ private:
         FixpipeParamsV220 fixpipeParams;
         fixpipeParams.nSize = N;
         fixpipeParams.mSize = M;
-        fixpipeParams.srcStride = CeilAlign(M, BLOCK_CUBE);
+        fixpipeParams.srcStride = RoundUpTo(M, BLOCK_CUBE);
         fixpipeParams.dstStride = N;
         fixpipeParams.ndNum = 1;
         fixpipeParams.srcNdStride = 0;
@@ -248,7 +247,7 @@ private:
         if (scenario == 1) {
             GlobalTensor<half> out;
             out.SetGlobalBuffer((__gm__ half*)cGM);
-            fixpipeParams.nSize = CeilAlign(N, BLOCK_CUBE);
+            fixpipeParams.nSize = RoundUpTo(N, BLOCK_CUBE);
             fixpipeParams.dstStride = M * BLOCK_CUBE * sizeof(half) / ONE_BLK_SIZE;  // NZ: 32 B units
             fixpipeParams.quantPre = QuantMode_t::F322F16;
             Fixpipe<half, T, CFG_NZ>(out, c1Local, fixpipeParams);
@@ -257,8 +256,8 @@ private:
         } else if (scenario == 7) {
             GlobalTensor<uint64_t> wordsGM;
             wordsGM.SetGlobalBuffer((__gm__ uint64_t*)dAddr);
-            LocalTensor<uint64_t> words(TPosition::C1, 448 * 1024, CeilAlign(N, 4));
-            DataCopy(words, wordsGM, CeilAlign(N, 4));
+            LocalTensor<uint64_t> words(TPosition::C1, 448 * 1024, RoundUpTo(N, 4));
+            DataCopy(words, wordsGM, RoundUpTo(N, 4));
             SetFlag<HardEvent::MTE2_FIX>(EVENT_ID5);
             WaitFlag<HardEvent::MTE2_FIX>(EVENT_ID5);
             GlobalTensor<int8_t> out;
@@ -283,24 +282,24 @@ private:
     __aicore__ inline void ChainThroughL1(LocalTensor<T>& c1Local)
     {
         const uint32_t P = M;
-        LocalTensor<half> cL1(TPosition::C1, 256 * 1024, CeilAlign(M, BLOCK_CUBE) * CeilAlign(N, BLOCK_CUBE));
-        LocalTensor<half> dL1(TPosition::B1, 320 * 1024, CeilAlign(P, BLOCK_CUBE) * CeilAlign(N, BLOCK_CUBE));
+        LocalTensor<half> cL1(TPosition::C1, 256 * 1024, RoundUpTo(M, BLOCK_CUBE) * RoundUpTo(N, BLOCK_CUBE));
+        LocalTensor<half> dL1(TPosition::B1, 320 * 1024, RoundUpTo(P, BLOCK_CUBE) * RoundUpTo(N, BLOCK_CUBE));
         LocalTensor<half> a2(TPosition::A2, 32 * 1024, 16 * 1024);
         LocalTensor<half> b2(TPosition::B2, 32 * 1024, 16 * 1024);
         LocalTensor<float> e1(TPosition::CO1, 64 * 1024, 16 * 1024);
         FixpipeParamsV220 toL1;
-        toL1.nSize = CeilAlign(N, BLOCK_CUBE);
+        toL1.nSize = RoundUpTo(N, BLOCK_CUBE);
         toL1.mSize = M;
-        toL1.srcStride = CeilAlign(M, BLOCK_CUBE);
-        toL1.dstStride = CeilAlign(M, BLOCK_CUBE) * BLOCK_CUBE * sizeof(half) / ONE_BLK_SIZE;
+        toL1.srcStride = RoundUpTo(M, BLOCK_CUBE);
+        toL1.dstStride = RoundUpTo(M, BLOCK_CUBE) * BLOCK_CUBE * sizeof(half) / ONE_BLK_SIZE;
         toL1.quantPre = QuantMode_t::F322F16;
         Fixpipe<half, float, CFG_NZ>(cL1, c1Local, toL1);
-        DataCopy(dL1, dGM, Nd2NzParams(1, P, N, 0, N, CeilAlign(P, BLOCK_CUBE), 1, 0));
+        DataCopy(dL1, dGM, Nd2NzParams(1, P, N, 0, N, RoundUpTo(P, BLOCK_CUBE), 1, 0));
         SetFlag<HardEvent::FIX_MTE1>(EVENT_ID0);
         WaitFlag<HardEvent::FIX_MTE1>(EVENT_ID0);
         SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID4);
         WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID4);
-        const uint32_t M1 = CeilDivision(M, BLOCK_CUBE), K1 = CeilDivision(N, BLOCK_CUBE), P1 = CeilDivision(P, BLOCK_CUBE);
+        const uint32_t M1 = DivRoundUp(M, BLOCK_CUBE), K1 = DivRoundUp(N, BLOCK_CUBE), P1 = DivRoundUp(P, BLOCK_CUBE);
         for (uint32_t i = 0; i < M1; ++i) {
             LoadData(a2[i * K1 * 256], cL1[i * 256], LoadData2DParams(0, K1, M1, 0, 0, false, 0));
         }
@@ -312,7 +311,7 @@ private:
         WaitFlag<HardEvent::M_FIX>(EVENT_ID4);
         GlobalTensor<float> out;
         out.SetGlobalBuffer((__gm__ float*)cGM);
-        Fixpipe(out, e1, FixpipeParamsV220(P, M, CeilAlign(M, BLOCK_CUBE), P, false));
+        Fixpipe(out, e1, FixpipeParamsV220(P, M, RoundUpTo(M, BLOCK_CUBE), P, false));
     }
 
     TPipe pipe;

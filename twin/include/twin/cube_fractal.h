@@ -12,6 +12,18 @@
 
 #include "twin/tensor.h"
 
+namespace AscendC {
+// Cube constants of the real kernel_utils_constants.h (same include guards, so a second definition is skipped).
+#ifndef ASCC_PARAM_BLOCK_CUBE
+#define ASCC_PARAM_BLOCK_CUBE
+constexpr int32_t BLOCK_CUBE = 16;
+#endif
+#ifndef ASCC_PARAM_CUBE_MAX_SIZE
+#define ASCC_PARAM_CUBE_MAX_SIZE
+constexpr int32_t CUBE_MAX_SIZE = 256;
+#endif
+}  // namespace AscendC
+
 namespace twin {
 
 constexpr uint32_t kFractalBytes = 512;

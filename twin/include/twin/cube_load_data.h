@@ -109,7 +109,7 @@ inline void Load2DFractals(const char* api, uint8_t* dst, uint64_t dstLen, const
 }
 
 template <typename T>
-inline void CheckLoadType(const char* api) {
+inline void CheckLoadType(const char*) {
     static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadData moves b8, b16 or b32 data");
 }
 
