@@ -80,7 +80,7 @@ CASES = [
     (12, "Add", "float", "level 0, 240 repeats, full mask, contiguous"),
     (13, "Add", "half", "level 0, 240 repeats, full mask, contiguous"),
     (14, "Add", "float", "level 0, repStride 16 (per-repeat runs)"),
-    (15, "Sub", "float", "level 0, src1 blkStride 0 (broadcast, per-block path)"),
+    (15, "Sub", "float", "level 0, src1 blkStride 0 (broadcast, gathered per repeat)"),
     (16, "Exp", "float", "level 0, mask 48 (partial repeats)"),
     (17, "WholeReduceSum", "float", "level 0, 240 repeats"),
     (18, "WholeReduceMax", "float", "level 0, 240 repeats"),
