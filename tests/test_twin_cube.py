@@ -483,10 +483,16 @@ extern "C" __global__ __aicore__ void misuse(GM_ADDR a, GM_ADDR out, GM_ADDR prm
     }
     DataCopy(a1, aG, Nd2NzParams(1, 32, 32, 0, 32, 32, 1, 0));
     DataCopy(b1, aG, Nd2NzParams(1, 32, 32, 0, 32, 32, 1, 0));
+    SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
     LoadData(a2[0], a1[0], LoadData2DParams(0, 2, 2, 0, 0, false, 0));
     LoadData(a2[512], a1[256], LoadData2DParams(0, 2, 2, 0, 0, false, 0));
     LoadData(b2, b1, LoadData2DParams(0, 4, 1, 0, 0, false, 0));
+    SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
     Mmad(c, a2, b2, MmadParams(32, 32, 32, 0, false, true));
+    SetFlag<HardEvent::M_FIX>(EVENT_ID0);
+    WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
     GlobalTensor<float> oF;
     oF.SetGlobalBuffer((__gm__ float*)out, 64 * 64);
     GlobalTensor<half> oH;
@@ -518,8 +524,14 @@ extern "C" __global__ __aicore__ void misuse(GM_ADDR a, GM_ADDR out, GM_ADDR prm
             break;
         }
         case 10: Fixpipe(oF, c, FixpipeParamsV220(32, 32, 32, 32, true)); break;            // ReLU, no quant
-        case 11: InitConstValue(a2, InitConstValueParams<half>(1, 4, 0, half(2.0f)));   // A := 2 everywhere
+        case 11: SetFlag<HardEvent::M_MTE1>(EVENT_ID3);   // the first Mmad has read L0A (IDs 0-2: TPipe's)
+                 WaitFlag<HardEvent::M_MTE1>(EVENT_ID3);
+                 InitConstValue(a2, InitConstValueParams<half>(1, 4, 0, half(2.0f)));   // A := 2 everywhere (MTE1)
+                 SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
+                 WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
                  Mmad(c, a2, b2, MmadParams(32, 32, 32, 0, false, true));
+                 SetFlag<HardEvent::M_FIX>(EVENT_ID0);
+                 WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
                  Fixpipe(oF, c, FixpipeParamsV220(32, 32, 32, 32, false));
                  break;
         default: Fixpipe(oF, c, FixpipeParamsV220(32, 32, 32, 32, false)); break;

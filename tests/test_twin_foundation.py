@@ -40,6 +40,9 @@ public:
         srcQue1.EnQue(stale);
         stale = srcQue1.DeQue<float>();
         DataCopy(zg[N], stale, N);
+        // MTE3 read a VECIN buffer, whose FreeTensor only orders V before the next MTE2 fill: order MTE3 by hand.
+        SetFlag<HardEvent::MTE3_MTE2>(EVENT_ID0);
+        WaitFlag<HardEvent::MTE3_MTE2>(EVENT_ID0);
         srcQue1.FreeTensor(stale);
         Stage(srcQue1, dstQue1, 2 * N);
         pool2.Reset();

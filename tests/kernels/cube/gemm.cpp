@@ -80,6 +80,8 @@ __aicore__ inline void GemmBody(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR prm) {
         if ((flags & kFlagGemvA) && M == 1) {
             // GEMV mode reads A as ND: re-stage the row with 32 B column blocks packed back to back.
             DataCopy(a1, aG[k0], Nd2NzParams(1, 1, kc, 0, K, 1, 1, 0));
+            SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+            WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
             LoadData(a2, a1, LoadData2DParams(0, CeilDiv(kc * sizeof(T), 512), 1, 0, 0, false, 0));
         } else {
             for (uint32_t m1 = 0; m1 < M1; ++m1) {

@@ -54,7 +54,9 @@ __aicore__ inline void ProbeBody(GM_ADDR l1Image, GM_ADDR eye, GM_ADDR out, GM_A
         LoadData2dTransposeParams p(P.GetValue(1), P.GetValue(2), P.GetValue(3), P.GetValue(4), P.GetValue(7), P.GetValue(6));
         LoadDataWithTranspose(dst, a1, p);
     }
-    LoadData(b2, eyeG, LoadData2DParams(0, K1 * (K / 16), 1, 0, 0, false, 0));
+    LoadData(b2, eyeG, LoadData2DParams(0, K1 * (K / 16), 1, 0, 0, false, 0));  // GM -> L0B runs on MTE2
+    SetFlag<HardEvent::MTE2_M>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_M>(EVENT_ID0);
     SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
     WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
     Mmad(c, a2, b2, MmadParams(M, K, K, 0, false, true));

@@ -241,7 +241,9 @@ extern "C" __global__ __aicore__ void atomic_ub(GM_ADDR x, GM_ADDR out) {
     xG.SetGlobalBuffer((__gm__ float*)x + GetBlockIdx() * LEN, LEN);
     oG.SetGlobalBuffer((__gm__ float*)out, LEN);
     TPipe pipe;
-    TQue<TPosition::VECIN, 1> q;
+    // GM -> UB -> GM with no vector step: a VECIN -> VECOUT queue, whose EnQue/DeQue order MTE2 before MTE3
+    // (a TQue<VECIN> would order MTE2 before V only, leaving the MTE3 read unsynchronised).
+    TQueBind<TPosition::VECIN, TPosition::VECOUT, 1> q;
     pipe.InitBuffer(q, 1, LEN * sizeof(float));
     LocalTensor<float> t = q.AllocTensor<float>();
     DataCopy(t, xG, LEN);
