@@ -211,6 +211,7 @@ inline void FixpipeRun(const char* api, uint8_t* dst, bool toGm, uint64_t dstLen
         Fail(api, "src: ndNum %u, nSize %u, mSize %u, srcStride %u read %llu bytes of L0C, past the tensor's %llu bytes", ndNum,
              p.nSize, p.mSize, p.srcStride, (unsigned long long)(srcElems * 4), (unsigned long long)v.srcLen);
     }
+    NoteAccess(api, Mem::L0C, OffsetIn(api, Mem::L0C, v.src), srcElems * 4, false);
     // Output geometry: ND rows, or NZ blocks of c0 columns (b8: 32 via channel merge; f32: 16, or 8 split).
     const uint32_t c0 = nd ? 0 : (sizeof(T) == 1 ? 32 : sizeof(T) == 2 ? 16 : (p.isChannelSplit ? 8 : 16));
     uint64_t dstBytes;
@@ -241,8 +242,11 @@ inline void FixpipeRun(const char* api, uint8_t* dst, bool toGm, uint64_t dstLen
             Fail(api, "SetAtomicAdd type (kind %d) does not match the %s output; set SetAtomicAdd<%s>()", c.atomicKind,
                  TypeName<T>(), TypeName<T>());
         }
-    } else if (dstBytes > dstLen) {
-        Fail(api, "dst: writes %llu bytes of L1, past the tensor's %llu bytes", (unsigned long long)dstBytes, (unsigned long long)dstLen);
+    } else {
+        if (dstBytes > dstLen) {
+            Fail(api, "dst: writes %llu bytes of L1, past the tensor's %llu bytes", (unsigned long long)dstBytes, (unsigned long long)dstLen);
+        }
+        NoteAccess(api, Mem::L1, OffsetIn(api, Mem::L1, dst), dstBytes, true);
     }
 
     QuantWord scalar = DecodeQuantWord(p.deqScalar);

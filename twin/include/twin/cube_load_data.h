@@ -69,6 +69,24 @@ inline int64_t LoadSrcIndex(const char* api, uint32_t startIndex, uint32_t srcSt
     return idx;
 }
 
+// Hazard-tracking footprint of an L1 -> L0 load: source units of `fracs` fractals, destination fractals at
+// i*(dstGap+1) (and the second fractal of a square after dstFracGap more).
+template <typename T>
+inline void NoteLoadSpans(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
+                          uint32_t startIndex, uint32_t srcStride, uint8_t addrMode, uint32_t repeat, uint32_t dstGap,
+                          uint32_t fracs, uint32_t dstFracGap) {
+    int64_t lo = -1, hi = -1;
+    for (uint32_t i = 0; i < repeat; ++i) {
+        const int64_t s = LoadSrcIndex(api, startIndex, srcStride, addrMode, i);
+        lo = lo < 0 || s < lo ? s : lo;
+        hi = s > hi ? s : hi;
+    }
+    const uint64_t unit = (uint64_t)fracs * kFractalBytes;
+    NoteAccess(api, Mem::L1, src.Addr(api) + (uint64_t)lo * unit, (uint64_t)(hi - lo + 1) * unit, false);
+    const uint64_t lastDst = (uint64_t)(repeat - 1) * (dstGap + 1ull) + (fracs > 1 ? 1ull + dstFracGap : 0);
+    NoteAccess(api, dst.Phys(), dst.Addr(api), (lastDst + 1) * kFractalBytes, true);
+}
+
 // Transposes one 16 x 16 b16 fractal (row-major, 32 B rows).
 inline void TransposeB16Fractal(uint8_t* dst, const uint8_t* src) {
     uint16_t s[256], d[256];
@@ -135,6 +153,7 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
                    twin::TypeName<T>());
     }
     if (p.repeatTimes == 0) return;  // documented NOP
+    twin::NoteLoadSpans(api, dst, src, p.startIndex, p.srcStride, p.addrMode, p.repeatTimes, p.dstGap, 1, 0);
     twin::Load2DFractals<T>(api, dst.Ptr(), dst.GetLength(), src.Ptr(), src.GetLength(), p, false);
     twin::Trace(api, PIPE_MTE1, p.repeatTimes * twin::kFractalBytes / sizeof(T), p.repeatTimes * (uint64_t)twin::kFractalBytes,
                 p.repeatTimes, dst.Ptr(), src.Ptr());
@@ -161,6 +180,7 @@ inline void LoadData(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
         if (s > maxSrc) maxSrc = s;
     }
     src.CheckElems(api, 0, (uint64_t)(maxSrc + 1) * twin::kFractalBytes / sizeof(T));
+    twin::NoteAccess(api, dm, dst.Addr(api), ((uint64_t)(p.repeatTimes - 1) * (p.dstGap + 1ull) + 1) * twin::kFractalBytes, true);
     twin::Load2DFractals<T>(api, dst.Ptr(), dst.GetLength(), (const uint8_t*)src.GetPhyAddr(), 0, p, true);
     twin::Trace(api, PIPE_MTE2, p.repeatTimes * twin::kFractalBytes / sizeof(T), p.repeatTimes * (uint64_t)twin::kFractalBytes,
                 p.repeatTimes, dst.Ptr(), src.GetPhyAddr());
@@ -184,6 +204,7 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
     twin::CubeOperand(api, "src", src, twin::Mem::L1, 32, "L1 (A1/B1)");
     if (p.repeatTimes == 0) return;
     constexpr uint32_t fracs = sizeof(T) == 2 ? 1 : 2;  // fractals per square
+    twin::NoteLoadSpans(api, dst, src, p.startIndex, p.srcStride, p.addrMode, p.repeatTimes, p.dstGap, fracs, p.dstFracGap);
     const uint64_t sq = (uint64_t)fracs * twin::kFractalBytes;
     // Destination fractals of every iteration; overlapping outputs are undefined on the NPU.
     const uint64_t dstFracs = dst.GetLength() / twin::kFractalBytes;

@@ -274,6 +274,9 @@ inline void MmadImpl(const char* api, const AscendC::LocalTensor<T>& dst, const 
         Fail(api, "dst: m = %u, n = %u write %llu bytes of L0C (%u x %u fractals of 1 KB), past the tensor's %u bytes", p.m,
              p.n, (unsigned long long)needC, g.N1, g.M1, dst.GetLength());
     }
+    NoteAccess(api, Mem::L0A, fm.Addr(api), needA, false);
+    NoteAccess(api, Mem::L0B, filter.Addr(api), needB, false);
+    NoteAccess(api, Mem::L0C, dst.Addr(api), needC, true);
     // C's starting value: cmatrixInitVal (and not the deprecated isBias) -> 0; else bias table or L0C.
     int initMode = 0;
     const bool initZero = p.cmatrixInitVal && !p.isBias;

@@ -17,6 +17,7 @@ struct LaunchOptions {
     std::vector<GmRange> gm;                 // buffers the kernel may touch; empty = unchecked
     bool trace = true;
     uint64_t tilingKey = 0;                  // what TILING_KEY_IS compares against (g_tilingKey)
+    bool hazards = HazardsDefault();         // pipe-hazard checks (hazard.h); NPU_TWIN_HAZARDS=0 turns them off
 };
 
 struct LaunchResult {
@@ -118,6 +119,7 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
         c.chip = chip;
         c.launch = &L;
         c.traceOn = opt.trace;
+        c.hz.on = opt.hazards;
         L.cores.push_back(&c);
     }
     L.counters.assign(cores.size(), {});

@@ -2,6 +2,7 @@
 // error reporting and the per-core instruction trace. Kernel code never sees this; the AscendC API reaches it
 // through twin::Cur().
 #pragma once
+#include <algorithm>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
@@ -86,6 +87,12 @@ constexpr int kCrossFlags = 16;
 
 struct LaunchState;
 
+}  // namespace twin
+
+#include "twin/hazard.h"
+
+namespace twin {
+
 struct CoreState {
     int32_t coreType = AscendC::AIV;
     int64_t blockIdx = 0, blockNum = 1, subBlockIdx = 0, subBlockNum = 1, taskRatio = 1;
@@ -112,6 +119,7 @@ struct CoreState {
     bool traceOn = true;
     std::vector<TraceRec> trace;
     std::string waitingFor;  // set while blocked in a cross-core wait, for deadlock reports
+    HazardState hz;          // pipe-ordering checker (hazard.h)
 
     std::string Name() const {
         char buf[96];
@@ -146,9 +154,81 @@ inline CoreState& Cur() {
     throw TwinError("[" + who + "] " + api + ": " + msg);
 }
 
+// Records that the API about to be traced reads or writes [off, off + bytes) of on-core memory `m`; the access is
+// checked against the other pipes when the API's Trace call names its pipe.
+inline void NoteAccess(const char* api, Mem m, uint64_t off, uint64_t bytes, bool write) {
+    CoreState* c = tCore;
+    if (c == nullptr || !c->hz.on || bytes == 0 || m == Mem::GM || m == Mem::COUNT) return;
+    c->hz.pending.push_back(HzAccess{api, m, off, bytes, write});
+}
+
+inline void HazardFail(CoreState& c, const HzAccess& a, int q, const char* what, int p, const char* otherApi,
+                       uint64_t block) {
+    (void)c;
+    Fail(a.api,
+         "pipe hazard: %s (pipe %s) %s %s bytes [%llu, %llu) that %s (pipe %s) %s with no SetFlag/WaitFlag (or queue "
+         "EnQue/DeQue, PIPE_ALL barrier) ordering the two; first conflicting block at byte %llu",
+         a.api, HzPipeName(q), a.write ? "writes" : "reads", MemName(a.mem), (unsigned long long)a.off,
+         (unsigned long long)(a.off + a.bytes), otherApi ? otherApi : "an earlier instruction", HzPipeName(p), what,
+         (unsigned long long)(block * kHzBlock));
+}
+
+// Applies the pending accesses of instruction `op` on pipe `pipe`, or the ordering effect of a sync record.
+inline void HazardOnTrace(CoreState& c, const char* op, pipe_t pipe, TraceKind kind, uint16_t arg) {
+    HazardState& h = c.hz;
+    if (!h.on) return;
+    const int q = HzPipe(pipe);
+    if (kind == TraceKind::SetFlag && q >= 0) {
+        std::memcpy(h.snapshot[arg / 8][arg % 8], h.known[q], sizeof h.known[q]);
+        return;
+    }
+    if (kind == TraceKind::WaitFlag && q >= 0) {
+        const uint32_t* s = h.snapshot[arg / 8][arg % 8];
+        for (int p = 0; p < kHzPipes; ++p) h.known[q][p] = std::max(h.known[q][p], s[p]);
+        return;
+    }
+    if (kind == TraceKind::Barrier && pipe == PIPE_ALL) {
+        for (int a = 0; a < kHzPipes; ++a)
+            for (int p = 0; p < kHzPipes; ++p) h.known[a][p] = h.clock[p];
+        return;
+    }
+    if (kind != TraceKind::Instr) return;
+    if (q <= 0) {  // scalar (auto-synchronised) or unknown pipe: not tracked
+        h.pending.clear();
+        return;
+    }
+    const uint32_t now = ++h.clock[q];
+    h.known[q][q] = now;
+    for (const HzAccess& a : h.pending) {
+        if (std::strcmp(a.api, op) != 0) continue;  // left over from an API that returned before tracing
+        std::vector<HzBlock>& sh = h.shadow[(int)a.mem];
+        if (sh.empty()) sh.resize(c.mem[(int)a.mem].size() / kHzBlock + 1);
+        const uint64_t b0 = a.off / kHzBlock, b1 = std::min<uint64_t>((a.off + a.bytes + kHzBlock - 1) / kHzBlock, sh.size());
+        for (uint64_t b = b0; b < b1; ++b) {
+            HzBlock& blk = sh[b];
+            if (blk.wpipe >= 0 && blk.wpipe != q && h.known[q][blk.wpipe] < blk.wclk) {
+                HazardFail(c, a, q, "wrote", blk.wpipe, blk.writer, b);
+            }
+            if (a.write) {
+                for (int p = 1; p < kHzPipes; ++p) {
+                    if (p != q && blk.rclk[p] > h.known[q][p]) HazardFail(c, a, q, "may still be reading", p, nullptr, b);
+                }
+                blk.wpipe = (int8_t)q;
+                blk.wclk = now;
+                blk.writer = a.api;
+                std::memset(blk.rclk, 0, sizeof blk.rclk);
+            } else {
+                blk.rclk[q] = now;
+            }
+        }
+    }
+    h.pending.clear();
+}
+
 inline void Trace(const char* op, pipe_t pipe, uint64_t elems, uint64_t bytes, uint32_t repeats, const void* dst,
                   const void* src, TraceKind kind = TraceKind::Instr, uint16_t arg = 0) {
     CoreState& c = Cur();
+    HazardOnTrace(c, op, pipe, kind, arg);
     if (!c.traceOn) return;
     c.trace.push_back(TraceRec{op, (uint8_t)pipe, kind, arg, repeats, elems, bytes, (uint64_t)(uintptr_t)dst,
                                (uint64_t)(uintptr_t)src});

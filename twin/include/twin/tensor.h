@@ -199,6 +199,7 @@ inline void CheckLocalSpan(const char* api, const char* operand, const AscendC::
         Fail(api, "%s: access of %llu bytes at byte %llu is past the tensor's %u bytes (%s)", operand,
              (unsigned long long)bytes, (unsigned long long)offsetBytes, t.GetLength(), PositionName(t.Pos()));
     }
+    NoteAccess(api, t.Phys(), t.Addr(api) + offsetBytes, bytes, std::strncmp(operand, "dst", 3) == 0);
 }
 
 template <typename T>

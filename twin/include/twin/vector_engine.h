@@ -281,6 +281,7 @@ inline void CheckOperand(const char* api, const char* name, const AscendC::Local
         Fail(api, "%s: the instruction reaches byte %llu (%s, blkStride %u, repStride %u) but the tensor has %u bytes",
              name, (unsigned long long)end, d, o.blk, o.rep, t.GetLength());
     }
+    NoteAccess(api, Mem::UB, a, end, std::strncmp(name, "dst", 3) == 0);
 }
 
 // dstBlkStride 0 makes several blocks of one repeat write the same place: undefined on the NPU.
