@@ -394,13 +394,10 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
         raise NotImplementedError(f"dropout (keep_prob={keep_prob} < 1) is not implemented yet in npu_flash_attn")
     if prefix is not None:
         raise NotImplementedError("prefix (sparse_mode 5/6 prefix attention) is not implemented yet in npu_flash_attn")
-    if sparse_mode in (7, 8) and layout != "TND":
-        raise ValueError(f"sparse_mode={sparse_mode} (varlen split causal) is only valid with input_layout='TND'")
-    if sparse_mode == 5 and layout == "TND":
-        raise ValueError("sparse_mode=5 (uncompressed prefix) is not valid with input_layout='TND'")
     if sparse_mode in (5, 6, 7, 8):
-        raise NotImplementedError(f"sparse_mode={sparse_mode} ({'prefix' if sparse_mode < 7 else 'varlen split causal'})"
-                                  " is not implemented yet in npu_flash_attn")
+        what = {5: "prefix (uncompressed mask; non-TND layouts only)", 6: "prefix (compressed mask)",
+                7: "varlen split right-down causal (TND only)", 8: "varlen split left-up causal (TND only)"}[sparse_mode]
+        raise NotImplementedError(f"sparse_mode={sparse_mode} ({what}) is not implemented yet in npu_flash_attn")
     # masks
     if atten_mask is not None:
         if not isinstance(atten_mask, torch.Tensor):
