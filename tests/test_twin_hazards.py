@@ -53,6 +53,17 @@ def test_missing_ordering_is_reported(lib, case, pattern):
     run(lib, 0)
 
 
+def test_cross_core_gm_hand_over_needs_the_flag_on_the_writing_pipe(lib):
+    x, z, out = run(lib, 20)
+    np.testing.assert_array_equal(z, x)
+    np.testing.assert_array_equal(out.view(np.float16)[:256], x)
+    # A mode-1 flag issued on PIPE_V does not wait for AIV 0's MTE3 write of z: AIV 1's read races with it.
+    with pytest.raises(twin.TwinError, match=r"AIV 1 \(block 0, sub 1\)\] DataCopy: pipe hazard: DataCopy \(pipe MTE2\) "
+                       r"reads GM buffer 'argument 1' bytes \[0, 512\) that DataCopy on AIV 0 \(block 0, sub 0\) "
+                       r"\(pipe MTE3\) wrote"):
+        run(lib, 21)
+
+
 def test_hazard_checks_can_be_switched_off(lib, monkeypatch):
     monkeypatch.setenv("NPU_TWIN_HAZARDS", "0")
     run(lib, 1)  # unordered, but not checked

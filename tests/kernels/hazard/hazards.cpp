@@ -16,7 +16,40 @@ enum Case : int32_t {
     kCubeNoMte2Mte1 = 11, // LoadData reads L1 before the Nd2Nz copy is ordered
     kCubeNoMte1M = 12,    // Mmad reads L0A/L0B before the loads are ordered
     kCubeNoMFix = 13,     // Fixpipe reads L0C before Mmad is ordered
+    kGmFlagOnMte3 = 20,   // AIV 0 writes GM, sets a mode-1 flag on MTE3; AIV 1 waits and reads it back
+    kGmFlagOnV = 21,      // the same, but the flag is issued on PIPE_V: it does not cover the MTE3 write
 };
+
+// Cross-core GM hand-over between the two AIVs of an AI core: x -> (AIV 0) -> z -> (AIV 1) -> out.
+__aicore__ inline void GmHandOver(int32_t c, GlobalTensor<half>& x, GlobalTensor<half>& z, GlobalTensor<half>& back) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, N * sizeof(half));
+    LocalTensor<half> t = buf.Get<half>();
+    if (GetSubBlockIdx() == 0) {
+        DataCopy(t, x, N);
+        SetFlag<HardEvent::MTE2_MTE3>(0);
+        WaitFlag<HardEvent::MTE2_MTE3>(0);
+        DataCopy(z, t, N);
+        if (c == kGmFlagOnMte3) {
+            CrossCoreSetFlag<1, PIPE_MTE3>(5);
+        } else {
+            CrossCoreSetFlag<1, PIPE_V>(5);
+        }
+        CrossCoreWaitFlag(5);
+    } else {
+        if (c == kGmFlagOnMte3) {
+            CrossCoreSetFlag<1, PIPE_MTE3>(5);
+        } else {
+            CrossCoreSetFlag<1, PIPE_V>(5);
+        }
+        CrossCoreWaitFlag(5);
+        DataCopy(t, z, N);
+        SetFlag<HardEvent::MTE2_MTE3>(0);
+        WaitFlag<HardEvent::MTE2_MTE3>(0);
+        DataCopy(back, t, N);
+    }
+}
 
 __aicore__ inline void VectorCase(int32_t c, GlobalTensor<half>& x, GlobalTensor<half>& z) {
     TPipe pipe;
@@ -105,7 +138,14 @@ extern "C" __global__ __aicore__ void hazard_case(GM_ADDR x, GM_ADDR z, GM_ADDR 
     p.SetGlobalBuffer((__gm__ int32_t*)params, 8);
     const int32_t c = p.GetValue(0);
     if ASCEND_IS_AIV {
-        if (c < 10) {
+        if (c >= 20 && GetBlockIdx() < 2) {
+            GlobalTensor<half> gx, gz, gb;
+            gx.SetGlobalBuffer((__gm__ half*)x, N);
+            gz.SetGlobalBuffer((__gm__ half*)z, N);
+            gb.SetGlobalBuffer((__gm__ half*)out, N);
+            GmHandOver(c, gx, gz, gb);
+        }
+        if (c < 10 && GetBlockIdx() == 0) {  // one AIV: two writing z would race
             GlobalTensor<half> gx, gz;
             gx.SetGlobalBuffer((__gm__ half*)x, N);
             gz.SetGlobalBuffer((__gm__ half*)z, N);
@@ -113,6 +153,6 @@ extern "C" __global__ __aicore__ void hazard_case(GM_ADDR x, GM_ADDR z, GM_ADDR 
         }
     }
     if ASCEND_IS_AIC {
-        if (c >= 10) CubeCase(c, x, out);
+        if (c >= 10 && c < 20) CubeCase(c, x, out);
     }
 }

@@ -31,6 +31,7 @@ inline void AddIntoInt(uint8_t* dst, const uint8_t* src, uint64_t bytes) {
 template <typename T>
 inline void GmWrite(uint8_t* dst, const uint8_t* src, uint64_t bytes) {
     CoreState& c = Cur();
+    NoteGm(nullptr, dst, bytes, true, c.atomicKind != kAtomicNone);
     if (c.atomicKind == kAtomicNone) {
         std::memcpy(dst, src, bytes);
         return;

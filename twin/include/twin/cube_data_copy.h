@@ -45,6 +45,7 @@ inline void GmToL1Blocks(const char* api, const AscendC::LocalTensor<T>& dst, co
     src.CheckElems(api, 0, srcSpan / sizeof(T));
     const uint8_t* g = (const uint8_t*)src.GetPhyAddr();
     for (uint32_t b = 0; b < blockCount; ++b) {
+        NoteGm(api, g + b * (blockBytes + srcGapBytes), blockBytes, false);
         std::memcpy(dst.Ptr() + b * (blockBytes + dstGapBytes), g + b * (blockBytes + srcGapBytes), blockBytes);
     }
     Trace(api, PIPE_MTE2, blockCount * blockBytes / sizeof(T), blockCount * blockBytes, blockCount, dst.Ptr(), g);
@@ -165,6 +166,7 @@ inline void Nd2NzGmToL1(const AscendC::LocalTensor<T>& dst, const AscendC::Globa
         uint8_t* dm = l1 + (uint64_t)i * p.dstNzMatrixStride * sizeof(T);
         for (uint32_t r = 0; r < p.nValue; ++r) {
             const uint8_t* row = gm + (uint64_t)r * p.srcDValue * sizeof(T);
+            NoteGm(api, row, (uint64_t)p.dValue * sizeof(T), false);
             for (uint32_t c = 0; c < blocks; ++c) {
                 uint8_t* out = dm + (uint64_t)c * p.dstNzC0Stride * 32 + (uint64_t)r * p.dstNzNStride * 32;
                 const uint32_t valid = (c + 1) * c0 <= p.dValue ? c0 : p.dValue - c * c0;

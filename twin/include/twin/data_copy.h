@@ -92,6 +92,7 @@ inline void GmUbBlocks(const char* api, const AscendC::LocalTensor<T>& ub, const
         if (toGm) {
             GmWrite<T>(gb, lb, blockBytes);
         } else {
+            NoteGm(api, gb, blockBytes, false);
             std::memcpy(lb, gb, blockBytes);
         }
     }
@@ -181,8 +182,23 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
     if (pad.leftPadding * sizeof(T) > 32 || pad.rightPadding * sizeof(T) > 32) {
         twin::Fail(api, "leftPadding %u / rightPadding %u elements exceed 32 bytes", pad.leftPadding, pad.rightPadding);
     }
+    // isPad = true loads the pad-value register (it stays set for later calls); isPad = false uses the register
+    // as SetPadValue or an earlier isPad call left it.
+    twin::SprState& spr = twin::Cur().spr;
+    if (pad.isPad) {
+        spr.padValue = 0;
+        std::memcpy(&spr.padValue, &pad.paddingValue, sizeof(T));
+        spr.padSet = true;
+    }
     if (p.blockCount == 0 || p.blockLen == 0) return;
     const uint64_t lp = pad.leftPadding * sizeof(T), rp = pad.rightPadding * sizeof(T);
+    T padFill;  // a 64-bit element is moved as two 32-bit halves, each filled with the register's low word
+    if (sizeof(T) == 8) {
+        std::memcpy(reinterpret_cast<uint8_t*>(&padFill), &spr.padValue, 4);
+        std::memcpy(reinterpret_cast<uint8_t*>(&padFill) + 4, &spr.padValue, 4);
+    } else {
+        std::memcpy(&padFill, &spr.padValue, sizeof(T));
+    }
     const uint64_t row = (lp + p.blockLen + rp + 31) / 32 * 32;
     const uint64_t ubStep = row + p.dstStride * 32ull, gmStep = p.blockLen + (uint64_t)p.srcStride;
     twin::CheckLocalSpan(api, "dst", dst, 0, (p.blockCount - 1) * ubStep + row);
@@ -191,6 +207,7 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
     for (uint32_t b = 0; b < p.blockCount; ++b) {
         uint8_t* r = dst.Ptr() + b * ubStep;
         const uint8_t* s = g + b * gmStep;
+        twin::NoteGm(api, s, p.blockLen, false);
         std::memcpy(r + lp, s, p.blockLen);
         const uint64_t nElem = row / sizeof(T);
         T* re = reinterpret_cast<T*>(r);
@@ -199,8 +216,8 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
             if (off >= lp && off < lp + p.blockLen) continue;
             if (lp == 0 && rp == 0) {
                 std::memcpy(&re[e], s, sizeof(T));  // dummy fill repeats the row's first element (even with isPad)
-            } else if (pad.isPad) {
-                re[e] = pad.paddingValue;
+            } else if (spr.padSet) {
+                re[e] = padFill;
             } else {
                 std::memset(&re[e], 0xFF, sizeof(T));  // documented as random: poison
             }
@@ -208,6 +225,21 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
     }
     twin::Trace(api, PIPE_MTE2, p.blockCount * (uint64_t)p.blockLen / sizeof(T), p.blockCount * (uint64_t)p.blockLen,
                 p.blockCount, dst.Ptr(), g);
+}
+
+// Sets the value DataCopyPad GM->UB fills padding with when isPad = false (a no-op on the cube core, as in the real
+// implementation).
+template <typename T, TPosition pos = TPosition::MAX>
+inline void SetPadValue(T paddingValue) {
+    static_assert(pos == TPosition::MAX || pos == TPosition::VECIN || pos == TPosition::VECOUT,
+                  "SetPadValue: pos must be TPosition::VECIN, VECOUT or MAX");
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                  "SetPadValue: data type not supported on dav-2201");
+    twin::CoreState& c = twin::Cur();
+    if (c.coreType != AIV) return;
+    c.spr.padValue = 0;
+    std::memcpy(&c.spr.padValue, &paddingValue, sizeof(T));
+    c.spr.padSet = true;
 }
 
 template <typename T>

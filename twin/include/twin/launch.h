@@ -120,10 +120,13 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
         c.launch = &L;
         c.traceOn = opt.trace;
         c.hz.on = opt.hazards;
+        if (c.hz.on) c.hz.Init((int)i, (int)cores.size());
         L.cores.push_back(&c);
     }
     L.counters.assign(cores.size(), {});
     L.pending.assign(cores.size(), {});
+    L.pendingSnaps.assign(cores.size(), {});
+    L.counterSnaps.assign(cores.size(), {});
     L.live = (int)cores.size();
 
     auto runCore = [&](CoreState& c) {

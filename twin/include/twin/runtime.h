@@ -93,6 +93,16 @@ struct LaunchState;
 
 namespace twin {
 
+// Special-purpose registers of an AIV that vector / MTE APIs write and later calls read: CMPMASK (128 bits; written
+// by Compare without dst, SetCmpMask and Select, read by Select without a selMask tensor and GetCmpMask) and the pad
+// value of DataCopyPad GM->UB (SetPadValue, or DataCopyPad with isPad = true).
+struct SprState {
+    uint8_t cmpMask[16] = {};
+    bool cmpMaskSet = false;
+    uint64_t padValue = 0;
+    bool padSet = false;
+};
+
 struct CoreState {
     int32_t coreType = AscendC::AIV;
     int64_t blockIdx = 0, blockNum = 1, subBlockIdx = 0, subBlockNum = 1, taskRatio = 1;
@@ -114,6 +124,7 @@ struct CoreState {
     // Atomic accumulation mode for writes to GM: 0 none, else the element type tag.
     int atomicKind = 0;
     uint64_t deqScale = 0;
+    SprState spr;  // CMPMASK and pad-value registers
 
     void* pipe = nullptr;  // the live AscendC::TPipe, if any
     bool traceOn = true;
@@ -159,18 +170,29 @@ inline CoreState& Cur() {
 inline void NoteAccess(const char* api, Mem m, uint64_t off, uint64_t bytes, bool write) {
     CoreState* c = tCore;
     if (c == nullptr || !c->hz.on || bytes == 0 || m == Mem::GM || m == Mem::COUNT) return;
-    c->hz.pending.push_back(HzAccess{api, m, off, bytes, write});
+    c->hz.pending.push_back(HzAccess{api, m, off, bytes, write, false});
 }
 
-inline void HazardFail(CoreState& c, const HzAccess& a, int q, const char* what, int p, const char* otherApi,
-                       uint64_t block) {
-    (void)c;
-    Fail(a.api,
-         "pipe hazard: %s (pipe %s) %s %s bytes [%llu, %llu) that %s (pipe %s) %s with no SetFlag/WaitFlag (or queue "
-         "EnQue/DeQue, PIPE_ALL barrier) ordering the two; first conflicting block at byte %llu",
-         a.api, HzPipeName(q), a.write ? "writes" : "reads", MemName(a.mem), (unsigned long long)a.off,
-         (unsigned long long)(a.off + a.bytes), otherApi ? otherApi : "an earlier instruction", HzPipeName(p), what,
-         (unsigned long long)(block * kHzBlock));
+// The same for GM bytes [p, p + bytes) moved by a DMA or Fixpipe (api nullptr: the next traced instruction).
+inline void NoteGm(const char* api, const void* p, uint64_t bytes, bool write, bool atomic = false) {
+    CoreState* c = tCore;
+    if (c == nullptr || !c->hz.on || bytes == 0) return;
+    c->hz.pending.push_back(HzAccess{api, Mem::GM, (uint64_t)(uintptr_t)p, bytes, write, atomic});
+}
+
+// GM accesses are checked against every core (defined in launch_state.h, which owns the shared GM shadow).
+void HazardGm(CoreState& c, const HzAccess& a, int q, uint32_t now);
+
+// `where` names the memory; offsets are printed relative to `base`.
+inline void HazardFail(const HzAccess& a, int q, const char* what, const std::string& other, uint64_t at,
+                       const std::string& where, uint64_t base = 0) {
+    Fail(a.api ? a.api : "GM write",
+         "pipe hazard: %s (pipe %s) %s %s bytes [%llu, %llu) that %s %s with no ordering between the two (SetFlag/"
+         "WaitFlag or queue EnQue/DeQue in a core, PIPE_ALL barrier, CrossCoreSetFlag/WaitFlag or SyncAll across "
+         "cores); first conflict at byte %llu",
+         a.api ? a.api : "this instruction", HzPipeName(q), a.write ? "writes" : "reads", where.c_str(),
+         (unsigned long long)(a.off - base), (unsigned long long)(a.off + a.bytes - base), other.c_str(), what,
+         (unsigned long long)(at - base));
 }
 
 // Applies the pending accesses of instruction `op` on pipe `pipe`, or the ordering effect of a sync record.
@@ -179,17 +201,16 @@ inline void HazardOnTrace(CoreState& c, const char* op, pipe_t pipe, TraceKind k
     if (!h.on) return;
     const int q = HzPipe(pipe);
     if (kind == TraceKind::SetFlag && q >= 0) {
-        std::memcpy(h.snapshot[arg / 8][arg % 8], h.known[q], sizeof h.known[q]);
+        h.snapshot[arg / 8][arg % 8] = h.known[q];
         return;
     }
     if (kind == TraceKind::WaitFlag && q >= 0) {
-        const uint32_t* s = h.snapshot[arg / 8][arg % 8];
-        for (int p = 0; p < kHzPipes; ++p) h.known[q][p] = std::max(h.known[q][p], s[p]);
+        MergeInto(h.known[q], h.snapshot[arg / 8][arg % 8]);
         return;
     }
     if (kind == TraceKind::Barrier && pipe == PIPE_ALL) {
-        for (int a = 0; a < kHzPipes; ++a)
-            for (int p = 0; p < kHzPipes; ++p) h.known[a][p] = h.clock[p];
+        const std::vector<uint32_t> m = h.Merged();
+        for (auto& k : h.known) k = m;
         return;
     }
     if (kind != TraceKind::Instr) return;
@@ -197,25 +218,35 @@ inline void HazardOnTrace(CoreState& c, const char* op, pipe_t pipe, TraceKind k
         h.pending.clear();
         return;
     }
-    const uint32_t now = ++h.clock[q];
-    h.known[q][q] = now;
-    for (const HzAccess& a : h.pending) {
-        if (std::strcmp(a.api, op) != 0) continue;  // left over from an API that returned before tracing
+    const uint32_t now = ++h.known[q][h.self + q];
+    for (const HzAccess& a0 : h.pending) {
+        if (a0.api != nullptr && std::strcmp(a0.api, op) != 0) continue;  // from an API that returned before tracing
+        HzAccess a = a0;
+        a.api = op;
+        if (a.mem == Mem::GM) {
+            HazardGm(c, a, q, now);
+            continue;
+        }
         std::vector<HzBlock>& sh = h.shadow[(int)a.mem];
         if (sh.empty()) sh.resize(c.mem[(int)a.mem].size() / kHzBlock + 1);
         const uint64_t b0 = a.off / kHzBlock, b1 = std::min<uint64_t>((a.off + a.bytes + kHzBlock - 1) / kHzBlock, sh.size());
+        const std::vector<uint32_t>& k = h.known[q];
         for (uint64_t b = b0; b < b1; ++b) {
             HzBlock& blk = sh[b];
-            if (blk.wpipe >= 0 && blk.wpipe != q && h.known[q][blk.wpipe] < blk.wclk) {
-                HazardFail(c, a, q, "wrote", blk.wpipe, blk.writer, b);
+            if (blk.wpipe >= 0 && blk.wpipe != q && k[h.self + blk.wpipe] < blk.wclk) {
+                HazardFail(a, q, "wrote", std::string(blk.writer) + " (pipe " + HzPipeName(blk.wpipe) + ")", b * kHzBlock,
+                           MemName(a.mem));
             }
             if (a.write) {
                 for (int p = 1; p < kHzPipes; ++p) {
-                    if (p != q && blk.rclk[p] > h.known[q][p]) HazardFail(c, a, q, "may still be reading", p, nullptr, b);
+                    if (p != q && blk.rclk[p] > k[h.self + p]) {
+                        HazardFail(a, q, "may still be reading", std::string("an earlier instruction (pipe ") + HzPipeName(p) + ")",
+                                   b * kHzBlock, MemName(a.mem));
+                    }
                 }
                 blk.wpipe = (int8_t)q;
                 blk.wclk = now;
-                blk.writer = a.api;
+                blk.writer = op;
                 std::memset(blk.rclk, 0, sizeof blk.rclk);
             } else {
                 blk.rclk[q] = now;

@@ -110,13 +110,15 @@ inline void RequireCrossCore(const char* api) {
     }
 }
 
-inline void BumpCounter(const char* api, CoreState& target, uint16_t flag) {
+// One more pending count on `target`'s flag, carrying the knowledge `snap` of the set(s) that produced it.
+inline void BumpCounter(const char* api, CoreState& target, uint16_t flag, const std::vector<uint32_t>& snap) {
     LaunchState& L = *target.launch;
     uint8_t& cnt = L.counters[target.id][flag];
     if (cnt >= 15) {
         Fail(api, "cross-core flag %u of %s saturates at 15 pending sets (add a reverse sync)", flag, target.Name().c_str());
     }
     ++cnt;
+    L.counterSnaps[target.id][flag].push_back(snap);
 }
 
 // Group members that a mode-0/1 set must collect before anyone's counter moves.
@@ -130,31 +132,45 @@ inline std::vector<CoreState*> CrossGroup(CoreState& c, uint8_t mode) {
     return g;
 }
 
-inline void CrossSet(const char* api, uint8_t mode, uint16_t flag, bool internal = false) {
+// Takes one pending set from every member of `group` and returns the union of what they knew.
+inline std::vector<uint32_t> CollectSets(LaunchState& L, const std::vector<CoreState*>& group, uint16_t flag) {
+    std::vector<uint32_t> merged;
+    for (CoreState* o : group) {
+        --L.pending[o->id][flag];
+        std::deque<std::vector<uint32_t>>& q = L.pendingSnaps[o->id][flag];
+        if (merged.empty()) merged = q.front(); else MergeInto(merged, q.front());
+        q.pop_front();
+    }
+    return merged;
+}
+
+// `pipe`: the pipe the set is issued on; it publishes what that pipe has seen (PIPE_ALL: the whole core).
+inline void CrossSet(const char* api, uint8_t mode, uint16_t flag, pipe_t pipe, bool internal = false) {
     CoreState& c = Cur();
     RequireCrossCore(api);
     if (flag >= kCrossFlags) Fail(api, "flagId %u is outside [0, 15]", flag);
     if (!internal && mode > 2) Fail(api, "modeId %u is not supported on dav-2201 (0, 1 or 2)", mode);
     LaunchState& L = *c.launch;
+    std::vector<uint32_t> snap;
+    if (c.hz.on) snap = (pipe == PIPE_ALL || HzPipe(pipe) < 0) ? c.hz.Merged() : c.hz.known[HzPipe(pipe)];
     std::lock_guard<std::mutex> lk(L.mu);
     if (mode == 1 && c.coreType != AscendC::AIV) Fail(api, "mode 1 synchronises the AIVs of one AI core; called on the AIC");
     if (mode == 1 && L.kernelType != AscendC::KERNEL_TYPE_MIX_AIC_1_2) Fail(api, "mode 1 needs two AIVs per AI core (KERNEL_TYPE_MIX_AIC_1_2)");
     if (mode == 0 || mode == 1) {
         ++L.pending[c.id][flag];
+        L.pendingSnaps[c.id][flag].push_back(std::move(snap));
         std::vector<CoreState*> g = CrossGroup(c, mode);
         bool all = true;
         for (CoreState* o : g) all = all && L.pending[o->id][flag] > 0;
         if (all) {
-            for (CoreState* o : g) {
-                --L.pending[o->id][flag];
-                BumpCounter(api, *o, flag);
-            }
+            const std::vector<uint32_t> merged = CollectSets(L, g, flag);
+            for (CoreState* o : g) BumpCounter(api, *o, flag, merged);
         }
     } else if (c.coreType == AscendC::AIC) {  // mode 2, AIC -> each AIV of its block
         bool any = false;
         for (CoreState* o : L.cores) {
             if (o->coreType == AscendC::AIV && o->blockIdx == c.blockIdx) {
-                BumpCounter(api, *o, flag);
+                BumpCounter(api, *o, flag, snap);
                 any = true;
             }
         }
@@ -163,6 +179,7 @@ inline void CrossSet(const char* api, uint8_t mode, uint16_t flag, bool internal
         CoreState* aic = L.Find(AscendC::AIC, c.blockIdx, 0);
         if (aic == nullptr) Fail(api, "mode 2 from an AIV needs an AIC in the launch");
         ++L.pending[c.id][flag];
+        L.pendingSnaps[c.id][flag].push_back(std::move(snap));
         bool all = true;
         std::vector<CoreState*> aivs;
         for (CoreState* o : L.cores) {
@@ -171,15 +188,14 @@ inline void CrossSet(const char* api, uint8_t mode, uint16_t flag, bool internal
                 all = all && L.pending[o->id][flag] > 0;
             }
         }
-        if (all) {
-            for (CoreState* o : aivs) --L.pending[o->id][flag];
-            BumpCounter(api, *aic, flag);
-        }
+        if (all) BumpCounter(api, *aic, flag, CollectSets(L, aivs, flag));
     }
     L.cv.notify_all();
 }
 
-inline void CrossWait(const char* api, uint16_t flag) {
+// `pipe`: the pipe that waits. PIPE_S (the default) stalls instruction issue, so every later instruction of the
+// core is ordered after the set; another pipe only orders its own later instructions.
+inline void CrossWait(const char* api, uint16_t flag, pipe_t pipe) {
     CoreState& c = Cur();
     RequireCrossCore(api);
     if (flag >= kCrossFlags) Fail(api, "flagId %u is outside [0, 15]", flag);
@@ -189,6 +205,18 @@ inline void CrossWait(const char* api, uint16_t flag) {
     std::snprintf(what, sizeof what, "cross-core flag %u", flag);
     BlockUntil(lk, api, what, [&] { return L.counters[c.id][flag] > 0; });
     --L.counters[c.id][flag];
+    std::deque<std::vector<uint32_t>>& q = L.counterSnaps[c.id][flag];
+    if (!q.empty()) {
+        if (c.hz.on) {
+            const int w = HzPipe(pipe);
+            if (pipe == PIPE_S || pipe == PIPE_ALL || w < 0) {
+                for (auto& k : c.hz.known) MergeInto(k, q.front());
+            } else {
+                MergeInto(c.hz.known[w], q.front());
+            }
+        }
+        q.pop_front();
+    }
 }
 
 // Atomic accumulation kinds for UB->GM DataCopy and Fixpipe->GM.
@@ -243,13 +271,13 @@ private:
 template <uint8_t modeId, pipe_t pipe>
 inline void CrossCoreSetFlag(uint16_t flagId) {
     if (pipe == PIPE_S || pipe == PIPE_ALL) twin::Fail("CrossCoreSetFlag", "pipe must not be PIPE_S or PIPE_ALL");
-    twin::CrossSet("CrossCoreSetFlag", modeId, flagId);
+    twin::CrossSet("CrossCoreSetFlag", modeId, flagId, pipe);
     twin::Trace("CrossCoreSetFlag", pipe, 0, 0, modeId, nullptr, nullptr, twin::TraceKind::CrossSet, flagId);
 }
 
 template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
 inline void CrossCoreWaitFlag(uint16_t flagId) {
-    twin::CrossWait("CrossCoreWaitFlag", flagId);
+    twin::CrossWait("CrossCoreWaitFlag", flagId, pipe);
     twin::Trace("CrossCoreWaitFlag", pipe, 0, 0, modeId, nullptr, nullptr, twin::TraceKind::CrossWait, flagId);
 }
 
@@ -262,21 +290,21 @@ inline void SyncAll() {
     twin::CoreState& c = twin::Cur();
     if (isAIVOnly) {
         twin::RequireAiv("SyncAll<true>");
-        twin::CrossSet(api, 0, 14, true);
-        twin::CrossWait(api, 14);
+        twin::CrossSet(api, 0, 14, PIPE_ALL, true);
+        twin::CrossWait(api, 14, PIPE_ALL);
         return;
     }
     if (c.launch->kernelType != KERNEL_TYPE_MIX_AIC_1_1 && c.launch->kernelType != KERNEL_TYPE_MIX_AIC_1_2) {
         twin::Fail("SyncAll<false>", "the mixed form needs AIC and AIV cores (KERNEL_TYPE_MIX_AIC_1_1/1_2)");
     }
     if (c.coreType == AIV) {
-        twin::CrossSet(api, 2, 12, true);
-        twin::CrossWait(api, 13);
+        twin::CrossSet(api, 2, 12, PIPE_ALL, true);
+        twin::CrossWait(api, 13, PIPE_ALL);
     } else {
-        twin::CrossWait(api, 12);
-        twin::CrossSet(api, 0, 11, true);
-        twin::CrossWait(api, 11);
-        twin::CrossSet(api, 2, 13, true);
+        twin::CrossWait(api, 12, PIPE_ALL);
+        twin::CrossSet(api, 0, 11, PIPE_ALL, true);
+        twin::CrossWait(api, 11, PIPE_ALL);
+        twin::CrossSet(api, 2, 13, PIPE_ALL, true);
     }
 }
 
