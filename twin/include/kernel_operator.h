@@ -28,3 +28,8 @@
 #include "twin/vector_cmpsel.h"
 #include "twin/vector_brcb.h"
 #include "twin/vector_reduce.h"
+#include "twin/vector_copy.h"
+#include "twin/vector_index.h"
+#include "twin/vector_fused.h"
+#include "twin/vector_bitwise.h"
+#include "twin/vector_cmpmask.h"

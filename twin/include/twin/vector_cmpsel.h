@@ -171,6 +171,19 @@ inline void SelectRun(const char* api, const AscendC::LocalTensor<T>& dst, const
     uint8_t cmpmask[16] = {};
     const uint8_t* sel = selMask.Ptr();
     if (mode0) std::memcpy(cmpmask, sel, x.perRep / 8);
+    // The implementation loads CMPMASK first (mode 0: the selMask's first 16 bytes; mode 1: the scalar repeated;
+    // mode 2: the selMask's UB address repeated), which later register-form Selects and GetCmpMask see.
+    SprState& spr = Cur().spr;
+    std::memset(spr.cmpMask, 0, 16);
+    if (mode0) {
+        std::memcpy(spr.cmpMask, sel, std::min<uint32_t>(16, selMask.GetLength()));
+    } else if (mode == AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE) {
+        for (uint32_t i = 0; i + sizeof(T) <= 16; i += sizeof(T)) std::memcpy(spr.cmpMask + i, scalar, sizeof(T));
+    } else {
+        const uint32_t a = (uint32_t)selMask.Addr(api);
+        for (uint32_t i = 0; i < 16; i += 4) std::memcpy(spr.cmpMask + i, &a, 4);
+    }
+    spr.cmpMaskSet = true;
     const uint32_t E = x.perRep;
     const typename Lane<T>::C sv = scalar ? Lane<T>::Of(*scalar) : typename Lane<T>::C(0);
     auto body = [&](uint8_t* const* q, uint64_t n, uint64_t logical) {
