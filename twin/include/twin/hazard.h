@@ -1,23 +1,24 @@
 // Pipe-hazard detector. On the NPU the pipes of a core (MTE1, MTE2, MTE3, M, V, FIX) run concurrently, ordered
 // only by SetFlag/WaitFlag (also inside EnQue/DeQue/AllocTensor/FreeTensor) and PIPE_ALL barriers; the twin runs
 // them one after another, so a missing flag would go unnoticed. Each pipe keeps a vector clock of what it is
-// guaranteed to see of the others; every on-core read or write of an instruction is checked against the last
-// writer and readers of the 32-byte blocks it touches. Unordered accesses (read-after-write, write-after-write,
+// guaranteed to see of the others; every read or write of an instruction is checked, byte-exactly, against the
+// last writer and readers of the bytes it touches. Unordered accesses (read-after-write, write-after-write,
 // write-after-read between two pipes) raise an error naming both instructions.
 // The clocks span every (core, pipe) of the launch, so the same check covers GM: cross-core flags (CrossCoreSetFlag on
 // a pipe, CrossCoreWaitFlag, SyncAll) carry the setter's knowledge to the waiter, and DMA/Fixpipe accesses to GM are
-// checked byte-exactly against the last writer and readers on any core (atomic adds may overlap each other).
+// checked against the last writer and readers on any core (atomic adds may overlap each other).
 // Not modelled: the scalar pipe (the compiler's auto-sync orders S against V/MTE2/MTE3 on the AIV; S cannot touch
 // L1/L0; scalar GM accesses go through the data cache) and same-pipe ordering (pipes are in order).
 #pragma once
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace twin {
 
 constexpr int kHzPipes = 7;  // S, V, M, MTE1, MTE2, MTE3, FIX
-constexpr uint32_t kHzBlock = 32;
 
 inline int HzPipe(int pipe) {
     switch (pipe) {
@@ -36,11 +37,108 @@ inline const char* HzPipeName(int i) {
     return n[i];
 }
 
-struct HzBlock {
-    const char* writer = nullptr;  // API of the last write
-    uint32_t wclk = 0;             // clock of the last write on its pipe (0: never written)
-    uint32_t rclk[kHzPipes] = {};  // clock of the last read by each pipe since that write
-    int8_t wpipe = -1;
+// Who accessed memory: a (core, pipe) at that pipe's clock, by which API.
+struct HzWho {
+    int32_t core;
+    int8_t pipe;
+    uint32_t clk;
+    const char* api;
+};
+
+struct HzConflict {
+    bool found = false;
+    bool withWriter = false;  // else with a reader
+    HzWho who{};
+    uint64_t at = 0;
+};
+
+// Byte ranges of one memory with their last writer(s) and readers since. Disjoint segments [key, end); bytes never
+// written during the launch have no segment (reading them is always fine).
+class HzShadow {
+public:
+    // Checks an access of [lo, hi) by `me` (seen(w): is `me` ordered after access w?) and records it. Returns the
+    // first conflict, if any (then nothing is recorded).
+    template <class Seen>
+    HzConflict Access(uint64_t lo, uint64_t hi, bool write, bool atomic, const HzWho& me, Seen seen) {
+        HzConflict c;
+        if (hi <= lo) return c;
+        Split(lo);
+        Split(hi);
+        auto first = segs_.lower_bound(lo);
+        for (auto it = first; it != segs_.end() && it->first < hi; ++it) {
+            const Seg& s = it->second;
+            const bool atomicPair = write && atomic && s.atomic;
+            for (const HzWho& w : s.writers) {
+                if (!atomicPair && !Same(w, me) && !seen(w)) return Conflict(true, w, it->first);
+            }
+            if (write) {
+                for (const HzWho& r : s.readers) {
+                    if (!Same(r, me) && !seen(r)) return Conflict(false, r, it->first);
+                }
+            }
+        }
+        if (!write) {
+            for (auto it = first; it != segs_.end() && it->first < hi; ++it) Upsert(it->second.readers, me);
+            return c;
+        }
+        if (!atomic) {  // one segment now covers [lo, hi)
+            segs_.erase(first, segs_.lower_bound(hi));
+            segs_.emplace(lo, Seg{hi, {me}, false, {}});
+            return c;
+        }
+        uint64_t cursor = lo;  // atomic add: overlapping atomic writers stay, gaps get a segment of their own
+        std::vector<std::pair<uint64_t, uint64_t>> gaps;
+        for (auto it = first; it != segs_.end() && it->first < hi; ++it) {
+            if (it->first > cursor) gaps.push_back({cursor, it->first});
+            Seg& s = it->second;
+            if (!s.atomic) s.writers.clear();
+            Upsert(s.writers, me);
+            s.atomic = true;
+            s.readers.clear();
+            cursor = s.end;
+        }
+        if (cursor < hi) gaps.push_back({cursor, hi});
+        for (const auto& g : gaps) segs_.emplace(g.first, Seg{g.second, {me}, true, {}});
+        return c;
+    }
+    void Clear() { segs_.clear(); }
+
+private:
+    struct Seg {
+        uint64_t end;
+        std::vector<HzWho> writers;  // several only for overlapping atomic adds
+        bool atomic;
+        std::vector<HzWho> readers;
+    };
+    static bool Same(const HzWho& a, const HzWho& b) { return a.core == b.core && a.pipe == b.pipe; }
+    static void Upsert(std::vector<HzWho>& v, const HzWho& me) {
+        for (HzWho& w : v) {
+            if (Same(w, me)) {
+                w = me;
+                return;
+            }
+        }
+        v.push_back(me);
+    }
+    static HzConflict Conflict(bool withWriter, const HzWho& w, uint64_t at) {
+        HzConflict c;
+        c.found = true;
+        c.withWriter = withWriter;
+        c.who = w;
+        c.at = at;
+        return c;
+    }
+    void Split(uint64_t at) {
+        auto it = segs_.upper_bound(at);
+        if (it == segs_.begin()) return;
+        --it;
+        if (it->first < at && it->second.end > at) {
+            Seg right = it->second;
+            it->second.end = at;
+            segs_.emplace(at, std::move(right));
+        }
+    }
+    std::map<uint64_t, Seg> segs_;
 };
 
 struct HzAccess {
@@ -57,7 +155,7 @@ struct HazardState {
     int self = 0;                                             // this core's first slot
     std::vector<uint32_t> known[kHzPipes];                    // known[q][slot]: what pipe q has seen
     std::vector<uint32_t> snapshot[kNumHardEvents][kEventIds]; // knowledge carried by a pending SetFlag
-    std::vector<HzBlock> shadow[(int)Mem::COUNT];
+    HzShadow shadow[(int)Mem::COUNT];  // on-core memories (GM is shared: LaunchState::gmShadow)
     std::vector<HzAccess> pending;
 
     void Init(int coreId, int cores) {

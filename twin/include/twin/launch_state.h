@@ -37,20 +37,8 @@ struct LaunchState {
 
     // Hazard checking (hazard.h): the knowledge each pending/counted cross-core set carries, and the GM shadow.
     std::vector<std::array<std::deque<std::vector<uint32_t>>, kCrossFlags>> pendingSnaps, counterSnaps;
-    struct GmSeg {
-        uint64_t end;
-        struct Who {
-            int32_t core;
-            int8_t pipe;
-            uint32_t clk;
-            const char* api;
-        };
-        std::vector<Who> writers;  // several only for overlapping atomic adds
-        bool atomic = false;
-        std::vector<Who> readers;  // since the last write
-    };
     std::mutex gmMu;
-    std::map<uint64_t, GmSeg> gmShadow;  // written GM byte ranges [key, end), disjoint
+    HzShadow gmShadow;  // GM bytes written during the launch (guarded by gmMu)
     // Per core id, while it is blocked in BlockUntil: its wake-up condition. A core that was signalled but has not
     // re-acquired the mutex yet still counts in `blocked`, so the deadlock test asks these instead.
     std::vector<std::function<bool()>> waitPred;
@@ -131,82 +119,25 @@ inline void BlockUntil(std::unique_lock<std::mutex>& lk, const char* api, const 
 inline void HazardGm(CoreState& c, const HzAccess& a, int q, uint32_t now) {
     LaunchState& L = *c.launch;
     const std::vector<uint32_t>& k = c.hz.known[q];
-    auto seen = [&](const LaunchState::GmSeg::Who& w) {
-        return (w.core == c.id && w.pipe == q) || k[(size_t)w.core * kHzPipes + w.pipe] >= w.clk;
-    };
-    auto who = [&](const LaunchState::GmSeg::Who& w) {
-        return std::string(w.api ? w.api : "an earlier instruction") + " on " + L.cores[w.core]->Name() + " (pipe " +
-               HzPipeName(w.pipe) + ")";
-    };
-    const uint64_t lo = a.off, hi = a.off + a.bytes;
+    HzConflict x;
+    {
+        std::lock_guard<std::mutex> g(L.gmMu);
+        x = L.gmShadow.Access(a.off, a.off + a.bytes, a.write, a.atomic, HzWho{c.id, (int8_t)q, now, a.api},
+                              [&](const HzWho& w) { return k[(size_t)w.core * kHzPipes + w.pipe] >= w.clk; });
+    }
+    if (!x.found) return;
     std::string where = "GM";
     uint64_t base = 0;
     for (const GmRange& r : L.gm) {
-        if (lo >= (uint64_t)(uintptr_t)r.begin && lo < (uint64_t)(uintptr_t)r.begin + r.bytes) {
+        if (a.off >= (uint64_t)(uintptr_t)r.begin && a.off < (uint64_t)(uintptr_t)r.begin + r.bytes) {
             where = "GM buffer '" + r.name + "'";
             base = (uint64_t)(uintptr_t)r.begin;
         }
     }
-    const LaunchState::GmSeg::Who me{c.id, (int8_t)q, now, a.api};
-    std::lock_guard<std::mutex> g(L.gmMu);
-    auto& m = L.gmShadow;
-    // Split the segments that straddle lo or hi so the loop below sees whole segments.
-    auto split = [&](uint64_t at) {
-        auto it = m.upper_bound(at);
-        if (it == m.begin()) return;
-        --it;
-        if (it->first < at && it->second.end > at) {
-            LaunchState::GmSeg right = it->second;
-            it->second.end = at;
-            m.emplace(at, std::move(right));
-        }
-    };
-    split(lo);
-    split(hi);
-    uint64_t cursor = lo;
-    auto it = m.lower_bound(lo);
-    std::vector<std::pair<uint64_t, uint64_t>> gaps;
-    for (; it != m.end() && it->first < hi; ++it) {
-        if (it->first > cursor) gaps.push_back({cursor, it->first});
-        LaunchState::GmSeg& s = it->second;
-        const bool atomicPair = a.write && a.atomic && s.atomic;
-        for (const auto& w : s.writers) {
-            if (!atomicPair && !seen(w)) HazardFail(a, q, "wrote", who(w), it->first, where, base);
-        }
-        if (a.write) {
-            for (const auto& r : s.readers) {
-                if (!seen(r)) HazardFail(a, q, "may still be reading", who(r), it->first, where, base);
-            }
-            if (atomicPair) {
-                bool found = false;
-                for (auto& w : s.writers) {
-                    if (w.core == me.core && w.pipe == me.pipe) { w = me; found = true; }
-                }
-                if (!found) s.writers.push_back(me);
-            } else {
-                s.writers.assign(1, me);
-            }
-            s.atomic = a.atomic;
-            s.readers.clear();
-        } else {
-            bool found = false;
-            for (auto& r : s.readers) {
-                if (r.core == me.core && r.pipe == me.pipe) { r = me; found = true; }
-            }
-            if (!found) s.readers.push_back(me);
-        }
-        cursor = s.end;
-    }
-    if (cursor < hi) gaps.push_back({cursor, hi});
-    if (a.write) {  // bytes nobody wrote during this launch become written by this access
-        for (const auto& gp : gaps) {
-            LaunchState::GmSeg s;
-            s.end = gp.second;
-            s.writers.assign(1, me);
-            s.atomic = a.atomic;
-            m.emplace(gp.first, std::move(s));
-        }
-    }
+    HazardFail(a, q, x.withWriter ? "wrote" : "may still be reading",
+               std::string(x.who.api ? x.who.api : "an earlier instruction") + " on " + L.cores[x.who.core]->Name() +
+                   " (pipe " + HzPipeName(x.who.pipe) + ")",
+               x.at, where, base);
 }
 
 }  // namespace twin

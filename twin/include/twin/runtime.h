@@ -227,30 +227,14 @@ inline void HazardOnTrace(CoreState& c, const char* op, pipe_t pipe, TraceKind k
             HazardGm(c, a, q, now);
             continue;
         }
-        std::vector<HzBlock>& sh = h.shadow[(int)a.mem];
-        if (sh.empty()) sh.resize(c.mem[(int)a.mem].size() / kHzBlock + 1);
-        const uint64_t b0 = a.off / kHzBlock, b1 = std::min<uint64_t>((a.off + a.bytes + kHzBlock - 1) / kHzBlock, sh.size());
         const std::vector<uint32_t>& k = h.known[q];
-        for (uint64_t b = b0; b < b1; ++b) {
-            HzBlock& blk = sh[b];
-            if (blk.wpipe >= 0 && blk.wpipe != q && k[h.self + blk.wpipe] < blk.wclk) {
-                HazardFail(a, q, "wrote", std::string(blk.writer) + " (pipe " + HzPipeName(blk.wpipe) + ")", b * kHzBlock,
-                           MemName(a.mem));
-            }
-            if (a.write) {
-                for (int p = 1; p < kHzPipes; ++p) {
-                    if (p != q && blk.rclk[p] > k[h.self + p]) {
-                        HazardFail(a, q, "may still be reading", std::string("an earlier instruction (pipe ") + HzPipeName(p) + ")",
-                                   b * kHzBlock, MemName(a.mem));
-                    }
-                }
-                blk.wpipe = (int8_t)q;
-                blk.wclk = now;
-                blk.writer = op;
-                std::memset(blk.rclk, 0, sizeof blk.rclk);
-            } else {
-                blk.rclk[q] = now;
-            }
+        const int self = h.self / kHzPipes;
+        HzConflict x = h.shadow[(int)a.mem].Access(a.off, a.off + a.bytes, a.write, false, HzWho{self, (int8_t)q, now, op},
+                                                  [&](const HzWho& w) { return k[h.self + w.pipe] >= w.clk; });
+        if (x.found) {
+            HazardFail(a, q, x.withWriter ? "wrote" : "may still be reading",
+                       std::string(x.who.api ? x.who.api : "an earlier instruction") + " (pipe " + HzPipeName(x.who.pipe) + ")",
+                       x.at, MemName(a.mem));
         }
     }
     h.pending.clear();
