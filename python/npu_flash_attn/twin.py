@@ -37,8 +37,11 @@ KERNEL_TYPES = {
 }
 
 
-class TwinError(RuntimeError):
-    """A kernel did something the NPU would silently get wrong (or hang on)."""
+try:  # one exception class for standalone kernels and for the ops built into the extension
+    from ._C import TwinError
+except ImportError:  # pragma: no cover - source tree without a built extension
+    class TwinError(RuntimeError):
+        """A kernel did something the NPU would silently get wrong (or hang on)."""
 
 
 def _resource_root() -> Path:
