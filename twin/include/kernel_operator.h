@@ -33,3 +33,4 @@
 #include "twin/vector_fused.h"
 #include "twin/vector_bitwise.h"
 #include "twin/vector_cmpmask.h"
+#include "twin/vector_gather.h"

@@ -532,3 +532,46 @@ extern "C" __global__ __aicore__ void no_sync(GM_ADDR params, GM_ADDR a) {
         default: break;
     }
 }
+
+// ---- Gather (op 0; region B = uint32_t byte offsets, extra = srcBaseOffset, dstRep = dstRepStride; forms 0 count,
+// 1 mask[], 2 continuous) and GatherMask (op 1: pattern tensor = region B, op 2: built-in pattern = extra;
+// extra2 = reduceMode, mask0 = mask, repeat = repeatTimes, s0Blk / s0Rep / s1Rep = GatherMaskParams).
+// Region D's last 32 bytes receive rsvdCnt and (twin) the mask register: low, high, counter mode. ----
+template <typename T>
+__aicore__ inline void GatherCase(GM_ADDR params, GM_ADDR a, GM_ADDR b, GM_ADDR d) {
+    const Prm p = LoadPrm(params);
+    WithRegions<T, T, uint8_t>(p, a, b, d, [&](LocalTensor<T>& dst, LocalTensor<T>& src, LocalTensor<uint8_t>& bb,
+                                               LocalTensor<T>&, LocalTensor<uint8_t>&, LocalTensor<T>& wholeD) {
+        LocalTensor<uint64_t> tail = wholeD[kRegion / sizeof(T) - 32 / sizeof(T)].template ReinterpretCast<uint64_t>();
+        if (p.op == 0) {
+            LocalTensor<uint32_t> offs = bb.ReinterpretCast<uint32_t>();
+            uint64_t m[2] = {p.mask0, p.mask1};
+            const uint32_t base = (uint32_t)p.extra;
+            if (p.form == 0) Gather(dst, src, offs, base, (uint32_t)p.count);
+            else if (p.form == 1) Gather(dst, src, offs, base, m, (uint8_t)p.repeat, (uint16_t)p.dstRep);
+            else Gather(dst, src, offs, base, p.mask0, (uint8_t)p.repeat, (uint16_t)p.dstRep);
+        } else {
+            const GatherMaskParams gp((uint8_t)p.s0Blk, (uint16_t)p.repeat, (uint16_t)p.s0Rep, (uint8_t)p.s1Rep);
+            uint64_t cnt = 0;
+            if (p.op == 1) {
+                if constexpr (sizeof(T) == 2) {
+                    GatherMask(dst, src, bb.ReinterpretCast<uint16_t>(), p.extra2 != 0, (uint32_t)p.mask0, gp, cnt);
+                } else {
+                    GatherMask(dst, src, bb.ReinterpretCast<uint32_t>(), p.extra2 != 0, (uint32_t)p.mask0, gp, cnt);
+                }
+            } else {
+                GatherMask(dst, src, (uint8_t)p.extra, p.extra2 != 0, (uint32_t)p.mask0, gp, cnt);
+            }
+            tail.SetValue(0, cnt);
+        }
+#if defined(ASCEND_TWIN)
+        tail.SetValue(1, twin::Cur().maskReg[0]);
+        tail.SetValue(2, twin::Cur().maskReg[1]);
+        tail.SetValue(3, twin::Cur().counterMode ? 1 : 0);
+#endif
+    });
+}
+
+extern "C" __global__ __aicore__ void gather_f16(GM_ADDR p, GM_ADDR a, GM_ADDR b, GM_ADDR d) { GatherCase<half>(p, a, b, d); }
+extern "C" __global__ __aicore__ void gather_f32(GM_ADDR p, GM_ADDR a, GM_ADDR b, GM_ADDR d) { GatherCase<float>(p, a, b, d); }
+extern "C" __global__ __aicore__ void gather_bf16(GM_ADDR p, GM_ADDR a, GM_ADDR b, GM_ADDR d) { GatherCase<bfloat16_t>(p, a, b, d); }
