@@ -70,3 +70,8 @@ def test_hazard_checks_can_be_switched_off(lib, monkeypatch):
     monkeypatch.setenv("NPU_TWIN_HAZARDS", "1")
     with pytest.raises(twin.TwinError, match="pipe hazard"):
         run(lib, 1)
+
+
+def test_m_mte1_ids_kept_by_tpipe_are_refused(lib):
+    with pytest.raises(twin.TwinError, match=r"\[AIC 0\] SetFlag: HardEvent::M_MTE1 ID 1 is reserved by TPipe"):
+        lib.launch("reserved_event_id", 1, np.zeros(8, dtype=np.float32), kernel_type="mix")

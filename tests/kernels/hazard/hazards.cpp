@@ -156,3 +156,12 @@ extern "C" __global__ __aicore__ void hazard_case(GM_ADDR x, GM_ADDR z, GM_ADDR 
         if (c >= 10 && c < 20) CubeCase(c, x, out);
     }
 }
+
+// Hand-written sync on an M_MTE1 ID that TPipe keeps for itself on the cube core.
+extern "C" __global__ __aicore__ void reserved_event_id(GM_ADDR unused) {
+    TPipe pipe;
+    if ASCEND_IS_AIC {
+        SetFlag<HardEvent::M_MTE1>(1);
+        WaitFlag<HardEvent::M_MTE1>(1);
+    }
+}

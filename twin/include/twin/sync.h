@@ -57,6 +57,14 @@ inline void CheckEvent(const char* api, int e, int32_t id) {
     if (id < 0 || id >= kEventIds) Fail(api, "event ID %d of HardEvent::%s is outside [0, %d]", id, HardEventName(e), kEventIds - 1);
 }
 
+// On the AIC a live TPipe keeps M_MTE1 IDs 0-2 (set for the Matmul API and bias loading); user code must not use them.
+inline void CheckReservedId(const char* api, int e, int32_t id) {
+    CoreState& c = Cur();
+    if (c.coreType == AscendC::AIC && c.pipe != nullptr && e == (int)AscendC::HardEvent::M_MTE1 && id < 3) {
+        Fail(api, "HardEvent::M_MTE1 ID %d is reserved by TPipe on the cube core (IDs 0-2); use IDs 3-7", id);
+    }
+}
+
 inline void DoSetFlag(const char* api, int e, int32_t id) {
     CheckEvent(api, e, id);
     CoreState& c = Cur();
@@ -238,10 +246,12 @@ namespace AscendC {
 
 template <HardEvent event>
 inline void SetFlag(int32_t eventID) {
+    twin::CheckReservedId("SetFlag", (int)event, eventID);
     twin::DoSetFlag("SetFlag", (int)event, eventID);
 }
 template <HardEvent event>
 inline void WaitFlag(int32_t eventID) {
+    twin::CheckReservedId("WaitFlag", (int)event, eventID);
     twin::DoWaitFlag("WaitFlag", (int)event, eventID);
 }
 
