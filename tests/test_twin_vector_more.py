@@ -929,3 +929,28 @@ def test_gather_misuse(lib, rng, kw, offs, msg):
         b[0] = 256
     with pytest.raises(twin.TwinError, match=msg):
         launch(lib, "gather_f32", params(**kw), region(rng, F32), b.view(np.uint8), region(rng, F32))
+
+
+def test_indices_above_threshold_composition(lib, rng):
+    """CreateVecIndex + Compares + GatherMask (counter mode over the whole row, tensor pattern) = np.nonzero(x > t)."""
+    for n in (64, 640, 4096):
+        x = rng.normal(0, 1, n).astype(F32)
+        t = F32(rng.uniform(-0.5, 1.0))
+        out = np.full(n + 8, -1, np.int32)
+        lib.launch("indices_above", 1, params(count=n, scalarBits=scalar_bits(t, F32)), x, out)
+        want = np.nonzero(x > t)[0]
+        assert out[0] == len(want)
+        assert np.array_equal(out[8:8 + len(want)], want)
+
+
+def test_gather_trace_one_record_per_call(lib, rng):
+    zeros = np.zeros(REGION, np.uint8)
+    for kw, api, elems, reps in ((dict(op=0, form=2, mask0=64, repeat=2, dstRep=8, lenD=128, lenA=128, lenB=512),
+                                  "Gather", 128, 2),
+                                 (dict(op=0, form=0, count=200, lenD=200, lenA=128, lenB=800), "Gather", 200, 4),
+                                 (dict(op=2, repeat=2, extra=7, lenD=128, lenA=128, lenB=16), "GatherMask", 128, 2)):
+        a, d = region(rng, F32), region(rng, F32)
+        p = setp(params(**kw), gA=a.nbytes, gB=zeros.nbytes, gD=d.nbytes)
+        lib.launch("gather_f32", 1, p, a, zeros, d, trace=True)
+        recs = [r for r in lib.last_trace()[0]["records"] if r["op"] == api]
+        assert len(recs) == 1 and recs[0]["pipe"] == "V" and recs[0]["elems"] == elems and recs[0]["repeats"] == reps

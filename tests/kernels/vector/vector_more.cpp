@@ -575,3 +575,42 @@ __aicore__ inline void GatherCase(GM_ADDR params, GM_ADDR a, GM_ADDR b, GM_ADDR 
 extern "C" __global__ __aicore__ void gather_f16(GM_ADDR p, GM_ADDR a, GM_ADDR b, GM_ADDR d) { GatherCase<half>(p, a, b, d); }
 extern "C" __global__ __aicore__ void gather_f32(GM_ADDR p, GM_ADDR a, GM_ADDR b, GM_ADDR d) { GatherCase<float>(p, a, b, d); }
 extern "C" __global__ __aicore__ void gather_bf16(GM_ADDR p, GM_ADDR a, GM_ADDR b, GM_ADDR d) { GatherCase<bfloat16_t>(p, a, b, d); }
+
+// ---- composition: indices of the elements above a threshold (CreateVecIndex + Compares + GatherMask in counter
+// mode over the whole row). params: count = n (a multiple of 64, <= 4096), scalarBits = threshold (float); out =
+// [number of indices (int32), pad to 8 elements, indices...] ----
+extern "C" __global__ __aicore__ void indices_above(GM_ADDR params, GM_ADDR x, GM_ADDR out) {
+    const Prm p = LoadPrm(params);
+    const uint32_t n = (uint32_t)p.count;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> bx, bi, bm, bo;
+    pipe.InitBuffer(bx, 4096 * sizeof(float));
+    pipe.InitBuffer(bi, 4096 * sizeof(int32_t));
+    pipe.InitBuffer(bm, 4096 / 8);
+    pipe.InitBuffer(bo, (4096 + 8) * sizeof(int32_t));
+    LocalTensor<float> xs = bx.Get<float>();
+    LocalTensor<int32_t> idx = bi.Get<int32_t>();
+    LocalTensor<uint8_t> m = bm.Get<uint8_t>();
+    LocalTensor<int32_t> o = bo.Get<int32_t>();
+    GlobalTensor<float> gx;
+    GlobalTensor<int32_t> go;
+    gx.SetGlobalBuffer((__gm__ float*)x, n);
+    go.SetGlobalBuffer((__gm__ int32_t*)out, n + 8);
+    DataCopy(xs, gx, n);
+    CreateVecIndex(idx, (int32_t)0, n);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    Compares(m, xs, ScalarOf<float>(p), CMPMODE::GT, n);
+    PipeBarrier<PIPE_V>();
+    uint64_t kept = 0;
+    LocalTensor<int32_t> dst = o[8];
+    GatherMask(dst, idx, m.ReinterpretCast<uint32_t>(), true, n, {1, 1, 8, 0}, kept);
+    SetFlag<HardEvent::V_S>(EVENT_ID0);
+    WaitFlag<HardEvent::V_S>(EVENT_ID0);
+    o.SetValue(0, (int32_t)kept);
+    SetFlag<HardEvent::S_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::S_MTE3>(EVENT_ID0);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(go, o, n + 8);
+}
