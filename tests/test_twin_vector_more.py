@@ -582,7 +582,7 @@ def test_compare_to_cmpmask_and_get(lib, rng, dt):
             a = np.round(region(rng, dt, -3, 3)).astype(dt)  # small integers: many ties for EQ / LE / GE
             offB = 4096 // size
             p = params(op=0, form=form, mask0=m0, mask1=m1, s0Blk=sb0, s1Blk=sb1, dstRep=8, s0Rep=8, s1Rep=8,
-                       lenD=16, lenA=span(ia[act]) if act.any() else 8, lenB=8, extra=mode, extra2=offB,
+                       lenD=128, lenA=span(ia[act]) if act.any() else 8, lenB=8, extra=mode, extra2=offB,
                        extra3=max(span(ib[act]), 8))
             d = rng.integers(0, 256, REGION, dtype=np.uint8)
             res = CMP[mode](a[ia].astype(np.float32), a[offB + ib].astype(np.float32)) & act
@@ -652,7 +652,7 @@ def test_tensor_select_leaves_cmpmask(lib, rng, dt):
     for mode in (0, 1, 2):
         s = dt(rng.uniform(-5, 5))
         p = params(op=4, mask0=(1 << 64) - 1, mask1=(1 << 64) - 1, dstBlk=1, s0Blk=1, s1Blk=1, dstRep=8, s0Rep=8,
-                   s1Rep=8, lenD=16, lenA=256 // size, lenB=64, count=8192 // size, extra=mode, extra2=1024 // size,
+                   s1Rep=8, lenD=128, lenA=256 // size, lenB=64, count=8192 // size, extra=mode, extra2=1024 // size,
                    extra3=256 // size, scalarBits=scalar_bits(s, dt))
         out = launch(lib, kern, p, region(rng, dt), sel, rng.integers(0, 256, REGION, dtype=np.uint8))
         if mode == 0:
@@ -669,13 +669,14 @@ CMPMASK_MISUSE = [
     (7, "Select: reads the CMPMASK register"),
     (8, "does nothing on the NPU; mode 1 takes the Select\\(dst, selMask, src0"),
     (9, "SetCmpMask: src address .* is not 16-byte aligned"),
+    (0, "GetCmpMask: dst has 96 bytes; the documented minimum is 128 bytes"),  # Compare + GetCmpMask, lenD 96
 ]
 
 
 @pytest.mark.parametrize("op,msg", CMPMASK_MISUSE, ids=[str(m[0]) for m in CMPMASK_MISUSE])
 def test_cmpmask_misuse(lib, rng, op, msg):
     p = params(op=op, form=3, mask0=(1 << 64) - 1, mask1=(1 << 64) - 1, repeat=1, dstBlk=1, s0Blk=1, s1Blk=1,
-               dstRep=8, s0Rep=8, s1Rep=8, lenD=256, lenA=64, lenB=64, extra2=1024, extra3=64)
+               dstRep=8, s0Rep=8, s1Rep=8, lenD=256 if op else 96, lenA=64, lenB=64, extra2=1024, extra3=64)
     with pytest.raises(twin.TwinError, match=msg):
         launch(lib, "cmpmask_f32", p, region(rng, F32), rng.integers(0, 256, REGION, dtype=np.uint8),
                region(rng, F32))

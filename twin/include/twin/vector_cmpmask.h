@@ -3,7 +3,7 @@
 //   bit e of CMPMASK = result of element e (bits of masked-off elements and above the repeat's E elements are 0 in
 //   the twin; the NPU leaves them unspecified).
 // - SetCmpMask(src) loads 16 bytes from UB, GetCmpMask(dst) stores them (both 16-byte aligned, on the vector pipe;
-//   no-ops on the cube core like the real implementation).
+//   no-ops on the cube core like the real implementation). GetCmpMask's dst must have the documented 128 bytes.
 // - Select<T, selMode>(dst, src0, src1, repeatTime, repeatParams): VSEL_CMPMASK_SPR takes the first E bits of CMPMASK
 //   for every repeat; VSEL_TENSOR_TENSOR_MODE reads CMPMASK as the UB address of a selMask (a host pointer into
 //   UB as the CPU debug build stores it, else the low 32 bits as the UB byte address as the NPU build stores it)
@@ -161,6 +161,9 @@ inline void GetCmpMask(const LocalTensor<T>& dst) {
     static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "GetCmpMask: b8/b16/b32/b64");
     const char* api = "GetCmpMask";
     if (twin::Cur().coreType != AIV) return;  // the real implementation returns on the cube core
+    if (dst.Valid() && dst.GetLength() < 128) {
+        twin::Fail(api, "dst has %u bytes; the documented minimum is 128 bytes", dst.GetLength());
+    }
     twin::vec::CheckSpanUB(api, "dst", dst, 16, true, 16);
     std::memcpy(dst.Ptr(), twin::vec::CmpMaskRead(api), 16);
     twin::vec::TraceV(api, 16 / sizeof(T), 16, 1, dst.Ptr(), nullptr);
