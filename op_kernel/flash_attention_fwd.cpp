@@ -31,11 +31,12 @@ extern "C" __global__ __aicore__ void flash_attention_fwd(GM_ADDR query, GM_ADDR
                                                           GM_ADDR workspace, GM_ADDR tiling) {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
     GET_TILING_DATA_WITH_STRUCT(npu_fa::FlashAttentionTilingData, tilingData, tiling);
+    GM_ADDR userWorkspace = AscendC::GetUserWorkspace(workspace);  // past the system workspace on the NPU
     if (tilingData.dtype == npu_fa::kBf16) {
         npu_fa::RunFlashAttentionFwd<bfloat16_t>(&tilingData, query, key, value, seqInfo, attentionOut, softmaxMax,
-                                                 softmaxSum, workspace);
+                                                 softmaxSum, userWorkspace);
     } else {
         npu_fa::RunFlashAttentionFwd<half>(&tilingData, query, key, value, seqInfo, attentionOut, softmaxMax,
-                                           softmaxSum, workspace);
+                                           softmaxSum, userWorkspace);
     }
 }

@@ -1,4 +1,5 @@
-// Core-index APIs with the dav-2201 semantics (see launch.h for how each core kind is numbered).
+// Core-index APIs with the dav-2201 semantics (see launch.h for how each core kind is numbered), and the user
+// workspace accessor.
 #pragma once
 #include <chrono>
 
@@ -15,6 +16,13 @@ inline int64_t GetTaskRatio() { return twin::Cur().taskRatio; }
 inline int64_t GetSystemCycle() {
     return (int64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The user part of an op's workspace. On the NPU it follows the 16 MB system workspace; in CPU mode (as in CANN's
+// CPU debug build) the launcher hands the user part itself, so it is returned unchanged.
+inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) {
+    if (workspace == nullptr) twin::Fail("GetUserWorkspace", "workspace can not be nullptr");
+    return workspace;
 }
 
 }  // namespace AscendC
