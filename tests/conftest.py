@@ -1,7 +1,9 @@
-"""Shared fixtures. Random inputs are fresh each run: every test using `gen` draws a new seed, prints it (pytest
-shows it with the failure) and adds it to the failure report; set NPU_FA_SEED=<n> to replay one."""
+"""Shared fixtures. Random inputs are fresh each run: every test using `gen` (torch) or `rng` (numpy) draws a new
+seed, prints it (pytest shows it with the failure) and adds it to the failure report; set NPU_FA_SEED=<n> to replay
+one."""
 import os
 
+import numpy as np
 import pytest
 import torch
 
@@ -22,6 +24,11 @@ def fa_seed(request) -> int:
 @pytest.fixture
 def gen(fa_seed) -> torch.Generator:
     return torch.Generator().manual_seed(fa_seed)
+
+
+@pytest.fixture
+def rng(fa_seed) -> np.random.Generator:
+    return np.random.default_rng(fa_seed)
 
 
 @pytest.hookimpl(hookwrapper=True)

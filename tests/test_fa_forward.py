@@ -154,11 +154,7 @@ def slow_cases() -> list[Case]:
 # running one case
 # ---------------------------------------------------------------------------------------------------------------
 def cumsum(lens):
-    out, c = [], 0
-    for x in lens:
-        c += x
-        out.append(c)
-    return out
+    return list(itertools.accumulate(lens))
 
 
 def make_qkv(gen, layout, B, N1, N2, S1, S2, D, Dv, dtype, q_lens=None, kv_lens=None, pad=(0, 0)):

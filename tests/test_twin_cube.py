@@ -3,7 +3,6 @@
 Results are checked against numpy float64 references built from the same rounded inputs. The kernels live in
 tests/kernels/cube/ and take their shapes and modes from an int32 GM parameter buffer, so each source compiles once.
 """
-import re
 import struct
 import time
 from pathlib import Path
@@ -32,11 +31,6 @@ def sample():
 @pytest.fixture(scope="module")
 def probe():
     return twin.compile_kernel(KDIR / "load_probe.cpp")
-
-
-@pytest.fixture
-def rng(fa_seed):
-    return np.random.default_rng(fa_seed)
 
 
 # ---- bf16 helpers (numpy has no bfloat16): values are carried as uint16 bit patterns ----
@@ -157,24 +151,18 @@ def test_missing_transpose_gives_wrong_numbers(gemm, rng):
     assert np.abs(got - ref).max() > 1.0
 
 
-def test_accumulate_onto_unwritten_l0c_raises(gemm, rng):
-    with pytest.raises(twin.TwinError, match=r"never written.*cmatrixInitVal = true"):
-        run_gemm(gemm, rng, "f16", 32, 32, 64, True, flags=ACCUMULATE_FIRST)
+GEMM_MISUSE = [  # (id, gemm.cpp flag, what the twin reports)
+    ("accumulate_onto_unwritten_l0c", ACCUMULATE_FIRST, r"never written.*cmatrixInitVal = true"),
+    ("l0a_misalignment", MISALIGN_L0A, r"LoadData\(L1->L0\): dst address 256 in L0A is not 512-byte aligned"),
+    ("mmad_dimension_limit", HUGE_M, r"Mmad: m = 4096, n = 32, k = 64: each must lie in \[0, 4095\]"),
+    ("l1_capacity", L1_OVERFLOW, r"\[AIC 0\] TPipe::InitBuffer: L1 exhausted.*usable capacity 524032"),
+]
 
 
-def test_l0a_misalignment_raises(gemm, rng):
-    with pytest.raises(twin.TwinError, match=r"LoadData\(L1->L0\): dst address 256 in L0A is not 512-byte aligned"):
-        run_gemm(gemm, rng, "f16", 32, 32, 64, True, flags=MISALIGN_L0A)
-
-
-def test_mmad_dimension_limit_raises(gemm, rng):
-    with pytest.raises(twin.TwinError, match=r"Mmad: m = 4096, n = 32, k = 64: each must lie in \[0, 4095\]"):
-        run_gemm(gemm, rng, "f16", 32, 32, 64, True, flags=HUGE_M)
-
-
-def test_l1_capacity_raises(gemm, rng):
-    with pytest.raises(twin.TwinError, match=r"\[AIC 0\] TPipe::InitBuffer: L1 exhausted.*usable capacity 524032"):
-        run_gemm(gemm, rng, "f16", 32, 32, 64, True, flags=L1_OVERFLOW)
+@pytest.mark.parametrize("flag,msg", [m[1:] for m in GEMM_MISUSE], ids=[m[0] for m in GEMM_MISUSE])
+def test_gemm_misuse_raises(gemm, rng, flag, msg):
+    with pytest.raises(twin.TwinError, match=msg):
+        run_gemm(gemm, rng, "f16", 32, 32, 64, True, flags=flag)
 
 
 def test_l0_capacity_raises():

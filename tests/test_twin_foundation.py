@@ -396,15 +396,20 @@ def lib():
     return twin.compile_kernel(SRC)
 
 
-def test_tbufpool_shared_ranges_and_reset(lib):
-    n, blocks = 128, 3
+def pool_rows(lib, kernel, blocks, n=128):
+    """Runs a TBufPool kernel on `blocks` random rows of n floats (output rows of 4n, preset to -5); yields per block
+    (output row, input row, input row with its halves swapped)."""
     x = np.random.default_rng().standard_normal(n * blocks).astype(np.float32)
     z = np.full(4 * n * blocks, -5.0, dtype=np.float32)
-    lib.launch("pool_reuse", blocks, x, z)
+    lib.launch(kernel, blocks, x, z)
     for c in range(blocks):
-        row = z[4 * n * c:4 * n * (c + 1)]
         xc = x[n * c:n * (c + 1)]
-        swapped = np.concatenate([xc[n // 2:], xc[:n // 2]])
+        yield z[4 * n * c:4 * n * (c + 1)], xc, np.concatenate([xc[n // 2:], xc[:n // 2]])
+
+
+def test_tbufpool_shared_ranges_and_reset(lib):
+    n = 128
+    for row, xc, swapped in pool_rows(lib, "pool_reuse", 3, n):
         np.testing.assert_array_equal(row[:n], swapped)          # stage 1
         np.testing.assert_array_equal(row[n:2 * n], xc)          # pool2's first buffer is pool1's: stale stage-1 input
         np.testing.assert_array_equal(row[2 * n:3 * n], swapped)  # stage 2
@@ -412,14 +417,8 @@ def test_tbufpool_shared_ranges_and_reset(lib):
 
 
 def test_tbufpool_subdivision(lib):
-    n, blocks = 128, 2
-    x = np.random.default_rng().standard_normal(n * blocks).astype(np.float32)
-    z = np.full(4 * n * blocks, -5.0, dtype=np.float32)
-    lib.launch("pool_subdivide", blocks, x, z)
-    for c in range(blocks):
-        row = z[4 * n * c:4 * n * (c + 1)]
-        xc = x[n * c:n * (c + 1)]
-        swapped = np.concatenate([xc[n // 2:], xc[:n // 2]])
+    n = 128
+    for row, _, swapped in pool_rows(lib, "pool_subdivide", 2, n):
         np.testing.assert_array_equal(row[:n], swapped)
         np.testing.assert_array_equal(row[n:2 * n], swapped)
         assert (row[2 * n:] == -5.0).all()

@@ -21,11 +21,6 @@ def mix():
     return twin.compile_kernel(MIX_SRC)
 
 
-@pytest.fixture
-def rng(fa_seed):
-    return np.random.default_rng(fa_seed)
-
-
 def params(*vals):
     p = np.zeros(8, np.int32)
     p[: len(vals)] = vals

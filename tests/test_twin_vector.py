@@ -7,117 +7,25 @@ UB holds three regions (src0, src1, dst), dst is preloaded with random data so m
 Operand tensors are sized to exactly the footprint the documented addressing gives, so an over-strict footprint
 check would fail these tests as well as a missing one.
 """
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from npu_flash_attn import twin
-
-KDIR = Path(__file__).resolve().parent / "kernels" / "vector"
-REGION = 60 * 1024
-
-FIELDS = ["op", "form", "count", "repeat", "mask0", "mask1", "dstBlk", "s0Blk", "s1Blk", "dstRep", "s0Rep", "s1Rep",
-          "offD", "offA", "offB", "lenD", "lenA", "lenB", "gD", "gA", "gB", "extra", "extra2", "scalarBits", "extra3"]
-
-F32, F16, S16, S32, U16, U32 = np.float32, np.float16, np.int16, np.int32, np.uint16, np.uint32
-BF16 = "bf16"  # raw uint16 bits on the host
+from vector_harness import (BF16, F16, F32, KDIR, REGION, S16, S32, U16, U32, assert_misuse_reported, case_params,
+                            compile_vector_kernel, index, launch, params, random_mask, region, scalar_bits, selection,
+                            setp, size_of, span)
 
 
 @pytest.fixture(scope="module")
 def lib():
-    return twin.compile_kernel(KDIR / "vector_api.cpp", opt="-O1")
-
-
-@pytest.fixture
-def rng(fa_seed):
-    return np.random.default_rng(fa_seed)
-
-
-def host(dt):
-    return np.uint16 if dt is BF16 else dt
-
-
-def size_of(dt):
-    return np.dtype(host(dt)).itemsize
-
-
-def params(**kw):
-    vals = []
-    for f in FIELDS:
-        v = int(kw.pop(f, 0))
-        vals.append(np.array([v & ((1 << 64) - 1)], np.uint64).view(np.int64)[0])
-    assert not kw, f"unknown fields {kw}"
-    return np.array(vals, np.int64)
-
-
-def scalar_bits(v, dt):
-    a = np.array([v], host(dt))
-    return int(a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.itemsize])[0])
-
-
-def launch(lib, kernel, p, a, b, d, **kw):
-    """Runs one case; a, b, d are the three UB regions' contents (REGION bytes each); returns d after the call."""
-    p = p.copy()
-    p[FIELDS.index("gA")], p[FIELDS.index("gB")], p[FIELDS.index("gD")] = a.nbytes, b.nbytes, d.nbytes
-    lib.launch(kernel, 1, p, a, b, d, **kw)
-    return d
-
-
-def region(rng, dt, lo=-4.0, hi=4.0):
-    n = REGION // size_of(dt)
-    if dt in (F32, F16):
-        return rng.uniform(lo, hi, n).astype(dt)
-    if dt is BF16:
-        return (rng.uniform(lo, hi, n).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
-    info = np.iinfo(dt)
-    return rng.integers(max(info.min, int(lo)), min(info.max, int(hi)) + 1, n, dtype=dt)
-
-
-# ---- the documented element selection and addressing ----
-COUNTER_FORMS = (0, 4, 5, 8)
-
-
-def selection(perrep, form, count=0, repeat=0, mask0=0, mask1=0):
-    """(repeat, element) index arrays of the elements a call processes."""
-    if form in COUNTER_FORMS:
-        i = np.arange(count)
-        return i // perrep, i % perrep
-    if form in (1, 3):
-        bits = np.array([((mask0 >> e) if e < 64 else (mask1 >> (e - 64))) & 1 for e in range(perrep)], bool)
-    else:  # continuous: the first `mask` elements, clamped to a repeat
-        bits = np.arange(perrep) < min(mask0, perrep)
-    e = np.nonzero(bits)[0]
-    return np.repeat(np.arange(repeat), len(e)), np.tile(e, repeat)
-
-
-def index(r, e, size, blk, rep):
-    """Element index (relative to the operand start) of element e of repeat r."""
-    epb = 32 // size
-    return (r * rep * 32 + (e // epb) * blk * 32 + (e % epb) * size) // size
-
-
-def span(idx):
-    return int(idx.max()) + 1 if idx.size else 0
-
-
-def mask_values(rng, size, form):
-    perrep = 256 // size
-    if form in (1, 3):
-        m0 = int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2))
-        m1 = int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2))
-        if rng.random() < 0.2:
-            m0, m1 = (1 << 64) - 1, (1 << 64) - 1
-        return m0, m1  # the high word must be ignored for 32-bit types
-    choices = [1, 7, perrep - 3, perrep, perrep + 5, 200, 64, 100]
-    return int(rng.choice(choices) if rng.random() < 0.6 else rng.integers(1, perrep + 1)), 0
+    return compile_vector_kernel("vector_api.cpp")
 
 
 def l0_case(rng, size, form, n_src=2, broadcast=False):
     """Random level-0 call: mask, repeats and strides; dst never overlaps itself across blocks/repeats."""
     perrep = 256 // size
     epb = 32 // size
-    m0, m1 = mask_values(rng, size, form)
+    m0, m1 = random_mask(rng, perrep, form, more=(perrep + 5,))
     repeat = int(rng.integers(1, 9))
     count = int(rng.integers(1, perrep * 6)) if form in (4, 5) else 0
     dblk = int(rng.choice([1, 1, 2]))
@@ -137,22 +45,6 @@ def count_case(rng, size, count=None):
     epb = 32 // size
     offs = [int(rng.integers(0, 4)) * epb for _ in range(3)]
     return dict(form=0, mask0=0, mask1=0, repeat=0, count=n, blk=[1, 1, 1], rep=[8, 8, 8], off=offs)
-
-
-def case_params(c, size, n_ops, sizes=None, **extra):
-    """Parameter block plus (dst, src...) index arrays of a case."""
-    sizes = sizes or [size] * n_ops
-    perrep = 256 // max(sizes)
-    r, e = selection(perrep, c["form"], c["count"], c["repeat"], c["mask0"], c["mask1"])
-    idx = [index(r, e, sizes[k], c["blk"][k], c["rep"][k]) for k in range(n_ops)]
-    blk = c["blk"] + [1] * (3 - n_ops)
-    rep = c["rep"] + [8] * (3 - n_ops)
-    off = c["off"] + [0] * (3 - n_ops)
-    lens = [span(i) for i in idx] + [0] * (3 - n_ops)
-    p = params(op=extra.pop("op", 0), form=c["form"], count=c["count"], repeat=c["repeat"], mask0=c["mask0"],
-               mask1=c["mask1"], dstBlk=blk[0], s0Blk=blk[1], s1Blk=blk[2], dstRep=rep[0], s0Rep=rep[1],
-               s1Rep=rep[2], offD=off[0], offA=off[1], offB=off[2], lenD=lens[0], lenA=lens[1], lenB=lens[2], **extra)
-    return p, [off[k] + idx[k] for k in range(n_ops)], (r, e)
 
 
 # ---- arithmetic ----
@@ -200,7 +92,7 @@ def test_binary_ops(lib, rng, dt):
             a, b, d = region(rng, dt, lo, hi), region(rng, dt, lo, hi), region(rng, dt, lo, hi)
             if op == 3:  # keep divisors away from zero
                 b = (np.sign(b.astype(np.float32)) * (np.abs(b.astype(np.float32)) + 0.5)).astype(dt)
-            p, (di, ai, bi), _ = case_params(c, size, 3, op=op)
+            p, (di, ai, bi) = case_params(c, [size] * 3, op=op)
             ref = d.copy()
             ref[di] = ref_binary(BINARY[op], dt, a[ai], b[bi])
             out = launch(lib, KERNEL[dt], p, a, b, d)
@@ -218,7 +110,7 @@ def test_scalar_ops(lib, rng, dt):
                 c["form"] = 8
             s = dt(rng.uniform(-3, 3)) if dt in (F32, F16) else dt(rng.integers(-300, 300))
             a, d = region(rng, dt, lo, hi), region(rng, dt, lo, hi)
-            p, (di, ai), _ = case_params(c, size, 2, op=op, scalarBits=scalar_bits(s, dt))
+            p, (di, ai) = case_params(c, [size] * 2, op=op, scalarBits=scalar_bits(s, dt))
             ref = d.copy()
             ref[di] = ref_binary(name, dt, a[ai], np.full(ai.shape, s, dt))
             out = launch(lib, KERNEL[dt], p, a, region(rng, dt), d)
@@ -239,7 +131,7 @@ def test_unary_ops(lib, rng, dt):
             a, d = region(rng, dt, lo, hi), region(rng, dt)
             if name == "reciprocal":
                 a = (a.astype(np.float32) * rng.choice([-1, 1], a.size)).astype(dt)
-            p, (di, ai), _ = case_params(c, size, 2, op=op)
+            p, (di, ai) = case_params(c, [size] * 2, op=op)
             ref = d.copy()
             ref[di] = f(a[ai].astype(np.float32)).astype(dt)
             out = launch(lib, KERNEL[dt], p, a, region(rng, dt), d)
@@ -253,7 +145,7 @@ def test_relu_int32_and_integer_wraparound(lib, rng):
     c = count_case(rng, 4, 1000)
     a = region(rng, S32, -(2 ** 31), 2 ** 31 - 1)
     d = region(rng, S32, -100, 100)
-    p, (di, ai), _ = case_params(c, 4, 2, op=26)
+    p, (di, ai) = case_params(c, [4, 4], op=26)
     ref = d.copy()
     ref[di] = np.maximum(a[ai], 0)
     check_close(launch(lib, "arith_s32", p, a, region(rng, S32), d), ref, S32, "relu s32")
@@ -262,7 +154,7 @@ def test_relu_int32_and_integer_wraparound(lib, rng):
     a = np.full(REGION // 2, 30000, S16)
     b = np.full(REGION // 2, 10000, S16)
     d = region(rng, S16)
-    p, (di, _, _), _ = case_params(c, 2, 3, op=0)
+    p, (di, _, _) = case_params(c, [2, 2, 2], op=0)
     out = launch(lib, "arith_s16", p, a, b, d)
     assert (out[di] == np.int16(40000 - 65536)).all()
 
@@ -274,7 +166,7 @@ def test_duplicate(lib, rng, dt):
         c = count_case(rng, size) if form == 0 else l0_case(rng, size, form, n_src=0)
         s = region(rng, dt, 0, 1000)[:1][0]
         d = region(rng, dt, 0, 1000)
-        p, (di,), _ = case_params(c, size, 1, op=30, scalarBits=scalar_bits(s, dt))
+        p, (di,) = case_params(c, [size], op=30, scalarBits=scalar_bits(s, dt))
         ref = d.copy()
         ref[di] = s
         out = launch(lib, KERNEL[dt], p, region(rng, dt, 0, 9), region(rng, dt, 0, 9), d)
@@ -284,7 +176,7 @@ def test_duplicate(lib, rng, dt):
 @pytest.mark.parametrize("op", [0, 3, 10, 20, 26, 2], ids=["Add", "Div", "Adds", "Exp", "Relu", "Mul"])
 def test_bf16_arithmetic_is_rejected(lib, rng, op):
     c = count_case(rng, 2, 64)
-    p, _, _ = case_params(c, 2, 3, op=op)
+    p, _ = case_params(c, [2, 2, 2], op=op)
     with pytest.raises(twin.TwinError, match="bfloat16_t arithmetic is not supported"):
         launch(lib, "arith_bf16", p, region(rng, BF16), region(rng, BF16), region(rng, BF16))
 
@@ -292,8 +184,8 @@ def test_bf16_arithmetic_is_rejected(lib, rng, op):
 def test_counter_mode_continuous_mask_is_reported(lib, rng):
     c = l0_case(rng, 4, 2)
     c["form"], c["mask0"] = 7, 40
-    p, _, _ = case_params(dict(c, form=2), 4, 3, op=0)
-    p[FIELDS.index("form")] = 7
+    p, _ = case_params(dict(c, form=2), [4, 4, 4], op=0)
+    setp(p, form=7)
     with pytest.raises(twin.TwinError, match="counter mode reads as an element count"):
         launch(lib, "arith_f32", p, region(rng, F32), region(rng, F32), region(rng, F32))
 
@@ -302,7 +194,7 @@ def test_masked_off_and_nop_calls_keep_dst(lib, rng):
     # mask 0 and repeat 0 are no-ops
     for m0, rep in ((0, 4), (64, 0)):
         c = dict(form=2, mask0=m0, mask1=0, repeat=rep, count=0, blk=[1, 1, 1], rep=[8, 8, 8], off=[0, 0, 0])
-        p, _, _ = case_params(c, 4, 3, op=0)
+        p, _ = case_params(c, [4, 4, 4], op=0)
         d = region(rng, F32)
         ref = d.copy()
         out = launch(lib, "arith_f32", p, region(rng, F32), region(rng, F32), d)
@@ -438,7 +330,7 @@ def test_cast(lib, rng, kernel, dk, sk, modes):
             src = cast_source(rng, sk, dk, REGION // ssz)
             d = region(rng, kind_dtype(dk), 0, 100)
             scale = F16(rng.uniform(0.25, 2.0))
-            p, (di, si), _ = case_params(c, wide, 2, sizes=[dsz, ssz], extra=mode, scalarBits=scalar_bits(scale, F16))
+            p, (di, si) = case_params(c, [dsz, ssz], extra=mode, scalarBits=scalar_bits(scale, F16))
             ref = d.copy()
             ref[di] = ref_cast(src[si], sk, dk, mode, deq=scale)
             out = launch(lib, kernel, p, src, region(rng, F32), d)
@@ -458,8 +350,7 @@ def test_cast_documented_examples(lib):
         c = dict(form=0, count=src.size, mask0=0, mask1=0, repeat=0, blk=[1, 1, 1], off=[0, 0, 0],
                  rep=[8 * np.dtype(dst_dt).itemsize // max(np.dtype(dst_dt).itemsize, src.itemsize),
                       8 * src.itemsize // max(np.dtype(dst_dt).itemsize, src.itemsize), 8])
-        p, _, _ = case_params(c, max(np.dtype(dst_dt).itemsize, src.itemsize), 2,
-                              sizes=[np.dtype(dst_dt).itemsize, src.itemsize], extra=mode)
+        p, _ = case_params(c, [np.dtype(dst_dt).itemsize, src.itemsize], extra=mode)
         d = np.zeros(REGION // np.dtype(dst_dt).itemsize, dst_dt)
         return launch(lib, kernel, p, a, np.zeros(REGION // 4, F32), d)[:src.size]
 
@@ -489,7 +380,7 @@ def test_cast_documented_examples(lib):
                                          ("cast_s16_f16", 0)])
 def test_cast_rejects_unsupported_round_mode(lib, rng, kernel, mode):
     c = count_case(rng, 4, 64)
-    p, _, _ = case_params(c, 4, 2, extra=mode)
+    p, _ = case_params(c, [4, 4], extra=mode)
     with pytest.raises(twin.TwinError, match="does not support RoundMode"):
         launch(lib, kernel, p, region(rng, F32), region(rng, F32), region(rng, F32))
 
@@ -628,7 +519,7 @@ def tree(v, dt):
 
 def reduce_case(rng, size, form):
     perrep = 256 // size
-    m0, m1 = mask_values(rng, size, 1 if form == 3 else form)
+    m0, m1 = random_mask(rng, perrep, 1 if form == 3 else form, more=(perrep + 5,))
     if rng.random() < 0.25:
         m0, m1 = ((1 << 64) - 1, (1 << 64) - 1) if form != 2 else (perrep, 0)
     R = int(rng.integers(1, 7))
@@ -825,7 +716,7 @@ def test_reduce_max_min_sum(lib, rng, dt):
                 out = launch(lib, RK[dt], p, a, region(rng, dt), d)
                 check_close(out, ref, dt, f"Reduce type {rtype} form {form} calIndex {cal} R {R}")
                 if rtype < 2 and need > 1:  # the documented sharedTmpBuffer size is the minimum
-                    p[FIELDS.index("lenB")] = need - 1
+                    setp(p, lenB=need - 1)
                     with pytest.raises(twin.TwinError, match="sharedTmpBuffer needs"):
                         launch(lib, RK[dt], p, a, region(rng, dt), region(rng, dt))
 
@@ -858,11 +749,7 @@ MISUSE = [
 
 @pytest.mark.parametrize("op,msg,kw", MISUSE, ids=[str(m[0]) for m in MISUSE])
 def test_misuse_is_reported(lib, rng, op, msg, kw):
-    base = dict(op=op, lenA=4096, lenB=4096, lenD=4096)
-    base.update(kw)
-    with pytest.raises(twin.TwinError, match=msg) as ei:
-        launch(lib, "misuse", params(**base), region(rng, F32), region(rng, F32), region(rng, F32))
-    assert "AIV 0" in str(ei.value)
+    assert_misuse_reported(lib, "misuse", rng, op, msg, kw)
 
 
 def test_footprint_exact_fit_passes(lib, rng):
@@ -878,9 +765,9 @@ def test_vector_api_on_cube_core_fails(lib, rng):
 
 def test_trace_one_record_per_call(lib, rng):
     c = count_case(rng, 4, 1000)
-    p, _, _ = case_params(c, 4, 3, op=0)
+    p, _ = case_params(c, [4, 4, 4], op=0)
     a, b, d = region(rng, F32), region(rng, F32), region(rng, F32)
-    p[FIELDS.index("gA")], p[FIELDS.index("gB")], p[FIELDS.index("gD")] = a.nbytes, b.nbytes, d.nbytes
+    setp(p, gA=a.nbytes, gB=b.nbytes, gD=d.nbytes)
     lib.launch("arith_f32", 1, p, a, b, d, trace=True)
     recs = [r for r in lib.last_trace()[0]["records"] if r["op"] == "Add"]
     assert len(recs) == 1

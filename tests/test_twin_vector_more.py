@@ -9,113 +9,21 @@ Kernels: tests/kernels/vector/vector_more.cpp (a GM parameter block selects API,
 src0 / src1 / dst, dst preloaded with random data so masked-off elements are checked; operand tensors are sized to
 exactly the documented footprint).
 """
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from npu_flash_attn import twin
+from vector_harness import (BF16, COUNTER_FORMS, F16, F32, FIELDS, REGION, S16, S32, U16, U32, assert_misuse_reported,
+                            bits_of, case_params, compile_vector_kernel, host, index, launch, lenbits, params,
+                            random_mask, region, scalar_bits, selection, setp, size_of, span)
 
-KDIR = Path(__file__).resolve().parent / "kernels" / "vector"
-REGION = 60 * 1024
-FIELDS = ["op", "form", "count", "repeat", "mask0", "mask1", "dstBlk", "s0Blk", "s1Blk", "dstRep", "s0Rep", "s1Rep",
-          "offD", "offA", "offB", "lenD", "lenA", "lenB", "gD", "gA", "gB", "extra", "extra2", "scalarBits", "extra3"]
-F32, F16, S16, S32, U16, U32 = np.float32, np.float16, np.int16, np.int32, np.uint16, np.uint32
-BF16 = "bf16"
 KERNEL = {F32: "more_f32", F16: "more_f16", BF16: "more_bf16", S16: "more_s16", U16: "more_u16", S32: "more_s32",
           U32: "more_u32"}
-COUNTER_FORMS = (0, 4, 5, 8)
 
 
 @pytest.fixture(scope="module")
 def lib():
-    return twin.compile_kernel(KDIR / "vector_more.cpp", opt="-O1")
-
-
-@pytest.fixture
-def rng(fa_seed):
-    return np.random.default_rng(fa_seed)
-
-
-def host(dt):
-    return np.uint16 if dt is BF16 else dt
-
-
-def size_of(dt):
-    return np.dtype(host(dt)).itemsize
-
-
-def params(**kw):
-    vals = []
-    for f in FIELDS:
-        v = int(kw.pop(f, 0))
-        vals.append(np.array([v & ((1 << 64) - 1)], np.uint64).view(np.int64)[0])
-    assert not kw, f"unknown fields {kw}"
-    return np.array(vals, np.int64)
-
-
-def setp(p, **kw):
-    for k, v in kw.items():
-        p[FIELDS.index(k)] = np.array([int(v) & ((1 << 64) - 1)], np.uint64).view(np.int64)[0]
-    return p
-
-
-def scalar_bits(v, dt):
-    a = np.array([v], host(dt))
-    return int(a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.itemsize])[0])
-
-
-def region(rng, dt, lo=-4.0, hi=4.0, nbytes=REGION):
-    n = nbytes // size_of(dt)
-    if dt in (F32, F16):
-        return rng.uniform(lo, hi, n).astype(dt)
-    if dt is BF16:
-        return (rng.uniform(lo, hi, n).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
-    info = np.iinfo(dt)
-    return rng.integers(max(info.min, int(lo)), min(info.max, int(hi)) + 1, n, dtype=dt)
-
-
-def launch(lib, kernel, p, a, b, d, **kw):
-    p = setp(p.copy(), gA=a.nbytes, gB=b.nbytes, gD=d.nbytes)
-    lib.launch(kernel, 1, p, a, b, d, **kw)
-    return d
-
-
-def bits_of(m0, m1, perrep):
-    return np.array([((m0 >> e) if e < 64 else (m1 >> (e - 64))) & 1 for e in range(perrep)], bool)
-
-
-def selection(perrep, form, count=0, repeat=0, mask0=0, mask1=0):
-    """(repeat, element) of the elements a call processes (common vector semantics)."""
-    if form in COUNTER_FORMS:
-        i = np.arange(count)
-        return i // perrep, i % perrep
-    if form in (1, 3):
-        bits = bits_of(mask0, mask1, perrep)
-    else:
-        bits = np.arange(perrep) < min(mask0, perrep)
-    e = np.nonzero(bits)[0]
-    return np.repeat(np.arange(repeat), len(e)), np.tile(e, repeat)
-
-
-def index(r, e, size, blk, rep):
-    epb = 32 // size
-    return (r * rep * 32 + (e // epb) * blk * 32 + (e % epb) * size) // size
-
-
-def span(idx):
-    return int(idx.max()) + 1 if idx.size else 0
-
-
-def random_mask(rng, perrep, form):
-    if form in (1, 3):
-        m0 = int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2))
-        m1 = int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2))
-        if rng.random() < 0.2:
-            m0 = m1 = (1 << 64) - 1
-        return m0, m1
-    return int(rng.choice([1, 7, perrep - 3, perrep, 64, 100, 200]) if rng.random() < 0.6
-               else rng.integers(1, perrep + 1)), 0
+    return compile_vector_kernel("vector_more.cpp")
 
 
 def make_case(rng, sizes, form, n_src, broadcast=False, count=None):
@@ -141,22 +49,6 @@ def make_case(rng, sizes, form, n_src, broadcast=False, count=None):
             blk[-1], rep[-1] = 0, 1
     off = [int(rng.integers(0, 4)) * (32 // s) for s in sizes]
     return dict(form=form, mask0=m0, mask1=m1, repeat=repeat, count=cnt, blk=blk, rep=rep, off=off, sizes=sizes)
-
-
-def case_params(c, **extra):
-    """Parameter block and the (dst, src...) element indices (inside their regions) of a case."""
-    sizes = c["sizes"]
-    n = len(sizes)
-    perrep = 256 // max(sizes)
-    r, e = selection(perrep, c["form"], c["count"], c["repeat"], c["mask0"], c["mask1"])
-    idx = [index(r, e, sizes[k], c["blk"][k], c["rep"][k]) for k in range(n)]
-    blk, rep, off = c["blk"] + [1] * (3 - n), c["rep"] + [8] * (3 - n), c["off"] + [0] * (3 - n)
-    lens = [span(i) for i in idx] + [0] * (3 - n)
-    kw = dict(form=c["form"], count=c["count"], repeat=c["repeat"], mask0=c["mask0"], mask1=c["mask1"],
-              dstBlk=blk[0], s0Blk=blk[1], s1Blk=blk[2], dstRep=rep[0], s0Rep=rep[1], s1Rep=rep[2], offD=off[0],
-              offA=off[1], offB=off[2], lenD=lens[0], lenA=lens[1], lenB=lens[2])
-    kw.update(extra)
-    return params(**kw), [off[k] + idx[k] for k in range(n)]
 
 
 def assert_bits_equal(out, ref, what):
@@ -258,12 +150,6 @@ def index_register(dt, form, count=0, repeat=0, mask0=0, mask1=0, before=((1 << 
     """(low, high) mask register after the call: the mask of the implementation's last internal Adds."""
     size = np.dtype(dt).itemsize
     E, epb = 256 // size, 32 // size
-
-    def lenbits(n):
-        lo = (1 << 64) - 1 if n >= 64 else (1 << n) - 1
-        hi = (1 << 64) - 1 if n >= 128 else ((1 << (n - 64)) - 1 if n > 64 else 0)
-        return lo, hi
-
     last = None
     if form == 1:
         if repeat > 1:
@@ -744,11 +630,7 @@ MISUSE = [
 
 @pytest.mark.parametrize("op,msg,kw", MISUSE, ids=[str(m[0]) for m in MISUSE])
 def test_misuse_is_reported(lib, rng, op, msg, kw):
-    base = dict(op=op, lenA=4096, lenB=4096, lenD=4096)
-    base.update(kw)
-    with pytest.raises(twin.TwinError, match=msg) as ei:
-        launch(lib, "more_misuse", params(**base), region(rng, F32), region(rng, F32), region(rng, F32))
-    assert "AIV 0" in str(ei.value)
+    assert_misuse_reported(lib, "more_misuse", rng, op, msg, kw)
 
 
 def test_create_vec_index_in_counter_mode_is_reported(lib, rng):
@@ -801,12 +683,6 @@ def test_hazard_detector_sees_the_operands(lib, rng, api):
 # ---------------------------------------------------------------------------------------------------------------
 # Gather / GatherMask
 GATHER = {F16: "gather_f16", F32: "gather_f32", BF16: "gather_bf16"}
-
-
-def lenbits(n):
-    lo = (1 << 64) - 1 if n >= 64 else (1 << n) - 1
-    hi = (1 << 64) - 1 if n >= 128 else ((1 << (n - 64)) - 1 if n > 64 else 0)
-    return lo, hi
 
 
 def tail_words(out, dt):

@@ -1,152 +1,38 @@
-// Test kernels for the twin's vector unit (tests/test_twin_vector.py). A GM parameter block (int64 values, see
-// struct Prm) selects the API, the call form (count / mask[] / continuous mask / mask register / counter mode),
-// the mask, repeats, strides and tensor offsets; three UB regions hold src0, src1 and dst. dst is preloaded from
-// GM so that the test can check that masked-off elements keep their values.
+// Test kernels for the twin's vector unit (tests/test_twin_vector.py). The GM parameter block (struct Prm) selects
+// the API, the call form (count / mask[] / continuous mask / mask register / counter mode), the mask, repeats,
+// strides and tensor offsets; the parameter block and the three UB regions (src0, src1, dst) come from
+// region_harness.h.
 #include <type_traits>
 
-#include "kernel_operator.h"
-using namespace AscendC;
+#include "region_harness.h"
 
-struct Prm {
-    int64_t op, form, count, repeat;
-    uint64_t mask0, mask1;
-    int64_t dstBlk, s0Blk, s1Blk, dstRep, s0Rep, s1Rep;
-    int64_t offD, offA, offB;  // element offsets of the operands inside their regions
-    int64_t lenD, lenA, lenB;  // tensor sizes (elements) the API sees
-    int64_t gD, gA, gB;        // bytes moved GM <-> UB (multiples of 32 B)
-    int64_t extra, extra2, scalarBits, extra3;
-};
-constexpr int kPrm = 25;
-
-__aicore__ inline Prm LoadPrm(GM_ADDR params) {
-    GlobalTensor<int64_t> g;
-    g.SetGlobalBuffer((__gm__ int64_t*)params, kPrm);
-    int64_t v[kPrm];
-    for (int i = 0; i < kPrm; ++i) v[i] = g.GetValue(i);
-    Prm p;
-    p.op = v[0]; p.form = v[1]; p.count = v[2]; p.repeat = v[3];
-    p.mask0 = (uint64_t)v[4]; p.mask1 = (uint64_t)v[5];
-    p.dstBlk = v[6]; p.s0Blk = v[7]; p.s1Blk = v[8]; p.dstRep = v[9]; p.s0Rep = v[10]; p.s1Rep = v[11];
-    p.offD = v[12]; p.offA = v[13]; p.offB = v[14];
-    p.lenD = v[15]; p.lenA = v[16]; p.lenB = v[17];
-    p.gD = v[18]; p.gA = v[19]; p.gB = v[20];
-    p.extra = v[21]; p.extra2 = v[22]; p.scalarBits = v[23]; p.extra3 = v[24];
-    return p;
-}
-
-// bf16 arithmetic compiles on the twin (which reports it at run time); the official headers reject it at compile
-// time, so the conformance check (official headers) sees only the legal calls.
-#if defined(ASCEND_TWIN)
-constexpr bool kTwin = true;
-#else
-constexpr bool kTwin = false;
-#endif
-
-constexpr uint32_t kRegion = 60 * 1024;  // bytes per UB region: src0 at 0, src1 at 60 KB, dst at 120 KB
-
-template <typename T>
-__aicore__ inline T ScalarOf(const Prm& p) {
-    T v;
-    uint64_t bits = (uint64_t)p.scalarBits;
-    __builtin_memcpy(&v, &bits, sizeof(T));
-    return v;
-}
-
-// Loads the three regions, runs body(dst, src0, src1), stores dst back.
-template <typename TD, typename TA, typename TB, class Body>
-__aicore__ inline void WithRegions(const Prm& p, GM_ADDR gmA, GM_ADDR gmB, GM_ADDR gmD, Body body) {
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> buf;
-    pipe.InitBuffer(buf, 3 * kRegion);
-    LocalTensor<uint8_t> base = buf.Get<uint8_t>();
-    LocalTensor<TA> A = base[0].ReinterpretCast<TA>();
-    LocalTensor<TB> B = base[kRegion].ReinterpretCast<TB>();
-    LocalTensor<TD> D = base[2 * kRegion].ReinterpretCast<TD>();
-    A.SetSize(kRegion / sizeof(TA));
-    B.SetSize(kRegion / sizeof(TB));
-    D.SetSize(kRegion / sizeof(TD));
-    GlobalTensor<TA> ga;
-    GlobalTensor<TB> gb;
-    GlobalTensor<TD> gd;
-    const uint32_t nA = (uint32_t)(p.gA / sizeof(TA)), nB = (uint32_t)(p.gB / sizeof(TB)), nD = (uint32_t)(p.gD / sizeof(TD));
-    ga.SetGlobalBuffer((__gm__ TA*)gmA, nA);
-    gb.SetGlobalBuffer((__gm__ TB*)gmB, nB);
-    gd.SetGlobalBuffer((__gm__ TD*)gmD, nD);
-    if (nA > 0) DataCopy(A, ga, nA);
-    if (nB > 0) DataCopy(B, gb, nB);
-    if (nD > 0) DataCopy(D, gd, nD);
-    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
-    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
-    LocalTensor<TA> a = A[(uint32_t)p.offA];
-    LocalTensor<TB> b = B[(uint32_t)p.offB];
-    LocalTensor<TD> d = D[(uint32_t)p.offD];
-    a.SetSize((uint32_t)p.lenA);
-    b.SetSize((uint32_t)p.lenB);
-    d.SetSize((uint32_t)p.lenD);
-    body(d, a, b, A);
-    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
-    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
-    if (nD > 0) DataCopy(gd, D, nD);
-}
-
-// Runs a level-0 call `l0(isSetMask, mask)` or the count form `cnt()` in the form the parameters ask for.
+// Forms plus form 7: counter mode with the continuous form (a misuse the twin reports).
 template <typename T, class L0, class Cnt>
-__aicore__ inline void Forms(const Prm& p, L0 l0, Cnt cnt) {
-    uint64_t m[2] = {p.mask0, p.mask1};
-    switch (p.form) {
-        case 0: cnt(); break;
-        case 1: l0(std::true_type{}, m); break;
-        case 2: l0(std::true_type{}, (uint64_t)p.mask0); break;
-        case 3:  // register, normal mode, bitwise
-            SetVectorMask<T>(p.mask1, p.mask0);
-            l0(std::false_type{}, MASK_PLACEHOLDER);
-            ResetMask();
-            break;
-        case 4:  // register, counter mode
-            SetMaskCount();
-            SetVectorMask<T, MaskMode::COUNTER>((int32_t)p.count);
-            l0(std::false_type{}, MASK_PLACEHOLDER);
-            SetMaskNorm();
-            ResetMask();
-            break;
-        case 5: {  // counter mode, mask[] = {count, 0} set by the API
-            SetMaskCount();
-            uint64_t mc[2] = {(uint64_t)p.count, 0};
-            l0(std::true_type{}, mc);
-            SetMaskNorm();
-            ResetMask();
-            break;
-        }
-        case 6:  // register, normal mode, continuous
-            SetVectorMask<T>((int32_t)p.mask0);
-            l0(std::false_type{}, MASK_PLACEHOLDER);
-            ResetMask();
-            break;
-        case 7:  // counter mode with the continuous form (a misuse the twin reports)
-            SetMaskCount();
-            l0(std::true_type{}, (uint64_t)p.mask0);
-            SetMaskNorm();
-            break;
-        default: break;
+__aicore__ inline void ApiForms(const Prm& p, L0 l0, Cnt cnt) {
+    if (p.form == 7) {
+        SetMaskCount();
+        l0(IsSetMask<true>{}, (uint64_t)p.mask0);
+        SetMaskNorm();
+        return;
     }
+    Forms<T>(p, l0, cnt);
 }
 
 template <typename T>
 __aicore__ inline void ArithCase(GM_ADDR params, GM_ADDR a, GM_ADDR b, GM_ADDR d) {
     const Prm p = LoadPrm(params);
-    WithRegions<T, T, T>(p, a, b, d, [&](LocalTensor<T>& dst, LocalTensor<T>& s0, LocalTensor<T>& s1, auto&) {
-        const BinaryRepeatParams bp((uint8_t)p.dstBlk, (uint8_t)p.s0Blk, (uint8_t)p.s1Blk, (uint8_t)p.dstRep,
-                                    (uint8_t)p.s0Rep, (uint8_t)p.s1Rep);
-        const UnaryRepeatParams up((uint16_t)p.dstBlk, (uint16_t)p.s0Blk, (uint8_t)p.dstRep, (uint8_t)p.s0Rep);
+    WithRegions<T, T, T>(p, a, b, d, [&](LocalTensor<T>& dst, LocalTensor<T>& s0, LocalTensor<T>& s1, auto&...) {
+        const BinaryRepeatParams bp = BinaryParamsOf(p);
+        const UnaryRepeatParams up = UnaryParamsOf(p);
         const uint8_t rep = (uint8_t)p.repeat;
         const int32_t cnt = (int32_t)p.count;
         const T sc = ScalarOf<T>(p);
         constexpr bool isBf16 = std::is_same_v<T, bfloat16_t>;
-        constexpr bool isFloat = std::is_same_v<T, float> || std::is_same_v<T, half> || (isBf16 && kTwin);
+        constexpr bool isFloat = kFloatArith<T>;
         constexpr bool isArith = !std::is_same_v<T, uint16_t> && !std::is_same_v<T, uint32_t> && (!isBf16 || kTwin);
 #define BIN(NAME)                                                                                                 \
-    Forms<T>(p, [&](auto s, auto m) { NAME<T, decltype(s)::value>(dst, s0, s1, m, rep, bp); },                     \
-             [&]() { NAME<T>(dst, s0, s1, cnt); })
+    ApiForms<T>(p, [&](auto s, auto m) { NAME<T, decltype(s)::value>(dst, s0, s1, m, rep, bp); },                 \
+                [&]() { NAME<T>(dst, s0, s1, cnt); })
 #define SCL(NAME)                                                                                                 \
     if (p.form == 8) {                                                                                            \
         SetMaskCount();                                                                                           \
@@ -155,12 +41,12 @@ __aicore__ inline void ArithCase(GM_ADDR params, GM_ADDR a, GM_ADDR b, GM_ADDR d
         SetMaskNorm();                                                                                            \
         ResetMask();                                                                                              \
     } else {                                                                                                      \
-        Forms<T>(p, [&](auto s, auto m) { NAME<T, decltype(s)::value>(dst, s0, sc, m, rep, up); },                 \
-                 [&]() { NAME<T>(dst, s0, sc, cnt); });                                                           \
+        ApiForms<T>(p, [&](auto s, auto m) { NAME<T, decltype(s)::value>(dst, s0, sc, m, rep, up); },             \
+                    [&]() { NAME<T>(dst, s0, sc, cnt); });                                                        \
     }
 #define UN(NAME)                                                                                                  \
-    Forms<T>(p, [&](auto s, auto m) { NAME<T, decltype(s)::value>(dst, s0, m, rep, up); },                         \
-             [&]() { NAME<T>(dst, s0, cnt); })
+    ApiForms<T>(p, [&](auto s, auto m) { NAME<T, decltype(s)::value>(dst, s0, m, rep, up); },                     \
+                [&]() { NAME<T>(dst, s0, cnt); })
         if constexpr (isArith) {
             switch (p.op) {
                 case 0: BIN(Add); break;
@@ -191,8 +77,8 @@ __aicore__ inline void ArithCase(GM_ADDR params, GM_ADDR a, GM_ADDR b, GM_ADDR d
             if (p.op == 26) UN(Relu);
         }
         if (p.op == 30) {
-            Forms<T>(p, [&](auto s, auto m) { Duplicate<T, decltype(s)::value>(dst, sc, m, rep, (uint16_t)p.dstBlk, (uint8_t)p.dstRep); },
-                     [&]() { Duplicate<T>(dst, sc, cnt); });
+            ApiForms<T>(p, [&](auto s, auto m) { Duplicate<T, decltype(s)::value>(dst, sc, m, rep, (uint16_t)p.dstBlk, (uint8_t)p.dstRep); },
+                        [&]() { Duplicate<T>(dst, sc, cnt); });
         }
 #undef BIN
 #undef SCL
@@ -212,14 +98,14 @@ extern "C" __global__ __aicore__ void arith_u32(GM_ADDR p, GM_ADDR a, GM_ADDR b,
 template <typename TD, typename TS>
 __aicore__ inline void CastCase(GM_ADDR params, GM_ADDR a, GM_ADDR b, GM_ADDR d) {
     const Prm p = LoadPrm(params);
-    WithRegions<TD, TS, TS>(p, a, b, d, [&](LocalTensor<TD>& dst, LocalTensor<TS>& src, LocalTensor<TS>&, auto&) {
-        const UnaryRepeatParams up((uint16_t)p.dstBlk, (uint16_t)p.s0Blk, (uint8_t)p.dstRep, (uint8_t)p.s0Rep);
+    WithRegions<TD, TS, TS>(p, a, b, d, [&](LocalTensor<TD>& dst, LocalTensor<TS>& src, LocalTensor<TS>&, auto&...) {
+        const UnaryRepeatParams up = UnaryParamsOf(p);
         const RoundMode mode = (RoundMode)p.extra;
         if constexpr (std::is_same_v<TD, half> && std::is_same_v<TS, int32_t>) {
             SetDeqScale(ScalarOf<half>(p));
         }
-        Forms<TD>(p, [&](auto s, auto m) { Cast<TD, TS, decltype(s)::value>(dst, src, mode, m, (uint8_t)p.repeat, up); },
-                  [&]() { Cast<TD, TS>(dst, src, mode, (uint32_t)p.count); });
+        ApiForms<TD>(p, [&](auto s, auto m) { Cast<TD, TS, decltype(s)::value>(dst, src, mode, m, (uint8_t)p.repeat, up); },
+                     [&]() { Cast<TD, TS>(dst, src, mode, (uint32_t)p.count); });
     });
 }
 
@@ -256,17 +142,16 @@ template <typename T>
 __aicore__ inline void CmpSelCase(GM_ADDR params, GM_ADDR a, GM_ADDR b, GM_ADDR d) {
     const Prm p = LoadPrm(params);
     if (p.op <= 1) {
-        WithRegions<uint8_t, T, T>(p, a, b, d, [&](LocalTensor<uint8_t>& dst, LocalTensor<T>& s0, LocalTensor<T>& s1, auto&) {
+        WithRegions<uint8_t, T, T>(p, a, b, d, [&](LocalTensor<uint8_t>& dst, LocalTensor<T>& s0, LocalTensor<T>& s1, auto&...) {
             const CMPMODE cm = (CMPMODE)p.extra;
             if (p.op == 0) {
-                const BinaryRepeatParams bp((uint8_t)p.dstBlk, (uint8_t)p.s0Blk, (uint8_t)p.s1Blk, (uint8_t)p.dstRep,
-                                            (uint8_t)p.s0Rep, (uint8_t)p.s1Rep);
+                const BinaryRepeatParams bp = BinaryParamsOf(p);
                 uint64_t m[2] = {p.mask0, p.mask1};
                 if (p.form == 0) Compare(dst, s0, s1, cm, (uint32_t)p.count);
                 else if (p.form == 1) Compare(dst, s0, s1, cm, m, (uint8_t)p.repeat, bp);
                 else Compare(dst, s0, s1, cm, p.mask0, (uint8_t)p.repeat, bp);
             } else {
-                const UnaryRepeatParams up((uint16_t)p.dstBlk, (uint16_t)p.s0Blk, (uint8_t)p.dstRep, (uint8_t)p.s0Rep);
+                const UnaryRepeatParams up = UnaryParamsOf(p);
                 const T sc = ScalarOf<T>(p);
                 uint64_t m[2] = {p.mask0, p.mask1};
                 if (p.form == 0) Compares(dst, s0, sc, cm, (uint32_t)p.count);
@@ -277,9 +162,9 @@ __aicore__ inline void CmpSelCase(GM_ADDR params, GM_ADDR a, GM_ADDR b, GM_ADDR 
         return;
     }
     if constexpr (std::is_same_v<T, half> || std::is_same_v<T, float>) {
-        WithRegions<T, T, uint8_t>(p, a, b, d, [&](LocalTensor<T>& dst, LocalTensor<T>& s0, LocalTensor<uint8_t>& sel, LocalTensor<T>& full) {
-            const BinaryRepeatParams bp((uint8_t)p.dstBlk, (uint8_t)p.s0Blk, (uint8_t)p.s1Blk, (uint8_t)p.dstRep,
-                                        (uint8_t)p.s0Rep, (uint8_t)p.s1Rep);
+        WithRegions<T, T, uint8_t>(p, a, b, d, [&](LocalTensor<T>& dst, LocalTensor<T>& s0, LocalTensor<uint8_t>& sel,
+                                                   LocalTensor<T>& full, auto&...) {
+            const BinaryRepeatParams bp = BinaryParamsOf(p);
             const SELMODE sm = (SELMODE)p.extra;
             LocalTensor<T> s1 = full[(uint32_t)p.extra2];  // src1 lives in region A after src0
             s1.SetSize((uint32_t)p.extra3);
@@ -307,7 +192,7 @@ extern "C" __global__ __aicore__ void cmpsel_s32(GM_ADDR p, GM_ADDR a, GM_ADDR b
 template <typename T>
 __aicore__ inline void ReduceCase(GM_ADDR params, GM_ADDR a, GM_ADDR b, GM_ADDR d) {
     const Prm p = LoadPrm(params);
-    WithRegions<T, T, T>(p, a, b, d, [&](LocalTensor<T>& dst, LocalTensor<T>& src, LocalTensor<T>& tmp, auto&) {
+    WithRegions<T, T, T>(p, a, b, d, [&](LocalTensor<T>& dst, LocalTensor<T>& src, LocalTensor<T>& tmp, auto&...) {
         uint64_t m[2] = {p.mask0, p.mask1};
         const int32_t mc = (int32_t)p.mask0;
         const int32_t rep = (int32_t)p.repeat, dR = (int32_t)p.dstRep, sB = (int32_t)p.s0Blk, sR = (int32_t)p.s0Rep;
@@ -406,14 +291,11 @@ extern "C" __global__ __aicore__ void reduce_f16(GM_ADDR p, GM_ADDR a, GM_ADDR b
 // ---- misuse cases: each op triggers one error the twin must report ----
 extern "C" __global__ __aicore__ void misuse(GM_ADDR params, GM_ADDR a, GM_ADDR b, GM_ADDR d) {
     const Prm p = LoadPrm(params);
-    if (p.op == 0) {  // vector API on the cube core of a mix launch
-        if ASCEND_IS_AIC {
-            LocalTensor<float> t;
-            Add(t, t, t, 64);
-        }
+    if (p.op == 0) {
+        OnTheCubeCore([](LocalTensor<float>& t) { Add(t, t, t, 64); });
         return;
     }
-    WithRegions<float, float, float>(p, a, b, d, [&](LocalTensor<float>& dst, LocalTensor<float>& s0, LocalTensor<float>& s1, auto&) {
+    WithRegions<float, float, float>(p, a, b, d, [&](LocalTensor<float>& dst, LocalTensor<float>& s0, LocalTensor<float>& s1, auto&...) {
         switch (p.op) {
             case 1: Add(dst, s0[3], s1, 64); break;                              // misaligned src0
             case 2: Add(dst, s0, s1, 64); break;                                 // footprint: lenA too small

@@ -2,130 +2,10 @@
 // (Axpy, FusedMulAdd, MulAddDst, MulAddRelu, FusedMulAddRelu, AddRelu, SubRelu, LeakyRelu), the bitwise APIs (And,
 // Or, Not, ShiftLeft, ShiftRight), the CMPMASK register (Compare without dst, GetCmpMask, SetCmpMask, Select without
 // a selMask tensor) and SetPadValue with DataCopyPad.
-// A GM block of int64 parameters (struct Prm) picks the API (op), the call form, mask, repeats, strides, offsets and
-// tensor sizes; UB holds three 60 KB regions (A: src0, B: src1, D: dst) loaded from GM; D goes back to GM.
+// The parameter block (struct Prm) and the three UB regions come from region_harness.h.
 #include <type_traits>
 
-#include "kernel_operator.h"
-using namespace AscendC;
-
-struct Prm {
-    int64_t op, form, count, repeat;
-    uint64_t mask0, mask1;
-    int64_t dstBlk, s0Blk, s1Blk, dstRep, s0Rep, s1Rep;
-    int64_t offD, offA, offB;  // element offsets of the operands in their regions
-    int64_t lenD, lenA, lenB;  // tensor sizes (elements) the API sees
-    int64_t gD, gA, gB;        // bytes moved GM <-> UB
-    int64_t extra, extra2, scalarBits, extra3;
-};
-constexpr int kPrm = 25;
-
-#if defined(ASCEND_TWIN)
-constexpr bool kTwin = true;  // bf16 arithmetic compiles on the twin only (it reports it at run time)
-#else
-constexpr bool kTwin = false;
-#endif
-
-constexpr uint32_t kRegion = 60 * 1024;
-
-__aicore__ inline Prm LoadPrm(GM_ADDR params) {
-    GlobalTensor<int64_t> g;
-    g.SetGlobalBuffer((__gm__ int64_t*)params, kPrm);
-    int64_t v[kPrm];
-    for (int i = 0; i < kPrm; ++i) v[i] = g.GetValue(i);
-    Prm p;
-    p.op = v[0]; p.form = v[1]; p.count = v[2]; p.repeat = v[3];
-    p.mask0 = (uint64_t)v[4]; p.mask1 = (uint64_t)v[5];
-    p.dstBlk = v[6]; p.s0Blk = v[7]; p.s1Blk = v[8]; p.dstRep = v[9]; p.s0Rep = v[10]; p.s1Rep = v[11];
-    p.offD = v[12]; p.offA = v[13]; p.offB = v[14];
-    p.lenD = v[15]; p.lenA = v[16]; p.lenB = v[17];
-    p.gD = v[18]; p.gA = v[19]; p.gB = v[20];
-    p.extra = v[21]; p.extra2 = v[22]; p.scalarBits = v[23]; p.extra3 = v[24];
-    return p;
-}
-
-template <typename T>
-__aicore__ inline T ScalarOf(const Prm& p) {
-    T v;
-    uint64_t bits = (uint64_t)p.scalarBits;
-    __builtin_memcpy(&v, &bits, sizeof(T));
-    return v;
-}
-
-// Loads the regions, runs body(dst, src0, src1, wholeA, wholeB, wholeD), stores region D back.
-template <typename TD, typename TA, typename TB, class Body>
-__aicore__ inline void WithRegions(const Prm& p, GM_ADDR gmA, GM_ADDR gmB, GM_ADDR gmD, Body body) {
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> buf;
-    pipe.InitBuffer(buf, 3 * kRegion);
-    LocalTensor<uint8_t> base = buf.Get<uint8_t>();
-    LocalTensor<TA> A = base[0].ReinterpretCast<TA>();
-    LocalTensor<TB> B = base[kRegion].ReinterpretCast<TB>();
-    LocalTensor<TD> D = base[2 * kRegion].ReinterpretCast<TD>();
-    A.SetSize(kRegion / sizeof(TA));
-    B.SetSize(kRegion / sizeof(TB));
-    D.SetSize(kRegion / sizeof(TD));
-    GlobalTensor<TA> ga;
-    GlobalTensor<TB> gb;
-    GlobalTensor<TD> gd;
-    const uint32_t nA = (uint32_t)(p.gA / sizeof(TA)), nB = (uint32_t)(p.gB / sizeof(TB)), nD = (uint32_t)(p.gD / sizeof(TD));
-    ga.SetGlobalBuffer((__gm__ TA*)gmA, nA);
-    gb.SetGlobalBuffer((__gm__ TB*)gmB, nB);
-    gd.SetGlobalBuffer((__gm__ TD*)gmD, nD);
-    if (nA > 0) DataCopy(A, ga, nA);
-    if (nB > 0) DataCopy(B, gb, nB);
-    if (nD > 0) DataCopy(D, gd, nD);
-    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
-    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
-    LocalTensor<TA> a = A[(uint32_t)p.offA];
-    LocalTensor<TB> b = B[(uint32_t)p.offB];
-    LocalTensor<TD> d = D[(uint32_t)p.offD];
-    a.SetSize((uint32_t)p.lenA);
-    b.SetSize((uint32_t)p.lenB);
-    d.SetSize((uint32_t)p.lenD);
-    body(d, a, b, A, B, D);
-    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
-    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
-    if (nD > 0) DataCopy(gd, D, nD);
-}
-
-// Call forms: 0 count, 1 mask[], 2 continuous mask, 3 register (bits), 4 register counter mode, 5 counter mode with
-// mask[] = {count, 0}, 6 register (continuous).
-template <typename T, class L0, class Cnt>
-__aicore__ inline void Forms(const Prm& p, L0 l0, Cnt cnt) {
-    uint64_t m[2] = {p.mask0, p.mask1};
-    switch (p.form) {
-        case 0: cnt(); break;
-        case 1: l0(std::true_type{}, m); break;
-        case 2: l0(std::true_type{}, (uint64_t)p.mask0); break;
-        case 3:
-            SetVectorMask<T>(p.mask1, p.mask0);
-            l0(std::false_type{}, MASK_PLACEHOLDER);
-            ResetMask();
-            break;
-        case 4:
-            SetMaskCount();
-            SetVectorMask<T, MaskMode::COUNTER>((int32_t)p.count);
-            l0(std::false_type{}, MASK_PLACEHOLDER);
-            SetMaskNorm();
-            ResetMask();
-            break;
-        case 5: {
-            SetMaskCount();
-            uint64_t mc[2] = {(uint64_t)p.count, 0};
-            l0(std::true_type{}, mc);
-            SetMaskNorm();
-            ResetMask();
-            break;
-        }
-        case 6:
-            SetVectorMask<T>((int32_t)p.mask0);
-            l0(std::false_type{}, MASK_PLACEHOLDER);
-            ResetMask();
-            break;
-        default: break;
-    }
-}
+#include "region_harness.h"
 
 // Copies the mask register (low, high, counter mode) to the start of region D as uint64 when extra3 = 1, so tests
 // can see what an API left in it.
@@ -151,14 +31,12 @@ __aicore__ inline void MoreCase(GM_ADDR params, GM_ADDR a, GM_ADDR b, GM_ADDR d)
     const Prm p = LoadPrm(params);
     WithRegions<T, T, T>(p, a, b, d, [&](LocalTensor<T>& dst, LocalTensor<T>& s0, LocalTensor<T>& s1,
                                          LocalTensor<T>&, LocalTensor<T>&, LocalTensor<T>& wholeD) {
-        const BinaryRepeatParams bp((uint8_t)p.dstBlk, (uint8_t)p.s0Blk, (uint8_t)p.s1Blk, (uint8_t)p.dstRep,
-                                    (uint8_t)p.s0Rep, (uint8_t)p.s1Rep);
-        const UnaryRepeatParams up((uint16_t)p.dstBlk, (uint16_t)p.s0Blk, (uint8_t)p.dstRep, (uint8_t)p.s0Rep);
+        const BinaryRepeatParams bp = BinaryParamsOf(p);
+        const UnaryRepeatParams up = UnaryParamsOf(p);
         const uint8_t rep = (uint8_t)p.repeat;
         const int32_t cnt = (int32_t)p.count;
         const T sc = ScalarOf<T>(p);
-        constexpr bool isBf16 = std::is_same_v<T, bfloat16_t>;
-        constexpr bool isFloat = std::is_same_v<T, float> || std::is_same_v<T, half> || (isBf16 && kTwin);
+        constexpr bool isFloat = kFloatArith<T>;
         constexpr bool is16 = std::is_same_v<T, int16_t> || std::is_same_v<T, uint16_t>;
         constexpr bool isInt = std::is_same_v<T, int16_t> || std::is_same_v<T, uint16_t> ||
                                std::is_same_v<T, int32_t> || std::is_same_v<T, uint32_t>;
@@ -284,9 +162,8 @@ extern "C" __global__ __aicore__ void mixed_f32_f16(GM_ADDR params, GM_ADDR a, G
     WithRegions<float, half, half>(p, a, b, d, [&](LocalTensor<float>& dst, LocalTensor<half>& s0,
                                                    LocalTensor<half>& s1, LocalTensor<half>&, LocalTensor<half>&,
                                                    LocalTensor<float>&) {
-        const BinaryRepeatParams bp((uint8_t)p.dstBlk, (uint8_t)p.s0Blk, (uint8_t)p.s1Blk, (uint8_t)p.dstRep,
-                                    (uint8_t)p.s0Rep, (uint8_t)p.s1Rep);
-        const UnaryRepeatParams up((uint16_t)p.dstBlk, (uint16_t)p.s0Blk, (uint8_t)p.dstRep, (uint8_t)p.s0Rep);
+        const BinaryRepeatParams bp = BinaryParamsOf(p);
+        const UnaryRepeatParams up = UnaryParamsOf(p);
         const uint8_t rep = (uint8_t)p.repeat;
         const int32_t cnt = (int32_t)p.count;
         const half sc = ScalarOf<half>(p);
@@ -318,8 +195,7 @@ __aicore__ inline void CmpMaskCase(GM_ADDR params, GM_ADDR a, GM_ADDR b, GM_ADDR
         WithRegions<uint8_t, T, uint8_t>(p, a, b, d, [&](LocalTensor<uint8_t>& dst, LocalTensor<T>& s0,
                                                          LocalTensor<uint8_t>& sel, LocalTensor<T>& wholeA,
                                                          LocalTensor<uint8_t>&, LocalTensor<uint8_t>&) {
-            const BinaryRepeatParams bp((uint8_t)p.dstBlk, (uint8_t)p.s0Blk, (uint8_t)p.s1Blk, (uint8_t)p.dstRep,
-                                        (uint8_t)p.s0Rep, (uint8_t)p.s1Rep);
+            const BinaryRepeatParams bp = BinaryParamsOf(p);
             LocalTensor<T> s1 = wholeA[(uint32_t)p.extra2];
             s1.SetSize((uint32_t)p.extra3);
             uint64_t m[2] = {p.mask0, p.mask1};
@@ -350,8 +226,7 @@ __aicore__ inline void CmpMaskCase(GM_ADDR params, GM_ADDR a, GM_ADDR b, GM_ADDR
     }
     WithRegions<T, T, uint8_t>(p, a, b, d, [&](LocalTensor<T>& dst, LocalTensor<T>& s0, LocalTensor<uint8_t>& sel,
                                                LocalTensor<T>& wholeA, LocalTensor<uint8_t>& wholeB, LocalTensor<T>&) {
-        const BinaryRepeatParams bp((uint8_t)p.dstBlk, (uint8_t)p.s0Blk, (uint8_t)p.s1Blk, (uint8_t)p.dstRep,
-                                    (uint8_t)p.s0Rep, (uint8_t)p.s1Rep);
+        const BinaryRepeatParams bp = BinaryParamsOf(p);
         LocalTensor<T> s1 = wholeA[(uint32_t)p.extra2];
         s1.SetSize((uint32_t)p.extra3);
         const uint8_t rep = (uint8_t)p.repeat;
@@ -474,11 +349,8 @@ extern "C" __global__ __aicore__ void pad_s8(GM_ADDR p, GM_ADDR s, GM_ADDR o) { 
 // ---- misuse cases of the added APIs: each op triggers one error the twin must report ----
 extern "C" __global__ __aicore__ void more_misuse(GM_ADDR params, GM_ADDR a, GM_ADDR b, GM_ADDR d) {
     const Prm p = LoadPrm(params);
-    if (p.op == 0) {  // vector API on the cube core of a mix launch
-        if ASCEND_IS_AIC {
-            LocalTensor<float> t;
-            FusedMulAdd(t, t, t, 64);
-        }
+    if (p.op == 0) {
+        OnTheCubeCore([](LocalTensor<float>& t) { FusedMulAdd(t, t, t, 64); });
         return;
     }
     WithRegions<float, float, float>(p, a, b, d, [&](LocalTensor<float>& dst, LocalTensor<float>& s0,
