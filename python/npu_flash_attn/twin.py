@@ -78,6 +78,17 @@ def _headers_digest() -> str:
     return h.hexdigest()
 
 
+def _user_headers_digest(dirs: Sequence[str]) -> str:
+    """Digest of the headers next to the kernel and in its include directories, so editing one recompiles."""
+    h = hashlib.sha256()
+    for d in dirs:
+        for p in sorted(Path(d).glob("*")):
+            if p.is_file() and p.suffix in (".h", ".hpp", ".inc"):
+                h.update(str(p).encode())
+                h.update(p.read_bytes())
+    return h.hexdigest()
+
+
 _compile_lock = threading.Lock()
 
 
@@ -86,7 +97,8 @@ def compile_kernel(source: str | os.PathLike, *, flags: Sequence[str] = (), incl
     """Compile an Ascend C kernel file (a path, or source text containing a newline) against the twin.
 
     `include` adds include directories, `flags` extra g++ flags (e.g. "-DMY_TILE=64"). Results are cached by
-    content under ~/.cache/npu_flash_attn/kernels (override with NPU_TWIN_CACHE).
+    content (the source, the twin, and the headers next to the source and in `include`) under
+    ~/.cache/npu_flash_attn/kernels (override with NPU_TWIN_CACHE).
     """
     text_given = isinstance(source, str) and "\n" in source
     if text_given:
@@ -99,7 +111,8 @@ def compile_kernel(source: str | os.PathLike, *, flags: Sequence[str] = (), incl
     inc = include_dirs() + [str(Path(i).resolve()) for i in include] + ([str(src_dir)] if src_dir else [])
     abi = _resource_root() / "twin" / "src" / "kernel_abi.inc"
     cmd_tail = ["-std=c++17", opt, "-fPIC", "-shared", "-pthread", *flags, *[f"-I{i}" for i in inc]]
-    key = hashlib.sha256("\0".join([src_text, _headers_digest(), *cmd_tail]).encode()).hexdigest()[:24]
+    key = hashlib.sha256("\0".join([src_text, _headers_digest(), _user_headers_digest(inc[2:]), *cmd_tail])
+                         .encode()).hexdigest()[:24]
     out = _cache_dir() / f"kernel_{key}.so"
     with _compile_lock:
         if not out.exists():
