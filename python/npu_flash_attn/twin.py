@@ -11,6 +11,7 @@ CANN's CPU debug flow. Errors the NPU would not report (overflow, misalignment, 
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import operator
 import os
@@ -78,6 +79,20 @@ def _headers_digest() -> str:
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=None)
+def _native_flags() -> tuple[str, ...]:
+    """-march=native when the compiler takes it: kernels are built on the machine that runs them, and F16C/AVX make
+    half/bfloat16 emulation several times faster. NPU_FA_PORTABLE=1 turns it off."""
+    if os.environ.get("NPU_FA_PORTABLE"):
+        return ()
+    with tempfile.TemporaryDirectory() as td:
+        src = Path(td) / "t.cpp"
+        src.write_text("int main() { return 0; }\n")
+        r = subprocess.run([os.environ.get("CXX", "g++"), "-march=native", str(src), "-o", str(Path(td) / "t")],
+                           capture_output=True)
+    return ("-march=native",) if r.returncode == 0 else ()
+
+
 def _user_headers_digest(dirs: Sequence[str]) -> str:
     """Digest of the headers next to the kernel and in its include directories, so editing one recompiles."""
     h = hashlib.sha256()
@@ -96,7 +111,8 @@ def compile_kernel(source: str | os.PathLike, *, flags: Sequence[str] = (), incl
                    opt: str = "-O2") -> "KernelLibrary":
     """Compile an Ascend C kernel file (a path, or source text containing a newline) against the twin.
 
-    `include` adds include directories, `flags` extra g++ flags (e.g. "-DMY_TILE=64"). Results are cached by
+    Builds with `opt` plus -march=native where supported (NPU_FA_PORTABLE=1: without). `include` adds include
+    directories, `flags` extra g++ flags (e.g. "-DMY_TILE=64"). Results are cached by
     content (the source, the twin, and the headers next to the source and in `include`) under
     ~/.cache/npu_flash_attn/kernels (override with NPU_TWIN_CACHE).
     """
@@ -110,7 +126,7 @@ def compile_kernel(source: str | os.PathLike, *, flags: Sequence[str] = (), incl
         src_text, src_dir = path.read_text(), path.parent
     inc = include_dirs() + [str(Path(i).resolve()) for i in include] + ([str(src_dir)] if src_dir else [])
     abi = _resource_root() / "twin" / "src" / "kernel_abi.inc"
-    cmd_tail = ["-std=c++17", opt, "-fPIC", "-shared", "-pthread", *flags, *[f"-I{i}" for i in inc]]
+    cmd_tail = ["-std=c++17", opt, *_native_flags(), "-fPIC", "-shared", "-pthread", *flags, *[f"-I{i}" for i in inc]]
     key = hashlib.sha256("\0".join([src_text, _headers_digest(), _user_headers_digest(inc[2:]), *cmd_tail])
                          .encode()).hexdigest()[:24]
     out = _cache_dir() / f"kernel_{key}.so"
