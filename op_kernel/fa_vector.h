@@ -285,7 +285,7 @@ private:
         AscendC::LocalTensor<float> divisor = Stat(kStatBcast);
         AscendC::LocalTensor<uint8_t> valid = statBitsBuf_.Get<uint8_t>();
         AscendC::Compares(valid, mRun, kMaskValue, AscendC::CMPMODE::NE, statN);
-        AscendC::Select(divisor, valid, lRun, kInfinity(), AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
+        AscendC::Select(divisor, valid, lRun, PositiveInfinity(), AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
         AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
         RowBroadcast<2>(acc, divisor, rows, dvPad_);
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
@@ -326,7 +326,7 @@ private:
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
     }
 
-    __aicore__ inline static float kInfinity() { return __builtin_huge_valf(); }
+    __aicore__ inline static float PositiveInfinity() { return __builtin_huge_valf(); }
 
     const FlashAttentionTilingData* t_ = nullptr;
     uint32_t core_ = 0, sub_ = 0;
