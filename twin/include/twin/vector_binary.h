@@ -7,9 +7,11 @@
 namespace twin {
 namespace vec {
 
-template <class Op, typename T>
-inline void BinaryRun(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& s0,
-                      const AscendC::LocalTensor<T>& s1, const Exec& x, const AscendC::BinaryRepeatParams& p) {
+// Checks dst/src0/src1 of a two-source instruction and applies body(d, a, b, n) to each contiguous run.
+template <typename T, class Body>
+inline void TwoSourceRun(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& s0,
+                         const AscendC::LocalTensor<T>& s1, const Exec& x, const AscendC::BinaryRepeatParams& p,
+                         Body body) {
     const Opd o[3] = {{dst.Ptr(), (uint32_t)sizeof(T), p.dstBlkStride, p.dstRepStride},
                       {s0.Ptr(), (uint32_t)sizeof(T), p.src0BlkStride, p.src0RepStride},
                       {s1.Ptr(), (uint32_t)sizeof(T), p.src1BlkStride, p.src1RepStride}};
@@ -17,10 +19,16 @@ inline void BinaryRun(const char* api, const AscendC::LocalTensor<T>& dst, const
     CheckOperand(api, "src0", s0, o[1], x);
     CheckOperand(api, "src1", s1, o[2], x);
     CheckDstBlkStride(api, "dstBlkStride", o[0], x);
-    ForEachRun(o, x, sizeof(T), [](uint8_t* const* q, uint64_t n, uint64_t) {
-        RunBinary<Op, T>(reinterpret_cast<T*>(q[0]), reinterpret_cast<const T*>(q[1]), reinterpret_cast<const T*>(q[2]), n);
+    ForEachRun(o, x, sizeof(T), [&](uint8_t* const* q, uint64_t n, uint64_t) {
+        body(reinterpret_cast<T*>(q[0]), reinterpret_cast<const T*>(q[1]), reinterpret_cast<const T*>(q[2]), n);
     });
     TraceV(api, x.Active(), x.Active() * 3 * sizeof(T), x.Repeats(), dst.Ptr(), s0.Ptr());
+}
+
+template <class Op, typename T>
+inline void BinaryRun(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& s0,
+                      const AscendC::LocalTensor<T>& s1, const Exec& x, const AscendC::BinaryRepeatParams& p) {
+    TwoSourceRun(api, dst, s0, s1, x, p, [](T* d, const T* a, const T* b, uint64_t n) { RunBinary<Op, T>(d, a, b, n); });
 }
 
 template <class Op, typename T>

@@ -6,6 +6,7 @@
 //   Unsigned types shift logically. Signed ShiftRight is arithmetic (roundEn adds bit (n - 1) of the source, i.e.
 //   rounds half up; no effect for unsigned types); signed ShiftLeft keeps the sign bit and shifts the other bits.
 #pragma once
+#include "twin/vector_binary.h"
 #include "twin/vector_more_common.h"
 
 namespace twin {
@@ -56,20 +57,9 @@ inline C ShiftRight1(C a, uint32_t n, bool round) {
 template <class Op, typename T>
 inline void BitBinaryRun(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& s0,
                          const AscendC::LocalTensor<T>& s1, const Exec& x, const AscendC::BinaryRepeatParams& p) {
-    const Opd o[3] = {{dst.Ptr(), (uint32_t)sizeof(T), p.dstBlkStride, p.dstRepStride},
-                      {s0.Ptr(), (uint32_t)sizeof(T), p.src0BlkStride, p.src0RepStride},
-                      {s1.Ptr(), (uint32_t)sizeof(T), p.src1BlkStride, p.src1RepStride}};
-    CheckOperand(api, "dst", dst, o[0], x);
-    CheckOperand(api, "src0", s0, o[1], x);
-    CheckOperand(api, "src1", s1, o[2], x);
-    CheckDstBlkStride(api, "dstBlkStride", o[0], x);
-    ForEachRun(o, x, sizeof(T), [](uint8_t* const* q, uint64_t n, uint64_t) {
-        T* d = reinterpret_cast<T*>(q[0]);
-        const T* a = reinterpret_cast<const T*>(q[1]);
-        const T* b = reinterpret_cast<const T*>(q[2]);
+    TwoSourceRun(api, dst, s0, s1, x, p, [](T* d, const T* a, const T* b, uint64_t n) {
         for (uint64_t i = 0; i < n; ++i) d[i] = Op::F(a[i], b[i]);
     });
-    TraceV(api, x.Active(), x.Active() * 3 * sizeof(T), x.Repeats(), dst.Ptr(), s0.Ptr());
 }
 
 template <class Op, typename T>

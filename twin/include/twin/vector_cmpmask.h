@@ -92,37 +92,7 @@ inline void SelectRegRun(const char* api, const AscendC::LocalTensor<T>& dst, co
         ob.p = s1->Ptr();
         CheckOperand(api, "src1", *s1, ob, x);
     }
-    const uint32_t E = x.perRep;
-    const typename Lane<T>::C sv = scalar ? *scalar : typename Lane<T>::C(0);
-    auto body = [&](uint8_t* const* q, uint64_t n, uint64_t logical) {
-        using L = Lane<T>;
-        alignas(64) typename L::C xa[kChunk], xb[kChunk], xr[kChunk];
-        T* d = reinterpret_cast<T*>(q[0]);
-        const T* a = reinterpret_cast<const T*>(q[1]);
-        const T* b = s1 ? reinterpret_cast<const T*>(q[2]) : nullptr;
-        for (uint64_t i = 0; i < n; i += kChunk) {
-            const uint32_t k = (uint32_t)std::min<uint64_t>(kChunk, n - i);
-            L::Load(xa, a + i, k);
-            if (b) {
-                L::Load(xb, b + i, k);
-            } else {
-                for (uint32_t j = 0; j < k; ++j) xb[j] = sv;
-            }
-            for (uint32_t j = 0; j < k; ++j) {
-                const uint64_t li = logical + i + j;
-                xr[j] = SelBit(selBytes, perRepeatBits ? li : li % E) ? xa[j] : xb[j];
-            }
-            L::Store(d + i, xr, k);
-        }
-    };
-    if (s1 != nullptr) {
-        const Opd o[3] = {od, oa, ob};
-        ForEachRun(o, x, sizeof(T), body);
-    } else {
-        const Opd o[2] = {od, oa};
-        ForEachRun(o, x, sizeof(T), body);
-    }
-    TraceV(api, x.Active(), x.Active() * sizeof(T) * (s1 ? 3 : 2), x.Repeats(), dst.Ptr(), s0.Ptr());
+    SelectApply(api, dst, s0, s1, od, oa, ob, selBytes, perRepeatBits, scalar ? *scalar : typename Lane<T>::C(0), x);
 }
 
 // Bytes of per-repeat selection bits the instruction consumes (bits [0, last active logical index]).

@@ -122,6 +122,45 @@ inline void StageTmp(const char* api, const void* src32, uint32_t bytes) {
     std::memcpy(c.Base(Mem::UB) + off, src32, bytes);
 }
 
+// The selection itself, shared by the tensor-mask and register (CMPMASK) forms: element i of the run takes src0
+// where bit i of `selBits` is set (bit i mod elements-per-repeat when the bits are one repeat's worth), else src1 or
+// the scalar `sv`. Operands are already checked.
+template <typename T>
+inline void SelectApply(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& s0,
+                        const AscendC::LocalTensor<T>* s1, const Opd& od, const Opd& oa, const Opd& ob,
+                        const uint8_t* selBits, bool bitsPerElement, typename Lane<T>::C sv, const Exec& x) {
+    const uint32_t E = x.perRep;
+    auto body = [&](uint8_t* const* q, uint64_t n, uint64_t logical) {
+        using L = Lane<T>;
+        alignas(64) typename L::C xa[kChunk], xb[kChunk], xr[kChunk];
+        T* d = reinterpret_cast<T*>(q[0]);
+        const T* a = reinterpret_cast<const T*>(q[1]);
+        const T* b = s1 ? reinterpret_cast<const T*>(q[2]) : nullptr;
+        for (uint64_t i = 0; i < n; i += kChunk) {
+            const uint32_t k = (uint32_t)std::min<uint64_t>(kChunk, n - i);
+            L::Load(xa, a + i, k);
+            if (b) {
+                L::Load(xb, b + i, k);
+            } else {
+                for (uint32_t j = 0; j < k; ++j) xb[j] = sv;
+            }
+            for (uint32_t j = 0; j < k; ++j) {
+                const uint64_t li = logical + i + j;
+                xr[j] = SelBit(selBits, bitsPerElement ? li : li % E) ? xa[j] : xb[j];
+            }
+            L::Store(d + i, xr, k);
+        }
+    };
+    if (s1 != nullptr) {
+        const Opd o[3] = {od, oa, ob};
+        ForEachRun(o, x, sizeof(T), body);
+    } else {
+        const Opd o[2] = {od, oa};
+        ForEachRun(o, x, sizeof(T), body);
+    }
+    TraceV(api, x.Active(), x.Active() * sizeof(T) * (s1 ? 3 : 2), x.Repeats(), dst.Ptr(), s0.Ptr());
+}
+
 template <typename T, typename U>
 inline void SelectRun(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<U>& selMask,
                       const AscendC::LocalTensor<T>& s0, const AscendC::LocalTensor<T>* s1, const T* scalar,
@@ -184,39 +223,8 @@ inline void SelectRun(const char* api, const AscendC::LocalTensor<T>& dst, const
         for (uint32_t i = 0; i < 16; i += 4) std::memcpy(spr.cmpMask + i, &a, 4);
     }
     spr.cmpMaskSet = true;
-    const uint32_t E = x.perRep;
-    const typename Lane<T>::C sv = scalar ? Lane<T>::Of(*scalar) : typename Lane<T>::C(0);
-    auto body = [&](uint8_t* const* q, uint64_t n, uint64_t logical) {
-        using L = Lane<T>;
-        using C = typename L::C;
-        alignas(64) C xa[kChunk], xb[kChunk], xr[kChunk];
-        T* d = reinterpret_cast<T*>(q[0]);
-        const T* a = reinterpret_cast<const T*>(q[1]);
-        const T* b = s1 ? reinterpret_cast<const T*>(q[2]) : nullptr;
-        for (uint64_t i = 0; i < n; i += kChunk) {
-            const uint32_t k = (uint32_t)std::min<uint64_t>(kChunk, n - i);
-            L::Load(xa, a + i, k);
-            if (b) {
-                L::Load(xb, b + i, k);
-            } else {
-                for (uint32_t j = 0; j < k; ++j) xb[j] = sv;
-            }
-            for (uint32_t j = 0; j < k; ++j) {
-                const uint64_t li = logical + i + j;
-                const bool bit = mode0 ? SelBit(cmpmask, li % E) : SelBit(sel, li);
-                xr[j] = bit ? xa[j] : xb[j];
-            }
-            L::Store(d + i, xr, k);
-        }
-    };
-    if (s1 != nullptr) {
-        const Opd o[3] = {od, oa, ob};
-        ForEachRun(o, x, sizeof(T), body);
-    } else {
-        const Opd o[2] = {od, oa};
-        ForEachRun(o, x, sizeof(T), body);
-    }
-    TraceV(api, x.Active(), x.Active() * sizeof(T) * (s1 ? 3 : 2), R, dst.Ptr(), s0.Ptr());
+    SelectApply(api, dst, s0, s1, od, oa, ob, mode0 ? cmpmask : sel, !mode0,
+                scalar ? Lane<T>::Of(*scalar) : typename Lane<T>::C(0), x);
 }
 
 inline void CheckSelMode(const char* api, AscendC::SELMODE mode, bool scalarForm) {

@@ -116,19 +116,33 @@ inline uint64_t LastActiveRepeat(const Exec& x, bool& any) {
 }
 
 // ---- ReduceRepeat ----
-template <AscendC::ReduceType RT, typename T>
-inline void ReduceRepeatRun(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
-                            const MaskArg& m, int32_t repeatTime, int32_t dstRepStride, int32_t srcBlkStride,
-                            int32_t srcRepStride, AscendC::ReduceOrder order) {
+// The level-0 reductions' common start: AIV only, repeat and stride ranges, the selection and the source check.
+struct ReduceSrc {
+    Exec x;
+    Opd o;
+};
+template <typename T>
+inline ReduceSrc ReduceL0Source(const char* api, const AscendC::LocalTensor<T>& src, const MaskArg& m, int32_t repeatTime,
+                                int32_t dstRepStride, int32_t srcBlkStride, int32_t srcRepStride) {
     RequireAiv(api);
     CheckRepeatRange(api, repeatTime);
     CheckStride(api, "dstRepStride", dstRepStride);
     CheckStride(api, "srcBlkStride", srcBlkStride);
     CheckStride(api, "srcRepStride", srcRepStride);
+    ReduceSrc r{MakeL0Exec(api, m, 256 / sizeof(T), (uint64_t)repeatTime),
+                {src.Ptr(), (uint32_t)sizeof(T), (uint32_t)srcBlkStride, (uint32_t)srcRepStride}};
+    CheckReduceSrc(api, src, r.o, r.x);
+    return r;
+}
+
+template <AscendC::ReduceType RT, typename T>
+inline void ReduceRepeatRun(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
+                            const MaskArg& m, int32_t repeatTime, int32_t dstRepStride, int32_t srcBlkStride,
+                            int32_t srcRepStride, AscendC::ReduceOrder order) {
     if ((int)order > 3) Fail(api, "order %d is not a ReduceOrder", (int)order);
-    const Exec x = MakeL0Exec(api, m, 256 / sizeof(T), (uint64_t)repeatTime);
-    const Opd o = {src.Ptr(), (uint32_t)sizeof(T), (uint32_t)srcBlkStride, (uint32_t)srcRepStride};
-    CheckReduceSrc(api, src, o, x);
+    const ReduceSrc rs = ReduceL0Source(api, src, m, repeatTime, dstRepStride, srcBlkStride, srcRepStride);
+    const Exec& x = rs.x;
+    const Opd& o = rs.o;
     uint32_t unit, resBytes, align;
     if (RT == AscendC::ReduceType::SUM) {
         unit = resBytes = align = sizeof(T);
@@ -184,14 +198,9 @@ template <AscendC::ReduceType RT, typename T>
 inline void ReduceDataBlockRun(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
                                const MaskArg& m, int32_t repeatTime, int32_t dstRepStride, int32_t srcBlkStride,
                                int32_t srcRepStride) {
-    RequireAiv(api);
-    CheckRepeatRange(api, repeatTime);
-    CheckStride(api, "dstRepStride", dstRepStride);
-    CheckStride(api, "srcBlkStride", srcBlkStride);
-    CheckStride(api, "srcRepStride", srcRepStride);
-    const Exec x = MakeL0Exec(api, m, 256 / sizeof(T), (uint64_t)repeatTime);
-    const Opd o = {src.Ptr(), (uint32_t)sizeof(T), (uint32_t)srcBlkStride, (uint32_t)srcRepStride};
-    CheckReduceSrc(api, src, o, x);
+    const ReduceSrc rs = ReduceL0Source(api, src, m, repeatTime, dstRepStride, srcBlkStride, srcRepStride);
+    const Exec& x = rs.x;
+    const Opd& o = rs.o;
     constexpr uint32_t epb = 32 / sizeof(T);
     const uint64_t R = x.Repeats();
     // footprint: the last written block of the last repeat
@@ -234,14 +243,9 @@ template <typename T>
 inline void ReducePairRun(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
                           const MaskArg& m, int32_t repeatTime, int32_t dstRepStride, int32_t srcBlkStride,
                           int32_t srcRepStride) {
-    RequireAiv(api);
-    CheckRepeatRange(api, repeatTime);
-    CheckStride(api, "dstRepStride", dstRepStride);
-    CheckStride(api, "srcBlkStride", srcBlkStride);
-    CheckStride(api, "srcRepStride", srcRepStride);
-    const Exec x = MakeL0Exec(api, m, 256 / sizeof(T), (uint64_t)repeatTime);
-    const Opd o = {src.Ptr(), (uint32_t)sizeof(T), (uint32_t)srcBlkStride, (uint32_t)srcRepStride};
-    CheckReduceSrc(api, src, o, x);
+    const ReduceSrc rs = ReduceL0Source(api, src, m, repeatTime, dstRepStride, srcBlkStride, srcRepStride);
+    const Exec& x = rs.x;
+    const Opd& o = rs.o;
     const uint64_t R = x.Repeats();
     constexpr uint32_t perOut = 128 / sizeof(T);  // outputs per repeat slot (128 B)
     uint64_t end = 0;
