@@ -38,17 +38,7 @@ inline void GmToL1Blocks(const char* api, const AscendC::LocalTensor<T>& dst, co
     CubeOperand(api, "dst", dst, Mem::L1, 32, "L1 (A1/B1/C1/TSCM)");
     if (blockCount > 4095) Fail(api, "blockCount %u is outside [0, 4095]", blockCount);
     if (blockCount == 0 || blockBytes == 0) return;
-    const uint64_t dstSpan = (blockCount - 1) * (blockBytes + dstGapBytes) + blockBytes;
-    const uint64_t srcSpan = (blockCount - 1) * (blockBytes + srcGapBytes) + blockBytes;
-    CheckLocalSpan(api, "dst", dst, 0, dstSpan);
-    if (srcSpan % sizeof(T) != 0) Fail(api, "GM span of %llu bytes is not a whole number of elements", (unsigned long long)srcSpan);
-    src.CheckElems(api, 0, srcSpan / sizeof(T));
-    const uint8_t* g = (const uint8_t*)src.GetPhyAddr();
-    for (uint32_t b = 0; b < blockCount; ++b) {
-        NoteGm(api, g + b * (blockBytes + srcGapBytes), blockBytes, false);
-        std::memcpy(dst.Ptr() + b * (blockBytes + dstGapBytes), g + b * (blockBytes + srcGapBytes), blockBytes);
-    }
-    Trace(api, PIPE_MTE2, blockCount * blockBytes / sizeof(T), blockCount * blockBytes, blockCount, dst.Ptr(), g);
+    GmLocalCopy(api, dst, src, false, blockCount, blockBytes, srcGapBytes, dstGapBytes);
 }
 
 // Count form: count * sizeof(T) is rounded down to whole 32 B blocks, as on the NPU (and as the GM->UB path does).

@@ -176,14 +176,11 @@ inline void LoadData(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
     if (p.repeatTimes == 0) return;
     int64_t maxSrc = 0;
     for (uint32_t i = 0; i < p.repeatTimes; ++i) {
-        int64_t s = twin::LoadSrcIndex(api, p.startIndex, p.srcStride, p.addrMode, i);
-        if (s > maxSrc) maxSrc = s;
-    }
-    src.CheckElems(api, 0, (uint64_t)(maxSrc + 1) * twin::kFractalBytes / sizeof(T));
-    for (uint32_t i = 0; i < p.repeatTimes; ++i) {
         const int64_t s = twin::LoadSrcIndex(api, p.startIndex, p.srcStride, p.addrMode, i);
+        if (s > maxSrc) maxSrc = s;
         twin::NoteGm(api, (const uint8_t*)src.GetPhyAddr() + (uint64_t)s * twin::kFractalBytes, twin::kFractalBytes, false);
     }
+    src.CheckElems(api, 0, (uint64_t)(maxSrc + 1) * twin::kFractalBytes / sizeof(T));
     twin::NoteAccess(api, dm, dst.Addr(api), ((uint64_t)(p.repeatTimes - 1) * (p.dstGap + 1ull) + 1) * twin::kFractalBytes, true);
     twin::Load2DFractals<T>(api, dst.Ptr(), dst.GetLength(), (const uint8_t*)src.GetPhyAddr(), 0, p, true);
     twin::Trace(api, PIPE_MTE2, p.repeatTimes * twin::kFractalBytes / sizeof(T), p.repeatTimes * (uint64_t)twin::kFractalBytes,

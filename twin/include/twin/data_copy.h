@@ -71,24 +71,21 @@ template <typename T>
 void CopyPadGmToL1(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<T>& src,
                    const AscendC::DataCopyExtParams& p, const AscendC::DataCopyPadExtParams<T>& pad);
 
-// Moves blockCount blocks of blockBytes; gaps in bytes. Checks both sides, then copies (GM writes honour atomics).
+// Moves blockCount blocks of blockBytes between GM and an on-core buffer (UB, or L1 from GM); gaps in bytes. Checks
+// both spans, copies (GM writes honour atomics) and traces. Position and core-kind checks are the caller's.
 template <typename T>
-inline void GmUbBlocks(const char* api, const AscendC::LocalTensor<T>& ub, const AscendC::GlobalTensor<T>& gm, bool toGm,
-                       uint32_t blockCount, uint64_t blockBytes, uint64_t gmGapBytes, uint64_t ubGapBytes) {
-    if (blockCount == 0 || blockBytes == 0) return;
-    RequirePhys(api, toGm ? "src" : "dst", ub, Mem::UB);
-    RequireAiv(api);
-    CheckAlign(api, toGm ? "src" : "dst", ub, 32);
-    uint64_t ubSpan = (blockCount - 1) * (blockBytes + ubGapBytes) + blockBytes;
-    uint64_t gmSpan = (blockCount - 1) * (blockBytes + gmGapBytes) + blockBytes;
-    CheckLocalSpan(api, toGm ? "src" : "dst", ub, 0, ubSpan);
+inline void GmLocalCopy(const char* api, const AscendC::LocalTensor<T>& local, const AscendC::GlobalTensor<T>& gm,
+                        bool toGm, uint32_t blockCount, uint64_t blockBytes, uint64_t gmGapBytes, uint64_t localGapBytes) {
+    const uint64_t localSpan = (blockCount - 1) * (blockBytes + localGapBytes) + blockBytes;
+    const uint64_t gmSpan = (blockCount - 1) * (blockBytes + gmGapBytes) + blockBytes;
+    CheckLocalSpan(api, toGm ? "src" : "dst", local, 0, localSpan);
     if (gmSpan % sizeof(T) != 0) Fail(api, "GM span of %llu bytes is not a whole number of elements", (unsigned long long)gmSpan);
     gm.CheckElems(api, 0, gmSpan / sizeof(T));
     uint8_t* g = (uint8_t*)gm.GetPhyAddr();
-    uint8_t* u = ub.Ptr();
+    uint8_t* u = local.Ptr();
     for (uint32_t b = 0; b < blockCount; ++b) {
         uint8_t* gb = g + b * (blockBytes + gmGapBytes);
-        uint8_t* lb = u + b * (blockBytes + ubGapBytes);
+        uint8_t* lb = u + b * (blockBytes + localGapBytes);
         if (toGm) {
             GmWrite<T>(gb, lb, blockBytes);
         } else {
@@ -98,6 +95,17 @@ inline void GmUbBlocks(const char* api, const AscendC::LocalTensor<T>& ub, const
     }
     Trace(api, toGm ? PIPE_MTE3 : PIPE_MTE2, blockCount * blockBytes / sizeof(T), blockCount * blockBytes, blockCount,
           toGm ? (const void*)g : (const void*)u, toGm ? (const void*)u : (const void*)g);
+}
+
+// GM <-> UB on the vector core.
+template <typename T>
+inline void GmUbBlocks(const char* api, const AscendC::LocalTensor<T>& ub, const AscendC::GlobalTensor<T>& gm, bool toGm,
+                       uint32_t blockCount, uint64_t blockBytes, uint64_t gmGapBytes, uint64_t ubGapBytes) {
+    if (blockCount == 0 || blockBytes == 0) return;
+    RequirePhys(api, toGm ? "src" : "dst", ub, Mem::UB);
+    RequireAiv(api);
+    CheckAlign(api, toGm ? "src" : "dst", ub, 32);
+    GmLocalCopy(api, ub, gm, toGm, blockCount, blockBytes, gmGapBytes, ubGapBytes);
 }
 
 }  // namespace twin
