@@ -16,7 +16,8 @@ uint32_t L1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad) {
            + 2 * m16 * w * 2;      // P ping-pong
 }
 
-// Largest multiple of 16 <= limit that divides into `total` chunks no bigger than it (at least 16).
+// Chunk length along a dimension of `total` elements: the largest multiple of 16 not above `limit` (at least 16),
+// capped at `total`.
 uint32_t Chunk(uint32_t total, uint32_t limit) {
     uint32_t c = std::max<uint32_t>(16, limit / 16 * 16);
     return std::min(c, total);
