@@ -1,0 +1,196 @@
+// Runs a kernel body on the cores of one launch. Mix launches (KERNEL_TYPE_MIX_*) run every core on its own
+// thread at once, since cores may wait on each other; AIV_ONLY/AIC_ONLY cores cannot sync across cores and run
+// on a small worker pool. Each core gets private, poisoned local memories.
+#pragma once
+#include <atomic>
+#include <thread>
+
+#include "twin/launch/launch_state.h"
+#include "twin/sync/sync.h"
+
+namespace twin {
+
+struct LaunchOptions {
+    int kernelType = AscendC::KERNEL_TYPE_AIV_ONLY;
+    uint32_t numBlocks = 1;
+    const npu_fa::ChipSpec* chip = nullptr;  // default: Ascend910B2
+    std::vector<GmRange> gm;                 // buffers the kernel may touch; empty = unchecked
+    bool trace = true;
+    uint64_t tilingKey = 0;                  // what TILING_KEY_IS compares against (g_tilingKey)
+    bool hazards = HazardsDefault();         // pipe-hazard checks (hazard.h); NPU_TWIN_HAZARDS=0 turns them off
+};
+
+struct LaunchResult {
+    std::vector<std::string> coreNames;
+    std::vector<int32_t> coreTypes;
+    std::vector<std::vector<TraceRec>> traces;
+};
+
+constexpr uint8_t kPoisonByte = 0xFF;  // NaN in half, bfloat16 and float
+
+inline const char* KernelTypeName(int t) {
+    static const char* n[] = {"KERNEL_TYPE_AIV_ONLY", "KERNEL_TYPE_AIC_ONLY", "KERNEL_TYPE_MIX_AIV_1_0",
+                              "KERNEL_TYPE_MIX_AIC_1_0", "KERNEL_TYPE_MIX_AIC_1_1", "KERNEL_TYPE_MIX_AIC_1_2"};
+    return (t >= 0 && t < 6) ? n[t] : "unknown";
+}
+
+inline void AllocCoreMemory(CoreState& c) {
+    const npu_fa::ChipSpec& chip = *c.chip;
+    auto give = [&](Mem m, uint32_t bytes, uint32_t usable) {
+        c.mem[(int)m].assign(bytes, kPoisonByte);
+        c.usable[(int)m] = usable;
+    };
+    if (c.coreType == AscendC::AIV) {
+        give(Mem::UB, chip.ubSize, npu_fa::UsableUb(chip));
+    } else {
+        give(Mem::L1, chip.l1Size, npu_fa::UsableL1(chip));
+        give(Mem::L0A, chip.l0aSize, chip.l0aSize);
+        give(Mem::L0B, chip.l0bSize, chip.l0bSize);
+        give(Mem::L0C, chip.l0cSize, chip.l0cSize);
+        give(Mem::BT, chip.btSize, chip.btSize);
+        give(Mem::FB, chip.fbSize, chip.fbSize);
+    }
+}
+
+// Checks what must hold when a core's kernel body returns.
+inline void CheckCoreEnd(CoreState& c) {
+    for (int e = 0; e < kNumHardEvents; ++e) {
+        for (int id = 0; id < kEventIds; ++id) {
+            if (c.flagSet[e][id]) {
+                Fail("kernel end", "SetFlag<HardEvent::%s>(%d) has no matching WaitFlag", HardEventName(e), id);
+            }
+        }
+    }
+}
+
+inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>& body) {
+    using namespace AscendC;
+    const npu_fa::ChipSpec* chip = opt.chip ? opt.chip : npu_fa::FindChip(npu_fa::kDefaultChip);
+    const int kt = opt.kernelType;
+    if (kt < KERNEL_TYPE_AIV_ONLY || kt > KERNEL_TYPE_MIX_AIC_1_2) {
+        ThrowPlain("launch: kernel type " + std::to_string(kt) + " is not supported on dav-2201 (A2/A3 accept the first six KernelMetaType values)");
+    }
+    const bool mix = kt >= KERNEL_TYPE_MIX_AIV_1_0;
+    if (opt.numBlocks < 1 || opt.numBlocks > 65535) {
+        ThrowPlain("launch: numBlocks " + std::to_string(opt.numBlocks) + " is outside [1, 65535]");
+    }
+    const bool hasAic = kt == KERNEL_TYPE_AIC_ONLY || kt == KERNEL_TYPE_MIX_AIC_1_0 || kt == KERNEL_TYPE_MIX_AIC_1_1 ||
+                        kt == KERNEL_TYPE_MIX_AIC_1_2;
+    const int aivPerBlock = (kt == KERNEL_TYPE_MIX_AIC_1_2) ? 2 : (kt == KERNEL_TYPE_AIV_ONLY || kt == KERNEL_TYPE_MIX_AIV_1_0 || kt == KERNEL_TYPE_MIX_AIC_1_1) ? 1 : 0;
+    if (mix) {
+        uint32_t limit = hasAic ? chip->aicNum : chip->aivNum;
+        if (opt.numBlocks > limit) {
+            ThrowPlain("launch: " + std::string(KernelTypeName(kt)) + " with numBlocks " + std::to_string(opt.numBlocks) +
+                       " exceeds the " + std::to_string(limit) + " physical cores of " + chip->name +
+                       " (all cores of a mix launch must be resident at once)");
+        }
+    }
+
+    LaunchState L;
+    L.kernelType = kt;
+    L.numBlocks = opt.numBlocks;
+    L.gm = opt.gm;
+    std::vector<std::unique_ptr<CoreState>> cores;
+    for (uint32_t b = 0; b < opt.numBlocks; ++b) {
+        if (hasAic) {
+            auto c = std::make_unique<CoreState>();
+            c->coreType = AIC;
+            c->blockIdx = c->apiBlockIdx = b;
+            c->subBlockIdx = 0;
+            c->subBlockNum = 1;
+            c->taskRatio = 1;
+            cores.push_back(std::move(c));
+        }
+        for (int s = 0; s < aivPerBlock; ++s) {
+            auto c = std::make_unique<CoreState>();
+            c->coreType = AIV;
+            c->blockIdx = b;
+            c->subBlockIdx = s;
+            c->subBlockNum = aivPerBlock;
+            c->taskRatio = aivPerBlock;
+            c->apiBlockIdx = (int64_t)b * aivPerBlock + s;
+            cores.push_back(std::move(c));
+        }
+    }
+    for (size_t i = 0; i < cores.size(); ++i) {
+        CoreState& c = *cores[i];
+        c.id = (int)i;
+        c.blockNum = opt.numBlocks;
+        c.chip = chip;
+        c.launch = &L;
+        c.traceOn = opt.trace;
+        c.hz.on = opt.hazards;
+        if (c.hz.on) c.hz.Init((int)i, (int)cores.size());
+        L.cores.push_back(&c);
+    }
+    L.counters.assign(cores.size(), {});
+    L.pending.assign(cores.size(), {});
+    L.pendingSnaps.assign(cores.size(), {});
+    L.counterSnaps.assign(cores.size(), {});
+    L.live = (int)cores.size();
+
+    auto runCore = [&](CoreState& c) {
+        tCore = &c;
+        g_coreType = c.coreType;
+        block_idx = c.blockIdx;
+        sub_block_idx = c.subBlockIdx;
+        g_tilingKey = opt.tilingKey;
+        try {
+            AllocCoreMemory(c);
+            body();
+            CheckCoreEnd(c);
+        } catch (const TwinAborted&) {
+        } catch (const std::exception& e) {
+            std::lock_guard<std::mutex> g(L.mu);
+            if (!L.aborted) {
+                L.aborted = true;
+                L.error = e.what();
+            }
+        }
+        for (auto& m : c.mem) std::vector<uint8_t>().swap(m);
+        tCore = nullptr;
+        std::lock_guard<std::mutex> g(L.mu);
+        --L.live;
+        L.cv.notify_all();
+    };
+
+    if (mix) {
+        std::vector<std::thread> threads;
+        threads.reserve(cores.size());
+        for (auto& c : cores) threads.emplace_back(runCore, std::ref(*c));
+        for (auto& t : threads) t.join();
+    } else {
+        std::atomic<size_t> next{0};
+        unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+        unsigned nw = (unsigned)std::min<size_t>(hw, cores.size());
+        auto worker = [&]() {
+            for (size_t i; (i = next.fetch_add(1)) < cores.size();) {
+                {
+                    std::lock_guard<std::mutex> g(L.mu);
+                    if (L.aborted) return;
+                }
+                runCore(*cores[i]);
+            }
+        };
+        std::vector<std::thread> threads;
+        for (unsigned w = 0; w < nw; ++w) threads.emplace_back(worker);
+        for (auto& t : threads) t.join();
+    }
+    if (L.aborted) throw TwinError(L.error);
+
+    LaunchResult r;
+    for (auto& c : cores) {
+        r.coreNames.push_back(c->Name());
+        r.coreTypes.push_back(c->coreType);
+        r.traces.push_back(std::move(c->trace));
+    }
+    return r;
+}
+
+// Launches a kernel function whose parameters are all GM_ADDR, as CANN's ICPU_RUN_KF does.
+template <class... Args>
+inline LaunchResult LaunchKernel(void (*kernel)(Args...), const LaunchOptions& opt, Args... args) {
+    return Launch(opt, [&]() { kernel(args...); });
+}
+
+}  // namespace twin

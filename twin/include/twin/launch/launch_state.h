@@ -1,0 +1,143 @@
+// State shared by all cores of one launch: the GM buffers the kernel may touch, cross-core flag counters, and
+// the bookkeeping that turns "every live core is blocked" into an error instead of a hang.
+#pragma once
+#include <array>
+#include <deque>
+#include <map>
+#include <functional>
+#include <memory>
+
+#include "twin/launch/runtime.h"
+
+namespace twin {
+
+struct GmRange {
+    const uint8_t* begin;
+    uint64_t bytes;
+    std::string name;
+};
+
+struct LaunchState {
+    int kernelType = AscendC::KERNEL_TYPE_AIV_ONLY;
+    uint32_t numBlocks = 1;
+    std::vector<GmRange> gm;  // empty: GM accesses are not range-checked
+    std::vector<CoreState*> cores;
+
+    std::mutex mu;
+    std::condition_variable cv;
+    int live = 0;
+    int blocked = 0;
+    bool aborted = false;
+    std::string error;
+
+    // Cross-core flags: counters[core][flag]; pending sets that wait for the rest of their group.
+    std::vector<std::array<uint8_t, kCrossFlags>> counters;
+    std::vector<std::array<uint32_t, kCrossFlags>> pending;  // per core: sets not yet matched by the group
+    std::mutex atomicMu;
+
+    // Hazard checking (hazard.h): the knowledge each pending/counted cross-core set carries, and the GM shadow.
+    std::vector<std::array<std::deque<std::vector<uint32_t>>, kCrossFlags>> pendingSnaps, counterSnaps;
+    std::mutex gmMu;
+    HzShadow gmShadow;  // GM bytes written during the launch (guarded by gmMu)
+    // Per core id, while it is blocked in BlockUntil: its wake-up condition. A core that was signalled but has not
+    // re-acquired the mutex yet still counts in `blocked`, so the deadlock test asks these instead.
+    std::vector<std::function<bool()>> waitPred;
+
+    bool CrossCoreEnabled() const {
+        return kernelType != AscendC::KERNEL_TYPE_AIV_ONLY && kernelType != AscendC::KERNEL_TYPE_AIC_ONLY;
+    }
+    CoreState* Find(int32_t type, int64_t block, int64_t sub) {
+        for (CoreState* c : cores) {
+            if (c->coreType == type && c->blockIdx == block && c->subBlockIdx == sub) return c;
+        }
+        return nullptr;
+    }
+};
+
+// Fails when GM bytes [p, p+bytes) are not inside one buffer handed to the launch (when the launch declared them).
+inline void CheckGm(const char* api, const void* p, uint64_t bytes) {
+    CoreState* c = tCore;
+    if (c == nullptr || c->launch == nullptr || c->launch->gm.empty()) return;
+    const uint8_t* q = (const uint8_t*)p;
+    for (const GmRange& r : c->launch->gm) {
+        if (q >= r.begin && q + bytes <= r.begin + r.bytes) return;
+    }
+    for (const GmRange& r : c->launch->gm) {
+        if (q + bytes > r.begin && q < r.begin + r.bytes) {
+            Fail(api, "GM access of %llu bytes at byte %lld of buffer '%s' runs past its end (%llu bytes)",
+                 (unsigned long long)bytes, (long long)(q - r.begin), r.name.c_str(), (unsigned long long)r.bytes);
+        }
+    }
+    Fail(api, "GM access of %llu bytes at %p is outside every buffer passed to the launch", (unsigned long long)bytes, p);
+}
+
+// Blocks the current core until pred() holds (pred is evaluated under lk). `what` describes the wait for a
+// deadlock report. Fails with a report of every core's wait when all live cores are blocked.
+template <class Pred>
+inline void BlockUntil(std::unique_lock<std::mutex>& lk, const char* api, const std::string& what, Pred pred) {
+    CoreState& c = Cur();
+    LaunchState& L = *c.launch;
+    if (pred()) return;
+    if (L.waitPred.size() < L.cores.size()) L.waitPred.resize(L.cores.size());
+    c.waitingFor = what;
+    L.waitPred[c.id] = [&pred]() { return (bool)pred(); };
+    ++L.blocked;
+    auto leave = [&]() {
+        --L.blocked;
+        c.waitingFor.clear();
+        L.waitPred[c.id] = nullptr;
+    };
+    for (;;) {
+        if (L.aborted) {
+            leave();
+            throw TwinAborted();
+        }
+        if (pred()) break;
+        if (L.blocked == L.live) {
+            // Every live core is inside a wait; it is a deadlock only if none of them can proceed (a core that was
+            // just signalled is still counted until it wakes up).
+            bool anyReady = false;
+            for (CoreState* o : L.cores) {
+                if (o != &c && !o->waitingFor.empty() && L.waitPred[o->id] && L.waitPred[o->id]()) anyReady = true;
+            }
+            if (!anyReady) {
+                std::string report;
+                for (CoreState* o : L.cores) {
+                    if (!o->waitingFor.empty()) report += "\n  " + o->Name() + " waits for " + o->waitingFor;
+                }
+                leave();
+                lk.unlock();
+                Fail(api, "deadlock: every live core is blocked:%s", report.c_str());
+            }
+        }
+        L.cv.wait(lk);
+    }
+    leave();
+}
+
+// Checks one GM access of core c, pipe q at clock `now` against every core's writes and reads of those bytes.
+inline void HazardGm(CoreState& c, const HzAccess& a, int q, uint32_t now) {
+    LaunchState& L = *c.launch;
+    const std::vector<uint32_t>& k = c.hz.known[q];
+    HzConflict x;
+    {
+        std::lock_guard<std::mutex> g(L.gmMu);
+        x = L.gmShadow.Access(a.off, a.off + a.bytes, a.write, a.atomic, HzWho{c.id, (int8_t)q, now, a.api},
+                              [&](const HzWho& w) { return k[(size_t)w.core * kHzPipes + w.pipe] >= w.clk; });
+    }
+    if (!x.found) return;
+    std::string where = "GM";
+    uint64_t base = 0;
+    for (const GmRange& r : L.gm) {
+        if (a.off >= (uint64_t)(uintptr_t)r.begin && a.off < (uint64_t)(uintptr_t)r.begin + r.bytes) {
+            where = "GM buffer '" + r.name + "'";
+            base = (uint64_t)(uintptr_t)r.begin;
+        }
+    }
+    HazardFail(a, q, x.withWriter ? "wrote" : "may still be reading",
+               std::string(x.who.api ? x.who.api : "an earlier instruction") + " on " + L.cores[x.who.core]->Name() +
+                   " (pipe " + HzPipeName(x.who.pipe) + ")",
+               x.at, where, base);
+}
+
+}  // namespace twin

@@ -1,0 +1,271 @@
+// The twin's execution state: one CoreState per running core (AIC or AIV), the launch that owns them, strict
+// error reporting and the per-core instruction trace. Kernel code never sees this; the AscendC API reaches it
+// through twin::Cur().
+#pragma once
+#include <algorithm>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "chip_spec.h"
+#include "twin/launch/core_types.h"
+
+// Runtime core kind, as CANN's CPU debug build has it (ASCEND_IS_AIV/AIC become runtime tests there too).
+inline thread_local int32_t g_coreType = AscendC::AIV;
+#define ASCEND_IS_AIV (g_coreType == AscendC::AIV)
+#define ASCEND_IS_AIC (g_coreType == AscendC::AIC)
+#define ASCEND_IS_NOT_AIV (g_coreType != AscendC::AIV)
+#define ASCEND_IS_NOT_AIC (g_coreType != AscendC::AIC)
+// Raw core-index builtins of the CPU debug build (set per core by the launcher): block_idx is the AI core index
+// (0,0,1,1,... for the AIVs of a 1:2 mix launch; GetBlockIdx() is the API form), sub_block_idx the AIV's index in it.
+inline thread_local int64_t block_idx = 0;
+inline thread_local int64_t sub_block_idx = 0;
+// Tiling key of the running launch, read by TILING_KEY_IS (set per core by the launcher from LaunchOptions).
+inline thread_local uint64_t g_tilingKey = 0;
+
+namespace twin {
+
+// Raised for every condition the NPU would silently get wrong; reaches Python as npu_flash_attn.twin.TwinError.
+class TwinError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+// Raised in the other cores after one core failed, so they unwind quietly.
+class TwinAborted : public std::runtime_error {
+public:
+    TwinAborted() : std::runtime_error("aborted: another core failed") {}
+};
+
+// Physical on-core buffers. GM is shared by all cores.
+enum class Mem : uint8_t { UB, L1, L0A, L0B, L0C, BT, FB, GM, COUNT };
+inline const char* MemName(Mem m) {
+    static const char* names[] = {"UB", "L1", "L0A", "L0B", "L0C", "BT", "FB", "GM"};
+    return names[(int)m];
+}
+
+inline Mem PhysicalMem(AscendC::TPosition p) {
+    using AscendC::TPosition;
+    switch (p) {
+        case TPosition::VECIN: case TPosition::VECOUT: case TPosition::VECCALC: return Mem::UB;
+        case TPosition::A1: case TPosition::B1: case TPosition::C1: case TPosition::TSCM: case TPosition::SHM:
+            return Mem::L1;
+        case TPosition::A2: return Mem::L0A;
+        case TPosition::B2: return Mem::L0B;
+        case TPosition::CO1: return Mem::L0C;
+        case TPosition::C2: return Mem::BT;
+        case TPosition::C2PIPE2GM: return Mem::FB;
+        default: return Mem::GM;
+    }
+}
+
+inline const char* PositionName(AscendC::TPosition p) {
+    static const char* names[] = {"GM", "A1", "A2", "B1", "B2", "C1", "C2", "CO1", "CO2", "VECIN", "VECOUT",
+                                  "VECCALC", "SPM", "TSCM", "C2PIPE2GM", "C2PIPE2LOCAL", "MAX"};
+    return names[(int)p];
+}
+
+// One trace record per API call or sync. `op` is a string literal (compared by pointer).
+enum class TraceKind : uint8_t { Instr, SetFlag, WaitFlag, Barrier, CrossSet, CrossWait, Atomic };
+struct TraceRec {
+    const char* op;
+    uint8_t pipe;       // pipe_t
+    TraceKind kind;
+    uint16_t arg;       // event id / flag id / mode
+    uint32_t repeats;   // vector repeats, fractal count, or DMA block count
+    uint64_t elems;     // elements processed (vector / cube MACs / fixpipe elements)
+    uint64_t bytes;     // bytes moved
+    uint64_t dst, src;  // addresses (on-core byte offsets or GM pointers)
+};
+
+constexpr int kNumHardEvents = (int)AscendC::HardEvent::MAX;
+constexpr int kEventIds = 8;
+constexpr int kCrossFlags = 16;
+
+struct LaunchState;
+
+}  // namespace twin
+
+#include "twin/sync/hazard.h"
+
+namespace twin {
+
+// Special-purpose registers of an AIV that vector / MTE APIs write and later calls read: CMPMASK (128 bits; written
+// by Compare without dst, SetCmpMask and Select, read by Select without a selMask tensor and GetCmpMask) and the pad
+// value of DataCopyPad GM->UB (SetPadValue, or DataCopyPad with isPad = true).
+struct SprState {
+    uint8_t cmpMask[16] = {};
+    bool cmpMaskSet = false;
+    uint64_t padValue = 0;
+    bool padSet = false;
+};
+
+struct CoreState {
+    int32_t coreType = AscendC::AIV;
+    int64_t blockIdx = 0, blockNum = 1, subBlockIdx = 0, subBlockNum = 1, taskRatio = 1;
+    int64_t apiBlockIdx = 0;  // what GetBlockIdx() returns
+    int id = 0;               // index in the launch
+    const npu_fa::ChipSpec* chip = nullptr;
+    LaunchState* launch = nullptr;
+
+    std::vector<uint8_t> mem[(int)Mem::COUNT];
+    uint32_t usable[(int)Mem::COUNT] = {};
+
+    // In-core flags: set but not yet waited; IDs handed out by AllocEventID (queues and user code).
+    bool flagSet[kNumHardEvents][kEventIds] = {};
+    bool idTaken[kNumHardEvents][kEventIds] = {};
+
+    // Vector mask register state.
+    bool counterMode = false;
+    uint64_t maskReg[2] = {~0ull, ~0ull};
+    // Atomic accumulation mode for writes to GM: 0 none, else the element type tag.
+    int atomicKind = 0;
+    uint64_t deqScale = 0;
+    SprState spr;  // CMPMASK and pad-value registers
+
+    void* pipe = nullptr;  // the live AscendC::TPipe, if any
+    bool traceOn = true;
+    std::vector<TraceRec> trace;
+    std::string waitingFor;  // set while blocked in a cross-core wait, for deadlock reports
+    HazardState hz;          // pipe-ordering checker (hazard.h)
+
+    std::string Name() const {
+        char buf[96];
+        if (coreType == AscendC::AIC) {
+            std::snprintf(buf, sizeof buf, "AIC %lld", (long long)blockIdx);
+        } else {
+            std::snprintf(buf, sizeof buf, "AIV %lld (block %lld, sub %lld)", (long long)apiBlockIdx,
+                          (long long)blockIdx, (long long)subBlockIdx);
+        }
+        return buf;
+    }
+    uint8_t* Base(Mem m) { return mem[(int)m].data(); }
+};
+
+inline thread_local CoreState* tCore = nullptr;
+
+[[noreturn]] inline void ThrowPlain(const std::string& msg) { throw TwinError(msg); }
+
+inline CoreState& Cur() {
+    if (tCore == nullptr) ThrowPlain("Ascend C API called outside a twin kernel launch (no current core)");
+    return *tCore;
+}
+
+// Throws TwinError "[<core>] <api>: <message>".
+[[noreturn]] inline void Fail(const char* api, const char* fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    std::string who = tCore ? tCore->Name() : std::string("host");
+    throw TwinError("[" + who + "] " + api + ": " + msg);
+}
+
+// Records that the API about to be traced reads or writes [off, off + bytes) of on-core memory `m`; the access is
+// checked against the other pipes when the API's Trace call names its pipe.
+inline void NoteAccess(const char* api, Mem m, uint64_t off, uint64_t bytes, bool write) {
+    CoreState* c = tCore;
+    if (c == nullptr || !c->hz.on || bytes == 0 || m == Mem::GM || m == Mem::COUNT) return;
+    c->hz.pending.push_back(HzAccess{api, m, off, bytes, write, false});
+}
+
+// The same for GM bytes [p, p + bytes) moved by a DMA or Fixpipe (api nullptr: the next traced instruction).
+inline void NoteGm(const char* api, const void* p, uint64_t bytes, bool write, bool atomic = false) {
+    CoreState* c = tCore;
+    if (c == nullptr || !c->hz.on || bytes == 0) return;
+    c->hz.pending.push_back(HzAccess{api, Mem::GM, (uint64_t)(uintptr_t)p, bytes, write, atomic});
+}
+
+// GM accesses are checked against every core (defined in launch_state.h, which owns the shared GM shadow).
+void HazardGm(CoreState& c, const HzAccess& a, int q, uint32_t now);
+
+// `where` names the memory; offsets are printed relative to `base`.
+inline void HazardFail(const HzAccess& a, int q, const char* what, const std::string& other, uint64_t at,
+                       const std::string& where, uint64_t base = 0) {
+    Fail(a.api ? a.api : "GM write",
+         "pipe hazard: %s (pipe %s) %s %s bytes [%llu, %llu) that %s %s with no ordering between the two (SetFlag/"
+         "WaitFlag or queue EnQue/DeQue in a core, PIPE_ALL barrier, CrossCoreSetFlag/WaitFlag or SyncAll across "
+         "cores); first conflict at byte %llu",
+         a.api ? a.api : "this instruction", HzPipeName(q), a.write ? "writes" : "reads", where.c_str(),
+         (unsigned long long)(a.off - base), (unsigned long long)(a.off + a.bytes - base), other.c_str(), what,
+         (unsigned long long)(at - base));
+}
+
+// Applies the pending accesses of instruction `op` on pipe `pipe`, or the ordering effect of a sync record.
+inline void HazardOnTrace(CoreState& c, const char* op, pipe_t pipe, TraceKind kind, uint16_t arg) {
+    HazardState& h = c.hz;
+    if (!h.on) return;
+    const int q = HzPipe(pipe);
+    if (kind == TraceKind::SetFlag && q >= 0) {
+        h.snapshot[arg / 8][arg % 8] = h.known[q];
+        return;
+    }
+    if (kind == TraceKind::WaitFlag && q >= 0) {
+        MergeInto(h.known[q], h.snapshot[arg / 8][arg % 8]);
+        return;
+    }
+    if (kind == TraceKind::Barrier && pipe == PIPE_ALL) {
+        const std::vector<uint32_t> m = h.Merged();
+        for (auto& k : h.known) k = m;
+        return;
+    }
+    if (kind != TraceKind::Instr) return;
+    if (q <= 0) {  // scalar (auto-synchronised) or unknown pipe: not tracked
+        h.pending.clear();
+        return;
+    }
+    const uint32_t now = ++h.known[q][h.self + q];
+    for (const HzAccess& a0 : h.pending) {
+        if (a0.api != nullptr && std::strcmp(a0.api, op) != 0) continue;  // from an API that returned before tracing
+        HzAccess a = a0;
+        a.api = op;
+        if (a.mem == Mem::GM) {
+            HazardGm(c, a, q, now);
+            continue;
+        }
+        const std::vector<uint32_t>& k = h.known[q];
+        const int self = h.self / kHzPipes;
+        HzConflict x = h.shadow[(int)a.mem].Access(a.off, a.off + a.bytes, a.write, false, HzWho{self, (int8_t)q, now, op},
+                                                  [&](const HzWho& w) { return k[h.self + w.pipe] >= w.clk; });
+        if (x.found) {
+            HazardFail(a, q, x.withWriter ? "wrote" : "may still be reading",
+                       std::string(x.who.api ? x.who.api : "an earlier instruction") + " (pipe " + HzPipeName(x.who.pipe) + ")",
+                       x.at, MemName(a.mem));
+        }
+    }
+    h.pending.clear();
+}
+
+inline void Trace(const char* op, pipe_t pipe, uint64_t elems, uint64_t bytes, uint32_t repeats, const void* dst,
+                  const void* src, TraceKind kind = TraceKind::Instr, uint16_t arg = 0) {
+    CoreState& c = Cur();
+    HazardOnTrace(c, op, pipe, kind, arg);
+    if (!c.traceOn) return;
+    c.trace.push_back(TraceRec{op, (uint8_t)pipe, kind, arg, repeats, elems, bytes, (uint64_t)(uintptr_t)dst,
+                               (uint64_t)(uintptr_t)src});
+}
+
+// API core-kind guards: on the NPU a wrong-core call is a silent no-op; the twin refuses it.
+inline void RequireAiv(const char* api) {
+    if (Cur().coreType != AscendC::AIV) Fail(api, "vector/UB API called on the cube core (AIC); guard it with ASCEND_IS_AIV");
+}
+inline void RequireAic(const char* api) {
+    if (Cur().coreType != AscendC::AIC) Fail(api, "cube/L1/L0 API called on a vector core (AIV); guard it with ASCEND_IS_AIC");
+}
+
+// Offset of p in its on-core buffer, or a failure naming the API when p is not inside `m` of this core.
+inline uint64_t OffsetIn(const char* api, Mem m, const void* p) {
+    CoreState& c = Cur();
+    const uint8_t* base = c.Base(m);
+    const uint8_t* q = (const uint8_t*)p;
+    if (base == nullptr || q < base || q > base + c.mem[(int)m].size()) {
+        Fail(api, "address %p is not inside this core's %s", p, MemName(m));
+    }
+    return (uint64_t)(q - base);
+}
+
+}  // namespace twin

@@ -1,0 +1,220 @@
+// GlobalTensor and LocalTensor with the official member functions. A LocalTensor is (position, host pointer into
+// this core's buffer, byte length); every API that touches it checks its footprint against that length.
+#pragma once
+#include <type_traits>
+
+#include "twin/launch/launch_state.h"
+#include "twin/launch/runtime.h"
+
+namespace AscendC {
+
+template <typename T>
+using PrimT = T;
+
+template <typename T>
+class GlobalTensor {
+public:
+    using PrimType = T;
+    GlobalTensor() = default;
+    void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize) {
+        addr_ = buffer;
+        size_ = bufferSize;
+    }
+    void SetGlobalBuffer(__gm__ T* buffer) {
+        addr_ = buffer;
+        size_ = 0;
+    }
+    const __gm__ T* GetPhyAddr() const { return addr_; }
+    __gm__ T* GetPhyAddr(const uint64_t offset) const { return addr_ + offset; }
+    uint64_t GetSize() const { return size_; }
+    // Offsets the address; the declared size is not reduced (as in the real headers).
+    GlobalTensor operator[](const uint64_t offset) const {
+        GlobalTensor t;
+        t.addr_ = addr_ + offset;
+        t.size_ = size_;
+        t.origin_ = origin_ ? origin_ : addr_;
+        return t;
+    }
+    T GetValue(const uint64_t offset) const {
+        CheckElems("GlobalTensor::GetValue", offset, 1);
+        twin::Trace("GlobalTensor::GetValue", PIPE_S, 1, sizeof(T), 1, nullptr, addr_ + offset);
+        T v;
+        std::memcpy(&v, addr_ + offset, sizeof(T));
+        return v;
+    }
+    void SetValue(const uint64_t offset, T value) {
+        CheckElems("GlobalTensor::SetValue", offset, 1);
+        twin::Trace("GlobalTensor::SetValue", PIPE_S, 1, sizeof(T), 1, addr_ + offset, nullptr);
+        std::memcpy(addr_ + offset, &value, sizeof(T));
+    }
+    __gm__ T& operator()(const uint64_t offset) const {
+        CheckElems("GlobalTensor::operator()", offset, 1);
+        return addr_[offset];
+    }
+    template <typename U>
+    GlobalTensor<U> ReinterpretCast() const {
+        GlobalTensor<U> t;
+        t.SetGlobalBuffer(reinterpret_cast<__gm__ U*>(addr_), size_ * sizeof(T) / sizeof(U));
+        return t;
+    }
+
+    // Twin: fails when [offset, offset+count) elements lie outside the declared size or any launch buffer.
+    void CheckElems(const char* api, uint64_t offset, uint64_t count) const {
+        if (addr_ == nullptr) twin::Fail(api, "GlobalTensor has no buffer (SetGlobalBuffer not called)");
+        if (size_ != 0) {
+            const T* base = origin_ ? origin_ : addr_;
+            int64_t start = (int64_t)(addr_ - base) + (int64_t)offset;
+            if (start < 0 || (uint64_t)start + count > size_) {
+                twin::Fail(api, "access of %llu elements at element %lld is outside the GlobalTensor's declared size %llu",
+                           (unsigned long long)count, (long long)start, (unsigned long long)size_);
+            }
+        }
+        twin::CheckGm(api, addr_ + offset, count * sizeof(T));
+    }
+
+    template <typename U>
+    friend class GlobalTensor;
+
+private:
+    __gm__ T* addr_ = nullptr;
+    __gm__ T* origin_ = nullptr;  // buffer start that size_ refers to
+    uint64_t size_ = 0;
+};
+
+template <typename T>
+class LocalTensor {
+public:
+    using PrimType = T;
+    LocalTensor() = default;
+    // A tensor at an explicit byte address of the physical buffer behind `pos`; tileSize in elements.
+    LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize) {
+        const char* api = "LocalTensor(TPosition, addr, tileSize)";
+        if (pos == TPosition::GM || pos == TPosition::MAX) twin::Fail(api, "position must not be GM or MAX");
+        twin::Mem m = twin::PhysicalMem(pos);
+        twin::CoreState& c = twin::Cur();
+        uint32_t cap = (uint32_t)c.mem[(int)m].size();
+        uint64_t len = (uint64_t)tileSize * sizeof(T);
+        if (cap == 0) twin::Fail(api, "%s does not exist on this core", twin::MemName(m));
+        if (addr % 32 != 0) twin::Fail(api, "addr %u is not 32-byte aligned", addr);
+        if (tileSize == 0 || len % 32 != 0) twin::Fail(api, "tensor length %llu bytes is not a positive multiple of 32", (unsigned long long)len);
+        if (addr + len > cap) twin::Fail(api, "addr %u + length %llu bytes exceeds %s size %u", addr, (unsigned long long)len, twin::MemName(m), cap);
+        Init(pos, c.Base(m) + addr, (uint32_t)len);
+    }
+
+    // Twin-internal constructor used by queues and buffers.
+    void Init(TPosition pos, uint8_t* ptr, uint32_t byteLen, int32_t bufId = -1) {
+        pos_ = pos;
+        ptr_ = ptr;
+        len_ = byteLen;
+        bufId_ = bufId;
+    }
+
+    LocalTensor operator[](const uint32_t offset) const {
+        uint64_t off = (uint64_t)offset * sizeof(T);
+        if (off > len_) {
+            twin::Fail("LocalTensor::operator[]", "offset %u elements (%llu bytes) is past the tensor's %u bytes",
+                       offset, (unsigned long long)off, len_);
+        }
+        LocalTensor t = *this;
+        t.ptr_ = ptr_ + off;
+        t.len_ = len_ - (uint32_t)off;
+        return t;
+    }
+    uint32_t GetSize() const { return len_ / sizeof(T); }
+    void SetSize(const uint32_t size) {
+        if ((uint64_t)size * sizeof(T) > len_) {
+            twin::Fail("LocalTensor::SetSize", "size %u elements exceeds the tensor's %u bytes", size, len_);
+        }
+        len_ = size * sizeof(T);
+    }
+    uint32_t GetLength() const { return len_; }
+    int32_t GetPosition() const { return (int32_t)pos_; }
+    T* GetPhyAddr() const { return reinterpret_cast<T*>(ptr_); }
+    T* GetPhyAddr(const uint32_t offset) const { return reinterpret_cast<T*>(ptr_) + offset; }
+
+    T GetValue(const uint32_t index) const {
+        CheckScalar("LocalTensor::GetValue", index);
+        twin::Trace("LocalTensor::GetValue", PIPE_S, 1, sizeof(T), 1, nullptr, ptr_ + index * sizeof(T));
+        T v;
+        std::memcpy(&v, ptr_ + (uint64_t)index * sizeof(T), sizeof(T));
+        return v;
+    }
+    template <typename S>
+    void SetValue(const uint32_t index, const S value) const {
+        CheckScalar("LocalTensor::SetValue", index);
+        twin::Trace("LocalTensor::SetValue", PIPE_S, 1, sizeof(T), 1, ptr_ + index * sizeof(T), nullptr);
+        T v = static_cast<T>(value);
+        std::memcpy(ptr_ + (uint64_t)index * sizeof(T), &v, sizeof(T));
+    }
+    T& operator()(const uint32_t offset) const {
+        CheckScalar("LocalTensor::operator()", offset);
+        return reinterpret_cast<T*>(ptr_)[offset];
+    }
+    template <typename U>
+    LocalTensor<U> ReinterpretCast() const {
+        LocalTensor<U> t;
+        t.Init(pos_, ptr_, len_, bufId_);
+        return t;
+    }
+
+    // ---- twin-internal accessors ----
+    uint8_t* Ptr() const { return ptr_; }
+    T* Data() const { return reinterpret_cast<T*>(ptr_); }
+    TPosition Pos() const { return pos_; }
+    twin::Mem Phys() const { return twin::PhysicalMem(pos_); }
+    int32_t BufId() const { return bufId_; }
+    bool Valid() const { return ptr_ != nullptr; }
+    // Byte offset inside the physical buffer (the NPU's address of the tensor).
+    uint64_t Addr(const char* api) const { return twin::OffsetIn(api, Phys(), ptr_); }
+
+private:
+    void CheckScalar(const char* api, uint32_t index) const {
+        if (ptr_ == nullptr) twin::Fail(api, "tensor is not allocated");
+        twin::Mem m = Phys();
+        if (m != twin::Mem::UB) {
+            twin::Fail(api, "scalar access is only possible in UB (VECIN/VECOUT/VECCALC), not %s", twin::PositionName(pos_));
+        }
+        twin::RequireAiv(api);
+        if ((uint64_t)(index + 1) * sizeof(T) > len_) {
+            twin::Fail(api, "index %u is past the tensor's %u elements", index, (unsigned)(len_ / sizeof(T)));
+        }
+    }
+
+    TPosition pos_ = TPosition::MAX;
+    uint8_t* ptr_ = nullptr;
+    uint32_t len_ = 0;
+    int32_t bufId_ = -1;
+};
+
+}  // namespace AscendC
+
+namespace twin {
+
+// Fails unless [t, t + bytes) lies inside t's tensor, with a message naming the API and the numbers.
+template <typename T>
+inline void CheckLocalSpan(const char* api, const char* operand, const AscendC::LocalTensor<T>& t, uint64_t offsetBytes,
+                           uint64_t bytes) {
+    if (!t.Valid()) Fail(api, "%s tensor is not allocated", operand);
+    if (offsetBytes + bytes > t.GetLength()) {
+        Fail(api, "%s: access of %llu bytes at byte %llu is past the tensor's %u bytes (%s)", operand,
+             (unsigned long long)bytes, (unsigned long long)offsetBytes, t.GetLength(), PositionName(t.Pos()));
+    }
+    NoteAccess(api, t.Phys(), t.Addr(api) + offsetBytes, bytes, std::strncmp(operand, "dst", 3) == 0);
+}
+
+template <typename T>
+inline void CheckAlign(const char* api, const char* operand, const AscendC::LocalTensor<T>& t, uint32_t align) {
+    uint64_t a = t.Addr(api);
+    if (a % align != 0) {
+        Fail(api, "%s address %llu in %s is not %u-byte aligned", operand, (unsigned long long)a, MemName(t.Phys()), align);
+    }
+}
+
+template <typename T>
+inline void RequirePhys(const char* api, const char* operand, const AscendC::LocalTensor<T>& t, Mem m) {
+    if (t.Phys() != m) {
+        Fail(api, "%s must be in %s, got position %s", operand, MemName(m), PositionName(t.Pos()));
+    }
+}
+
+}  // namespace twin
