@@ -529,7 +529,7 @@ CORE = r"^\[AIV [01] \(block [01], sub 0\)\] "
 MISUSE = [
     (1, 1056, r"TBufPool::InitBuffer: pool exhausted: 1056 bytes requested at pool offset 1024, pool length 2048 bytes"),
     (2, 5, r"TBufPool::InitBuffer: the pool holds 4 buffer handles \(bufIDSize 4, at most 16\); this call would make 5"),
-    (3, 0, r"TBufPool::Reset: 1 buffer\(s\) of a queue in this pool are still allocated or enqueued"),
+    (3, 0, r"TBufPool::Reset: 1 queue buffer\(s\) still allocated or enqueued at TBufPool::Reset"),
     (4, 0, r"TBufPool::InitBuffer: the pool was Reset: its buffers stay usable but it cannot allocate again"),
     (5, 2080, r"TPipe::InitBufPool: length 2080 bytes exceeds the 2048 bytes of the shared pool"),
     (6, 188448, r"TPipe::InitBufPool: UB exhausted: 1 x 188448 bytes requested at offset 0, usable capacity 188416"),

@@ -96,6 +96,20 @@ namespace twin {
 // Special-purpose registers of an AIV that vector / MTE APIs write and later calls read: CMPMASK (128 bits; written
 // by Compare without dst, SetCmpMask and Select, read by Select without a selMask tensor and GetCmpMask) and the pad
 // value of DataCopyPad GM->UB (SetPadValue, or DataCopyPad with isPad = true).
+// One buffer of a TQue/TQueBind (TPipe::InitBuffer, TBufPool::InitBuffer). Queue buffers live in the core, not in
+// the queue object: a queue may go out of scope (declared in a helper function) before the pipe or pool that waits
+// its free events, as the official implementation allows by keeping this state in the pipe. `gen` changes whenever
+// the buffer is freed or its owner is reset, so a LocalTensor taken from an earlier allocation is detected.
+struct QueBuf {
+    uint8_t* ptr;
+    uint32_t len;
+    uint8_t state;   // QueBufState
+    int32_t freeId;  // event ID of the pending "free" flag (-1: none)
+    int freeEvt;     // HardEvent of that flag
+    uint32_t gen;
+};
+enum QueBufState : uint8_t { kQueFree, kQueAllocated, kQueEnqueued, kQueDequeued };
+
 struct SprState {
     uint8_t cmpMask[16] = {};
     bool cmpMaskSet = false;
@@ -127,6 +141,7 @@ struct CoreState {
     SprState spr;  // CMPMASK and pad-value registers
 
     void* pipe = nullptr;  // the live AscendC::TPipe, if any
+    std::vector<QueBuf> queBufs;  // every queue buffer created on this core during the launch
     bool traceOn = true;
     std::vector<TraceRec> trace;
     std::string waitingFor;  // set while blocked in a cross-core wait, for deadlock reports
@@ -163,6 +178,14 @@ inline CoreState& Cur() {
     va_end(ap);
     std::string who = tCore ? tCore->Name() : std::string("host");
     throw TwinError("[" + who + "] " + api + ": " + msg);
+}
+
+// A LocalTensor of queue buffer `rec` taken at generation `gen` is usable only until that buffer's FreeTensor.
+inline void CheckQueBufLive(const char* api, int32_t rec, uint32_t gen) {
+    CoreState& c = Cur();
+    if (rec < 0 || (size_t)rec >= c.queBufs.size() || c.queBufs[rec].gen == gen) return;
+    Fail(api, "tensor of queue buffer %d used after its TQue::FreeTensor (or after its TPipe/TBufPool was reset): the "
+              "bytes may already belong to another allocation; take a new tensor with AllocTensor/DeQue", rec);
 }
 
 // Records that the API about to be traced reads or writes [off, off + bytes) of on-core memory `m`; the access is

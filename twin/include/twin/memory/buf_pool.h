@@ -42,7 +42,9 @@ public:
         uint32_t l = twin::Align32(len);
         uint8_t* p = Take(api, (uint64_t)num * l, num);
         que.TwinInit(p, num, l);
-        Register(&que, [](void* q) { static_cast<T*>(q)->FreeAllEvent(); }, [](const void* q) { return static_cast<const T*>(q)->TwinBusy(); });
+        ranges_[nq_][0] = que.TwinFirst();
+        ranges_[nq_][1] = que.TwinNum();
+        ++nq_;
         return true;
     }
 
@@ -85,13 +87,10 @@ public:
         const char* api = "TBufPool::Reset";
         Check(api);
         for (int i = 0; i < nq_; ++i) {
-            int busy = busy_[i](qs_[i]);
-            if (busy != 0) {
-                twin::Fail(api, "%d buffer(s) of a queue in this pool are still allocated or enqueued; FreeTensor them before "
-                                "switching pools (AllocTensor/FreeTensor and EnQue/DeQue must pair up)", busy);
-            }
+            twin::RequireQueBufsFree(api, "at TBufPool::Reset (switching pools)", ranges_[i][0], ranges_[i][1]);
         }
         Drain();
+        for (int i = 0; i < nq_; ++i) twin::RetireQueBufs(ranges_[i][0], ranges_[i][1]);
         reset_ = true;
     }
 
@@ -157,21 +156,9 @@ private:
         handles_ += handles;
         return p;
     }
-    void Register(void* q, void (*drain)(void*), int (*busy)(const void*)) {
-        for (int i = 0; i < nq_; ++i) {
-            if (qs_[i] == q) {
-                drain_[i] = drain;
-                busy_[i] = busy;
-                return;
-            }
-        }
-        qs_[nq_] = q;
-        drain_[nq_] = drain;
-        busy_[nq_] = busy;
-        ++nq_;
-    }
+    // Waits the pending free events of the pool's queue buffers (kept in the core, so the queues may be gone).
     void Drain() {
-        for (int i = 0; i < nq_; ++i) drain_[i](qs_[i]);
+        for (int i = 0; i < nq_; ++i) twin::DrainQueBufs("TBufPool", ranges_[i][0], ranges_[i][1]);
     }
 
     twin::CoreState* core_ = nullptr;
@@ -180,9 +167,7 @@ private:
     uint32_t len_ = 0;
     uint32_t handles_ = 0;
     bool reset_ = false;
-    void* qs_[16] = {};
-    void (*drain_[16])(void*) = {};
-    int (*busy_[16])(const void*) = {};
+    int ranges_[kMaxHandles > 0 ? kMaxHandles : 1][2] = {};  // queue buffers [first, first + num) in CoreState::queBufs
     int nq_ = 0;
 };
 

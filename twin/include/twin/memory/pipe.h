@@ -41,6 +41,46 @@ inline uint8_t* PipeReserve(const char* api, PipeState& p, Mem m, uint32_t bytes
 
 inline uint32_t Align32(uint64_t v) { return (uint32_t)((v + 31) / 32 * 32); }
 
+// ---- queue buffers (CoreState::queBufs) ----
+
+// Appends `num` free buffers and returns the index of the first.
+inline int AddQueBufs(uint8_t* const* ptrs, const uint32_t* lens, int num) {
+    std::vector<QueBuf>& v = Cur().queBufs;
+    const int first = (int)v.size();
+    for (int i = 0; i < num; ++i) v.push_back(QueBuf{ptrs[i], lens[i], kQueFree, -1, 0, 0});
+    return first;
+}
+// Waits the pending free events of buffers [first, first + num) (what TPipe::Destroy / TBufPool::Reset do).
+inline void DrainQueBufs(const char* api, int first, int num) {
+    CoreState& c = Cur();
+    for (int i = first; i < first + num; ++i) {
+        QueBuf& b = c.queBufs[i];
+        if (b.freeId < 0) continue;
+        DoWaitFlag(api, b.freeEvt, b.freeId);
+        ReleaseEventId(api, b.freeEvt, b.freeId);
+        b.freeId = -1;
+    }
+}
+inline int BusyQueBufs(int first, int num) {
+    CoreState& c = Cur();
+    int n = 0;
+    for (int i = first; i < first + num; ++i) n += c.queBufs[i].state != kQueFree;
+    return n;
+}
+// The owner (TPipe, TBufPool) is gone or reset: tensors of these buffers are no longer usable.
+inline void RetireQueBufs(int first, int num) {
+    CoreState& c = Cur();
+    for (int i = first; i < first + num; ++i) ++c.queBufs[i].gen;
+}
+// Fails when a buffer of [first, first + num) is still allocated or enqueued as its owner ends.
+inline void RequireQueBufsFree(const char* api, const char* when, int first, int num) {
+    const int busy = BusyQueBufs(first, num);
+    if (busy != 0) {
+        Fail(api, "%d queue buffer(s) still allocated or enqueued %s: every AllocTensor needs its FreeTensor (and every "
+                  "EnQue its DeQue) before the buffers are released", busy, when);
+    }
+}
+
 }  // namespace twin
 
 namespace AscendC {
@@ -62,19 +102,17 @@ public:
     template <typename T>
     LocalTensor<T> AllocTensor() {
         const char* api = "TQue::AllocTensor";
-        Check(api);
-        Buf& b = bufs_[cursor_];
-        if (b.state != kFree) {
+        twin::QueBuf& b = Buf(api, cursor_);
+        if (b.state != twin::kQueFree) {
             twin::Fail(api, "buffer %d of %d in this queue is still in use (allocate only after FreeTensor)", cursor_, num_);
         }
         if (b.freeId >= 0) {
-            twin::DoWaitFlag(api, freeEvt_, b.freeId);
-            twin::ReleaseEventId(api, freeEvt_, b.freeId);
+            twin::DoWaitFlag(api, b.freeEvt, b.freeId);
+            twin::ReleaseEventId(api, b.freeEvt, b.freeId);
             b.freeId = -1;
         }
-        b.state = kAllocated;
-        LocalTensor<T> t;
-        t.Init(kPos, b.ptr, b.len, cursor_);
+        b.state = twin::kQueAllocated;
+        LocalTensor<T> t = TensorOf<T>(cursor_);
         cursor_ = (cursor_ + 1) % num_;
         return t;
     }
@@ -82,26 +120,28 @@ public:
     template <typename T>
     void FreeTensor(LocalTensor<T>& t) {
         const char* api = "TQue::FreeTensor";
-        Check(api);
-        Buf& b = Lookup(api, t.Ptr());
-        if (b.state == kFree) twin::Fail(api, "tensor freed twice (its buffer is already free)");
-        if (b.state == kEnqueued) twin::Fail(api, "tensor freed while still enqueued (DeQue it first)");
+        const int i = Lookup(api, t);
+        twin::QueBuf& b = Buf(api, i);
+        if (b.state == twin::kQueFree || t.QueGen() != b.gen) twin::Fail(api, "tensor freed twice (its buffer is already free)");
+        if (b.state == twin::kQueEnqueued) twin::Fail(api, "tensor freed while still enqueued (DeQue it first)");
+        b.freeEvt = freeEvt_;
         b.freeId = twin::AllocEventId(api, freeEvt_);
         twin::DoSetFlag(api, freeEvt_, b.freeId);
-        b.state = kFree;
+        b.state = twin::kQueFree;
+        ++b.gen;
     }
 
     template <typename T>
     bool EnQue(const LocalTensor<T>& t) {
         const char* api = "TQue::EnQue";
-        Check(api);
-        Buf& b = Lookup(api, t.Ptr());
-        if (b.state != kAllocated) twin::Fail(api, "only an allocated (not enqueued, not freed) tensor can be enqueued");
+        const int i = Lookup(api, t);
+        twin::QueBuf& b = Buf(api, i);
+        if (b.state != twin::kQueAllocated) twin::Fail(api, "only an allocated (not enqueued, not freed) tensor can be enqueued");
         if (count_ >= depth) twin::Fail(api, "queue depth %d exceeded: %d tensors already enqueued", depth, count_);
         int32_t id = twin::AllocEventId(api, enqEvt_);
         twin::DoSetFlag(api, enqEvt_, id);
-        b.state = kEnqueued;
-        fifo_[(head_ + count_) % twin::kMaxPipeBuffers] = Entry{(int)(&b - bufs_), id};
+        b.state = twin::kQueEnqueued;
+        fifo_[(head_ + count_) % twin::kMaxPipeBuffers] = Entry{i, id};
         ++count_;
         return true;
     }
@@ -116,44 +156,39 @@ public:
         --count_;
         twin::DoWaitFlag(api, enqEvt_, e.eventId);
         twin::ReleaseEventId(api, enqEvt_, e.eventId);
-        Buf& b = bufs_[e.buf];
-        b.state = kDequeued;
-        LocalTensor<T> t;
-        t.Init(kPos, b.ptr, b.len, e.buf);
-        return t;
+        Buf(api, e.buf).state = twin::kQueDequeued;
+        return TensorOf<T>(e.buf);
     }
 
     bool VacantInQue() const { return count_ < depth; }
     bool HasTensorInQue() const { return count_ > 0; }
     int32_t GetTensorCountInQue() const { return count_; }
     bool HasIdleBuffer() const {
-        for (int i = 0; i < num_; ++i) if (bufs_[i].state == kFree) return true;
+        for (int i = 0; i < num_; ++i) if (twin::Cur().queBufs[first_ + i].state == twin::kQueFree) return true;
         return false;
     }
     // Waits the free events of all buffers, as TPipe::Destroy does.
-    void FreeAllEvent() {
-        for (int i = 0; i < num_; ++i) {
-            if (bufs_[i].freeId >= 0) {
-                twin::DoWaitFlag("TQue::FreeAllEvent", freeEvt_, bufs_[i].freeId);
-                twin::ReleaseEventId("TQue::FreeAllEvent", freeEvt_, bufs_[i].freeId);
-                bufs_[i].freeId = -1;
-            }
-        }
-    }
+    void FreeAllEvent() { twin::DrainQueBufs("TQue::FreeAllEvent", first_, num_); }
 
     // ---- twin-internal ----
     void TwinInit(uint8_t* base, uint8_t num, uint32_t len) {
-        num_ = num;
-        for (int i = 0; i < num; ++i) bufs_[i] = Buf{base + (size_t)i * len, len, kFree, -1};
-        cursor_ = head_ = count_ = 0;
-        EventsOf(enqEvt_, freeEvt_);
+        uint8_t* ptrs[twin::kMaxPipeBuffers];
+        uint32_t lens[twin::kMaxPipeBuffers];
+        for (int i = 0; i < num; ++i) {
+            ptrs[i] = base + (size_t)i * len;
+            lens[i] = len;
+        }
+        TwinInitEach(ptrs, lens, num);
     }
     // Buffers at explicit places (TPipe::InitBuffer with address tuples).
     void TwinInitEach(uint8_t* const* ptrs, const uint32_t* lens, uint8_t num) {
+        int enq, fre;
+        EventsOf(enq, fre);
+        enqEvt_ = enq;
+        freeEvt_ = fre;
+        first_ = twin::AddQueBufs(ptrs, lens, num);
         num_ = num;
-        for (int i = 0; i < num; ++i) bufs_[i] = Buf{ptrs[i], lens[i], kFree, -1};
         cursor_ = head_ = count_ = 0;
-        EventsOf(enqEvt_, freeEvt_);
     }
     static void EventsOf(int& enq, int& fre) {
         using H = HardEvent;
@@ -176,21 +211,13 @@ public:
     static constexpr TPosition Position() { return kPos; }
     bool Initialised() const { return num_ > 0; }
     // Buffers allocated or enqueued (not yet freed).
-    int TwinBusy() const {
-        int n = 0;
-        for (int i = 0; i < num_; ++i) n += bufs_[i].state != kFree;
-        return n;
-    }
+    int TwinBusy() const { return twin::BusyQueBufs(first_, num_); }
+    // The queue's buffers in CoreState::queBufs: [TwinFirst(), TwinFirst() + TwinNum()).
+    int TwinFirst() const { return first_; }
+    int TwinNum() const { return num_; }
     static constexpr bool isTQue = true;
 
 private:
-    enum State : uint8_t { kFree, kAllocated, kEnqueued, kDequeued };
-    struct Buf {
-        uint8_t* ptr;
-        uint32_t len;
-        State state;
-        int32_t freeId;
-    };
     struct Entry {
         int buf;
         int32_t eventId;
@@ -198,14 +225,26 @@ private:
     void Check(const char* api) const {
         if (num_ == 0) twin::Fail(api, "queue used before TPipe::InitBuffer");
     }
-    Buf& Lookup(const char* api, const uint8_t* p) {
-        for (int i = 0; i < num_; ++i) if (bufs_[i].ptr == p) return bufs_[i];
+    twin::QueBuf& Buf(const char* api, int i) {
+        Check(api);
+        return twin::Cur().queBufs[first_ + i];
+    }
+    template <typename T>
+    LocalTensor<T> TensorOf(int i) {
+        const twin::QueBuf& b = twin::Cur().queBufs[first_ + i];
+        LocalTensor<T> t;
+        t.Init(kPos, b.ptr, b.len, i, first_ + i, b.gen);
+        return t;
+    }
+    template <typename T>
+    int Lookup(const char* api, const LocalTensor<T>& t) {
+        Check(api);
+        for (int i = 0; i < num_; ++i) if (twin::Cur().queBufs[first_ + i].ptr == t.Ptr()) return i;
         twin::Fail(api, "tensor does not start a buffer of this queue");
     }
 
-    Buf bufs_[twin::kMaxPipeBuffers] = {};
     Entry fifo_[twin::kMaxPipeBuffers] = {};
-    int num_ = 0, cursor_ = 0, head_ = 0, count_ = 0;
+    int first_ = 0, num_ = 0, cursor_ = 0, head_ = 0, count_ = 0;
     int enqEvt_ = 0, freeEvt_ = 0;
 };
 
@@ -298,6 +337,7 @@ public:
         c.pipe = this;
         live_ = true;
         core_ = &c;
+        qFirst_ = (int)c.queBufs.size();
         st_ = twin::PipeState{};
         if (c.coreType == AIC) {  // M_MTE1 IDs 0..2 are kept for the Matmul API / bias loading
             for (int id = 0; id < 3; ++id) c.idTaken[(int)HardEvent::M_MTE1][id] = true;
@@ -313,8 +353,6 @@ public:
         twin::Mem m = twin::PhysicalMem(Q::Position());
         uint8_t* base = twin::PipeReserve(api, st_, m, l, num);
         que.TwinInit(base, num, l);
-        queues_[nq_++] = [](void* q) { static_cast<Q*>(q)->FreeAllEvent(); };
-        qptr_[nq_ - 1] = &que;
         return true;
     }
 
@@ -350,8 +388,6 @@ public:
         }
         st_.numBuffers += (int)num;
         que.TwinInitEach(ptrs, lens, (uint8_t)num);
-        queues_[nq_++] = [](void* q) { static_cast<T*>(q)->FreeAllEvent(); };
-        qptr_[nq_ - 1] = &que;
         return true;
     }
 
@@ -409,14 +445,12 @@ public:
 
     // Frees every buffer and resets event IDs; InitBuffer may run again afterwards.
     void Reset() {
-        WaitQueues();
+        ReleaseQueues("TPipe::Reset", "at TPipe::Reset");
         st_ = twin::PipeState{};
-        nq_ = 0;
     }
     void Destroy() {
         if (!live_) return;
-        WaitQueues();
-        nq_ = 0;
+        ReleaseQueues("TPipe::Destroy", "when the TPipe is destroyed (kernel end)");
         twin::CoreState* c = twin::tCore;
         if (c == core_ && c != nullptr) {
             twin::Trace("PipeBarrier", PIPE_ALL, 0, 0, 0, nullptr, nullptr, twin::TraceKind::Barrier);
@@ -429,18 +463,27 @@ public:
     }
 
 private:
-    void WaitQueues() {
+    // The queue buffers created while this pipe lived (its own and its pools'): all must be free; their pending
+    // free events are waited and their tensors become unusable.
+    void ReleaseQueues(const char* api, const char* when) {
         if (twin::tCore != core_ || core_ == nullptr) return;  // unwinding after an error on another thread
-        for (int i = 0; i < nq_; ++i) queues_[i](qptr_[i]);
+        const int n = (int)core_->queBufs.size() - qFirst_;
+        twin::RequireQueBufsFree(api, when, qFirst_, n);
+        twin::DrainQueBufs(api, qFirst_, n);
+        twin::RetireQueBufs(qFirst_, n);
+        qFirst_ = (int)core_->queBufs.size();
     }
     twin::PipeState st_;
     bool live_ = false;
     twin::CoreState* core_ = nullptr;
-    void (*queues_[twin::kMaxPipeBuffers])(void*) = {};
-    void* qptr_[twin::kMaxPipeBuffers] = {};
-    int nq_ = 0;
+    int qFirst_ = 0;  // first CoreState::queBufs entry of this pipe
 };
 
-inline TPipe* GetTPipePtr() { return static_cast<TPipe*>(twin::Cur().pipe); }
-
 }  // namespace AscendC
+
+// The live TPipe of the calling core, at global scope as in basic_api/kernel_common.h (the TPipe constructor sets it).
+inline AscendC::TPipe* GetTPipePtr() {
+    void* p = twin::Cur().pipe;
+    if (p == nullptr) twin::Fail("GetTPipePtr", "no TPipe is live on this core (construct a TPipe first)");
+    return static_cast<AscendC::TPipe*>(p);
+}

@@ -102,11 +102,14 @@ public:
     }
 
     // Twin-internal constructor used by queues and buffers.
-    void Init(TPosition pos, uint8_t* ptr, uint32_t byteLen, int32_t bufId = -1) {
+    // `rec`/`gen`: the queue buffer (CoreState::queBufs) and its generation, for tensors handed out by a queue.
+    void Init(TPosition pos, uint8_t* ptr, uint32_t byteLen, int32_t bufId = -1, int32_t rec = -1, uint32_t gen = 0) {
         pos_ = pos;
         ptr_ = ptr;
         len_ = byteLen;
         bufId_ = bufId;
+        rec_ = rec;
+        gen_ = gen;
     }
 
     LocalTensor operator[](const uint32_t offset) const {
@@ -153,7 +156,7 @@ public:
     template <typename U>
     LocalTensor<U> ReinterpretCast() const {
         LocalTensor<U> t;
-        t.Init(pos_, ptr_, len_, bufId_);
+        t.Init(pos_, ptr_, len_, bufId_, rec_, gen_);
         return t;
     }
 
@@ -165,11 +168,17 @@ public:
     int32_t BufId() const { return bufId_; }
     bool Valid() const { return ptr_ != nullptr; }
     // Byte offset inside the physical buffer (the NPU's address of the tensor).
-    uint64_t Addr(const char* api) const { return twin::OffsetIn(api, Phys(), ptr_); }
+    uint64_t Addr(const char* api) const {
+        twin::CheckQueBufLive(api, rec_, gen_);
+        return twin::OffsetIn(api, Phys(), ptr_);
+    }
+    int32_t QueRec() const { return rec_; }
+    uint32_t QueGen() const { return gen_; }
 
 private:
     void CheckScalar(const char* api, uint32_t index) const {
         if (ptr_ == nullptr) twin::Fail(api, "tensor is not allocated");
+        twin::CheckQueBufLive(api, rec_, gen_);
         twin::Mem m = Phys();
         if (m != twin::Mem::UB) {
             twin::Fail(api, "scalar access is only possible in UB (VECIN/VECOUT/VECCALC), not %s", twin::PositionName(pos_));
@@ -184,6 +193,8 @@ private:
     uint8_t* ptr_ = nullptr;
     uint32_t len_ = 0;
     int32_t bufId_ = -1;
+    int32_t rec_ = -1;
+    uint32_t gen_ = 0;
 };
 
 }  // namespace AscendC
