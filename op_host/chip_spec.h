@@ -25,6 +25,9 @@ struct ChipSpec {
 // area at the very top (ASC_UB_SIZE = 192 KB - 256).
 constexpr uint32_t kUbAscReserved = 8 * 1024;
 constexpr uint32_t kL1MixReserved = 256;       // ASC_L1_SIZE = 512 KB - 256
+// GM the Ascend C library reserves at the start of an op's workspace on dav-2201 (GetLibApiWorkSpaceSize(); the
+// kernel's GetUserWorkspace skips it).
+constexpr uint64_t kLibApiWorkspaceBytes = 16ull * 1024 * 1024;
 
 inline constexpr ChipSpec kChips[] = {
     {"Ascend910B1", 24, 48, 196608, 524288, 65536, 65536, 131072, 1024, 2048, 201326592ull, 68719476736ull, 1850.0, 1600.0, 32, 110},

@@ -161,7 +161,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.wsOffsetP = 2 * sBytes;
     t.wsOffsetO = 2 * sBytes + 2 * pBytes;
     t.wsPerCore = 2 * (sBytes + pBytes + oBytes);
-    out.workspaceBytes = t.wsPerCore * cores;
+    out.workspaceBytes = kLibApiWorkspaceBytes + t.wsPerCore * cores;  // system part first, then the user part
     return "";
 }
 

@@ -26,7 +26,7 @@ struct FaProblem {
 struct FaTilingOut {
     FlashAttentionTilingData data{};
     std::vector<int64_t> seqInfo;      // kSeqInfoFields per sequence (always filled; the kernel reads it for TND)
-    uint64_t workspaceBytes = 0;
+    uint64_t workspaceBytes = 0;       // GM workspace to allocate: kLibApiWorkspaceBytes (system) + the user part
     uint32_t ubBytes = 0;              // per AIV
     uint32_t l1Bytes = 0;              // per AIC
     uint64_t visibleSteps = 0;         // (task, s2 block) pairs computed over the whole problem

@@ -8,10 +8,15 @@
 
 namespace npu_fa {
 
-// Cross-core flags (mode 2: AIC <-> its two AIVs). IDs 11-14 stay free for SyncAll.
-constexpr uint16_t kFlagScoresReady = 1;   // AIC -> AIV: S of a step is in the workspace
-constexpr uint16_t kFlagProbsReady = 2;    // AIV -> AIC: both halves of P are in the workspace
-constexpr uint16_t kFlagOutputReady = 3;   // AIC -> AIV: P*V of a step is in the workspace
+// Cross-core flags (mode 2: AIC <-> its two AIVs). Each signal rotates over kFlagRing IDs by step, as the
+// built-in does, so one direction never sets the same ID twice in a row. IDs 11-14 stay free for SyncAll.
+constexpr uint16_t kFlagRing = 3;
+constexpr uint16_t kFlagScoresReady = 0;   // AIC -> AIV, IDs 0-2: S of a step is in the workspace
+constexpr uint16_t kFlagOutputReady = 3;   // AIC -> AIV, IDs 3-5: P*V of a step is in the workspace
+constexpr uint16_t kFlagProbsReady = 6;    // AIV -> AIC, IDs 6-8: both halves of P are in the workspace
+
+// The flag ID of `signal` (one of the bases above) for the core's step number `step`.
+__aicore__ inline uint16_t FlagOf(uint16_t signal, uint32_t step) { return (uint16_t)(signal + step % kFlagRing); }
 
 constexpr float kMaskValue = -3.4028234663852886e38f;  // -FLT_MAX: masked scores (exp gives 0, no NaN)
 constexpr float kFltMax = 3.4028234663852886e38f;

@@ -37,8 +37,12 @@ public:
         // (m = 1 would switch the cube to GEMV mode, which reads L0A as a plain row).
         AscendC::Fill(qL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(qElems_ * sizeof(T) / 32), 0, (T)0.0f));
         AscendC::Fill(pL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(2 * pElems_ * sizeof(T) / 32), 0, (T)0.0f));
+        // The Q/P loads overwrite the filled bytes on the same pipe (MTE2): the PipeBarrier page requires a barrier.
+        AscendC::PipeBarrier<PIPE_MTE2>();
+        // K/V rows past `cols` up to the next 16-row boundary are never written: Mmad with the exact k/n ignores the
+        // padding of a partial fractal (Mmad page: tail data takes fractal space but no part in the result).
         // Every buffer starts free: its "free" event is set once here and waited once at the end.
-        for (int32_t id = 0; id < kL1Buffers; ++id) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(id);
+        for (int32_t id = 0; id < kFreeIds; ++id) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(id);
         AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0);
         AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + 1);
         AscendC::SetFlag<AscendC::HardEvent::FIX_M>(0);
@@ -60,17 +64,17 @@ public:
                 const int64_t c0 = j * t_->s2Block;
                 const uint32_t cols = (uint32_t)FaMin(task.seq.s2 - c0, (int64_t)t_->s2Block);
                 LoadKV(task, c0, cols, slot);
-                ScoresStep(task, cols, slot, j == task.stepFirst, j + 1 == task.stepLast);
+                ScoresStep(task, cols, step, j == task.stepFirst, j + 1 == task.stepLast);
                 if (prev.valid) ValueStep(prev);
                 prev.valid = true;
                 prev.rows = (uint32_t)task.rows;
                 prev.cols = cols;
-                prev.slot = slot;
+                prev.step = step;
                 ++step;
             }
         }
         if (prev.valid) ValueStep(prev);
-        for (int32_t id = 0; id < kL1Buffers; ++id) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
+        for (int32_t id = 0; id < kFreeIds; ++id) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
         AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0);
         AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + 1);
         AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(0);
@@ -81,15 +85,17 @@ private:
     static constexpr uint32_t kL0Half = 32 * 1024;
     static constexpr uint32_t kL0cHalf = 64 * 1024;
     static constexpr uint32_t kFrac = 256;  // elements of one 16x16 b16 fractal
-    // L1 buffer event IDs (MTE2_MTE1 ready / MTE1_MTE2 free): Q, K x2, V x2, P x2.
-    static constexpr int32_t kIdQ = 0, kIdK = 1, kIdV = 3, kIdP = 5, kL1Buffers = 7;
+    // L1 buffer event IDs, 0-5 only (6 and 7 of MTE2_MTE1 / MTE1_MTE2 are reserved). MTE2_MTE1 "ready": Q, K x2,
+    // V x2, and P (set and waited back to back). MTE1_MTE2 "free": Q, K x2, and V x2, where V's also frees the P
+    // slot of the same step (both are released by that step's P*V, and P's load follows V's on MTE2).
+    static constexpr int32_t kIdQ = 0, kIdK = 1, kIdV = 3, kIdPReady = 5, kFreeIds = 5;
     static constexpr int32_t kL0FreeId0 = 3;  // M_MTE1 IDs 0-2 belong to TPipe on the AIC
 
     struct Pending {
         bool valid;
         uint32_t rows;
         uint32_t cols;
-        uint32_t slot;
+        uint32_t step;  // the core's step number: buffer slot step & 1, flag IDs FlagOf(., step)
     };
 
     // GM (row-major, pitch `srcPitch` elements) -> L1 Nz with `c0Stride` rows per 16-column block.
@@ -123,7 +129,8 @@ private:
     }
 
     // S = Q * K^T for one s2 block -> workspace, then tell the vector cores.
-    __aicore__ inline void ScoresStep(const FaTask& task, uint32_t cols, uint32_t slot, bool firstOfTask, bool lastOfTask) {
+    __aicore__ inline void ScoresStep(const FaTask& task, uint32_t cols, uint32_t step, bool firstOfTask, bool lastOfTask) {
+        const uint32_t slot = step & 1;
         if (firstOfTask) AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         Operand a{qL1_.Get<T>(), m16_, false};
@@ -131,26 +138,25 @@ private:
         Matmul(a, b, (uint32_t)task.rows, t_->d, cols, t_->kChunkQK, t_->nChunkQK, ws_.Scores(slot), t_->s2Block);
         AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
         if (lastOfTask) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
-        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(kFlagScoresReady);
+        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFlagScoresReady, step));
     }
 
     // O_part = P * V for a step whose probabilities the vector cores have written.
     __aicore__ inline void ValueStep(const Pending& s) {
-        AscendC::CrossCoreWaitFlag(kFlagProbsReady);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdP + s.slot);
+        const uint32_t slot = s.step & 1;
+        AscendC::CrossCoreWaitFlag(FlagOf(kFlagProbsReady, s.step));
         AscendC::GlobalTensor<T> probs;
-        probs.SetGlobalBuffer(ws_.template Probs<T>(s.slot));
-        const AscendC::LocalTensor<T> pTile = pL1_.Get<T>()[s.slot * pElems_];
+        probs.SetGlobalBuffer(ws_.template Probs<T>(slot));
+        const AscendC::LocalTensor<T> pTile = pL1_.Get<T>()[slot * pElems_];
         LoadNz(pTile, probs, s.rows, s.cols, t_->s2Block, m16_);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdP + s.slot);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdP + s.slot);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + s.slot);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
         Operand a{pTile, m16_, false};
-        Operand b{vL1_.Get<T>()[s.slot * vElems_], t_->s2Block, true};
-        Matmul(a, b, s.rows, s.cols, t_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(s.slot), t_->dvPad);
-        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdP + s.slot);
-        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + s.slot);
-        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(kFlagOutputReady);
+        Operand b{vL1_.Get<T>()[slot * vElems_], t_->s2Block, true};
+        Matmul(a, b, s.rows, s.cols, t_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(slot), t_->dvPad);
+        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
+        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFlagOutputReady, s.step));
     }
 
     // An L1 operand in Nz layout with `nzRows` rows per 16-column block. For B, `rowsAreK` says the stored rows
@@ -185,7 +191,8 @@ private:
                 AscendC::WaitFlag<AscendC::HardEvent::MTE1_M>(h);
                 AscendC::MmadParams mp(m == 1 ? 16 : m, nLen, kLen, 0, false, k0 == 0);
                 AscendC::Mmad(c, l0a, l0b, mp);
-                if (mBlocks * CeilDiv(nLen, 16) < 10) AscendC::PipeBarrier<PIPE_M>();
+                // The next Mmad accumulates into this L0C tile: the Mmad page's threshold, on the Mmad's m and n.
+                if ((mp.m / 16) * (mp.n / 16) < 10) AscendC::PipeBarrier<PIPE_M>();
                 AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
             }
             AscendC::SetFlag<AscendC::HardEvent::M_FIX>(cHalf);

@@ -58,13 +58,12 @@ public:
                 continue;
             }
             for (int64_t j = task.stepFirst; j < task.stepLast; ++j) {
-                const uint32_t slot = step & 1;
-                SoftmaxStep(task, mine, j, slot, taskParity, j == task.stepFirst);
+                SoftmaxStep(task, mine, j, step, taskParity, j == task.stepFirst);
                 if (prev.valid) OutputStep(prev);
                 prev.valid = true;
                 prev.task = task;
                 prev.mine = mine;
-                prev.slot = slot;
+                prev.step = step;
                 prev.parity = taskParity;
                 prev.first = j == task.stepFirst;
                 prev.last = j + 1 == task.stepLast;
@@ -94,7 +93,7 @@ private:
         bool valid;
         FaTask task;
         Rows mine;
-        uint32_t slot;
+        uint32_t step;  // the core's step number: workspace slot step & 1, flag IDs FlagOf(., step)
         uint32_t parity;
         bool first;
         bool last;
@@ -194,11 +193,12 @@ private:
         }
     }
 
-    __aicore__ inline void SoftmaxStep(const FaTask& task, const Rows& mine, int64_t j, uint32_t slot, uint32_t parity,
+    __aicore__ inline void SoftmaxStep(const FaTask& task, const Rows& mine, int64_t j, uint32_t step, uint32_t parity,
                                        bool first) {
-        AscendC::CrossCoreWaitFlag(kFlagScoresReady);
+        const uint32_t slot = step & 1;
+        AscendC::CrossCoreWaitFlag(FlagOf(kFlagScoresReady, step));
         if (mine.count == 0) {
-            AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(kFlagProbsReady);
+            AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kFlagProbsReady, step));
             return;
         }
         const int64_t c0 = j * w_;
@@ -240,7 +240,7 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs);
         AscendC::DataCopy(probs, p, n);
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
-        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(kFlagProbsReady);
+        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kFlagProbsReady, step));
 
         // Running sum l = alpha * l + rowsum(p), in fp32.
         RowReduce<false>(s, mine.count);
@@ -255,13 +255,14 @@ private:
     }
 
     __aicore__ inline void OutputStep(const Pending& s) {
-        AscendC::CrossCoreWaitFlag(kFlagOutputReady);
+        const uint32_t slot = s.step & 1;
+        AscendC::CrossCoreWaitFlag(FlagOf(kFlagOutputReady, s.step));
         if (s.mine.count == 0) return;
         const uint32_t n = s.mine.count * dvPad_;
         AscendC::LocalTensor<float> opart = opartBuf_.Get<float>();
         AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
         AscendC::GlobalTensor<float> part;
-        part.SetGlobalBuffer(ws_.Output(s.slot) + (uint64_t)s.mine.first * dvPad_);
+        part.SetGlobalBuffer(ws_.Output(slot) + (uint64_t)s.mine.first * dvPad_);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
         AscendC::DataCopy(opart, part, n);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdOutput);
@@ -269,7 +270,7 @@ private:
         if (s.first) {
             AscendC::DataCopy(acc, opart, n);
         } else {
-            RowBroadcast<1>(acc, Stat(kStatAlpha + s.slot), s.mine.count, dvPad_);
+            RowBroadcast<1>(acc, Stat(kStatAlpha + slot), s.mine.count, dvPad_);
             AscendC::Add(acc, acc, opart, (int32_t)n);
         }
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);

@@ -30,6 +30,7 @@ extern "C" __global__ __aicore__ void flash_attention_fwd(GM_ADDR query, GM_ADDR
                                                           GM_ADDR attentionOut, GM_ADDR softmaxMax, GM_ADDR softmaxSum,
                                                           GM_ADDR workspace, GM_ADDR tiling) {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
+    REGISTER_TILING_DEFAULT(npu_fa::FlashAttentionTilingData);  // a standard-C++ tiling struct (no TilingData macros)
     GET_TILING_DATA_WITH_STRUCT(npu_fa::FlashAttentionTilingData, tilingData, tiling);
     GM_ADDR userWorkspace = AscendC::GetUserWorkspace(workspace);  // past the system workspace on the NPU
     if (tilingData.dtype == npu_fa::kBf16) {

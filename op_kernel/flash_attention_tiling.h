@@ -5,6 +5,7 @@
 
 // Device builds get the fixed-width types from kernel_operator.h; host builds from <cstdint>.
 #if !defined(ASCEND_TWIN) && !defined(__CCE__)
+#include <cstddef>
 #include <cstdint>
 #endif
 
@@ -61,12 +62,24 @@ struct FlashAttentionTilingData {
     uint32_t s1Blocks;    // tasks per (batch, head) when not varlen
     uint32_t reserved1;
     uint32_t coreTaskStart[kMaxCores + 1];
+    uint32_t reserved2;   // keeps the 64-bit fields below 8-byte aligned without implicit padding
     // Workspace (bytes, per core; AIC -> AIV scores S, AIV -> AIC probabilities P, AIC -> AIV partial output O).
     uint64_t wsPerCore;
     uint64_t wsOffsetS;
     uint64_t wsOffsetP;
     uint64_t wsOffsetO;
 };
+
+// No implicit padding anywhere (host and device copy the struct as raw bytes; padding bytes would be undefined):
+// every field starts where the previous one ends, and the size is a multiple of the widest field.
+#define NPU_FA_FOLLOWS(a, b) (offsetof(FlashAttentionTilingData, b) == offsetof(FlashAttentionTilingData, a) + \
+                              sizeof(FlashAttentionTilingData::a))
+static_assert(NPU_FA_FOLLOWS(sparseMode, preTokens) && NPU_FA_FOLLOWS(reserved0, qStrideB) &&
+                  NPU_FA_FOLLOWS(oStrideS, s1Block) && NPU_FA_FOLLOWS(reserved1, coreTaskStart) &&
+                  NPU_FA_FOLLOWS(coreTaskStart, reserved2) && NPU_FA_FOLLOWS(reserved2, wsPerCore) &&
+                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, wsOffsetO) + sizeof(uint64_t),
+              "FlashAttentionTilingData must have no implicit padding");
+#undef NPU_FA_FOLLOWS
 
 // One sequence: where its tokens start and how long it is.
 struct FaSeq {

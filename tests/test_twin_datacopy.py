@@ -45,6 +45,7 @@ __aicore__ inline void RunCase(GM_ADDR params, GM_ADDR src, GM_ADDR fill, GM_ADD
 
     if (mode == 1 || mode == 3 || mode == 7) {  // GM -> UB: prefill, copy, dump
         DataCopy(ub, fg, ubElems);
+        PipeBarrier<PIPE_MTE2>();  // the copy below overwrites part of the prefill on the same pipe
         if (mode == 1) {
             DataCopy(ub, sg, count);
         } else if (mode == 3) {

@@ -33,6 +33,11 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   either list is disabled. Query tokens past the last enabled sequence (padding, T1 > total) are invalid rows:
   output 0, softmax_max -FLT_MAX, softmax_sum +FLT_MAX.
 * Empty problems (no query rows, or no key tokens at all) are answered without a kernel launch (all rows invalid).
+* Refused before anything is allocated (ValueError naming the argument): a dimension above 2**31 - 1 (the kernel's
+  32-bit size fields), a problem whose inputs and outputs exceed 64 GiB (the largest supported chip's HBM; e.g. an
+  expand()ed tensor of huge logical shape), NaN/Inf anywhere in query/key/value (the cube is never fed non-finite
+  values; the message names the tensor and the first bad index), and a `scale` for which scale * q.k of some
+  (query, key) pair of a head would exceed FLT_MAX / 2 (the online softmax's max-subtraction would overflow).
 * `padding_mask` is reserved (also unsupported by the built-in): passing one raises ValueError. `pse`, dropout
   (keep_prob < 1) and `prefix` raise NotImplementedError. `seed`/`offset` are accepted and unused (no dropout).
 
@@ -62,6 +67,9 @@ INT32_MAX = 2147483647
 INT32_MIN = -2147483648
 DEFAULT_CHIP = "Ascend910B2"
 MAX_HEAD_DIM = 512
+# Largest problem accepted: what the largest supported chip's HBM holds (910B1/B2/B3/910_93: 64 GB). Bigger
+# requests (e.g. an expand()ed tensor with a huge logical shape) are refused before anything is allocated.
+MAX_PROBLEM_BYTES = 64 * 1024 ** 3
 COMPRESSED_MASK_SIZE = 2048
 LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "TND")
 _LAYOUT_SHAPES = {
@@ -297,6 +305,73 @@ def _compressed_mask_reference(dtype: torch.dtype) -> torch.Tensor:
     return m
 
 
+def _check_sizes(query, key, value, layout, B, N1, S1, Dv, T1) -> None:
+    """Refuses shapes the kernel cannot address (its tiling holds dimensions as 32-bit fields) and problems no chip
+    could hold, naming the tensor. Skipped for symbolic (torch.compile dynamic) sizes."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        for axis, n in enumerate(t.shape):
+            if isinstance(n, int) and n > INT32_MAX:
+                raise ValueError(f"{name} dimension {axis} is {n}; every dimension must be <= {INT32_MAX} (the kernel's "
+                                 f"tiling holds sizes as 32-bit fields), shape {tuple(t.shape)}")
+    rows = T1 if layout == "TND" else B * S1
+    sizes = [("query", query.numel() * query.element_size()), ("key", key.numel() * key.element_size()),
+             ("value", value.numel() * value.element_size())]
+    if not all(isinstance(b, int) for _, b in sizes) or not isinstance(rows * N1 * Dv, int):
+        return
+    sizes += [("attention_out", rows * N1 * Dv * query.element_size()), ("softmax_max/softmax_sum", 2 * rows * N1 * 32)]
+    total = sum(b for _, b in sizes)
+    if total > MAX_PROBLEM_BYTES:
+        name, big = max(sizes, key=lambda nb: nb[1])
+        detail = ", ".join(f"{n} {b / 1024 ** 3:.3g} GiB" for n, b in sizes)
+        raise ValueError(f"the problem needs {total / 1024 ** 3:.4g} GiB of device memory ({detail}), more than the "
+                         f"{MAX_PROBLEM_BYTES // 1024 ** 3} GiB HBM of the largest supported chip; the largest part is "
+                         f"{name} ({big} bytes)")
+
+
+def check_input_values(p: FAProblem, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
+    """Data checks made before a launch (not in the fake kernel): q/k/v must be finite (the cube is not fed NaN/Inf:
+    ValueError naming the tensor and the first bad index), and scale * q.k must stay inside float32 for every
+    (query row, key row) pair of a head, else the online softmax would compute inf - inf (ValueError naming scale)."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        bad = ~torch.isfinite(t)
+        if bool(bad.any()):
+            idx = tuple(int(i) for i in bad.nonzero()[0])
+            raise ValueError(f"{name} contains NaN or Inf (first at index {idx}: {t[idx].item()}); "
+                             "npu::flash_attention requires finite query/key/value")
+    if p.scale == 0.0:
+        return
+    # Cauchy-Schwarz bound first (one pass over q and k); the exact maximum only when the bound could overflow.
+    qn = float(query.float().norm(dim=-1).max()) if query.numel() else 0.0
+    kn = float(key.float().norm(dim=-1).max()) if key.numel() else 0.0
+    if abs(p.scale) * qn * kn <= FLT_MAX / 2:
+        return
+    peak = _max_abs_score(p, query, key)
+    if abs(p.scale) * peak > FLT_MAX / 2:
+        raise ValueError(f"scale={p.scale} times the largest |q.k| ({peak:.6g}) is {abs(p.scale) * peak:.6g}, beyond "
+                         f"float32 (the scaled scores must stay below {FLT_MAX / 2:.6g} so that the softmax's "
+                         "max-subtraction cannot overflow); use a smaller scale")
+
+
+def _max_abs_score(p: FAProblem, query: torch.Tensor, key: torch.Tensor) -> float:
+    """max |q_i . k_j| over every head's (query token, key token) pairs of each sequence, in float64."""
+    from .reference import _to_bnsd
+
+    group = p.N1 // p.N2
+    if p.layout == "TND":  # sequences: token ranges of the cumulative lists -> [N, S, D] each
+        bounds = zip((0,) + p.cu_seqlens_q[:-1], p.cu_seqlens_q, (0,) + p.cu_seqlens_kv[:-1], p.cu_seqlens_kv)
+        pairs = [(query[q0:q1].transpose(0, 1), key[k0:k1].transpose(0, 1)) for q0, q1, k0, k1 in bounds]
+    else:
+        q, k = _to_bnsd(query, p.layout, p.N1), _to_bnsd(key, p.layout, p.N2)
+        pairs = [(q[b], k[b]) for b in range(q.shape[0])]
+    peak = 0.0
+    for qs, ks in pairs:
+        for n in range(p.N1):
+            sc = qs[n].double() @ ks[n // group].double().T
+            if sc.numel():
+                peak = max(peak, float(sc.abs().max()))
+    return peak
+
+
 def _is_fake(t: torch.Tensor) -> bool:
     from torch._subclasses.fake_tensor import FakeTensor
     return isinstance(t, FakeTensor) or t.device.type == "meta"
@@ -335,6 +410,7 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
     if head_num < 1:
         raise ValueError(f"head_num={head_num} must be >= 1")
     B, N1, N2, S1, S2, D, Dv, T1, T2 = _shape_dims(query, key, value, head_num, layout)
+    _check_sizes(query, key, value, layout, B, N1, S1, Dv, T1)
     # scalars
     if not isinstance(scale, (int, float)) or isinstance(scale, bool):
         raise TypeError(f"scale must be a float, got {type(scale).__name__}")
@@ -489,6 +565,7 @@ def _flash_attention_impl(query, key, value, head_num, input_layout, pse=None, p
     if dev.type != "cpu":
         raise ValueError(f"query is on device {dev}; npu::flash_attention runs on CPU tensors (CPU twin) or NPU "
                          "tensors")
+    check_input_values(p, query, key, value)
     out = torch.empty(p.out_shape, dtype=query.dtype)
     smax = torch.empty(p.stats_shape, dtype=torch.float32)
     ssum = torch.empty(p.stats_shape, dtype=torch.float32)

@@ -4,6 +4,8 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cstring>
+#include <memory>
 
 #include "flash_attention_tiling_host.h"
 #include "kernel_operator.h"
@@ -59,7 +61,10 @@ py::dict FlashAttentionFwd(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out,
     const uint64_t qTok = varlen ? T1 : (uint64_t)B * S1, kTok = varlen ? T2 : (uint64_t)B * S2;
     const uint64_t qBytes = qTok * N1 * D * 2, kBytes = kTok * N2 * D * 2, vBytes = kTok * N2 * Dv * 2;
     const uint64_t oBytes = qTok * N1 * Dv * 2, statBytes = qTok * N1 * 8 * 4;
-    std::vector<uint8_t> workspace(std::max<uint64_t>(t.workspaceBytes, 32), 0xFF);  // poisoned: unwritten reads are NaN
+    // System part (the library's, untouched here) then the user part, poisoned so that unwritten reads are NaN.
+    const uint64_t wsBytes = t.workspaceBytes;
+    std::unique_ptr<uint8_t[]> wsMem(new uint8_t[wsBytes]);
+    std::memset(wsMem.get() + npu_fa::kLibApiWorkspaceBytes, 0xFF, wsBytes - npu_fa::kLibApiWorkspaceBytes);
     npu_fa::FlashAttentionTilingData tiling = t.data;
     std::vector<int64_t> seqInfo = t.seqInfo;
     if (seqInfo.empty()) seqInfo.assign(npu_fa::kSeqInfoFields, 0);
@@ -76,13 +81,13 @@ py::dict FlashAttentionFwd(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out,
             {(const uint8_t*)out, oBytes, "attention_out"},
             {(const uint8_t*)smax, statBytes, "softmax_max"},
             {(const uint8_t*)ssum, statBytes, "softmax_sum"},
-            {workspace.data(), workspace.size(), "workspace"},
+            {wsMem.get(), wsBytes, "workspace"},
             {(const uint8_t*)&tiling, sizeof(tiling), "tiling"}};
     auto start = std::chrono::steady_clock::now();
     {
         py::gil_scoped_release release;
         twin::LaunchKernel(&flash_attention_fwd, o, (uint8_t*)q, (uint8_t*)k, (uint8_t*)v, (uint8_t*)seqInfo.data(),
-                           (uint8_t*)out, (uint8_t*)smax, (uint8_t*)ssum, workspace.data(), (uint8_t*)&tiling);
+                           (uint8_t*)out, (uint8_t*)smax, (uint8_t*)ssum, wsMem.get(), (uint8_t*)&tiling);
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

@@ -78,7 +78,9 @@ __aicore__ inline void GemmBody(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR prm) {
         }
         // ---- L1 -> L0A (Nz -> Zz): one load per 16-row block of A ----
         if ((flags & kFlagGemvA) && M == 1) {
-            // GEMV mode reads A as ND: re-stage the row with 32 B column blocks packed back to back.
+            // GEMV mode reads A as ND: re-stage the row with 32 B column blocks packed back to back (over the Nz
+            // copy above: two MTE2 writes to the same bytes need a PipeBarrier).
+            PipeBarrier<PIPE_MTE2>();
             DataCopy(a1, aG[k0], Nd2NzParams(1, 1, kc, 0, K, 1, 1, 0));
             SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
             WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);

@@ -334,6 +334,7 @@ __aicore__ inline void PadCase(GM_ADDR params, GM_ADDR src, GM_ADDR out) {
     if (p.extra == 2) {
         const DataCopyPadExtParams<T> first(true, (uint8_t)p.mask0, (uint8_t)p.mask1, v);
         DataCopyPad(ub, gs, cp, first);
+        PipeBarrier<PIPE_MTE2>();  // the second copy writes the same UB bytes on the same pipe
     }
     const DataCopyPadExtParams<T> pad(false, (uint8_t)p.mask0, (uint8_t)p.mask1, T(0));
     DataCopyPad(ub, gs, cp, pad);

@@ -276,11 +276,14 @@ inline void MmadImpl(const char* api, const AscendC::LocalTensor<T>& dst, const 
     }
     NoteAccess(api, Mem::L0A, fm.Addr(api), needA, false);
     NoteAccess(api, Mem::L0B, filter.Addr(api), needB, false);
-    NoteAccess(api, Mem::L0C, dst.Addr(api), needC, true);
     // C's starting value: cmatrixInitVal (and not the deprecated isBias) -> 0; else bias table or L0C.
     int initMode = 0;
     const bool initZero = p.cmatrixInitVal && !p.isBias;
     if (!initZero) initMode = (p.cmatrixSource || biasGiven) ? 2 : 1;
+    // Accumulating reads L0C: after an Mmad into the same tile the Mmad page asks for PipeBarrier<PIPE_M> unless the
+    // tile is large enough for the hardware to resolve the dependency itself.
+    if (initMode == 1) NoteAccess(api, Mem::L0C, dst.Addr(api), needC, false, (p.m / 16) * (p.n / 16) < 10);
+    NoteAccess(api, Mem::L0C, dst.Addr(api), needC, true);
     if (initMode == 2) {
         if (biasLen < (uint64_t)p.n * 4) {
             Fail(api, "bias: n = %u needs %llu bytes of BiasTable, the tensor has %llu", p.n, (unsigned long long)p.n * 4,

@@ -123,7 +123,8 @@ inline void HazardGm(CoreState& c, const HzAccess& a, int q, uint32_t now) {
     {
         std::lock_guard<std::mutex> g(L.gmMu);
         x = L.gmShadow.Access(a.off, a.off + a.bytes, a.write, a.atomic, HzWho{c.id, (int8_t)q, now, a.api},
-                              [&](const HzWho& w) { return k[(size_t)w.core * kHzPipes + w.pipe] >= w.clk; });
+                              [&](const HzWho& w) { return k[(size_t)w.core * kHzPipes + w.pipe] >= w.clk; },
+                              [&](const HzWho& w) { return c.hz.SameOk(q, w, a.write, a.sameRaw); });
     }
     if (!x.found) return;
     std::string where = "GM";
@@ -137,7 +138,7 @@ inline void HazardGm(CoreState& c, const HzAccess& a, int q, uint32_t now) {
     HazardFail(a, q, x.withWriter ? "wrote" : "may still be reading",
                std::string(x.who.api ? x.who.api : "an earlier instruction") + " on " + L.cores[x.who.core]->Name() +
                    " (pipe " + HzPipeName(x.who.pipe) + ")",
-               x.at, where, base);
+               x.at, where, base, x.samePipe);
 }
 
 }  // namespace twin

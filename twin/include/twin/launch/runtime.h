@@ -190,10 +190,11 @@ inline void CheckQueBufLive(const char* api, int32_t rec, uint32_t gen) {
 
 // Records that the API about to be traced reads or writes [off, off + bytes) of on-core memory `m`; the access is
 // checked against the other pipes when the API's Trace call names its pipe.
-inline void NoteAccess(const char* api, Mem m, uint64_t off, uint64_t bytes, bool write) {
+// `sameRaw`: a read that must follow an earlier write of its own pipe only through a PipeBarrier (hazard.h).
+inline void NoteAccess(const char* api, Mem m, uint64_t off, uint64_t bytes, bool write, bool sameRaw = false) {
     CoreState* c = tCore;
     if (c == nullptr || !c->hz.on || bytes == 0 || m == Mem::GM || m == Mem::COUNT) return;
-    c->hz.pending.push_back(HzAccess{api, m, off, bytes, write, false});
+    c->hz.pending.push_back(HzAccess{api, m, off, bytes, write, false, sameRaw});
 }
 
 // The same for GM bytes [p, p + bytes) moved by a DMA or Fixpipe (api nullptr: the next traced instruction).
@@ -206,15 +207,21 @@ inline void NoteGm(const char* api, const void* p, uint64_t bytes, bool write, b
 // GM accesses are checked against every core (defined in launch_state.h, which owns the shared GM shadow).
 void HazardGm(CoreState& c, const HzAccess& a, int q, uint32_t now);
 
-// `where` names the memory; offsets are printed relative to `base`.
+// `where` names the memory; offsets are printed relative to `base`. `samePipe`: the other instruction ran on the
+// same pipe, so only a PipeBarrier of that pipe would have ordered the two.
 inline void HazardFail(const HzAccess& a, int q, const char* what, const std::string& other, uint64_t at,
-                       const std::string& where, uint64_t base = 0) {
-    Fail(a.api ? a.api : "GM write",
-         "pipe hazard: %s (pipe %s) %s %s bytes [%llu, %llu) that %s %s with no ordering between the two (SetFlag/"
-         "WaitFlag or queue EnQue/DeQue in a core, PIPE_ALL barrier, CrossCoreSetFlag/WaitFlag or SyncAll across "
-         "cores); first conflict at byte %llu",
+                       const std::string& where, uint64_t base = 0, bool samePipe = false) {
+    const char* fix = samePipe ? (a.write ? "with no PipeBarrier<PIPE_%s> between the two (the docs require one when two "
+                                            "MTE2 or two MTE3 transfers write overlapping destination bytes)"
+                                          : "with no PipeBarrier<PIPE_%s> between the two (the docs require one between "
+                                            "Mmads accumulating into one L0C tile when (m / 16) * (n / 16) < 10)")
+                               : "with no ordering between the two (SetFlag/WaitFlag or queue EnQue/DeQue in a core, "
+                                 "PIPE_ALL barrier, CrossCoreSetFlag/WaitFlag or SyncAll across cores)%s";
+    char how[320];
+    std::snprintf(how, sizeof how, fix, samePipe ? HzPipeName(q) : "");
+    Fail(a.api ? a.api : "GM write", "pipe hazard: %s (pipe %s) %s %s bytes [%llu, %llu) that %s %s %s; first conflict at byte %llu",
          a.api ? a.api : "this instruction", HzPipeName(q), a.write ? "writes" : "reads", where.c_str(),
-         (unsigned long long)(a.off - base), (unsigned long long)(a.off + a.bytes - base), other.c_str(), what,
+         (unsigned long long)(a.off - base), (unsigned long long)(a.off + a.bytes - base), other.c_str(), what, how,
          (unsigned long long)(at - base));
 }
 
@@ -228,12 +235,17 @@ inline void HazardOnTrace(CoreState& c, const char* op, pipe_t pipe, TraceKind k
         return;
     }
     if (kind == TraceKind::WaitFlag && q >= 0) {
-        MergeInto(h.known[q], h.snapshot[arg / 8][arg % 8]);
+        h.Learn(q, h.snapshot[arg / 8][arg % 8]);
         return;
     }
     if (kind == TraceKind::Barrier && pipe == PIPE_ALL) {
         const std::vector<uint32_t> m = h.Merged();
         for (auto& k : h.known) k = m;
+        for (int p = 0; p < kHzPipes; ++p) h.Barrier(p);
+        return;
+    }
+    if (kind == TraceKind::Barrier && q > 0) {
+        h.Barrier(q);
         return;
     }
     if (kind != TraceKind::Instr) return;
@@ -252,12 +264,14 @@ inline void HazardOnTrace(CoreState& c, const char* op, pipe_t pipe, TraceKind k
         }
         const std::vector<uint32_t>& k = h.known[q];
         const int self = h.self / kHzPipes;
-        HzConflict x = h.shadow[(int)a.mem].Access(a.off, a.off + a.bytes, a.write, false, HzWho{self, (int8_t)q, now, op},
-                                                  [&](const HzWho& w) { return k[h.self + w.pipe] >= w.clk; });
+        HzConflict x = h.shadow[(int)a.mem].Access(
+            a.off, a.off + a.bytes, a.write, false, HzWho{self, (int8_t)q, now, op},
+            [&](const HzWho& w) { return k[h.self + w.pipe] >= w.clk; },
+            [&](const HzWho& w) { return h.SameOk(q, w, a.write, a.sameRaw); });
         if (x.found) {
             HazardFail(a, q, x.withWriter ? "wrote" : "may still be reading",
                        std::string(x.who.api ? x.who.api : "an earlier instruction") + " (pipe " + HzPipeName(x.who.pipe) + ")",
-                       x.at, MemName(a.mem));
+                       x.at, MemName(a.mem), 0, x.samePipe);
         }
     }
     h.pending.clear();

@@ -5,6 +5,30 @@
 
 #include "twin/launch/launch_state.h"
 
+namespace twin {
+
+constexpr uint64_t kReservedWorkspace = 16ull * 1024 * 1024;  // dav-2201 system workspace (RESERVED_WORKSPACE)
+
+// Fails when the launch buffer holding `workspace` ends before the system workspace does, i.e. the host sized only
+// the user part (an NPU would then run into the next allocation).
+inline void CheckSysWorkspace(const char* api, const uint8_t* workspace) {
+    CoreState* c = tCore;
+    if (c == nullptr || c->launch == nullptr) return;
+    for (const GmRange& r : c->launch->gm) {
+        if (workspace < r.begin || workspace >= r.begin + r.bytes) continue;
+        const uint64_t left = (uint64_t)(r.begin + r.bytes - workspace);
+        if (left < kReservedWorkspace) {
+            Fail(api, "workspace buffer '%s' has %llu bytes from the workspace pointer, less than the %llu-byte system "
+                      "workspace dav-2201 reserves in front of the user part: size the workspace as user bytes + "
+                      "GetLibApiWorkSpaceSize() (16 MB)", r.name.c_str(), (unsigned long long)left,
+                 (unsigned long long)kReservedWorkspace);
+        }
+        return;
+    }
+}
+
+}  // namespace twin
+
 namespace AscendC {
 
 inline int64_t GetBlockIdx() { return twin::Cur().apiBlockIdx; }
@@ -18,11 +42,15 @@ inline int64_t GetSystemCycle() {
                std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// The user part of an op's workspace. On the NPU it follows the 16 MB system workspace; in CPU mode (as in CANN's
-// CPU debug build) the launcher hands the user part itself, so it is returned unchanged.
+// The user part of an op's workspace, with the NPU's semantics (not CANN CPU mode's, which returns the pointer
+// unchanged): the library's system workspace starts at the op's workspace pointer and the user part follows it,
+// RESERVED_WORKSPACE = 16 MB later on dav-2201 (impl/basic_api/dav_c220/kernel_operator_common_impl.h). The host
+// must therefore size the workspace as user bytes + GetLibApiWorkSpaceSize() (16 MB on dav-2201).
 inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) {
-    if (workspace == nullptr) twin::Fail("GetUserWorkspace", "workspace can not be nullptr");
-    return workspace;
+    const char* api = "GetUserWorkspace";
+    if (workspace == nullptr) twin::Fail(api, "workspace can not be nullptr");
+    twin::CheckSysWorkspace(api, workspace);
+    return workspace + twin::kReservedWorkspace;
 }
 
 }  // namespace AscendC

@@ -31,11 +31,14 @@ inline void AddIntoInt(uint8_t* dst, const uint8_t* src, uint64_t bytes) {
 template <typename T>
 inline void GmWrite(uint8_t* dst, const uint8_t* src, uint64_t bytes) {
     CoreState& c = Cur();
-    NoteGm(nullptr, dst, bytes, true, c.atomicKind != kAtomicNone);
     if (c.atomicKind == kAtomicNone) {
+        // A plain write that leaves every byte as it was cannot depend on its order against other accesses (several
+        // cores storing the same values, e.g. a shared constant): the hazard check only sees writes that change GM.
+        if (std::memcmp(dst, src, bytes) != 0) NoteGm(nullptr, dst, bytes, true, false);
         std::memcpy(dst, src, bytes);
         return;
     }
+    NoteGm(nullptr, dst, bytes, true, true);
     std::lock_guard<std::mutex> g(c.launch->atomicMu);
     switch (c.atomicKind) {
         case kAtomicAddF32: AddInto<float>(dst, src, bytes); break;

@@ -7,8 +7,14 @@
 // The clocks span every (core, pipe) of the launch, so the same check covers GM: cross-core flags (CrossCoreSetFlag on
 // a pipe, CrossCoreWaitFlag, SyncAll) carry the setter's knowledge to the waiter, and DMA/Fixpipe accesses to GM are
 // checked against the last writer and readers on any core (atomic adds may overlap each other).
+// Same-pipe ordering: a pipe executes in order, but the docs require PipeBarrier<PIPE_X> between two dependent
+// instructions of one pipe in these cases (PipeBarrier page; Mmad page, "synchronisation"): MTE2 -> MTE2 and
+// MTE3 -> MTE3 writes to overlapping destination bytes (UB, L1 or GM), and an Mmad accumulating into L0C that a
+// previous Mmad wrote when (m / 16) * (n / 16) < 10. PIPE_V -> PIPE_V needs nothing on dav-2201 (the compiler's
+// auto-sync inserts it). Such a dependency is ordered by a PipeBarrier of that pipe (or PIPE_ALL), or by a flag
+// round trip through another pipe (a WaitFlag whose setter had seen the earlier instruction complete).
 // Not modelled: the scalar pipe (the compiler's auto-sync orders S against V/MTE2/MTE3 on the AIV; S cannot touch
-// L1/L0; scalar GM accesses go through the data cache) and same-pipe ordering (pipes are in order).
+// L1/L0; scalar GM accesses go through the data cache).
 #pragma once
 #include <cstdlib>
 #include <cstring>
@@ -48,6 +54,7 @@ struct HzWho {
 struct HzConflict {
     bool found = false;
     bool withWriter = false;  // else with a reader
+    bool samePipe = false;    // an earlier instruction of the same pipe (a missing PipeBarrier)
     HzWho who{};
     uint64_t at = 0;
 };
@@ -56,10 +63,11 @@ struct HzConflict {
 // written during the launch have no segment (reading them is always fine).
 class HzShadow {
 public:
-    // Checks an access of [lo, hi) by `me` (seen(w): is `me` ordered after access w?) and records it. Returns the
-    // first conflict, if any (then nothing is recorded).
-    template <class Seen>
-    HzConflict Access(uint64_t lo, uint64_t hi, bool write, bool atomic, const HzWho& me, Seen seen) {
+    // Checks an access of [lo, hi) by `me` and records it. seen(w): is `me` ordered after access w of another pipe?
+    // sameOk(w): may `me` follow w, an earlier write of its own pipe (the same-pipe rules above)? Returns the first
+    // conflict, if any (then nothing is recorded).
+    template <class Seen, class SameOk>
+    HzConflict Access(uint64_t lo, uint64_t hi, bool write, bool atomic, const HzWho& me, Seen seen, SameOk sameOk) {
         HzConflict c;
         if (hi <= lo) return c;
         Split(lo);
@@ -69,7 +77,8 @@ public:
             const Seg& s = it->second;
             const bool atomicPair = write && atomic && s.atomic;
             for (const HzWho& w : s.writers) {
-                if (!atomicPair && !Same(w, me) && !seen(w)) return Conflict(true, w, it->first);
+                if (atomicPair) continue;
+                if (Same(w, me) ? !sameOk(w) : !seen(w)) return Conflict(true, w, it->first, Same(w, me));
             }
             if (write) {
                 for (const HzWho& r : s.readers) {
@@ -120,10 +129,11 @@ private:
         }
         v.push_back(me);
     }
-    static HzConflict Conflict(bool withWriter, const HzWho& w, uint64_t at) {
+    static HzConflict Conflict(bool withWriter, const HzWho& w, uint64_t at, bool samePipe = false) {
         HzConflict c;
         c.found = true;
         c.withWriter = withWriter;
+        c.samePipe = samePipe;
         c.who = w;
         c.at = at;
         return c;
@@ -147,7 +157,12 @@ struct HzAccess {
     uint64_t off, bytes;  // GM: off is the host address
     bool write;
     bool atomic;
+    bool sameRaw = false;  // a read that must be ordered after an earlier write of its own pipe (Mmad accumulation)
 };
+
+inline void MergeInto(std::vector<uint32_t>& dst, const std::vector<uint32_t>& src) {
+    for (size_t i = 0; i < dst.size() && i < src.size(); ++i) dst[i] = std::max(dst[i], src[i]);
+}
 
 // Clock vectors have one slot per (core, pipe) of the launch: slot = core id * kHzPipes + pipe.
 struct HazardState {
@@ -155,12 +170,27 @@ struct HazardState {
     int self = 0;                                             // this core's first slot
     std::vector<uint32_t> known[kHzPipes];                    // known[q][slot]: what pipe q has seen
     std::vector<uint32_t> snapshot[kNumHardEvents][kEventIds]; // knowledge carried by a pending SetFlag
+    uint32_t done[kHzPipes] = {};  // done[q]: own clock of pipe q up to which its instructions are known complete
     HzShadow shadow[(int)Mem::COUNT];  // on-core memories (GM is shared: LaunchState::gmShadow)
     std::vector<HzAccess> pending;
 
     void Init(int coreId, int cores) {
         self = coreId * kHzPipes;
         for (auto& k : known) k.assign((size_t)cores * kHzPipes, 0);
+        for (uint32_t& d : done) d = 0;
+    }
+    // Pipe q learns what `snap` (a setter's view) knows: other pipes' progress, and its own completed instructions.
+    void Learn(int q, const std::vector<uint32_t>& snap) {
+        const size_t own = (size_t)self + q;
+        if (own < snap.size()) done[q] = std::max(done[q], snap[own]);
+        MergeInto(known[q], snap);
+    }
+    // PipeBarrier<q>: every earlier instruction of pipe q is complete.
+    void Barrier(int q) { done[q] = known[q][self + q]; }
+    // May an access of pipe q follow `w`, an earlier write of the same pipe to the same bytes?
+    bool SameOk(int q, const HzWho& w, bool write, bool sameRaw) const {
+        const bool ruled = write ? (q == HzPipe(PIPE_MTE2) || q == HzPipe(PIPE_MTE3)) : sameRaw;
+        return !ruled || w.clk <= done[q];
     }
     // Everything any pipe of this core has seen (what a PIPE_ALL barrier or a scalar-pipe wait publishes).
     std::vector<uint32_t> Merged() const {
@@ -171,9 +201,6 @@ struct HazardState {
     }
 };
 
-inline void MergeInto(std::vector<uint32_t>& dst, const std::vector<uint32_t>& src) {
-    for (size_t i = 0; i < dst.size() && i < src.size(); ++i) dst[i] = std::max(dst[i], src[i]);
-}
 
 // Default for new launches: on unless NPU_TWIN_HAZARDS=0.
 inline bool HazardsDefault() {

@@ -218,9 +218,9 @@ inline void CrossWait(const char* api, uint16_t flag, pipe_t pipe) {
         if (c.hz.on) {
             const int w = HzPipe(pipe);
             if (pipe == PIPE_S || pipe == PIPE_ALL || w < 0) {
-                for (auto& k : c.hz.known) MergeInto(k, q.front());
+                for (int p = 0; p < kHzPipes; ++p) c.hz.Learn(p, q.front());
             } else {
-                MergeInto(c.hz.known[w], q.front());
+                c.hz.Learn(w, q.front());
             }
         }
         q.pop_front();
