@@ -459,9 +459,9 @@ def test_queue_buffers_at_explicit_addresses(lib):
     with pytest.raises(twin.TwinError, match=r"TPipe::InitBuffer\(que, Std::tuple...\): buffer 1: address 2050 is not "
                                              r"32-byte aligned"):
         lib.launch("tuple_buffers", 1, x, out, np.array([2050], dtype=np.uint32))
-    with pytest.raises(twin.TwinError, match=r"buffer 1: address 187392 \+ length 2048 exceeds the usable UB capacity "
-                                             r"188416 bytes"):
-        lib.launch("tuple_buffers", 1, x, out, np.array([187392], dtype=np.uint32))
+    with pytest.raises(twin.TwinError, match=r"buffer 1: address 195584 \+ length 2048 exceeds the usable UB capacity "
+                                             r"196608 bytes"):
+        lib.launch("tuple_buffers", 1, x, out, np.array([195584], dtype=np.uint32))
 
 
 def tiling_bytes(total, tile, scale, table):
@@ -532,7 +532,7 @@ MISUSE = [
     (3, 0, r"TBufPool::Reset: 1 queue buffer\(s\) still allocated or enqueued at TBufPool::Reset"),
     (4, 0, r"TBufPool::InitBuffer: the pool was Reset: its buffers stay usable but it cannot allocate again"),
     (5, 2080, r"TPipe::InitBufPool: length 2080 bytes exceeds the 2048 bytes of the shared pool"),
-    (6, 188448, r"TPipe::InitBufPool: UB exhausted: 1 x 188448 bytes requested at offset 0, usable capacity 188416"),
+    (6, 196640, r"TPipe::InitBufPool: UB exhausted: 1 x 196640 bytes requested at offset 0, usable capacity 196608"),
     (7, 0, r"TBufPool::InitBuffer: buffer position A1 is not in the pool's memory \(UB, position VECCALC\)"),
     (8, 0, r"LocalMemAllocator: a LocalMemAllocator<Hardware::UB> already exists on this core"),
     (9, 0, r"LocalMemAllocator: a TPipe is live on this core; LocalMemAllocator .* cannot be mixed with TPipe"),
@@ -552,7 +552,7 @@ def test_misuse_boundaries_pass(lib):
     misuse(lib, 1, 1024)      # exactly fills the pool
     misuse(lib, 2, 4)         # exactly bufIDSize handles
     misuse(lib, 5, 2048)      # shares the full length
-    misuse(lib, 6, 188416)    # the whole usable UB
+    misuse(lib, 6, 196608)    # the whole UB (TPipe reserves nothing; see the Select scratch test)
     misuse(lib, 10, 49152)    # the whole nominal UB (static tensors are not limited by the TPipe reserve)
 
 

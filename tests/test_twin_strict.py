@@ -269,12 +269,12 @@ def test_normal_copy_multicore(lib):
 
 
 def test_ub_capacity_exact_fit_and_overflow(lib):
-    run(lib, 1, p1=188416)  # 192 KB less the 8 KB reserve: fits exactly
-    expect(lib, CORE0 + r"TPipe::InitBuffer: UB exhausted: 1 x 188448 bytes requested at offset 0, usable capacity 188416",
-           1, p1=188448)
-    # Two buffers of 94208 B fit; 94240 each (2 x 94240 = 188480) do not.
-    run(lib, 2, p1=94208)
-    expect(lib, CORE0 + r"TPipe::InitBuffer: UB exhausted: 2 x 94240 bytes .*usable capacity 188416", 2, p1=94240)
+    run(lib, 1, p1=196608)  # all 192 KB (as CANN's own CPU checks allow): fits exactly
+    expect(lib, CORE0 + r"TPipe::InitBuffer: UB exhausted: 1 x 196640 bytes requested at offset 0, usable capacity 196608",
+           1, p1=196640)
+    # Two buffers of 98304 B fit; 98336 each do not.
+    run(lib, 2, p1=98304)
+    expect(lib, CORE0 + r"TPipe::InitBuffer: UB exhausted: 2 x 98336 bytes .*usable capacity 196608", 2, p1=98336)
 
 
 def test_error_names_the_failing_core(lib):

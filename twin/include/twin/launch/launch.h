@@ -41,7 +41,7 @@ inline void AllocCoreMemory(CoreState& c) {
         c.usable[(int)m] = usable;
     };
     if (c.coreType == AscendC::AIV) {
-        give(Mem::UB, chip.ubSize, npu_fa::UsableUb(chip));
+        give(Mem::UB, chip.ubSize, chip.ubSize);  // TPipe may use all of UB; see StageTmp for the top 8 KB
     } else {
         give(Mem::L1, chip.l1Size, npu_fa::UsableL1(chip));
         give(Mem::L0A, chip.l0aSize, chip.l0aSize);

@@ -142,6 +142,7 @@ struct CoreState {
 
     void* pipe = nullptr;  // the live AscendC::TPipe, if any
     std::vector<QueBuf> queBufs;  // every queue buffer created on this core during the launch
+    uint32_t ubTop = 0;  // end of the highest UB byte given to the kernel (TPipe, TBufPool, explicit-address tensors)
     bool traceOn = true;
     std::vector<TraceRec> trace;
     std::string waitingFor;  // set while blocked in a cross-core wait, for deadlock reports

@@ -36,6 +36,7 @@ inline uint8_t* PipeReserve(const char* api, PipeState& p, Mem m, uint32_t bytes
     }
     p.head[(int)m] = head + (uint32_t)need;
     p.numBuffers += handles;
+    if (m == Mem::UB) c.ubTop = std::max(c.ubTop, p.head[(int)m]);
     return c.Base(m) + head;
 }
 
@@ -385,6 +386,7 @@ public:
             }
             ptrs[i] = c.Base(m) + a;
             lens[i] = twin::Align32(l);
+            if (m == twin::Mem::UB) c.ubTop = std::max<uint32_t>(c.ubTop, (uint32_t)(a + lens[i]));
         }
         st_.numBuffers += (int)num;
         que.TwinInitEach(ptrs, lens, (uint8_t)num);

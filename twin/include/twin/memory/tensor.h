@@ -98,6 +98,7 @@ public:
         if (addr % 32 != 0) twin::Fail(api, "addr %u is not 32-byte aligned", addr);
         if (tileSize == 0 || len % 32 != 0) twin::Fail(api, "tensor length %llu bytes is not a positive multiple of 32", (unsigned long long)len);
         if (addr + len > cap) twin::Fail(api, "addr %u + length %llu bytes exceeds %s size %u", addr, (unsigned long long)len, twin::MemName(m), cap);
+        if (m == twin::Mem::UB && addr + len > c.ubTop) c.ubTop = (uint32_t)(addr + len);
         Init(pos, c.Base(m) + addr, (uint32_t)len);
     }
 

@@ -115,10 +115,17 @@ inline uint64_t CompareCountRepeats(const char* api, uint32_t count) {
 // ---- Select ----
 inline bool SelBit(const uint8_t* sel, uint64_t i) { return (sel[i >> 3] >> (i & 7)) & 1u; }
 
+// The real implementation stages through UB at TMP_UB_OFFSET (184 KB on dav-2201), a region TPipe does not keep
+// out of the kernel's reach: if the kernel's own buffers extend there, the two silently overwrite each other.
 inline void StageTmp(const char* api, const void* src32, uint32_t bytes) {
     CoreState& c = Cur();
-    const uint32_t off = c.usable[(int)Mem::UB];
+    const uint32_t off = npu_fa::UsableUb(*c.chip);
     if (off + bytes > c.mem[(int)Mem::UB].size()) Fail(api, "internal: no room for the Select scratch in UB");
+    if (c.ubTop > off) {
+        Fail(api, "this form stages its selector/scalar in UB at TMP_UB_OFFSET = %u (the top %u bytes), but the kernel's "
+                  "buffers reach byte %u there: on the NPU they overwrite each other; keep TPipe/TBufPool buffers below "
+                  "%u bytes when using it", off, (unsigned)(c.mem[(int)Mem::UB].size() - off), c.ubTop, off);
+    }
     std::memcpy(c.Base(Mem::UB) + off, src32, bytes);
 }
 
