@@ -34,12 +34,14 @@ __aicore__ inline void ProbeBody(GM_ADDR l1Image, GM_ADDR eye, GM_ADDR out, GM_A
     LocalTensor<C> c(TPosition::CO1, 0, 128 * 1024 / sizeof(C));
     if (P.GetValue(16) > 0) {
         Fill(a1.template ReinterpretCast<int16_t>(), InitConstValueParams<int16_t>(1, 256 * 1024 / 32, 0, (int16_t)0));
+        PipeBarrier<PIPE_MTE2>();  // the copy overwrites filled bytes on the same pipe
         DataCopy(a1, srcG, DataCopyParams(P.GetValue(16), P.GetValue(17), P.GetValue(18), P.GetValue(19)));
     } else {
         DataCopy(a1, srcG, l1Elems);
     }
     if (P.GetValue(12) > 0) {
-        // Fill of L1 runs on MTE2 like the copy: same pipe, in order, no flag needed.
+        // Fill of L1 runs on MTE2 like the copy; overlapping writes of one pipe still need a PipeBarrier.
+        PipeBarrier<PIPE_MTE2>();
         Fill(a1.template ReinterpretCast<int16_t>(),
              InitConstValueParams<int16_t>(P.GetValue(12), P.GetValue(13), P.GetValue(14), (int16_t)P.GetValue(15)));
     }
