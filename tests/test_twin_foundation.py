@@ -230,6 +230,8 @@ extern "C" __global__ __aicore__ void tuple_buffers(GM_ADDR x, GM_ADDR out, GM_A
         if (i == 0) first = t.GetPhyAddr();
         og.SetValue(2 * i, (float)((t.GetPhyAddr() - first) * sizeof(float)));
         og.SetValue(2 * i + 1, (float)t.GetSize());
+        // The scalar stores sit in the data cache; write them back before a DMA writes the same 64-byte line.
+        DataCacheCleanAndInvalid<float, CacheLine::ENTIRE_DATA_CACHE, DcciDst::CACHELINE_OUT>(og);
         DataCopy(t, xg, 64);
         que.EnQue(t);
         t = que.DeQue<float>();

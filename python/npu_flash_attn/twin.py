@@ -16,6 +16,7 @@ import hashlib
 import operator
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -202,7 +203,9 @@ class KernelLibrary:
         self._lib.twin_trace_len.argtypes = [ctypes.c_int]
         self._lib.twin_trace_data.restype = ctypes.POINTER(TraceRecord)
         self._lib.twin_trace_data.argtypes = [ctypes.c_int]
+        self._lib.twin_print_output.restype = ctypes.c_char_p
         self._launch_lock = threading.Lock()
+        self._output = ""
 
     def launch(self, kernel: str, block_dim: int, *buffers: Any, kernel_type: str | int = "aiv",
                chip: str = DEFAULT_CHIP, check_gm: bool = True, trace: bool = False, tiling_key: int = 0) -> None:
@@ -232,10 +235,18 @@ class KernelLibrary:
         sizes = (ctypes.c_uint64 * max(n, 1))(*[b[1] for b in bufs])
         err = ctypes.create_string_buffer(4096)
         with self._launch_lock:
+            self._lib.twin_print_clear()
             rc = self._lib.twin_launch_v2(fn, kt, block_dim, chip.encode(), n, args, sizes, int(check_gm), int(trace),
                                           tiling_key, err, len(err))
+            self._output = self._lib.twin_print_output().decode(errors="replace")
+        if self._output:  # printf / DumpTensor / assert output, shown as the device's would be
+            sys.stdout.write(self._output)
         if rc != 0:
             raise TwinError(err.value.decode(errors="replace"))
+
+    def last_output(self) -> str:
+        """What the last launch printed (AscendC::printf, PRINTF, DumpTensor, failed asserts), all cores."""
+        return self._output
 
     def last_trace(self) -> list[dict]:
         """Per-core trace of the last launch made with trace=True: [{core, records: [...]}, ...]."""

@@ -33,7 +33,10 @@ extern "C" __global__ __aicore__ void core_ids(GM_ADDR out) {
 // answers with flag 1 (mode 2: the AIC's counter moves once both AIVs answered). The AIC waits for round r-2's
 // answer before overwriting its slot, and drains the last answers at the end.
 constexpr uint32_t PP_M = 32, PP_N = 64, PP_K = 32;
+// Tile-ready alternates two IDs by round parity: rounds 0 and 1 set it back to back, and the 2201 architecture page
+// forbids setting one flagId twice in a row.
 constexpr uint16_t FLAG_TILE_READY = 0, FLAG_TILE_FREE = 1;
+__aicore__ inline uint16_t TileReady(uint32_t r) { return (uint16_t)(FLAG_TILE_READY + 2 * (r % 2)); }
 
 __aicore__ inline void PingPongCube(GM_ADDR a, GM_ADDR b, GM_ADDR ws, uint32_t rounds) {
     GlobalTensor<half> aG, bG;
@@ -80,7 +83,7 @@ __aicore__ inline void PingPongCube(GM_ADDR a, GM_ADDR b, GM_ADDR ws, uint32_t r
         if (r >= 2) CrossCoreWaitFlag(FLAG_TILE_FREE);  // slot r % 2 was read by both AIVs in round r - 2
         Fixpipe(wG[(r % 2) * PP_M * PP_N], c, FixpipeParamsV220(PP_N, PP_M, PP_M, PP_N, false));
         SetFlag<HardEvent::FIX_M>(EVENT_ID0);
-        CrossCoreSetFlag<2, PIPE_FIX>(FLAG_TILE_READY);
+        CrossCoreSetFlag<2, PIPE_FIX>(TileReady(r));
     }
     WaitFlag<HardEvent::MTE1_MTE2>(EVENT_ID0);
     WaitFlag<HardEvent::M_MTE1>(EVENT_ID3);
@@ -99,7 +102,7 @@ __aicore__ inline void PingPongVector(GM_ADDR ws, GM_ADDR out, uint32_t rounds) 
     pipe.InitBuffer(buf, ELEMS * sizeof(float));
     LocalTensor<float> t = buf.Get<float>();
     for (uint32_t r = 0; r < rounds; ++r) {
-        CrossCoreWaitFlag(FLAG_TILE_READY);
+        CrossCoreWaitFlag(TileReady(r));
         if (r > 0) WaitFlag<HardEvent::MTE3_MTE2>(EVENT_ID0);
         DataCopy(t, wG[(r % 2) * PP_M * PP_N + sub * ELEMS], ELEMS);
         SetFlag<HardEvent::MTE2_S>(EVENT_ID0);
@@ -178,9 +181,12 @@ extern "C" __global__ __aicore__ void cross_case(GM_ADDR slotsAddr, GM_ADDR resu
             WriteSlot(result, me, other.GetValue(0) == (int32_t)((me ^ 1) + 1) ? 1 : 0);
             break;
         }
-        case 2: {  // 16 mode-2 sets from the AIC that nobody waits for
+        case 2: {  // 16 mode-2 sets of flag 5 from the AIC that nobody waits for (flag 10 in between: no set twice in a row)
             if ASCEND_IS_AIC {
-                for (int i = 0; i < 16; ++i) CrossCoreSetFlag<2, PIPE_FIX>(5);
+                for (int i = 0; i < 16; ++i) {
+                    CrossCoreSetFlag<2, PIPE_FIX>(5);
+                    CrossCoreSetFlag<2, PIPE_FIX>(10);
+                }
             }
             break;
         }

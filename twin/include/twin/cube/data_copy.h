@@ -1,6 +1,7 @@
 // Cube-core data movement: GM -> L1 (count form, DataCopyParams, and the ND -> NZ conversion with Nd2NzParams) on
-// PIPE_MTE2, and L1 -> BiasTable on PIPE_MTE1. Paths that dav-2201 lacks or that need the Matmul API's KFC server
-// (UB -> L1, L1 -> UB, DataCopyPad into L1) raise with the reason.
+// PIPE_MTE2, L1 -> GM (count form, DataCopyParams) on PIPE_MTE3, L1 -> BiasTable on PIPE_MTE1 and L1 -> Fixpipe
+// Buffer (quantisation words for SetFixPipeConfig) on PIPE_FIX. Paths that dav-2201 lacks or that need the Matmul
+// API's KFC server (UB -> L1, L1 -> UB, DataCopyPad into L1) raise with the reason.
 #pragma once
 #include "twin/cube/fractal.h"
 #include "twin/memory/data_copy.h"
@@ -66,6 +67,39 @@ void CopyGmToL1(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<
     GmToL1Blocks(api, dst, src, p.blockCount, p.blockLen * 32ull, p.srcGap * 32ull, p.dstGap * 32ull);
 }
 
+// L1 -> GM: blockLen and both gaps in 32 B blocks; the count form rounds count * sizeof(T) down to 32 B.
+template <typename T>
+void CopyL1ToGm(const AscendC::GlobalTensor<T>& dst, const AscendC::LocalTensor<T>& src, uint32_t blockCount,
+                uint64_t blockBytes, uint64_t srcGapBytes, uint64_t dstGapBytes) {
+    const char* api = "DataCopy(L1->GM)";
+    RequireAic(api);
+    CubeOperand(api, "src", src, Mem::L1, 32, "L1 (A1/B1/C1)");
+    if (blockCount > 4095) Fail(api, "blockCount %u is outside [0, 4095]", blockCount);
+    if (blockCount == 0 || blockBytes == 0) return;
+    GmLocalCopy(api, src, dst, true, blockCount, blockBytes, dstGapBytes, srcGapBytes);
+}
+
+// L1 -> Fixpipe Buffer: blockLen in 128 B; srcGap (32 B) and dstGap (128 B) count head to head, not end to start.
+template <typename T>
+inline void CopyL1ToFb(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src, const AscendC::DataCopyParams& p) {
+    const char* api = "DataCopy(L1->FB)";
+    RequireAic(api);
+    if (!std::is_same<T, uint64_t>::value) Fail(api, "the Fixpipe Buffer takes uint64_t words, got %s", TypeName<T>());
+    CubeOperand(api, "src", src, Mem::L1, 32, "L1 (A1/B1/C1)");
+    CubeOperand(api, "dst", dst, Mem::FB, 128, "the Fixpipe Buffer (C2PIPE2GM)");
+    if (p.blockCount > 4095) Fail(api, "blockCount %u is outside [0, 4095]", p.blockCount);
+    if (p.blockCount == 0 || p.blockLen == 0) return;  // documented NOP
+    if (p.blockCount > 1 && p.dstGap < p.blockLen) {
+        Fail(api, "dstGap %u (128 B, head to head) is smaller than blockLen %u: destination blocks overlap", p.dstGap,
+             p.blockLen);
+    }
+    const uint64_t len = p.blockLen * 128ull, sStep = p.srcGap * 32ull, dStep = p.dstGap * 128ull;
+    CheckLocalSpan(api, "src", src, 0, (p.blockCount - 1) * sStep + len);
+    CheckLocalSpan(api, "dst", dst, 0, (p.blockCount - 1) * dStep + len);
+    for (uint32_t b = 0; b < p.blockCount; ++b) std::memcpy(dst.Ptr() + b * dStep, src.Ptr() + b * sStep, len);
+    Trace(api, PIPE_FIX, p.blockCount * len / sizeof(T), p.blockCount * len, p.blockCount, dst.Ptr(), src.Ptr());
+}
+
 // Local -> local copies that do not start and end in UB.
 template <typename T>
 void CopyLocalToLocal(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src, const AscendC::DataCopyParams& p) {
@@ -98,8 +132,8 @@ void CopyLocalToLocal(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTe
         return;
     }
     if (sm == Mem::L1 && dm == Mem::FB) {
-        Fail(api, "L1 -> Fixpipe buffer is not modelled by the twin (Fixpipe with a cbufWorkspace tensor reads the "
-                  "quantisation parameters from L1 directly)");
+        CopyL1ToFb(dst, src, p);
+        return;
     }
     Fail(api, "%s (%s) -> %s (%s) is not a DataCopy path on dav-2201", PositionName(src.Pos()), MemName(sm),
          PositionName(dst.Pos()), MemName(dm));

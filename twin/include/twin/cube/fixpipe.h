@@ -8,10 +8,10 @@
 // ND row pitch in elements, or the distance of NZ column blocks in 32 B; srcNdStride counts 1 KB (16 x C0_SIZE);
 // dstNdStride counts elements.
 #pragma once
-#include <algorithm>
 #include <vector>
 
 #include "twin/sync/atomic_gm.h"
+#include "twin/cube/cube_spr.h"
 #include "twin/cube/fractal.h"
 
 namespace AscendC {
@@ -189,6 +189,7 @@ inline void FixpipeRun(const char* api, uint8_t* dst, bool toGm, uint64_t dstLen
             Fail(api, "isChannelSplit needs float -> float, CFG_NZ and a GM destination");
         }
         if (p.nSize % 8 != 0) Fail(api, "with isChannelSplit nSize %u must be a multiple of 8", p.nSize);
+        if (p.unitFlag != 0) Fail(api, "isChannelSplit cannot be combined with unitFlag %u on dav-2201", p.unitFlag);
     } else if (!nd && p.nSize % 16 != 0) {
         Fail(api, "with NZ output nSize %u must be a multiple of 16", p.nSize);
     }
@@ -212,8 +213,10 @@ inline void FixpipeRun(const char* api, uint8_t* dst, bool toGm, uint64_t dstLen
              p.nSize, p.mSize, p.srcStride, (unsigned long long)(srcElems * 4), (unsigned long long)v.srcLen);
     }
     NoteAccess(api, Mem::L0C, OffsetIn(api, Mem::L0C, v.src), srcElems * 4, false);
-    // Output geometry: ND rows, or NZ blocks of c0 columns (b8: 32 via channel merge; f32: 16, or 8 split).
+    // Output geometry: ND rows, or NZ blocks of c0 columns (b8: 32 via channel merge, except that an odd last
+    // group of 16 columns stays a 16-wide block; f32: 16, or 8 split).
     const uint32_t c0 = nd ? 0 : (sizeof(T) == 1 ? 32 : sizeof(T) == 2 ? 16 : (p.isChannelSplit ? 8 : 16));
+    auto blockWidth = [&](uint32_t b) -> uint32_t { return (b + 1) * c0 > p.nSize ? p.nSize - b * c0 : c0; };
     uint64_t dstBytes;
     if (nd) {
         if (p.mSize > 1 && p.dstStride < p.nSize) {
@@ -232,7 +235,7 @@ inline void FixpipeRun(const char* api, uint8_t* dst, bool toGm, uint64_t dstLen
             Fail(api, "dstStride %u x 32 B is smaller than one NZ column block (%u rows x %u x %zu B): outputs overlap",
                  p.dstStride, p.mSize, c0, sizeof(T));
         }
-        dstBytes = (uint64_t)(outBlocks - 1) * p.dstStride * 32 + blockBytes;
+        dstBytes = (uint64_t)(outBlocks - 1) * p.dstStride * 32 + (uint64_t)p.mSize * blockWidth(outBlocks - 1) * sizeof(T);
     }
     if (toGm) {
         gdst->CheckElems(api, 0, (dstBytes + sizeof(T) - 1) / sizeof(T));
@@ -282,12 +285,12 @@ inline void FixpipeRun(const char* api, uint8_t* dst, bool toGm, uint64_t dstLen
                 put(dst + ((uint64_t)n * p.dstNdStride + (uint64_t)i * p.dstStride) * sizeof(T), row.data(), p.nSize);
             } else {
                 for (uint32_t b = 0; b * c0 < p.nSize; ++b) {
-                    const uint32_t cnt = std::min<uint32_t>(c0, p.nSize - b * c0);
+                    const uint32_t cnt = blockWidth(b);
                     for (uint32_t e = 0; e < cnt; ++e) {
                         const uint32_t j = b * c0 + e;
                         row[e] = FixpipeConvert<T, U>(load(n, i, j), p.quantPre, p.reluEn, v.cols ? perCol[j] : scalar);
                     }
-                    put(dst + (uint64_t)b * p.dstStride * 32 + (uint64_t)i * c0 * sizeof(T), row.data(), cnt);
+                    put(dst + (uint64_t)b * p.dstStride * 32 + (uint64_t)i * cnt * sizeof(T), row.data(), cnt);
                 }
             }
         }
@@ -309,6 +312,27 @@ inline const uint64_t* FixpipeWorkspace(const char* api, const AscendC::LocalTen
     CubeOperand(api, "cbufWorkspace", ws, Mem::L1, 32, "L1 (C1)");
     CheckLocalSpan(api, "cbufWorkspace", ws, 0, (uint64_t)nSize * 8);
     return reinterpret_cast<const uint64_t*>(ws.Ptr());
+}
+
+// The Fixpipe API programs the registers DataCopy(L0C->..., DataCopyCO12DstParams) reads: ND_PARA for CFG_ROW_MAJOR,
+// QUANT_PRE for scalar quantisation, and FPC for per-column quantisation (pointed at a temporary Fixpipe Buffer copy
+// of cbufWorkspace, so an earlier SetFixPipeConfig no longer holds).
+inline void FixpipeWritesRegs(const AscendC::FixpipeParamsV220& p, bool rowMajor) {
+    CubeSpr& r = CubeRegs();
+    if (rowMajor) {
+        r.ndNum = p.ndNum;
+        r.srcNdStride = p.srcNdStride;
+        r.dstNdStride = p.dstNdStride;
+        r.ndParaSet = true;
+    }
+    if (p.quantPre == DEQF16 || p.quantPre == QF322B8_PRE || p.quantPre == REQ8) {
+        r.quantPre = p.deqScalar;
+        r.quantPreSet = true;
+    }
+    if (IsVectorQuant(p.quantPre)) {
+        r.fpcQuantAddr = -1;
+        r.fpcInvalid = "a Fixpipe with per-column quantisation re-pointed FPC at its own temporary Fixpipe Buffer copy";
+    }
 }
 
 template <typename T, const AscendC::FixpipeConfig& config>
@@ -333,6 +357,7 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
     twin::FixpipeView v = twin::FixpipeSource(api, src);
     dst.CheckElems(api, 0, 0);
     twin::FixpipeRun<T, U, config.format>(api, (uint8_t*)dst.GetPhyAddr(), true, 0, &dst, v, intriParams);
+    twin::FixpipeWritesRegs(intriParams, config.format == CO2Layout::ROW_MAJOR);
 }
 
 // L0C -> GM with per-column quantisation words in L1.
@@ -345,6 +370,7 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
     v.cols = twin::FixpipeWorkspace(api, cbufWorkspace, intriParams.nSize);
     dst.CheckElems(api, 0, 0);
     twin::FixpipeRun<T, U, config.format>(api, (uint8_t*)dst.GetPhyAddr(), true, 0, &dst, v, intriParams);
+    twin::FixpipeWritesRegs(intriParams, config.format == CO2Layout::ROW_MAJOR);
 }
 
 // L0C -> L1 (NZ only; config must be CFG_NZ).
@@ -354,6 +380,7 @@ inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const 
     twin::FixpipeView v = twin::FixpipeSource(api, src);
     uint8_t* d = twin::FixpipeL1Dst<T, config>(api, dst);
     twin::FixpipeRun<T, U, CO2Layout::NZ>(api, d, false, dst.GetLength(), (const GlobalTensor<T>*)nullptr, v, intriParams);
+    twin::FixpipeWritesRegs(intriParams, false);
 }
 
 template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR, typename S = uint64_t,
@@ -365,6 +392,7 @@ inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const 
     v.cols = twin::FixpipeWorkspace(api, cbufWorkspace, intriParams.nSize);
     uint8_t* d = twin::FixpipeL1Dst<T, config>(api, dst);
     twin::FixpipeRun<T, U, CO2Layout::NZ>(api, d, false, dst.GetLength(), (const GlobalTensor<T>*)nullptr, v, intriParams);
+    twin::FixpipeWritesRegs(intriParams, false);
 }
 
 }  // namespace AscendC

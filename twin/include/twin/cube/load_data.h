@@ -127,8 +127,11 @@ inline void Load2DFractals(const char* api, uint8_t* dst, uint64_t dstLen, const
 }
 
 template <typename T>
-inline void CheckLoadType(const char*) {
+inline void CheckLoadType(const char* api) {
     static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadData moves b8, b16 or b32 data");
+    if constexpr (ElemBits<T>::value == 4) {  // b4 has its own fractal shape (16 x 64); not modelled
+        Fail(api, "int4b_t (b4) data is not modelled by the twin for this API");
+    }
 }
 
 }  // namespace twin

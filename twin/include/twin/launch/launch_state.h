@@ -2,6 +2,7 @@
 // the bookkeeping that turns "every live core is blocked" into an error instead of a hang.
 #pragma once
 #include <array>
+#include <atomic>
 #include <deque>
 #include <map>
 #include <functional>
@@ -42,6 +43,19 @@ struct LaunchState {
     // Per core id, while it is blocked in BlockUntil: its wake-up condition. A core that was signalled but has not
     // re-acquired the mutex yet still counts in `blocked`, so the deadlock test asks these instead.
     std::vector<std::function<bool()>> waitPred;
+
+    // Scalar data cache of each core (sync/dcache.h): per core id, 64-byte line address -> this core's copy.
+    struct DcLine {
+        uint8_t data[64];   // the core's copy (its SetValue bytes included)
+        uint8_t orig[64];   // GM when the line was filled: what other agents still see of the dirty bytes
+        uint64_t valid = 0, dirty = 0;  // byte masks
+    };
+    std::vector<std::map<uint64_t, DcLine>> dcache;
+    std::atomic<int> dcDirtyLines{0};  // lines with dirty bytes, over all cores (read unlocked by the DMA fast path)
+    // What a core knew when it published a 32-byte GM block (DCache write-back, bypass write, GM sync word); a core
+    // that observes the block learns it (sync/dcache.h, sync/gm_sync.h).
+    std::map<uint64_t, std::vector<uint32_t>> gmRelease;
+    std::mutex dcMu;  // guards dcache, dcDirtyLines, gmRelease; taken after mu, never before
 
     bool CrossCoreEnabled() const {
         return kernelType != AscendC::KERNEL_TYPE_AIV_ONLY && kernelType != AscendC::KERNEL_TYPE_AIC_ONLY;

@@ -137,6 +137,7 @@ struct CoreState {
     uint64_t maskReg[2] = {~0ull, ~0ull};
     // Atomic accumulation mode for writes to GM: 0 none, else the element type tag.
     int atomicKind = 0;
+    int atomicOp = 0;  // what the atomic mode does: 0 add, 1 max, 2 min (sync/atomic_gm.h)
     uint64_t deqScale = 0;
     SprState spr;  // CMPMASK and pad-value registers
 
@@ -147,6 +148,13 @@ struct CoreState {
     std::vector<TraceRec> trace;
     std::string waitingFor;  // set while blocked in a cross-core wait, for deadlock reports
     HazardState hz;          // pipe-ordering checker (hazard.h)
+    // GM synchronisation state (sync/dcache.h, sync/gm_sync.h, sync/sync.h).
+    std::vector<uint64_t> dcUnfenced;  // DCache lines written back since the last DataSyncBarrier
+    int64_t lastCrossSet = -1;         // the last cross-core flag op if it was a CrossCoreSetFlag: (mode, pipe, flag)
+    std::vector<uint64_t> softSyncWs;  // software-SyncAll workspaces this core has used
+    int determineOpen = 0;             // WaitPreBlock calls not yet answered by NotifyNextBlock
+    int taskStartCalls = 0, taskEndCalls = 0;  // SetNextTaskStart / WaitPreTaskEnd
+    std::vector<std::pair<uint64_t, double>> dcSpin;  // lines read while another core holds them dirty: since when (s)
 
     std::string Name() const {
         char buf[96];
@@ -198,8 +206,12 @@ inline void NoteAccess(const char* api, Mem m, uint64_t off, uint64_t bytes, boo
     c->hz.pending.push_back(HzAccess{api, m, off, bytes, write, false, sameRaw});
 }
 
-// The same for GM bytes [p, p + bytes) moved by a DMA or Fixpipe (api nullptr: the next traced instruction).
+inline void DcacheOnDmaRead(const char* api, const void* p, uint64_t n);  // sync/dcache.h
+
+// The same for GM bytes [p, p + bytes) moved by a DMA or Fixpipe (api nullptr: the next traced instruction). A DMA
+// read is also checked against the scalar data caches (bytes a SetValue left dirty are not in GM yet).
 inline void NoteGm(const char* api, const void* p, uint64_t bytes, bool write, bool atomic = false) {
+    if (!write && bytes != 0) DcacheOnDmaRead(api, p, bytes);
     CoreState* c = tCore;
     if (c == nullptr || !c->hz.on || bytes == 0) return;
     c->hz.pending.push_back(HzAccess{api, Mem::GM, (uint64_t)(uintptr_t)p, bytes, write, atomic});

@@ -1,6 +1,6 @@
 // DataCopy between GM and UB (count form with its silent round-down to 32 B, DataCopyParams in 32 B blocks),
 // UB->UB on PIPE_V, and DataCopyPad (bytes on the GM side, 32 B blocks on the UB side, rows padded to 32 B).
-// GM->L1 copies (plain and Nd2Nz) live in cube/data_copy.h.
+// GM <-> L1 copies (plain, and Nd2Nz into L1) live in cube/data_copy.h.
 #pragma once
 #include "twin/sync/atomic_gm.h"
 #include "twin/memory/tensor.h"
@@ -68,14 +68,28 @@ void CopyGmToL1(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<
 template <typename T>
 void CopyLocalToLocal(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src, const AscendC::DataCopyParams& p);
 template <typename T>
+void CopyL1ToGm(const AscendC::GlobalTensor<T>& dst, const AscendC::LocalTensor<T>& src, uint32_t blockCount,
+                uint64_t blockBytes, uint64_t srcGapBytes, uint64_t dstGapBytes);
+template <typename T>
 void CopyPadGmToL1(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<T>& src,
                    const AscendC::DataCopyExtParams& p, const AscendC::DataCopyPadExtParams<T>& pad);
+
+// int4b_t is in none of the Atlas A2 dtype lists of the DataCopy / DataCopyPad pages for GM, UB and L1 (the real
+// count form would even read count as bytes); kernels move the packed bytes as int8_t and ReinterpretCast.
+template <typename T>
+inline void RejectInt4(const char* api) {
+    if constexpr (ElemBits<T>::value == 4) {
+        Fail(api, "int4b_t is not a supported dtype on dav-2201 (Atlas A2: int8_t to double); move the packed bytes "
+             "through ReinterpretCast<int8_t>()");
+    }
+}
 
 // Moves blockCount blocks of blockBytes between GM and an on-core buffer (UB, or L1 from GM); gaps in bytes. Checks
 // both spans, copies (GM writes honour atomics) and traces. Position and core-kind checks are the caller's.
 template <typename T>
 inline void GmLocalCopy(const char* api, const AscendC::LocalTensor<T>& local, const AscendC::GlobalTensor<T>& gm,
                         bool toGm, uint32_t blockCount, uint64_t blockBytes, uint64_t gmGapBytes, uint64_t localGapBytes) {
+    RejectInt4<T>(api);
     const uint64_t localSpan = (blockCount - 1) * (blockBytes + localGapBytes) + blockBytes;
     const uint64_t gmSpan = (blockCount - 1) * (blockBytes + gmGapBytes) + blockBytes;
     CheckLocalSpan(api, toGm ? "src" : "dst", local, 0, localSpan);
@@ -101,6 +115,7 @@ inline void GmLocalCopy(const char* api, const AscendC::LocalTensor<T>& local, c
 template <typename T>
 inline void GmUbBlocks(const char* api, const AscendC::LocalTensor<T>& ub, const AscendC::GlobalTensor<T>& gm, bool toGm,
                        uint32_t blockCount, uint64_t blockBytes, uint64_t gmGapBytes, uint64_t ubGapBytes) {
+    RejectInt4<T>(api);
     if (blockCount == 0 || blockBytes == 0) return;
     RequirePhys(api, toGm ? "src" : "dst", ub, Mem::UB);
     RequireAiv(api);
@@ -126,6 +141,10 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
 template <typename T>
 inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
     uint64_t bytes = (uint64_t)count * sizeof(T) / 32 * 32;
+    if (src.Valid() && src.Phys() == twin::Mem::L1) {
+        twin::CopyL1ToGm(dst, src, 1, bytes, 0, 0);
+        return;
+    }
     twin::GmUbBlocks("DataCopy", src, dst, true, 1, bytes, 0, 0);
 }
 
@@ -142,6 +161,10 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
 
 template <typename T>
 inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p) {
+    if (src.Valid() && src.Phys() == twin::Mem::L1) {
+        twin::CopyL1ToGm(dst, src, p.blockCount, p.blockLen * 32ull, p.srcGap * 32ull, p.dstGap * 32ull);
+        return;
+    }
     if (p.blockCount > 4095) twin::Fail("DataCopy", "blockCount %u is outside [0, 4095]", p.blockCount);
     twin::GmUbBlocks("DataCopy", src, dst, true, p.blockCount, p.blockLen * 32ull, p.dstGap * 32ull, p.srcGap * 32ull);
 }
@@ -150,6 +173,7 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p) {
     const char* api = "DataCopy(UB->UB)";
+    twin::RejectInt4<T>(api);
     if (dst.Phys() != twin::Mem::UB || src.Phys() != twin::Mem::UB) {
         twin::CopyLocalToLocal(dst, src, p);
         return;
@@ -178,6 +202,7 @@ template <typename T>
 inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyExtParams& p,
                         const DataCopyPadExtParams<T>& pad) {
     const char* api = "DataCopyPad(GM->UB)";
+    twin::RejectInt4<T>(api);
     if (dst.Phys() != twin::Mem::UB) {
         twin::CopyPadGmToL1(dst, src, p, pad);
         return;
@@ -189,6 +214,14 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
     if (p.blockLen % sizeof(T) != 0) twin::Fail(api, "blockLen %u bytes is not a multiple of sizeof(T) = %zu", p.blockLen, sizeof(T));
     if (pad.leftPadding * sizeof(T) > 32 || pad.rightPadding * sizeof(T) > 32) {
         twin::Fail(api, "leftPadding %u / rightPadding %u elements exceed 32 bytes", pad.leftPadding, pad.rightPadding);
+    }
+    if constexpr (sizeof(T) == 8) {  // documented: a 64-bit paddingValue can only be 0
+        uint64_t bits;
+        std::memcpy(&bits, &pad.paddingValue, 8);
+        if (pad.isPad && bits != 0) {
+            twin::Fail(api, "paddingValue bits 0x%llx: for 64-bit types paddingValue can only be 0 on dav-2201",
+                       (unsigned long long)bits);
+        }
     }
     // isPad = true loads the pad-value register (it stays set for later calls); isPad = false uses the register
     // as SetPadValue or an earlier isPad call left it.
@@ -263,6 +296,7 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
 template <typename T>
 inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
     const char* api = "DataCopyPad(UB->GM)";
+    twin::RejectInt4<T>(api);
     twin::RequirePhys(api, "src", src, twin::Mem::UB);
     twin::RequireAiv(api);
     twin::CheckAlign(api, "src", src, 32);

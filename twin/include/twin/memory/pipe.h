@@ -87,6 +87,7 @@ inline void RequireQueBufsFree(const char* api, const char* when, int first, int
 namespace AscendC {
 
 using TEventID = int8_t;
+using TBufHandle = uint8_t*;  // a buffer handle of a custom TBufPool (EXTERN_IMPL_BUFPOOL, buf_pool.h)
 
 template <TPosition pos>
 class TBuf;
@@ -171,6 +172,32 @@ public:
     // Waits the free events of all buffers, as TPipe::Destroy does.
     void FreeAllEvent() { twin::DrainQueBufs("TQue::FreeAllEvent", first_, num_); }
 
+    // A custom TBufPool (EXTERN_IMPL_BUFPOOL) announces `num` buffers, then places buffers 0..num-1 in order at
+    // pool addresses; the queue is usable once the last one is placed.
+    void InitStartBufHandle(TBufHandle startBufhandle, uint8_t num, uint32_t len) {
+        const char* api = "TQue::InitStartBufHandle";
+        (void)len;
+        if (startBufhandle == nullptr) twin::Fail(api, "startBufhandle is a null handle");
+        if (num < 1 || num > twin::kMaxPipeBuffers) twin::Fail(api, "buffer number %u is outside [1, %d]", num, twin::kMaxPipeBuffers);
+        pendNum_ = num;
+        pendSet_ = 0;
+    }
+    template <typename T>
+    void InitBufHandle(T* bufPool, uint32_t index, TBufHandle bufhandle, uint32_t curPoolAddr, uint32_t len) {
+        const char* api = "TQue::InitBufHandle";
+        (void)bufhandle;
+        if (pendNum_ == 0) twin::Fail(api, "call InitStartBufHandle before placing buffers");
+        if (index != pendSet_) twin::Fail(api, "buffer %u placed, expected buffer %u of %u (place them in order)", index, pendSet_, pendNum_);
+        const uint32_t l = twin::Align32(len);
+        pendPtr_[index] = bufPool->TwinPlace(api, TQueBind::Position(), index, curPoolAddr, l);
+        pendLen_[index] = l;
+        if (++pendSet_ == pendNum_) {
+            TwinInitEach(pendPtr_, pendLen_, pendNum_);
+            bufPool->TwinAdopt(first_, num_);
+            pendNum_ = 0;
+        }
+    }
+
     // ---- twin-internal ----
     void TwinInit(uint8_t* base, uint8_t num, uint32_t len) {
         uint8_t* ptrs[twin::kMaxPipeBuffers];
@@ -246,6 +273,9 @@ private:
 
     Entry fifo_[twin::kMaxPipeBuffers] = {};
     int first_ = 0, num_ = 0, cursor_ = 0, head_ = 0, count_ = 0;
+    uint8_t pendNum_ = 0, pendSet_ = 0;  // custom TBufPool placement in progress
+    uint8_t* pendPtr_[twin::kMaxPipeBuffers] = {};
+    uint32_t pendLen_[twin::kMaxPipeBuffers] = {};
     int enqEvt_ = 0, freeEvt_ = 0;
 };
 
@@ -282,7 +312,7 @@ public:
     template <typename T>
     LocalTensor<T> Get(uint32_t len) {
         Check("TBuf::Get");
-        uint64_t bytes = (uint64_t)len * sizeof(T);
+        uint64_t bytes = twin::ElemOffsetBytes<T>("TBuf::Get", len, "len");
         if (bytes > len_) twin::Fail("TBuf::Get", "%u elements (%llu bytes) exceed the buffer's %u bytes", len, (unsigned long long)bytes, len_);
         LocalTensor<T> t;
         t.Init(pos, ptr_, (uint32_t)bytes);
@@ -293,7 +323,7 @@ public:
         const char* api = "TBuf::GetWithOffset";
         Check(api);
         if (bufOffset % 32 != 0) twin::Fail(api, "bufOffset %u bytes is not 32-byte aligned", bufOffset);
-        uint64_t bytes = (uint64_t)size * sizeof(T);
+        uint64_t bytes = twin::ElemOffsetBytes<T>(api, size, "size");
         if (bufOffset + bytes > len_) {
             twin::Fail(api, "%u elements at byte offset %u exceed the buffer's %u bytes", size, bufOffset, len_);
         }
@@ -305,8 +335,27 @@ public:
         ptr_ = p;
         len_ = len;
     }
+    // A custom TBufPool (EXTERN_IMPL_BUFPOOL) places the single buffer of a TBuf.
+    void InitStartBufHandle(TBufHandle startBufhandle, uint8_t num, uint32_t len) {
+        const char* api = "TBuf::InitStartBufHandle";
+        (void)len;
+        if (startBufhandle == nullptr) twin::Fail(api, "startBufhandle is a null handle");
+        if (num != 1) twin::Fail(api, "a TBuf has one buffer, num is %u", num);
+        pending_ = true;
+    }
+    template <typename T>
+    void InitBufHandle(T* bufPool, uint32_t index, TBufHandle bufhandle, uint32_t curPoolAddr, uint32_t len) {
+        const char* api = "TBuf::InitBufHandle";
+        (void)bufhandle;
+        if (!pending_) twin::Fail(api, "call InitStartBufHandle before placing the buffer");
+        if (index != 0) twin::Fail(api, "a TBuf has one buffer, index is %u", index);
+        const uint32_t l = twin::Align32(len);
+        TwinInit(bufPool->TwinPlace(api, pos, 0, curPoolAddr, l), l);
+        pending_ = false;
+    }
 
 private:
+    bool pending_ = false;
     void Check(const char* api) const {
         if (ptr_ == nullptr) twin::Fail(api, "TBuf used before TPipe::InitBuffer");
     }

@@ -5,11 +5,17 @@
 
 #include "twin/launch/launch_state.h"
 #include "twin/launch/runtime.h"
+#include "twin/memory/int4.h"
+#include "twin/sync/dcache.h"
 
 namespace AscendC {
 
 template <typename T>
 using PrimT = T;
+
+// L2 cache modes of GlobalTensor::SetL2CacheHint (CACHE_MODE_LAST is in the headers, not in the docs).
+enum class CacheMode : uint8_t { CACHE_MODE_DISABLE = 0, CACHE_MODE_NORMAL = 1, CACHE_MODE_LAST = 2, CACHE_MODE_PERSISTENT = 4 };
+enum class CacheRwMode { READ = 1, WRITE = 2, RW = 3 };
 
 template <typename T>
 class GlobalTensor {
@@ -25,36 +31,61 @@ public:
         size_ = 0;
     }
     const __gm__ T* GetPhyAddr() const { return addr_; }
-    __gm__ T* GetPhyAddr(const uint64_t offset) const { return addr_ + offset; }
+    __gm__ T* GetPhyAddr(const uint64_t offset) const { return At("GlobalTensor::GetPhyAddr", offset); }
     uint64_t GetSize() const { return size_; }
     // Offsets the address; the declared size is not reduced (as in the real headers).
     GlobalTensor operator[](const uint64_t offset) const {
         GlobalTensor t;
-        t.addr_ = addr_ + offset;
+        t.addr_ = At("GlobalTensor::operator[]", offset);
         t.size_ = size_;
         t.origin_ = origin_ ? origin_ : addr_;
+        t.cacheMode_ = cacheMode_;
         return t;
+    }
+    // Only the cache policy changes, never a result; the twin records the mode (trace arg) and refuses the modes
+    // dav-2201 lacks (PERSISTENT is documented as not yet supported; LAST is undocumented).
+    template <CacheRwMode rwMode = CacheRwMode::RW>
+    void SetL2CacheHint(CacheMode mode) {
+        const char* api = "GlobalTensor::SetL2CacheHint";
+        if (mode != CacheMode::CACHE_MODE_DISABLE && mode != CacheMode::CACHE_MODE_NORMAL) {
+            twin::Fail(api, "CacheMode %d is not supported on dav-2201 (CACHE_MODE_DISABLE = 0 or CACHE_MODE_NORMAL = 1)", (int)mode);
+        }
+        cacheMode_ = mode;
+        twin::Trace(api, PIPE_S, 0, 0, 0, addr_, nullptr, twin::TraceKind::Instr, (uint16_t)mode);
     }
     T GetValue(const uint64_t offset) const {
         CheckElems("GlobalTensor::GetValue", offset, 1);
+        if constexpr (twin::ElemBits<T>::value == 4) {
+            return twin::GetNibble(GmByte("GlobalTensor::GetValue", offset, false), offset);
+        }
         twin::Trace("GlobalTensor::GetValue", PIPE_S, 1, sizeof(T), 1, nullptr, addr_ + offset);
         T v;
-        std::memcpy(&v, addr_ + offset, sizeof(T));
+        twin::DcacheRead("GlobalTensor::GetValue", (uint64_t)(uintptr_t)(addr_ + offset), &v, sizeof(T));
         return v;
     }
     void SetValue(const uint64_t offset, T value) {
         CheckElems("GlobalTensor::SetValue", offset, 1);
+        if constexpr (twin::ElemBits<T>::value == 4) {
+            const uint8_t b = twin::SetNibble(GmByte("GlobalTensor::SetValue", offset, true), offset, value);
+            twin::DcacheWrite("GlobalTensor::SetValue", (uint64_t)(uintptr_t)((uint8_t*)addr_ + offset / 2), &b, 1);
+            return;
+        }
         twin::Trace("GlobalTensor::SetValue", PIPE_S, 1, sizeof(T), 1, addr_ + offset, nullptr);
-        std::memcpy(addr_ + offset, &value, sizeof(T));
+        twin::DcacheWrite("GlobalTensor::SetValue", (uint64_t)(uintptr_t)(addr_ + offset), &value, sizeof(T));
     }
     __gm__ T& operator()(const uint64_t offset) const {
         CheckElems("GlobalTensor::operator()", offset, 1);
+        if constexpr (twin::ElemBits<T>::value == 4) {
+            // The real operator() indexes bytes (address_[offset]): element `offset` is not there.
+            twin::Fail("GlobalTensor::operator()", "int4b_t elements are packed two per byte; use GetValue/SetValue");
+        }
         return addr_[offset];
     }
     template <typename U>
     GlobalTensor<U> ReinterpretCast() const {
         GlobalTensor<U> t;
-        t.SetGlobalBuffer(reinterpret_cast<__gm__ U*>(addr_), size_ * sizeof(T) / sizeof(U));
+        t.SetGlobalBuffer(reinterpret_cast<__gm__ U*>(addr_), twin::BytesElems<U>(twin::ElemBytes<T>(size_)));
+        t.cacheMode_ = cacheMode_;
         return t;
     }
 
@@ -63,22 +94,37 @@ public:
         if (addr_ == nullptr) twin::Fail(api, "GlobalTensor has no buffer (SetGlobalBuffer not called)");
         if (size_ != 0) {
             const T* base = origin_ ? origin_ : addr_;
-            int64_t start = (int64_t)(addr_ - base) + (int64_t)offset;
+            const int64_t bits = ((const uint8_t*)addr_ - (const uint8_t*)base) * 8;
+            int64_t start = bits / (int64_t)twin::ElemBits<T>::value + (int64_t)offset;
             if (start < 0 || (uint64_t)start + count > size_) {
                 twin::Fail(api, "access of %llu elements at element %lld is outside the GlobalTensor's declared size %llu",
                            (unsigned long long)count, (long long)start, (unsigned long long)size_);
             }
         }
-        twin::CheckGm(api, addr_ + offset, count * sizeof(T));
+        const uint64_t first = offset * twin::ElemBits<T>::value / 8;  // an odd int4b_t offset starts mid-byte
+        twin::CheckGm(api, (const uint8_t*)addr_ + first, twin::ElemBytes<T>(offset + count) - first);
     }
 
     template <typename U>
     friend class GlobalTensor;
 
 private:
+    __gm__ T* At(const char* api, uint64_t offset) const {
+        return reinterpret_cast<__gm__ T*>((uint8_t*)addr_ + twin::ElemOffsetBytes<T>(api, offset));
+    }
+    // The byte holding int4b_t element `offset`, read as the scalar unit does (through the data cache).
+    uint8_t GmByte(const char* api, uint64_t offset, bool write) const {
+        const uint8_t* p = (const uint8_t*)addr_ + offset / 2;
+        twin::Trace(api, PIPE_S, 1, 1, 1, write ? p : nullptr, write ? nullptr : p);
+        uint8_t b;
+        twin::DcacheRead(api, (uint64_t)(uintptr_t)p, &b, 1);
+        return b;
+    }
+
     __gm__ T* addr_ = nullptr;
     __gm__ T* origin_ = nullptr;  // buffer start that size_ refers to
     uint64_t size_ = 0;
+    CacheMode cacheMode_ = CacheMode::CACHE_MODE_NORMAL;
 };
 
 template <typename T>
@@ -93,7 +139,7 @@ public:
         twin::Mem m = twin::PhysicalMem(pos);
         twin::CoreState& c = twin::Cur();
         uint32_t cap = (uint32_t)c.mem[(int)m].size();
-        uint64_t len = (uint64_t)tileSize * sizeof(T);
+        uint64_t len = twin::ElemBytes<T>(tileSize);
         if (cap == 0) twin::Fail(api, "%s does not exist on this core", twin::MemName(m));
         if (addr % 32 != 0) twin::Fail(api, "addr %u is not 32-byte aligned", addr);
         if (tileSize == 0 || len % 32 != 0) twin::Fail(api, "tensor length %llu bytes is not a positive multiple of 32", (unsigned long long)len);
@@ -114,7 +160,7 @@ public:
     }
 
     LocalTensor operator[](const uint32_t offset) const {
-        uint64_t off = (uint64_t)offset * sizeof(T);
+        uint64_t off = twin::ElemOffsetBytes<T>("LocalTensor::operator[]", offset);
         if (off > len_) {
             twin::Fail("LocalTensor::operator[]", "offset %u elements (%llu bytes) is past the tensor's %u bytes",
                        offset, (unsigned long long)off, len_);
@@ -124,20 +170,26 @@ public:
         t.len_ = len_ - (uint32_t)off;
         return t;
     }
-    uint32_t GetSize() const { return len_ / sizeof(T); }
+    uint32_t GetSize() const { return (uint32_t)twin::BytesElems<T>(len_); }
     void SetSize(const uint32_t size) {
-        if ((uint64_t)size * sizeof(T) > len_) {
+        if (twin::ElemBytes<T>(size) > len_) {
             twin::Fail("LocalTensor::SetSize", "size %u elements exceeds the tensor's %u bytes", size, len_);
         }
-        len_ = size * sizeof(T);
+        len_ = (uint32_t)twin::ElemOffsetBytes<T>("LocalTensor::SetSize", size, "size");
     }
     uint32_t GetLength() const { return len_; }
     int32_t GetPosition() const { return (int32_t)pos_; }
     T* GetPhyAddr() const { return reinterpret_cast<T*>(ptr_); }
-    T* GetPhyAddr(const uint32_t offset) const { return reinterpret_cast<T*>(ptr_) + offset; }
+    T* GetPhyAddr(const uint32_t offset) const {
+        return reinterpret_cast<T*>(ptr_ + twin::ElemOffsetBytes<T>("LocalTensor::GetPhyAddr", offset));
+    }
 
     T GetValue(const uint32_t index) const {
         CheckScalar("LocalTensor::GetValue", index);
+        if constexpr (twin::ElemBits<T>::value == 4) {
+            twin::Trace("LocalTensor::GetValue", PIPE_S, 1, 1, 1, nullptr, ptr_ + index / 2);
+            return twin::GetNibble(ptr_[index / 2], index);
+        }
         twin::Trace("LocalTensor::GetValue", PIPE_S, 1, sizeof(T), 1, nullptr, ptr_ + index * sizeof(T));
         T v;
         std::memcpy(&v, ptr_ + (uint64_t)index * sizeof(T), sizeof(T));
@@ -146,13 +198,19 @@ public:
     template <typename S>
     void SetValue(const uint32_t index, const S value) const {
         CheckScalar("LocalTensor::SetValue", index);
+        if constexpr (twin::ElemBits<T>::value == 4) {
+            // As in the real headers the value must be an int4b_t (its .storage is stored).
+            twin::Trace("LocalTensor::SetValue", PIPE_S, 1, 1, 1, ptr_ + index / 2, nullptr);
+            ptr_[index / 2] = twin::SetNibble(ptr_[index / 2], index, ::int4b_t(value.storage));
+            return;
+        }
         twin::Trace("LocalTensor::SetValue", PIPE_S, 1, sizeof(T), 1, ptr_ + index * sizeof(T), nullptr);
         T v = static_cast<T>(value);
         std::memcpy(ptr_ + (uint64_t)index * sizeof(T), &v, sizeof(T));
     }
     T& operator()(const uint32_t offset) const {
         CheckScalar("LocalTensor::operator()", offset);
-        return reinterpret_cast<T*>(ptr_)[offset];
+        return *GetPhyAddr(offset);
     }
     template <typename U>
     LocalTensor<U> ReinterpretCast() const {
@@ -185,8 +243,8 @@ private:
             twin::Fail(api, "scalar access is only possible in UB (VECIN/VECOUT/VECCALC), not %s", twin::PositionName(pos_));
         }
         twin::RequireAiv(api);
-        if ((uint64_t)(index + 1) * sizeof(T) > len_) {
-            twin::Fail(api, "index %u is past the tensor's %u elements", index, (unsigned)(len_ / sizeof(T)));
+        if (index >= GetSize()) {
+            twin::Fail(api, "index %u is past the tensor's %u elements", index, GetSize());
         }
     }
 
@@ -207,6 +265,9 @@ template <typename T>
 inline void CheckLocalSpan(const char* api, const char* operand, const AscendC::LocalTensor<T>& t, uint64_t offsetBytes,
                            uint64_t bytes) {
     if (!t.Valid()) Fail(api, "%s tensor is not allocated", operand);
+    if constexpr (ElemBits<T>::value == 4) {  // no twin data path models packed nibbles: refuse, never move bytes
+        Fail(api, "%s is an int4b_t tensor, which the twin does not model for this API", operand);
+    }
     if (offsetBytes + bytes > t.GetLength()) {
         Fail(api, "%s: access of %llu bytes at byte %llu is past the tensor's %u bytes (%s)", operand,
              (unsigned long long)bytes, (unsigned long long)offsetBytes, t.GetLength(), PositionName(t.Pos()));

@@ -1,5 +1,5 @@
 // In-core pipe sync (SetFlag/WaitFlag/PipeBarrier with the per-core HardEvent pools), cross-core flags
-// (CrossCoreSetFlag/WaitFlag modes 0/1/2, SyncAll) and the GM atomic-accumulation mode.
+// (CrossCoreSetFlag/WaitFlag modes 0/1/2, SyncAll) and the GM atomic mode (type and add/max/min).
 // The twin runs each core's instructions in program order, so a WaitFlag whose SetFlag never came would hang the
 // NPU: it is an error here, as is a second SetFlag before the Wait and a Set still pending at kernel end.
 #pragma once
@@ -62,6 +62,18 @@ inline void CheckReservedId(const char* api, int e, int32_t id) {
     CoreState& c = Cur();
     if (c.coreType == AscendC::AIC && c.pipe != nullptr && e == (int)AscendC::HardEvent::M_MTE1 && id < 3) {
         Fail(api, "HardEvent::M_MTE1 ID %d is reserved by TPipe on the cube core (IDs 0-2); use IDs 3-7", id);
+    }
+}
+
+// While a TPipe is alive, event IDs 6 (system) and 7 (TPipe's automatic synchronisation) are not for hand-written
+// SetFlag/WaitFlag (dav-2201 architecture and SetFlag pages); IDs handed out by AllocEventID are.
+inline void CheckManualId(const char* api, int e, int32_t id) {
+    CheckEvent(api, e, id);
+    CoreState& c = Cur();
+    if (c.pipe != nullptr && id >= 6 && !c.idTaken[e][id]) {
+        Fail(api, "event ID %d of HardEvent::%s is reserved while a TPipe is alive (6: system, 7: TPipe automatic "
+                  "sync); use IDs 0-5 or one from TPipe::AllocEventID",
+             id, HardEventName(e));
     }
 }
 
@@ -158,6 +170,14 @@ inline void CrossSet(const char* api, uint8_t mode, uint16_t flag, pipe_t pipe, 
     RequireCrossCore(api);
     if (flag >= kCrossFlags) Fail(api, "flagId %u is outside [0, 15]", flag);
     if (!internal && mode > 2) Fail(api, "modeId %u is not supported on dav-2201 (0, 1 or 2)", mode);
+    // The dav-2201 architecture page: the same flagId must not be set twice in a row (the counter gets confused).
+    const int64_t key = ((int64_t)mode << 12) | ((int64_t)pipe << 4) | flag;
+    if (!internal && c.lastCrossSet == key) {
+        Fail(api, "CrossCoreSetFlag<%u, PIPE_%s>(%u) is set twice in a row with no other cross-core flag operation in "
+                  "between (dav-2201 forbids setting the same flagId consecutively); alternate flag IDs",
+             mode, HzPipe(pipe) >= 0 ? HzPipeName(HzPipe(pipe)) : "?", flag);
+    }
+    c.lastCrossSet = key;
     LaunchState& L = *c.launch;
     std::vector<uint32_t> snap;
     if (c.hz.on) snap = (pipe == PIPE_ALL || HzPipe(pipe) < 0) ? c.hz.Merged() : c.hz.known[HzPipe(pipe)];
@@ -207,6 +227,7 @@ inline void CrossWait(const char* api, uint16_t flag, pipe_t pipe) {
     CoreState& c = Cur();
     RequireCrossCore(api);
     if (flag >= kCrossFlags) Fail(api, "flagId %u is outside [0, 15]", flag);
+    c.lastCrossSet = -1;
     LaunchState& L = *c.launch;
     std::unique_lock<std::mutex> lk(L.mu);
     char what[64];
@@ -227,17 +248,31 @@ inline void CrossWait(const char* api, uint16_t flag, pipe_t pipe) {
     }
 }
 
-// Atomic accumulation kinds for UB->GM DataCopy and Fixpipe->GM.
-enum AtomicKind : int { kAtomicNone = 0, kAtomicAddF32, kAtomicAddF16, kAtomicAddBf16, kAtomicAddS32, kAtomicAddS16 };
+// Atomic data type of UB/L1->GM DataCopy and Fixpipe->GM (kAtomicNone: plain writes); CoreState::atomicOp says
+// what the atomic does.
+enum AtomicKind : int { kAtomicNone = 0, kAtomicF32, kAtomicF16, kAtomicBf16, kAtomicS32, kAtomicS16, kAtomicS8 };
+enum AtomicOpKind : int { kAtomicAdd = 0, kAtomicMax, kAtomicMin };
 
 template <typename T>
 constexpr int AtomicKindOf() {
-    if (std::is_same<T, float>::value) return kAtomicAddF32;
-    if (std::is_same<T, half>::value) return kAtomicAddF16;
-    if (std::is_same<T, bfloat16_t>::value) return kAtomicAddBf16;
-    if (std::is_same<T, int32_t>::value) return kAtomicAddS32;
-    if (std::is_same<T, int16_t>::value) return kAtomicAddS16;
+    if (std::is_same<T, float>::value) return kAtomicF32;
+    if (std::is_same<T, half>::value) return kAtomicF16;
+    if (std::is_same<T, bfloat16_t>::value) return kAtomicBf16;
+    if (std::is_same<T, int32_t>::value) return kAtomicS32;
+    if (std::is_same<T, int16_t>::value) return kAtomicS16;
+    if (std::is_same<T, int8_t>::value) return kAtomicS8;
     return -1;
+}
+
+// Sets the atomic data type (and, op >= 0, the operation) for later GM writes.
+template <typename T>
+inline void SetAtomicMode(const char* api, int op) {
+    constexpr int k = AtomicKindOf<T>();
+    static_assert(k > 0, "the dav-2201 atomic types are int8_t, int16_t, half, bfloat16_t, int32_t and float");
+    CoreState& c = Cur();
+    c.atomicKind = k;
+    if (op >= 0) c.atomicOp = op;
+    Trace(api, PIPE_S, 0, 0, 0, nullptr, nullptr, TraceKind::Atomic, (uint16_t)(k + 8 * c.atomicOp));
 }
 
 }  // namespace twin
@@ -246,11 +281,13 @@ namespace AscendC {
 
 template <HardEvent event>
 inline void SetFlag(int32_t eventID) {
+    twin::CheckManualId("SetFlag", (int)event, eventID);
     twin::CheckReservedId("SetFlag", (int)event, eventID);
     twin::DoSetFlag("SetFlag", (int)event, eventID);
 }
 template <HardEvent event>
 inline void WaitFlag(int32_t eventID) {
+    twin::CheckManualId("WaitFlag", (int)event, eventID);
     twin::CheckReservedId("WaitFlag", (int)event, eventID);
     twin::DoWaitFlag("WaitFlag", (int)event, eventID);
 }
@@ -264,8 +301,14 @@ inline void PipeBarrier() {
 template <pipe_t src, pipe_t dst>
 class TQueSync {
 public:
-    void SetFlag(int32_t id) { twin::DoSetFlag("TQueSync::SetFlag", EventOf(), id); }
-    void WaitFlag(int32_t id) { twin::DoWaitFlag("TQueSync::WaitFlag", EventOf(), id); }
+    void SetFlag(int32_t id) {
+        twin::CheckManualId("TQueSync::SetFlag", EventOf(), id);
+        twin::DoSetFlag("TQueSync::SetFlag", EventOf(), id);
+    }
+    void WaitFlag(int32_t id) {
+        twin::CheckManualId("TQueSync::WaitFlag", EventOf(), id);
+        twin::DoWaitFlag("TQueSync::WaitFlag", EventOf(), id);
+    }
 
 private:
     static int EventOf() {
@@ -319,29 +362,25 @@ inline void SyncAll() {
 }
 
 template <typename T>
+inline void SetAtomicType() {
+    twin::SetAtomicMode<T>("SetAtomicType", -1);
+}
+template <typename T>
 inline void SetAtomicAdd() {
-    constexpr int k = twin::AtomicKindOf<T>();
-    static_assert(k > 0, "SetAtomicAdd supports float, half, bfloat16_t, int32_t and int16_t");
-    twin::Cur().atomicKind = k;
-    twin::Trace("SetAtomicAdd", PIPE_S, 0, 0, 0, nullptr, nullptr, twin::TraceKind::Atomic, (uint16_t)k);
+    twin::SetAtomicMode<T>("SetAtomicAdd", twin::kAtomicAdd);
+}
+template <typename T>
+inline void SetAtomicMax() {
+    twin::SetAtomicMode<T>("SetAtomicMax", twin::kAtomicMax);
+}
+template <typename T>
+inline void SetAtomicMin() {
+    twin::SetAtomicMode<T>("SetAtomicMin", twin::kAtomicMin);
 }
 inline void SetAtomicNone() {
     twin::Cur().atomicKind = twin::kAtomicNone;
     twin::Trace("SetAtomicNone", PIPE_S, 0, 0, 0, nullptr, nullptr, twin::TraceKind::Atomic, 0);
 }
 inline void DisableDmaAtomic() { SetAtomicNone(); }
-
-enum class CacheLine : uint64_t { SINGLE_CACHE_LINE = 0, ENTIRE_DATA_CACHE };
-enum class DcciDst : uint64_t { CACHELINE_ALL = 0, CACHELINE_UB, CACHELINE_OUT, CACHELINE_ATOMIC };
-
-// The twin has no data cache: scalar GM writes are visible at once, so these only appear in the trace.
-template <typename T, CacheLine entireType, DcciDst dcciDst>
-inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst) {
-    twin::Trace("DataCacheCleanAndInvalid", PIPE_S, 0, 0, 0, dst.GetPhyAddr(), nullptr);
-}
-template <typename T, CacheLine entireType>
-inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst) {
-    twin::Trace("DataCacheCleanAndInvalid", PIPE_S, 0, 0, 0, dst.GetPhyAddr(), nullptr);
-}
 
 }  // namespace AscendC

@@ -12,8 +12,10 @@
 //   ReduceSum count form (A2): repeat sums are tree sums, accumulated in order; the per-repeat sums land in
 //   dst[0..repeats) before dst[0] receives the total.
 // Level-0 repeatTime of ReduceRepeat / ReduceDataBlock / ReducePairElem is an int32 limited to [0, 255].
+// The max/min reductions write MAX_MIN_CNT and the ReduceSum count form ACC_VAL (reduce_spr.h has the getters).
 #pragma once
 #include "twin/vector/engine.h"
+#include "twin/vector/reduce_spr.h"
 
 namespace twin {
 namespace vec {
@@ -159,6 +161,7 @@ inline void ReduceRepeatRun(const char* api, const AscendC::LocalTensor<T>& dst,
     const uint64_t R = x.Repeats();
     float v[128];
     bool act[128];
+    ArgBest all;  // MAX_MIN_CNT: the extreme over all repeats
     for (uint64_t r = 0; r < R; ++r) {
         if (GatherRepeat<T>(o, x, r, v, act, 0.0f) == 0) continue;
         uint8_t* d = dst.Ptr() + r * (uint64_t)dstRepStride * unit;
@@ -170,6 +173,7 @@ inline void ReduceRepeatRun(const char* api, const AscendC::LocalTensor<T>& dst,
             for (uint32_t e = 0; e < x.perRep; ++e) {
                 if (act[e]) best.Offer(RT == AscendC::ReduceType::MAX, v[e], e);
             }
+            all.Offer(RT == AscendC::ReduceType::MAX, best.v, r * x.perRep + best.idx);
             switch (order) {
                 case AscendC::ReduceOrder::ORDER_VALUE_INDEX:
                     StoreValue<T>(d, best.v);
@@ -189,6 +193,10 @@ inline void ReduceRepeatRun(const char* api, const AscendC::LocalTensor<T>& dst,
                 }
             }
         }
+    }
+    if (R > 0) {  // repeatTime 0 is a NOP and leaves the registers as they are
+        if constexpr (RT == AscendC::ReduceType::SUM) InvalidateAcc(api);
+        else RecordMaxMin<T>(all.have, srcBlkStride == 1 && srcRepStride == 8, x.counter, all.v, all.idx);
     }
     TraceV(api, x.Active(), x.Active() * sizeof(T) + R * resBytes, R, dst.Ptr(), src.Ptr());
 }
@@ -301,7 +309,7 @@ inline void CheckTmp(const char* api, const AscendC::LocalTensor<T>& tmp, uint64
 template <bool isMax, typename T>
 inline void ReduceMaxMinRun(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
                             const AscendC::LocalTensor<T>& tmp, const Exec& x, uint32_t srcRepStride, bool calIndex,
-                            uint64_t firstRepeats) {
+                            uint64_t firstRepeats, bool countForm = false) {
     const Opd o = {src.Ptr(), (uint32_t)sizeof(T), 1, srcRepStride};
     CheckReduceSrc(api, src, o, x);
     constexpr uint32_t perBlk = 32 / sizeof(T);
@@ -324,6 +332,8 @@ inline void ReduceMaxMinRun(const char* api, const AscendC::LocalTensor<T>& dst,
         }
         total.Offer(isMax, best.v, r * x.perRep + best.idx);
     }
+    // MAX_MIN_CNT keeps the value; the page documents its index as inaccurate here (the twin: all ones).
+    if (R > 0) RecordMaxMin<T>(total.have, srcRepStride == 8, x.counter && !countForm, total.v, ~0ull);
     if (!total.have) {
         TraceV(api, 0, 0, R, dst.Ptr(), src.Ptr());
         return;
@@ -346,6 +356,7 @@ inline void ReduceSumL0Run(const char* api, const AscendC::LocalTensor<T>& dst, 
     const uint64_t R = x.Repeats();
     CheckTmp(api, tmp, AlignUpU(R, perBlk));
     CheckReduceDst(api, dst, sizeof(T), sizeof(T));
+    if (R > 0) InvalidateAcc("ReduceSum (mask form)");
     if (R == 0 || x.Active() == 0) {
         TraceV(api, 0, 0, R, dst.Ptr(), src.Ptr());
         return;
@@ -587,7 +598,7 @@ inline void PairReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, 
         twin::vec::RejectBf16<T>(#NAME);                                                                              \
         const twin::vec::Exec x = twin::vec::CountExec(#NAME, count, 256 / sizeof(T));                                \
         const uint64_t first = std::max<uint64_t>(1, (uint64_t)x.count / x.perRep);                                  \
-        twin::vec::ReduceMaxMinRun<ISMAX, T>(#NAME, dst, src, sharedTmpBuffer, x, 8, calIndex, first);                \
+        twin::vec::ReduceMaxMinRun<ISMAX, T>(#NAME, dst, src, sharedTmpBuffer, x, 8, calIndex, first, true);          \
         twin::vec::RestoreNormalFullMask();                                                                           \
     }
 
@@ -644,7 +655,10 @@ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
         acc = any ? twin::vec::RoundT<T>(acc + v[0]) : v[0];
         any = true;
     }
-    if (any) twin::vec::StoreValue<T>(dst.Ptr(), acc);
+    if (any) {
+        twin::vec::StoreValue<T>(dst.Ptr(), acc);
+        twin::vec::RecordAcc<T>(acc);
+    }
     if (isSetMask) twin::vec::RestoreNormalFullMask();
     twin::vec::TraceV(api, x.Active(), x.Active() * sizeof(T), R, dst.Ptr(), src.Ptr());
 }
