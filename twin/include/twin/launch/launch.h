@@ -154,7 +154,11 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
         L.cv.notify_all();
     };
 
-    if (mix) {
+    // Every core on its own thread when all fit the chip at once (always for mix launches), so cores may wait on
+    // each other through GM (IBWait, software SyncAll, ...); oversubscribed AIV/AIC-only launches, whose blocks run
+    // in rounds on the NPU too, go through a worker pool.
+    const uint32_t physical = hasAic ? chip->aicNum : chip->aivNum;
+    if (mix || opt.numBlocks <= physical) {
         std::vector<std::thread> threads;
         threads.reserve(cores.size());
         for (auto& c : cores) threads.emplace_back(runCore, std::ref(*c));

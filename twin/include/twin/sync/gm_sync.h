@@ -14,20 +14,16 @@
 namespace twin {
 
 // The blocks of a GM-sync kernel must all be resident (every doc page of these APIs): more blocks than cores run in
-// rounds and hang. The twin runs AIV/AIC-only launches on a worker pool, so there it needs a thread per core too.
+// rounds and hang. (Launches that fit the chip run every core on its own thread in the twin too.)
 inline void RequireResident(const char* api) {
     CoreState& c = Cur();
     LaunchState& L = *c.launch;
-    if (L.kernelType == AscendC::KERNEL_TYPE_AIV_ONLY && L.numBlocks > c.chip->aivNum) {
-        Fail(api, "numBlocks %u exceeds the %u vector cores of %s: the blocks would run in rounds and the GM "
+    const bool aic = L.kernelType == AscendC::KERNEL_TYPE_AIC_ONLY;
+    const uint32_t physical = aic ? c.chip->aicNum : c.chip->aivNum;
+    if ((L.kernelType == AscendC::KERNEL_TYPE_AIV_ONLY || aic) && L.numBlocks > physical) {
+        Fail(api, "numBlocks %u exceeds the %u %s cores of %s: the blocks would run in rounds and the GM "
                   "synchronisation would hang",
-             L.numBlocks, c.chip->aivNum, c.chip->name);
-    }
-    if (!L.CrossCoreEnabled() && L.cores.size() > std::max(1u, std::thread::hardware_concurrency())) {
-        Fail(api, "twin: this AIV/AIC-only launch of %zu cores runs on a pool of %u threads, so a core waiting on GM "
-                  "could wait for one that has not started; launch with kernel_type='mix_aiv_1_0' (every core on "
-                  "its own thread) or fewer blocks",
-             L.cores.size(), std::max(1u, std::thread::hardware_concurrency()));
+             L.numBlocks, physical, aic ? "cube" : "vector", c.chip->name);
     }
 }
 

@@ -1,0 +1,501 @@
+#!/usr/bin/env python3
+"""Run the official Ascend C basic-API examples (asc-devkit examples/01_simd_cpp_api/03_basic_api) on the CPU twin.
+
+    python scripts/run_official_examples.py --ascdk /path/to/asc-devkit [--only PATTERN] [--json OUT] [--markdown OUT]
+
+Each example is a `.asc` file holding its kernels and a host main() that reads inputs with data_utils.h, calls the
+ACL runtime and launches with `kernel<<<numBlocks, l2ctrl, stream>>>(args)`. The harness does what CANN's compiler
+does for CPU mode: it rewrites every `<<<...>>>` launch into AscendC::AscCPUKernelLaunch (twin/launch/cpu_launch.h),
+registers each kernel's mode from its execution-space qualifier (`__vector__`, `__cube__`, `__mix__(cube, vec)`) or
+its KERNEL_TASK_TYPE_DEFAULT, and compiles the file with npu_flash_attn.twin.compile_kernel against a small ACL
+stand-in (scripts/official_examples/acl/acl.h). main() itself then runs unchanged, in a child process inside a temp
+directory prepared by the example's scripts/gen_data.py, and the result is judged by the example's own
+scripts/verify_result.py, both called with the arguments its README gives. Every scenario (SCENARIO_NUM) the README
+/ CMakeLists / source name is run; examples and scenarios not built for dav-2201 (Atlas A2/A3) are listed as skipped.
+Nothing from asc-devkit is copied: the examples are read from --ascdk at run time.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import ctypes
+import datetime
+import fnmatch
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SHIM_DIR = REPO / "scripts" / "official_examples"
+EXAMPLES_SUBDIR = Path("examples/01_simd_cpp_api/03_basic_api")
+TARGET_ARCH = "dav-2201"
+RUN_TIMEOUT_S = 600
+# Short diagnostics, so the first errors survive compile_kernel's truncation of the compiler output.
+COMPILE_FLAGS = ["-Dmain=twin_example_main", "-w", "-fno-diagnostics-show-caret", "-ftemplate-backtrace-limit=1",
+                 "-fmax-errors=40"]
+KERNEL_MODES = {"vector": "KERNEL_TYPE_AIV_ONLY", "cube": "KERNEL_TYPE_AIC_ONLY", (1, 0): "KERNEL_TYPE_MIX_AIC_1_0",
+                (0, 1): "KERNEL_TYPE_MIX_AIV_1_0", (1, 1): "KERNEL_TYPE_MIX_AIC_1_1", (1, 2): "KERNEL_TYPE_MIX_AIC_1_2"}
+
+sys.path.insert(0, str(REPO / "python"))
+
+
+@dataclass
+class Result:
+    example: str
+    scenario: str | None
+    soc: str
+    skipped: str | None = None
+    compiles: bool | None = None
+    runs: bool | None = None
+    matches: bool | None = None     # None: not reached, or the example has no golden check
+    error: str = ""
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.example + (f" [{self.scenario}]" if self.scenario is not None else "")
+
+
+# ---------------------------------------------------------------------------------------------- reading an example
+def read(p: Path) -> str:
+    return p.read_text(errors="replace") if p.is_file() else ""
+
+
+def example_dirs(root: Path) -> list[Path]:
+    return sorted({p.parent for p in root.rglob("*.asc")})
+
+
+PRODUCTS = {"Ascend 950": "950", "Atlas A3": "A3", "Atlas A2 训练": "A2", "Atlas 200I/500 A2": "310B",
+            "Atlas 推理": "310P", "Atlas 训练": "910"}
+
+
+def arch_info(d: Path) -> tuple[str, bool]:
+    """(SoC restriction text, built for dav-2201?): the CMake default architecture and the README product table."""
+    m = re.search(r'set\s*\(\s*CMAKE_ASC_ARCHITECTURES\s+"?(dav-\d{4})', read(d / "CMakeLists.txt"))
+    default = m.group(1) if m else "?"
+    table = re.search(r"支持的产品.*?(?=\n## )", read(d / "README.md"), re.S)
+    products = [short for key, short in PRODUCTS.items() if table and key in table.group(0)]
+    ok = default == TARGET_ARCH or "A2" in products or "A3" in products
+    return f"{default}; {'/'.join(products) or '?'}", ok
+
+
+def _numbers(text: str) -> list[int]:
+    out = []
+    for a, b in re.findall(r"(\d+)\s*-\s*(\d+)", text):
+        out += range(int(a), int(b) + 1)
+    return out + [int(x) for x in re.findall(r"(?<![\d-])(\d+)(?![\d-])", text)]
+
+
+def scenarios(d: Path, sources: list[str]) -> tuple[list[int], dict[int, str]]:
+    """Scenario numbers of an example and, per scenario, why it is not for dav-2201 (empty list: no scenarios)."""
+    cmake, readme = read(d / "CMakeLists.txt"), read(d / "README.md")
+    found: set[int] = set()
+    for row in re.findall(r"\|\s*`?SCENARIO_NUM`?\s*\|([^|\n]*)\|", readme):
+        found.update(_numbers(row))
+    for m in re.finditer(r"set\s*\(\s*(?:SCENARIO_NUM|VALID_SCENARIOS)\b([^)]*)\)", cmake):
+        found.update(_numbers(m.group(1)))
+    for m in re.finditer(r'SCENARIO_NUM MATCHES "\^\[(\d)-(\d)\]\$"', cmake):
+        found.update(range(int(m.group(1)), int(m.group(2)) + 1))
+    for m in re.finditer(r"SCENARIO_NUM=(\d+)\s*#[^\n]*[（(]取值为([^)）]*)", readme):
+        found.update(_numbers(m.group(2)))
+    for s in sources:
+        found.update(int(x) for x in re.findall(r"SCENARIO_NUM\s*==\s*(\d+)", s))
+    if not found and ("SCENARIO_NUM" in cmake or any("SCENARIO_NUM" in s for s in sources)):
+        found.update(int(x) for x in re.findall(r"SCENARIO_NUM=(\d+)", readme)[:1])
+    excluded: dict[int, str] = {}
+    for cond in re.findall(r"if\s*\(([^\n]*SCENARIO_NUM[^\n]*)\)", cmake):
+        against_2201 = re.search(r'(?<!NOT )CMAKE_ASC_ARCHITECTURES STREQUAL "dav-2201"', cond) or \
+            re.search(r'NOT CMAKE_ASC_ARCHITECTURES STREQUAL "dav-3510"', cond)
+        if against_2201:
+            for n in re.findall(r'SCENARIO_NUM (?:EQUAL|STREQUAL) "?(\d+)"?', cond):
+                excluded[int(n)] = "CMakeLists: dav-3510 only"
+    for line in readme.splitlines():
+        if not re.search(r"仅支持[^。，,]*dav-3510|only supports? [^.]*dav-3510", line):
+            continue
+        m = (re.match(r"\s*<tr><td>(\d+)</td>", line) or re.search(r"场景(\d+)仅支持", line) or
+             re.search(r"SCENARIO_NUM`?\s*设置为\s*`?(\d+)", line))
+        if m:
+            excluded[int(m.group(1))] = "README: dav-3510 only"
+    return sorted(found), excluded
+
+
+def readme_args(d: Path, script: str, scenario: int | None) -> list[str] | None:
+    """Arguments the README passes to scripts/<script> (None: the README does not call it)."""
+    m = re.search(rf"python3?\s+\.\./scripts/{script}\b([^#\n;]*)", read(d / "README.md"))
+    if m is None:
+        return None
+    args = m.group(1).replace("${SCENARIO_NUM}", str(scenario)).replace("$SCENARIO_NUM", str(scenario))
+    return args.split()
+
+
+# ---------------------------------------------------------------------------------------------- source rewriting
+def _skip_ws_back(s: str, i: int) -> int:
+    while i > 0 and s[i - 1].isspace():
+        i -= 1
+    return i
+
+
+def _balanced(s: str, i: int, open_: str, close: str) -> int:
+    """Index just past the bracket closing the one at s[i]."""
+    depth = 0
+    for j in range(i, len(s)):
+        depth += (s[j] == open_) - (s[j] == close)
+        if depth == 0:
+            return j + 1
+    raise ValueError(f"unbalanced {open_}{close} at offset {i}")
+
+
+def _mask_comments(src: str) -> str:
+    """src with comments and string literals blanked out (same length), so only code is searched."""
+    return re.sub(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', lambda m: re.sub(r"[^\n]", " ", m.group(0)), src,
+                  flags=re.S)
+
+
+def rewrite_launches(src: str) -> tuple[str, list[str]]:
+    """`f<T...><<<cfg>>>(args)` -> `AscendC::AscCPUKernelLaunch(cfg, "f", f<T...>, args)`, as CANN's CPU mode does."""
+    out, pos, names = [], 0, []
+    code = _mask_comments(src)
+    while (i := code.find("<<<", pos)) >= 0:
+        j = code.index(">>>", i)
+        start = _skip_ws_back(code, i)
+        if code[start - 1] == ">":  # template arguments: walk back to the matching '<'
+            depth, k = 0, start - 1
+            while True:
+                depth += (code[k] == ">") - (code[k] == "<")
+                if depth == 0:
+                    break
+                k -= 1
+            start = _skip_ws_back(code, k)
+        m = re.search(r"[A-Za-z_][\w:]*$", code[:start])
+        name_start = m.start()
+        a = j + 3
+        while code[a].isspace():
+            a += 1
+        if code[a] != "(":
+            raise ValueError(f"launch of {m.group(0)}: no argument list after >>>")
+        b = _balanced(code, a, "(", ")")
+        callee, args = src[name_start:i].strip(), src[a + 1:b - 1].strip()
+        base = m.group(0).split("::")[-1]
+        names.append(base)
+        out.append(src[pos:name_start])
+        out.append(f'AscendC::AscCPUKernelLaunch({src[i + 3:j].strip()}, "{base}", {callee}' +
+                   (f", {args})" if args else ")"))
+        pos = b
+    out.append(src[pos:])
+    return "".join(out), names
+
+
+def kernel_modes(texts: list[str]) -> dict[str, str]:
+    """Kernel name -> KernelMetaType name, from each __global__ function's qualifiers or KERNEL_TASK_TYPE_DEFAULT."""
+    modes: dict[str, str] = {}
+    for s in map(_mask_comments, texts):
+        for m in re.finditer(r"\bvoid\s+(\w+)\s*\(", s):
+            head = s[max(0, m.start() - 300):m.start()]
+            head = re.split(r"[;{}]|\n\s*#", head)[-1]
+            if "__global__" not in head:
+                continue
+            mode = None
+            if mix := re.search(r"__mix__\s*\(\s*(\d)\s*,\s*(\d)\s*\)", head):
+                mode = KERNEL_MODES.get((int(mix.group(1)), int(mix.group(2))))
+            elif "__cube__" in head:
+                mode = KERNEL_MODES["cube"]
+            elif "__vector__" in head:
+                mode = KERNEL_MODES["vector"]
+            else:
+                body_at = s.find("{", m.end())
+                body = s[body_at:_balanced(s, body_at, "{", "}")] if body_at >= 0 else ""
+                if t := re.search(r"KERNEL_TASK_TYPE_DEFAULT\s*\(\s*(?:AscendC::)?(\w+)\s*\)", body):
+                    mode = t.group(1)
+            if mode:
+                modes[m.group(1)] = mode
+    return modes
+
+
+def build_source(asc: Path) -> tuple[str, list[str]]:
+    src, launched = rewrite_launches(read(asc))
+    headers = [read(h) for h in asc.parent.glob("*.h")]
+    modes = kernel_modes([src, *headers])
+    regs = "".join(f'static const bool twin_example_mode_{k} = twin::RegisterKernelMode("{k}", AscendC::{v});\n'
+                   for k, v in sorted(modes.items()))
+    unknown = sorted(set(launched) - set(modes))
+    return f'{src}\n#include "entry.inc"\n{regs}', unknown
+
+
+# ---------------------------------------------------------------------------------------------- diagnostics
+# Compiler messages naming something the twin lacks, and how to spell the name from the groups.
+_MISSING_PATTERNS = [
+    (r"'([\w:]+)' in namespace '([\w:]+)' does not name a (?:template )?type", "{1}::{0}"),
+    (r"'([\w:]+)' is not a member of '([\w:]+)'", "{1}::{0}"),
+    (r"'(?:struct|class) ([\w:]+)' has no member named '(\w+)'", "{0}::{1}"),
+    (r"'([\w:]+)' was not declared in this scope", "{0}"),
+    (r"'([\w:]+)' has not been declared", "{0}"),
+    (r"'([\w:]+)' does not name a type", "{0}"),
+    (r"'([\w:]+)' is not a type", "{0}"),
+    (r"no matching function for call to '([\w:]+)", "{0}"),
+    (r"there are no arguments to '(\w+)' that depend on a template parameter", "{0}"),
+    (r"fatal error: ([\w./]+): No such file", "{0}"),
+]
+
+
+def _ascii_quotes(text: str) -> str:
+    return text.replace("\u2018", "'").replace("\u2019", "'")  # g++ quotes names with ‘’ under UTF-8 locales
+
+
+def missing_names(stderr: str) -> list[str]:
+    names: list[str] = []
+    for line in _ascii_quotes(stderr).splitlines():
+        for pat, spell in _MISSING_PATTERNS:
+            if m := re.search(pat, line):
+                name = spell.format(*m.groups())
+                if name not in names:
+                    names.append(name)
+                break
+    return names
+
+
+def first_error(text: str) -> str:
+    text = _ascii_quotes(text)
+    for line in text.splitlines():
+        if " error: " in line or line.startswith("error:"):
+            return re.sub(r"^.*?error: ", "", line).strip()[:200]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return (lines[0] if lines else "")[:200]
+
+
+# ---------------------------------------------------------------------------------------------- running one case
+def _call_main(lib_path: str | os.PathLike, argv: list[str]) -> tuple[int, str]:
+    """(main()'s return value, error message of a launch the twin rejected) of a compiled example."""
+    lib = ctypes.CDLL(str(lib_path))
+    err = ctypes.create_string_buffer(1 << 16)
+    args = [a.encode() for a in argv]
+    c_argv = (ctypes.c_char_p * (len(args) + 1))(*args, None)
+    rc = lib.twin_example_run(len(args), c_argv, err, len(err))
+    return rc, err.value.decode(errors="replace")
+
+
+def run_main(lib_path: str | os.PathLike, argv: list[str]) -> int:
+    """Run a compiled example's main() in this process; a launch the twin rejects raises twin.TwinError."""
+    rc, err = _call_main(lib_path, argv)
+    if err:
+        from npu_flash_attn import twin
+        raise twin.TwinError(err)
+    return rc
+
+
+# main() runs in a child process, so that a crash or hang in one example cannot take the harness down. It skips
+# importing npu_flash_attn (and torch): only the compiled library is needed.
+_RUNNER = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+import run_official_examples as R
+rc, err = R._call_main(sys.argv[1], ["demo"])
+sys.stdout.flush()
+if err:
+    sys.stderr.write("TwinError: " + err)
+    sys.exit(3)
+sys.exit(rc & 0xFF)
+"""
+
+
+def _script(d: Path, name: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(d / "scripts" / name), *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT_S)
+
+
+def compile_example(asc: Path, scenario: int | None):
+    """(KernelLibrary, launched kernels without a kernel mode) for one .asc file and scenario."""
+    from npu_flash_attn import twin
+
+    flags = list(COMPILE_FLAGS) + ([f"-DSCENARIO_NUM={scenario}"] if scenario is not None else [])
+    source, unknown = build_source(asc)
+    return twin.compile_kernel(source, include=[str(asc.parent), str(SHIM_DIR)], flags=flags), unknown
+
+
+def run_case(d: Path, asc: Path, scenario: int | None, res: Result) -> Result:
+    try:
+        _run_case(d, asc, scenario, res)
+    except Exception as e:  # a harness limitation on this example must not stop the others
+        res.error = f"harness: {type(e).__name__}: {e}"[:300]
+    res.error = res.error.replace(f"{d}/", "")  # messages name the example's files relative to it
+    return res
+
+
+def _run_case(d: Path, asc: Path, scenario: int | None, res: Result) -> Result:
+    try:
+        lib, unknown = compile_example(asc, scenario)
+    except RuntimeError as e:
+        res.compiles = False
+        res.missing = missing_names(str(e))
+        res.error = first_error(str(e))
+        return res
+    res.compiles = True
+    with tempfile.TemporaryDirectory(prefix="twin_example_") as td:
+        cwd = Path(td)
+        (cwd / "input").mkdir()
+        (cwd / "output").mkdir()
+        gen_args = readme_args(d, "gen_data.py", scenario)
+        if (d / "scripts" / "gen_data.py").is_file():
+            g = _script(d, "gen_data.py", gen_args or [], cwd)
+            if g.returncode != 0:
+                res.runs = False
+                res.error = "gen_data.py: " + (g.stderr.strip().splitlines() or ["failed"])[-1][:200]
+                return res
+        try:
+            r = subprocess.run([sys.executable, "-c", _RUNNER, str(lib.path)], cwd=cwd, capture_output=True,
+                               text=True, timeout=RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            res.runs = False
+            res.error = f"timeout after {RUN_TIMEOUT_S} s"
+            return res
+        if r.returncode < 0 or "TwinError:" in r.stderr or "Traceback" in r.stderr:  # rejected, crashed, runner failed
+            msg = r.stderr[r.stderr.find("TwinError:"):] if "TwinError:" in r.stderr else r.stderr.strip()
+            msg = msg or f"killed by signal {-r.returncode}"
+            if unknown and "no registered kernel mode" in msg:
+                msg += f" (no qualifier found for {', '.join(unknown)})"
+            res.runs = False
+            res.error = msg.splitlines()[0][:300] if msg.startswith("TwinError") else msg[-300:]
+            return res
+        if r.returncode != 0:  # main() ran to its end and reported a failed check
+            res.runs, res.matches = True, False
+            res.error = f"main() returned {r.returncode}: " + first_error(r.stdout)
+            return res
+        res.runs = True
+        if (d / "scripts" / "verify_result.py").is_file():
+            v_args = readme_args(d, "verify_result.py", scenario) or ["output/output.bin", "output/golden.bin"]
+            v = _script(d, "verify_result.py", v_args, cwd)
+            res.matches = v.returncode == 0
+            if not res.matches:
+                lines = v.stdout.strip().splitlines() or v.stderr.strip().splitlines()  # stderr: warnings, tracebacks
+                res.error = "verify_result.py: " + " | ".join(lines[-2:])[:300]
+        elif re.search(r"\b(pass|passed|success)\b", r.stdout, re.I):
+            res.matches = True
+    return res
+
+
+def cases(root: Path, only: str | None) -> list[tuple[Path, Path, int | None, Result]]:
+    out = []
+    for d in example_dirs(root):
+        rel = str(d.relative_to(root))
+        if only and not fnmatch.fnmatch(rel, f"*{only}*"):
+            continue
+        soc, ok = arch_info(d)
+        ascs = sorted(d.glob("*.asc"))
+        sources = [read(a) for a in ascs]
+        nums, excluded = scenarios(d, sources)
+        for n in nums or [None]:
+            # Examples with one .asc per scenario name it by suffix (..._scenario_2.asc).
+            targets = [a for a in ascs if n is not None and a.stem.endswith(f"_{n}")] or ascs
+            for asc in targets:
+                res = Result(rel if len(ascs) == 1 else f"{rel}/{asc.name}", None if n is None else str(n), soc)
+                if not ok:
+                    res.skipped = f"not built for {TARGET_ARCH}"
+                elif n in excluded:
+                    res.skipped = excluded[n]
+                out.append((d, asc, n, res))
+    return out
+
+
+def _run_packed(args):
+    return run_case(*args)
+
+
+def run_all(root: Path, only: str | None, jobs: int) -> list[Result]:
+    todo = cases(root, only)
+    runnable = [c for c in todo if c[3].skipped is None]
+    with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
+        done = dict(zip([id(c[3]) for c in runnable], ex.map(_run_packed, runnable)))
+    return [done.get(id(c[3]), c[3]) for c in todo]
+
+
+# ---------------------------------------------------------------------------------------------- reporting
+def _mark(v: bool | None) -> str:
+    return {True: "yes", False: "**no**", None: "–"}[v]
+
+
+def table(results: list[Result]) -> str:
+    """The results as a Markdown table; the scenarios of an example skipped for one reason share a row."""
+    rows = ["| example | SoC restriction | compiles | runs | matches golden | first error |",
+            "|---|---|---|---|---|---|"]
+    skipped: dict[tuple[str, str], list[Result]] = {}
+    for r in results:
+        if r.skipped:
+            skipped.setdefault((r.example, r.skipped), []).append(r)
+    for r in results:
+        if r.skipped:
+            group = skipped.pop((r.example, r.skipped), None)
+            if group:
+                scen = ", ".join(g.scenario for g in group if g.scenario is not None)
+                rows.append(f"| {r.example}{f' [{scen}]' if scen else ''} | {r.soc} | skipped: {r.skipped} | | | |")
+            continue
+        err = r.error.replace("|", "\\|")
+        if r.missing:
+            err = "missing: " + ", ".join(f"`{m}`" for m in r.missing[:8]) + (" …" if len(r.missing) > 8 else "")
+        matches = "no golden" if r.runs and r.matches is None else _mark(r.matches)
+        rows.append(f"| {r.name} | {r.soc} | {_mark(r.compiles)} | {_mark(r.runs)} | {matches} | {err} |")
+    return "\n".join(rows)
+
+
+def summary(results: list[Result]) -> str:
+    ran = [r for r in results if not r.skipped]
+    n_pass = sum(1 for r in ran if r.matches)
+    n_run = sum(1 for r in ran if r.runs)
+    n_comp = sum(1 for r in ran if r.compiles)
+    missing: dict[str, list[str]] = {}
+    for r in ran:
+        for m in r.missing:
+            missing.setdefault(m, []).append(r.name)
+    lines = [f"{len(ran)} dav-2201 cases ({len(results) - len(ran)} skipped): {n_comp} compile, {n_run} run, "
+             f"{n_pass} match the golden output."]
+    if missing:
+        lines.append("Names the twin lacks (cases needing them): " +
+                     "; ".join(f"`{m}` ({len(v)})" for m, v in sorted(missing.items(), key=lambda kv: -len(kv[1]))))
+    return "\n".join(lines)
+
+
+def ascdk_commit(root: Path, git_dir: str | None) -> str:
+    for gd in ([git_dir] if git_dir else []) + [str(root / ".git")]:
+        r = subprocess.run(["git", f"--git-dir={gd}", "rev-parse", "HEAD"], capture_output=True, text=True)
+        if r.returncode == 0:
+            return r.stdout.strip()
+    return "unknown"
+
+
+def write_markdown(path: Path, text: str, commit: str) -> None:
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    path.write_text(
+        "# Official Ascend C examples on the CPU twin\n\n"
+        f"Generated by `scripts/run_official_examples.py --markdown` on {stamp} from asc-devkit commit `{commit}` "
+        f"({EXAMPLES_SUBDIR}). Each `.asc` example's own main(), gen_data.py and verify_result.py run unchanged; "
+        "its `<<<>>>` launches go to the twin (AscendC::AscCPUKernelLaunch). \"no golden\": the example prints its "
+        "result instead of checking it.\n\n" + text + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ascdk", required=True, type=Path, help="asc-devkit checkout (holds examples/)")
+    ap.add_argument("--only", help="run only examples whose path contains this (fnmatch pattern allowed)")
+    ap.add_argument("--json", type=Path, help="write the results as JSON here")
+    ap.add_argument("--markdown", type=Path, help="write the table as a Markdown page here")
+    ap.add_argument("--ascdk-git-dir", help="git directory of the asc-devkit checkout, for the commit in --markdown")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="examples compiled and run at once")
+    a = ap.parse_args(argv)
+    root = a.ascdk / EXAMPLES_SUBDIR
+    if not root.is_dir():
+        ap.error(f"--ascdk {a.ascdk}: no {EXAMPLES_SUBDIR} inside")
+    results = run_all(root, a.only, a.jobs)
+    text = table(results) + "\n\n" + summary(results)
+    print(text)
+    if a.json:
+        a.json.write_text(json.dumps([asdict(r) for r in results], indent=1, ensure_ascii=False))
+    if a.markdown:
+        write_markdown(a.markdown, text, ascdk_commit(a.ascdk, a.ascdk_git_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
