@@ -36,8 +36,9 @@ EXAMPLES_SUBDIR = Path("examples/01_simd_cpp_api/03_basic_api")
 TARGET_ARCH = "dav-2201"
 RUN_TIMEOUT_S = 600
 # Short diagnostics, so the first errors survive compile_kernel's truncation of the compiler output.
-COMPILE_FLAGS = ["-Dmain=twin_example_main", "-w", "-fno-diagnostics-show-caret", "-ftemplate-backtrace-limit=1",
-                 "-fmax-errors=40"]
+# ASC_ARCHITECTURES: what the examples' CMakeLists define from CMAKE_ASC_ARCHITECTURES (dav-2201 -> 2201).
+COMPILE_FLAGS = ["-Dmain=twin_example_main", "-DASC_ARCHITECTURES=2201", "-w", "-fno-diagnostics-show-caret",
+                 "-ftemplate-backtrace-limit=1", "-fmax-errors=40"]
 KERNEL_MODES = {"vector": "KERNEL_TYPE_AIV_ONLY", "cube": "KERNEL_TYPE_AIC_ONLY", (1, 0): "KERNEL_TYPE_MIX_AIC_1_0",
                 (0, 1): "KERNEL_TYPE_MIX_AIV_1_0", (1, 1): "KERNEL_TYPE_MIX_AIC_1_1", (1, 2): "KERNEL_TYPE_MIX_AIC_1_2"}
 
