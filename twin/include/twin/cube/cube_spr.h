@@ -9,12 +9,11 @@
 #pragma once
 #include <cstdint>
 
-#include "twin/launch/runtime.h"
+#include "twin/launch/core_local.h"
 
 namespace twin {
 
 struct CubeSpr {
-    const CoreState* owner = nullptr;
     // Fixpipe
     bool quantPreSet = false;
     uint64_t quantPre = 0;
@@ -34,16 +33,7 @@ struct CubeSpr {
     uint32_t boundary = 0;                   // 0: no boundary
 };
 
-// The registers of the calling core. Every launch runs its cores on threads of its own (launch.h) and a core runs
-// to completion on one thread, so a thread-local copy tagged with its core is per core and per launch.
-inline CubeSpr& CubeRegs() {
-    CoreState& c = Cur();
-    thread_local CubeSpr r;
-    if (r.owner != &c) {
-        r = CubeSpr{};
-        r.owner = &c;
-    }
-    return r;
-}
+// The registers of the calling core (zeroed at the start of each launch).
+inline CubeSpr& CubeRegs() { return CoreLocal<CubeSpr>(); }
 
 }  // namespace twin

@@ -6,6 +6,8 @@
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -143,6 +145,7 @@ struct CoreState {
 
     void* pipe = nullptr;  // the live AscendC::TPipe, if any
     std::vector<QueBuf> queBufs;  // every queue buffer created on this core during the launch
+    std::map<const void*, std::shared_ptr<void>> unitState;  // registers of API units kept elsewhere (core_local.h)
     uint32_t ubTop = 0;  // end of the highest UB byte given to the kernel (TPipe, TBufPool, explicit-address tensors)
     bool traceOn = true;
     std::vector<TraceRec> trace;

@@ -8,7 +8,7 @@
 // ACC_VAL (GetReduceRepeatSumSpr): the total of the ReduceSum count form (equal to its dst[0]). Other reductions
 //   that use the same vcadd instruction leave it undefined, so reading it after them raises.
 #pragma once
-#include "twin/vector/core_local.h"
+#include "twin/launch/core_local.h"
 #include "twin/vector/engine.h"
 
 namespace twin {
@@ -89,7 +89,7 @@ namespace AscendC {
 template <typename T>
 inline void GetReduceRepeatMaxMinSpr(T& maxMinValue, T& maxMinIndex) {
     if (twin::Cur().coreType == AIC) return;
-    const twin::vec::ReduceSpr& s = twin::vec::CoreLocal<twin::vec::ReduceSpr>();
+    const twin::vec::ReduceSpr& s = twin::CoreLocal<twin::vec::ReduceSpr>();
     twin::vec::RequireSprRead<T>("GetReduceRepeatMaxMinSpr", s.maxMinInvalid, s.maxMinSize);
     maxMinValue = twin::vec::FromBits<T>(s.maxMin);
     maxMinIndex = twin::vec::FromBits<T>(s.maxMin >> 32);
@@ -107,7 +107,7 @@ inline void GetReduceRepeatMaxMinSpr(T& maxMinValue) {
 template <typename T>
 inline T GetReduceRepeatSumSpr() {
     if (twin::Cur().coreType == AIC) return twin::vec::FromBits<T>(0);
-    const twin::vec::ReduceSpr& s = twin::vec::CoreLocal<twin::vec::ReduceSpr>();
+    const twin::vec::ReduceSpr& s = twin::CoreLocal<twin::vec::ReduceSpr>();
     if (s.accBy != nullptr) {
         twin::Fail("GetReduceRepeatSumSpr", "the register is undefined: the last sum reduction was %s; only the "
                                             "ReduceSum count form defines it", s.accBy);

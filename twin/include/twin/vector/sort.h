@@ -12,7 +12,7 @@
 #pragma once
 #include <algorithm>
 
-#include "twin/vector/core_local.h"
+#include "twin/launch/core_local.h"
 #include "twin/vector/more_common.h"
 
 namespace AscendC {
@@ -206,7 +206,7 @@ inline void MrgSort(const LocalTensor<T>& dst, const MrgSortSrcList<T>& src, con
 inline void GetMrgSortResult(uint16_t& mrgSortList1, uint16_t& mrgSortList2, uint16_t& mrgSortList3,
                              uint16_t& mrgSortList4) {
     if (twin::Cur().coreType == AIC) return;
-    const twin::vec::Vms4Sr& sr = twin::vec::CoreLocal<twin::vec::Vms4Sr>();
+    const twin::vec::Vms4Sr& sr = twin::CoreLocal<twin::vec::Vms4Sr>();
     if (!sr.written || !sr.suspension) {
         twin::Fail("GetMrgSortResult", "%s; the counts are defined only after MrgSort with ifExhaustedSuspension = "
                    "true", sr.written ? "the last MrgSort ran with ifExhaustedSuspension = false"
