@@ -227,17 +227,15 @@ void HazardGm(CoreState& c, const HzAccess& a, int q, uint32_t now);
 // same pipe, so only a PipeBarrier of that pipe would have ordered the two.
 inline void HazardFail(const HzAccess& a, int q, const char* what, const std::string& other, uint64_t at,
                        const std::string& where, uint64_t base = 0, bool samePipe = false) {
-    const char* fix = samePipe ? (a.write ? "with no PipeBarrier<PIPE_%s> between the two (the docs require one when two "
-                                            "MTE2 or two MTE3 transfers write overlapping destination bytes)"
-                                          : "with no PipeBarrier<PIPE_%s> between the two (the docs require one between "
-                                            "Mmads accumulating into one L0C tile when (m / 16) * (n / 16) < 10)")
-                               : "with no ordering between the two (SetFlag/WaitFlag or queue EnQue/DeQue in a core, "
-                                 "PIPE_ALL barrier, CrossCoreSetFlag/WaitFlag or SyncAll across cores)%s";
-    char how[320];
-    std::snprintf(how, sizeof how, fix, samePipe ? HzPipeName(q) : "");
+    const std::string how =
+        !samePipe ? "with no ordering between the two (SetFlag/WaitFlag or queue EnQue/DeQue in a core, PIPE_ALL barrier, "
+                    "CrossCoreSetFlag/WaitFlag or SyncAll across cores)"
+                  : std::string("with no PipeBarrier<PIPE_") + HzPipeName(q) + "> between the two (the docs require one " +
+                        (a.write ? "when two MTE2 or two MTE3 transfers write overlapping destination bytes)"
+                                 : "between Mmads accumulating into one L0C tile when (m / 16) * (n / 16) < 10)");
     Fail(a.api ? a.api : "GM write", "pipe hazard: %s (pipe %s) %s %s bytes [%llu, %llu) that %s %s %s; first conflict at byte %llu",
          a.api ? a.api : "this instruction", HzPipeName(q), a.write ? "writes" : "reads", where.c_str(),
-         (unsigned long long)(a.off - base), (unsigned long long)(a.off + a.bytes - base), other.c_str(), what, how,
+         (unsigned long long)(a.off - base), (unsigned long long)(a.off + a.bytes - base), other.c_str(), what, how.c_str(),
          (unsigned long long)(at - base));
 }
 

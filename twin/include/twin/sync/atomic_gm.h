@@ -43,7 +43,7 @@ inline void GmWrite(uint8_t* dst, const uint8_t* src, uint64_t bytes) {
     if (c.atomicKind == kAtomicNone) {
         // A plain write that leaves every byte as it was cannot depend on its order against other accesses (several
         // cores storing the same values, e.g. a shared constant): the hazard check only sees writes that change GM.
-        if (std::memcmp(dst, src, bytes) != 0) NoteGm(nullptr, dst, bytes, true, false);
+        if (c.hz.on && std::memcmp(dst, src, bytes) != 0) NoteGm(nullptr, dst, bytes, true, false);
         std::memcpy(dst, src, bytes);
         return;
     }
