@@ -32,14 +32,55 @@ void StridesOf(const FaProblem& p, uint32_t heads, uint32_t dim, uint32_t s, uin
     }
 }
 
+int64_t Clamp(int64_t v) { return FaClamp(v, -kUnbounded, kUnbounded); }
+
 }  // namespace
+
+FaBand BandOfSequence(const FaProblem& p, uint32_t seq, int64_t s1, int64_t s2, bool firstNonEmpty, bool lastNonEmpty) {
+    FaBand b{-kUnbounded, kUnbounded, 0};
+    const int64_t delta = s2 - s1, pre = Clamp(p.preTokens), next = Clamp(p.nextTokens);
+    switch (p.sparseMode) {
+        case 0:  // pre/next only apply together with a dense mask; top-left origin
+            if (p.denseMask) {
+                b.lo = -pre;
+                b.hi = next;
+            }
+            break;
+        case 2: b.hi = 0; break;
+        case 3: b.hi = delta; break;
+        case 4: b.lo = delta - pre; b.hi = delta + next; break;
+        case 5: case 6:
+            b.hi = delta;
+            b.prefix = seq < p.prefix.size() ? p.prefix[seq] : 0;
+            break;
+        case 7:  // right-down causal per sequence; the last one is a right-down band
+            if (lastNonEmpty) {
+                b.lo = delta - pre;
+                b.hi = delta + next;
+            } else {
+                b.hi = delta;
+            }
+            break;
+        case 8:  // left-up causal per sequence; the first one is a right-down band
+            if (firstNonEmpty) {
+                b.lo = delta - pre;
+                b.hi = delta + next;
+            } else {
+                b.hi = 0;
+            }
+            break;
+        default: break;  // 1: the dense mask alone
+    }
+    return b;
+}
 
 std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip, FaTilingOut& out) {
     FlashAttentionTilingData& t = out.data;
     t = FlashAttentionTilingData{};
     if (p.batch == 0 || p.n1 == 0 || p.n2 == 0 || p.n1 % p.n2 != 0) return "n1 must be a positive multiple of n2";
     if (p.d < 1 || p.d > 512 || p.dv < 1 || p.dv > p.d) return "need 1 <= dv <= d <= 512";
-    if (p.sparseMode != 0 && p.sparseMode != 2 && p.sparseMode != 3 && p.sparseMode != 4) return "sparse mode must be 0, 2, 3 or 4";
+    if (p.sparseMode > 8) return "sparse mode must be in [0, 8]";
+    if ((p.sparseMode == 5 || p.sparseMode == 6) && p.prefix.size() != p.batch) return "prefix needs one entry per batch";
     const bool varlen = p.layout == kTND;
 
     // Per-sequence geometry.
@@ -90,7 +131,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     for (uint32_t w : {128u, 64u}) {
         for (uint32_t s1b : {128u, 64u, 32u, 16u}) {
             const uint32_t rows = CeilDiv(s1b, 2);
-            if (UbSizes(rows, w, t.dvPad).total <= ub && L1Bytes(s1b, w, t.dPad, t.dvPad) <= l1) {
+            if (UbSizes(rows, w, t.dvPad, p.denseMask).total <= ub && L1Bytes(s1b, w, t.dPad, t.dvPad) <= l1) {
                 t.s1Block = s1b;
                 t.s2Block = w;
                 found = true;
@@ -105,31 +146,76 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.kChunkQK = Chunk(t.dPad, std::min(kL0HalfBytes / (m16 * 2), kL0HalfBytes / (t.nChunkQK * 2)));
     t.nChunkPV = Chunk(t.dvPad, kL0cHalfBytes / (m16 * 4));
     t.kChunkPV = Chunk(t.s2Block, std::min(kL0HalfBytes / (m16 * 2), kL0HalfBytes / (t.nChunkPV * 2)));
-    out.ubBytes = UbSizes(CeilDiv(t.s1Block, 2), t.s2Block, t.dvPad).total;
+    out.ubBytes = UbSizes(CeilDiv(t.s1Block, 2), t.s2Block, t.dvPad, p.denseMask).total;
     out.l1Bytes = L1Bytes(t.s1Block, t.s2Block, t.dPad, t.dvPad);
 
+    // Dense-mask block map: one group per batch when the mask (or the prefix) differs per batch, one per sequence
+    // for TND (their lengths differ), else one; per group and head (when the mask differs per head) a row of
+    // s2-block tiles for each s1 block.
+    const bool perBatchGroups = varlen || p.maskPerBatch || p.sparseMode == 5;
+    const uint32_t mapGroups = p.denseMask ? (perBatchGroups ? p.batch : 1) : 0;
+    const uint32_t mapHeads = p.maskPerHead ? p.n1 : 1;
+    std::vector<int64_t> mapRow0(p.batch, 0), mapEntry0(p.batch, 0);
+    uint64_t mapRows = 0, mapEntries = 0;
+    for (uint32_t g = 0; g < mapGroups; ++g) {
+        mapRow0[g] = (int64_t)mapRows;
+        mapEntry0[g] = (int64_t)mapEntries;
+        const uint64_t rows = CeilDiv((uint32_t)seqs[g].s1, t.s1Block), cols = CeilDiv((uint32_t)seqs[g].s2, t.s2Block);
+        mapRows += mapHeads * rows;
+        mapEntries += mapHeads * rows * cols;
+    }
+    if (mapRows > 0xFFFFFFFFull) return "too many block-map rows";
+    t.maskMode = p.denseMask ? 1 : 0;
+    t.maskHeads = p.maskPerHead ? 1 : 0;
+    t.maskStrideB = p.maskStrideB;
+    t.maskStrideN = p.maskStrideN;
+    t.maskStrideS = p.maskStrideS;
+    t.maskColStep = p.maskColStep;
+    t.mapGroups = mapGroups;
+    t.mapRows = (uint32_t)mapRows;
+    t.mapCores = (uint32_t)std::min<uint64_t>(chip.aivNum, mapRows);
+    t.mapEntries = mapEntries;
+    t.mapCountsOffset = (mapEntries + 31) / 32 * 32;
+    out.mapBytes = p.denseMask ? t.mapCountsOffset + 4 * mapRows : 0;
+
+    // Modes 7/8 give the last / first sequence with keys and queries its own band.
+    int64_t firstNonEmpty = -1, lastNonEmpty = -1;
+    for (uint32_t b = 0; b < p.batch; ++b) {
+        if (seqs[b].s1 > 0 && seqs[b].s2 > 0) {
+            if (firstNonEmpty < 0) firstNonEmpty = b;
+            lastNonEmpty = b;
+        }
+    }
+
     // Tasks = (sequence, head, query block), sequence-major; each costs its visible steps plus a fixed overhead.
+    // With a dense mask the kernels balance by the block map's visible-tile counts instead (known on the device).
     std::vector<uint64_t> cost;
     out.seqInfo.assign((size_t)p.batch * kSeqInfoFields, 0);
     uint64_t task = 0;
     out.visibleSteps = 0;
     for (uint32_t b = 0; b < p.batch; ++b) {
         const FaSeq& s = seqs[b];
+        const FaBand band = BandOfSequence(p, b, s.s1, s.s2, (int64_t)b == firstNonEmpty, (int64_t)b == lastNonEmpty);
+        const uint32_t group = perBatchGroups ? b : 0;
         int64_t* si = &out.seqInfo[(size_t)b * kSeqInfoFields];
-        si[0] = s.qTok;
-        si[1] = s.kvTok;
-        si[2] = s.s1;
-        si[3] = s.s2;
-        si[4] = (int64_t)task;
+        si[kSeqQTok] = s.qTok;
+        si[kSeqKvTok] = s.kvTok;
+        si[kSeqS1] = s.s1;
+        si[kSeqS2] = s.s2;
+        si[kSeqFirstTask] = (int64_t)task;
+        si[kSeqBandLo] = band.lo;
+        si[kSeqBandHi] = band.hi;
+        si[kSeqPrefix] = band.prefix;
+        si[kSeqMapRow0] = p.denseMask ? mapRow0[group] : 0;
+        si[kSeqMapEntry0] = p.denseMask ? mapEntry0[group] : 0;
         const uint32_t blocks = CeilDiv((uint32_t)s.s1, t.s1Block);
-        const FaBand band = BandOf(p.sparseMode, p.preTokens, p.nextTokens, s.s1, s.s2);
         for (uint32_t n = 0; n < p.n1; ++n) {
             for (uint32_t blk = 0; blk < blocks; ++blk) {
                 const int64_t r0 = (int64_t)blk * t.s1Block, r1 = std::min<int64_t>(s.s1, r0 + t.s1Block);
                 const FaStepRange st = StepsOf(band, r0, r1, s.s2, t.s2Block);
                 const uint64_t steps = st.last > st.first ? (uint64_t)(st.last - st.first) : 0;
                 out.visibleSteps += steps;
-                cost.push_back(4 * steps + 1);
+                cost.push_back(FaTaskCost(steps));
                 ++task;
             }
         }
@@ -138,7 +224,8 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.taskTotal = (uint32_t)task;
     t.s1Blocks = varlen ? 0 : CeilDiv(p.s1, t.s1Block);
 
-    // Contiguous task ranges per core, cut where the running cost passes each core's share.
+    // Contiguous task ranges per core, cut where the running cost passes each core's share (FaCoreRange: the same
+    // rule the kernels apply to the block map's counts when there is a dense mask).
     const uint32_t cores = (uint32_t)std::max<uint64_t>(1, std::min<uint64_t>({(uint64_t)chip.aicNum, (uint64_t)kMaxCores, task}));
     uint64_t totalCost = 0;
     for (uint64_t c : cost) totalCost += c;
@@ -148,7 +235,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.coreTaskStart[0] = 0;
     for (uint64_t i = 0; i < task && core < cores; ++i) {
         acc += cost[i];
-        while (core < cores && acc * cores >= totalCost * core) t.coreTaskStart[core++] = (uint32_t)(i + 1);
+        while (core < cores && FaCutAfter(acc, totalCost, core, cores)) t.coreTaskStart[core++] = (uint32_t)(i + 1);
     }
     while (core <= cores) t.coreTaskStart[core++] = t.taskTotal;
 

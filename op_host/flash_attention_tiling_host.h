@@ -17,10 +17,18 @@ struct FaProblem {
     uint32_t s1 = 1, s2 = 1;           // TND: ignored (derived from the cumulative lengths)
     uint32_t d = 64, dv = 64;
     float scale = 1.0f;
-    uint32_t sparseMode = 0;            // 0 none, 2, 3, 4
+    uint32_t sparseMode = 0;            // the op's sparse_mode, 0-8 (validated by the caller)
     int64_t preTokens = 2147483647, nextTokens = 2147483647;
     std::vector<int64_t> cuSeqQ, cuSeqKv;  // TND: cumulative lengths (size batch)
     uint64_t t1 = 0, t2 = 0;            // TND: token dims of q and k/v
+    std::vector<int64_t> prefix;        // sparse_mode 5/6: prefix columns per batch
+    // Dense atten_mask, read in place: byte strides per (batch, query head, row) as the kernel reads them (0 =
+    // broadcast); maskColStep 0 for a column-broadcast mask stored as rows of >= 128 equal bytes. maskPerBatch/
+    // maskPerHead: whether the mask differs along that dimension (this decides the block-map groups).
+    bool denseMask = false;
+    bool maskPerBatch = false, maskPerHead = false;
+    uint64_t maskStrideB = 0, maskStrideN = 0, maskStrideS = 0;
+    uint32_t maskColStep = 1;
 };
 
 struct FaTilingOut {
@@ -29,8 +37,13 @@ struct FaTilingOut {
     uint64_t workspaceBytes = 0;       // GM workspace to allocate: kLibApiWorkspaceBytes (system) + the user part
     uint32_t ubBytes = 0;              // per AIV
     uint32_t l1Bytes = 0;              // per AIC
-    uint64_t visibleSteps = 0;         // (task, s2 block) pairs computed over the whole problem
+    uint64_t visibleSteps = 0;         // (task, s2 block) pairs inside the bands (before dense-mask skipping)
+    uint64_t mapBytes = 0;             // dense masks: size of the block-map buffer (0 without one)
 };
+
+// The band of `sparseMode` for sequence `seq` of a problem (see FaBand): origins as the built-in's (0 and 2
+// top-left, 3-8 bottom-right), the prefix columns of modes 5/6, the first/last-sequence bands of modes 8/7.
+FaBand BandOfSequence(const FaProblem& p, uint32_t seq, int64_t s1, int64_t s2, bool firstNonEmpty, bool lastNonEmpty);
 
 // Fills `out`; returns an empty string on success, else what is wrong.
 std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip, FaTilingOut& out);

@@ -29,21 +29,29 @@ struct FaTask {
     int64_t rows;        // query rows of this task (<= s1Block)
     FaSeq seq;
     FaBand band;
-    int64_t stepFirst;   // s2 block range [stepFirst, stepLast)
+    int64_t stepFirst;   // s2 block range [stepFirst, stepLast) of the band
     int64_t stepLast;
+    int64_t mapEntry;    // dense masks: block-map entry of (this task, s2 block 0)
 };
 
-// Walks the tasks of one core in order: (sequence, head, query block), sequence-major.
+// Walks the tasks of one core in order: (sequence, head, query block), sequence-major. With a dense mask it also
+// answers which s2 blocks the block map lets through, and takes the core's task range from the map's counts.
 class FaTaskIterator {
 public:
-    __aicore__ inline void Init(const FlashAttentionTilingData* t, __gm__ int64_t* seqInfo, uint32_t core) {
+    __aicore__ inline void Init(const FlashAttentionTilingData* t, __gm__ int64_t* seqInfo, __gm__ uint8_t* blockMap,
+                                uint32_t core) {
         t_ = t;
         seqInfo_ = seqInfo;
-        next_ = t->coreTaskStart[core];
-        end_ = t->coreTaskStart[core + 1];
+        map_ = blockMap;
+        if (t->maskMode != 0) {
+            CoreRangeFromMap(core);
+        } else {
+            next_ = t->coreTaskStart[core];
+            end_ = t->coreTaskStart[core + 1];
+        }
         batch_ = 0;
         if (t->varlen != 0) {
-            while (batch_ + 1 < t->batch && SeqField(batch_ + 1, 4) <= (int64_t)next_) ++batch_;
+            while (batch_ + 1 < t->batch && SeqField(batch_ + 1, kSeqFirstTask) <= (int64_t)next_) ++batch_;
         }
     }
 
@@ -52,39 +60,90 @@ public:
         const FlashAttentionTilingData* t = t_;
         int64_t local;
         if (t->varlen != 0) {
-            while (batch_ + 1 < t->batch && SeqField(batch_ + 1, 4) <= (int64_t)next_) ++batch_;
-            task.seq.qTok = SeqField(batch_, 0);
-            task.seq.kvTok = SeqField(batch_, 1);
-            task.seq.s1 = SeqField(batch_, 2);
-            task.seq.s2 = SeqField(batch_, 3);
-            local = (int64_t)next_ - SeqField(batch_, 4);
+            while (batch_ + 1 < t->batch && SeqField(batch_ + 1, kSeqFirstTask) <= (int64_t)next_) ++batch_;
+            local = (int64_t)next_ - SeqField(batch_, kSeqFirstTask);
         } else {
             batch_ = next_ / (t->n1 * t->s1Blocks);
-            task.seq.qTok = 0;
-            task.seq.kvTok = 0;
-            task.seq.s1 = t->s1;
-            task.seq.s2 = t->s2;
             local = (int64_t)(next_ % (t->n1 * t->s1Blocks));
         }
+        task.seq.qTok = SeqField(batch_, kSeqQTok);
+        task.seq.kvTok = SeqField(batch_, kSeqKvTok);
+        task.seq.s1 = SeqField(batch_, kSeqS1);
+        task.seq.s2 = SeqField(batch_, kSeqS2);
+        task.band.lo = SeqField(batch_, kSeqBandLo);
+        task.band.hi = SeqField(batch_, kSeqBandHi);
+        task.band.prefix = SeqField(batch_, kSeqPrefix);
         const int64_t blocks = (task.seq.s1 + t->s1Block - 1) / t->s1Block;
         task.batch = batch_;
         task.head = (uint32_t)(local / blocks);
         task.row0 = (local % blocks) * t->s1Block;
         task.rows = FaMin(task.seq.s1 - task.row0, (int64_t)t->s1Block);
-        task.band = BandOf(t->sparseMode, t->preTokens, t->nextTokens, task.seq.s1, task.seq.s2);
         FaStepRange r = StepsOf(task.band, task.row0, task.row0 + task.rows, task.seq.s2, t->s2Block);
         task.stepFirst = r.first;
         task.stepLast = r.last;
+        task.mapEntry = 0;
+        if (t->maskMode != 0) {
+            const int64_t mapRow = MapRowLocal(task.head, local % blocks, blocks);
+            task.mapEntry = SeqField(batch_, kSeqMapEntry0) + mapRow * ColBlocks(task.seq.s2);
+        }
         ++next_;
         return true;
+    }
+
+    // The block map's verdict on s2 block j of a task (kTileMixed without a dense mask: the band logic decides).
+    __aicore__ inline uint8_t TileState(const FaTask& task, int64_t j) const {
+        if (t_->maskMode == 0) return kTileMixed;
+        return map_[task.mapEntry + j];
+    }
+
+    // The first s2 block >= j of the task that is computed (stepLast when none is left).
+    __aicore__ inline int64_t NextStep(const FaTask& task, int64_t j) const {
+        while (j < task.stepLast && TileState(task, j) == kTileMasked) ++j;
+        return j;
     }
 
 private:
     __aicore__ inline int64_t SeqField(uint32_t b, uint32_t f) const {
         return seqInfo_[(uint64_t)b * kSeqInfoFields + f];
     }
+    __aicore__ inline int64_t ColBlocks(int64_t s2) const { return (s2 + t_->s2Block - 1) / t_->s2Block; }
+    // Row of (head, s1 block) inside the sequence's mask group.
+    __aicore__ inline int64_t MapRowLocal(uint32_t head, int64_t blk, int64_t blocks) const {
+        return (t_->maskHeads != 0 ? (int64_t)head * blocks : 0) + blk;
+    }
+
+    // Dense masks: task costs come from the block map's per-row visible-tile counts (written by the pre-pass), so
+    // the split is computed here with the host's rule (FaCutAfter); every core derives the same ranges.
+    __aicore__ inline void CoreRangeFromMap(uint32_t core) {
+        const uint32_t cores = t_->blockDim;
+        __gm__ int32_t* counts = (__gm__ int32_t*)(map_ + t_->mapCountsOffset);
+        uint64_t total = 0;
+        for (int pass = 0; pass < 2; ++pass) {
+            uint64_t acc = 0, idx = 0;
+            next_ = core == 0 ? 0 : t_->taskTotal;
+            end_ = t_->taskTotal;
+            for (uint32_t b = 0; b < t_->batch; ++b) {
+                const int64_t blocks = (SeqField(b, kSeqS1) + t_->s1Block - 1) / t_->s1Block;
+                const int64_t row0 = SeqField(b, kSeqMapRow0);
+                for (uint32_t n = 0; n < t_->n1; ++n) {
+                    for (int64_t blk = 0; blk < blocks; ++blk, ++idx) {
+                        acc += FaTaskCost((uint64_t)counts[row0 + MapRowLocal(n, blk, blocks)]);
+                        if (pass == 0) continue;
+                        if (core > 0 && next_ == t_->taskTotal && FaCutAfter(acc, total, core, cores)) next_ = idx + 1;
+                        if (core + 1 < cores && FaCutAfter(acc, total, core + 1, cores)) {
+                            end_ = idx + 1;
+                            return;
+                        }
+                    }
+                }
+            }
+            total = acc;
+        }
+    }
+
     const FlashAttentionTilingData* t_ = nullptr;
     __gm__ int64_t* seqInfo_ = nullptr;
+    __gm__ uint8_t* map_ = nullptr;
     uint32_t next_ = 0;
     uint32_t end_ = 0;
     uint32_t batch_ = 0;

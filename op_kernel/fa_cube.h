@@ -12,14 +12,15 @@ namespace npu_fa {
 template <typename T>
 class FaCube {
 public:
-    __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR seqInfo,
-                                GM_ADDR workspace, AscendC::TPipe* pipe) {
+    __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR blockMap,
+                                GM_ADDR seqInfo, GM_ADDR workspace, AscendC::TPipe* pipe) {
         t_ = t;
         core_ = (uint32_t)AscendC::GetBlockIdx();
         qGm_.SetGlobalBuffer((__gm__ T*)q);
         kGm_.SetGlobalBuffer((__gm__ T*)k);
         vGm_.SetGlobalBuffer((__gm__ T*)v);
         seqInfo_ = (__gm__ int64_t*)seqInfo;
+        blockMap_ = (__gm__ uint8_t*)blockMap;
         ws_.Init(workspace, t, core_);
         m16_ = AlignUp(t->s1Block, 16);
         qElems_ = m16_ * t->dPad;
@@ -51,26 +52,31 @@ public:
 
     __aicore__ inline void Process() {
         FaTaskIterator it;
-        it.Init(t_, seqInfo_, core_);
+        it.Init(t_, seqInfo_, blockMap_, core_);
         FaTask task;
         Pending prev;
         prev.valid = false;
         uint32_t step = 0;
         while (it.Next(task)) {
-            if (task.stepFirst >= task.stepLast) continue;  // no visible key: the vector cores write zeros
+            int64_t j = it.NextStep(task, task.stepFirst);
+            if (j >= task.stepLast) continue;  // no visible key: the vector cores write zeros
             LoadQ(task);
-            for (int64_t j = task.stepFirst; j < task.stepLast; ++j) {
+            bool first = true;
+            while (j < task.stepLast) {  // the s2 blocks the band and the block map let through
+                const int64_t following = it.NextStep(task, j + 1);
                 const uint32_t slot = step & 1;
                 const int64_t c0 = j * t_->s2Block;
                 const uint32_t cols = (uint32_t)FaMin(task.seq.s2 - c0, (int64_t)t_->s2Block);
                 LoadKV(task, c0, cols, slot);
-                ScoresStep(task, cols, step, j == task.stepFirst, j + 1 == task.stepLast);
+                ScoresStep(task, cols, step, first, following >= task.stepLast);
                 if (prev.valid) ValueStep(prev);
                 prev.valid = true;
                 prev.rows = (uint32_t)task.rows;
                 prev.cols = cols;
                 prev.step = step;
                 ++step;
+                first = false;
+                j = following;
             }
         }
         if (prev.valid) ValueStep(prev);
@@ -235,6 +241,7 @@ private:
     uint32_t core_ = 0;
     AscendC::GlobalTensor<T> qGm_, kGm_, vGm_;
     __gm__ int64_t* seqInfo_ = nullptr;
+    __gm__ uint8_t* blockMap_ = nullptr;
     FaWorkspace ws_;
     uint32_t m16_ = 0, qElems_ = 0, kElems_ = 0, vElems_ = 0, pElems_ = 0;
     uint32_t l0Idx_ = 0, l0cIdx_ = 0;

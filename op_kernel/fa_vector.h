@@ -6,18 +6,21 @@
 #define NPU_FA_FA_VECTOR_H
 
 #include "fa_common.h"
+#include "fa_mask.h"
 
 namespace npu_fa {
 
 template <typename T>
 class FaVector {
 public:
-    __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR seqInfo, GM_ADDR out, GM_ADDR softmaxMax,
-                                GM_ADDR softmaxSum, GM_ADDR workspace, AscendC::TPipe* pipe) {
+    __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR attenMask, GM_ADDR blockMap, GM_ADDR seqInfo,
+                                GM_ADDR out, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR workspace,
+                                AscendC::TPipe* pipe) {
         t_ = t;
         core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
         sub_ = (uint32_t)AscendC::GetSubBlockIdx();
         seqInfo_ = (__gm__ int64_t*)seqInfo;
+        blockMap_ = (__gm__ uint8_t*)blockMap;
         outGm_.SetGlobalBuffer((__gm__ T*)out);
         maxGm_.SetGlobalBuffer((__gm__ float*)softmaxMax);
         sumGm_.SetGlobalBuffer((__gm__ float*)softmaxSum);
@@ -25,7 +28,7 @@ public:
         w_ = t->s2Block;
         dvPad_ = t->dvPad;
         rowsMax_ = CeilDiv(t->s1Block, 2);
-        const FaUbSizes u = UbSizes(rowsMax_, w_, dvPad_);
+        const FaUbSizes u = UbSizes(rowsMax_, w_, dvPad_, t->maskMode != 0);
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(sBuf_, u.s);
         pipe->InitBuffer(dmatBuf_, u.dmat);
@@ -37,7 +40,10 @@ public:
         pipe->InitBuffer(statBuf_, u.stat * kFaStatBuffers);
         pipe->InitBuffer(rowBuf_, u.row);
         pipe->InitBuffer(statBitsBuf_, u.row);
+        if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
         BuildDiagonalPattern();
+        mask_.Init(t, attenMask, rowsMax_, dmatBuf_.Get<float>(), bitsBuf_.Get<uint8_t>(),
+                   foldBuf_.Get<half>(), u.mask != 0 ? maskBuf_.Get<uint8_t>() : bitsBuf_.Get<uint8_t>());
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores);
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
@@ -46,32 +52,38 @@ public:
 
     __aicore__ inline void Process() {
         FaTaskIterator it;
-        it.Init(t_, seqInfo_, core_);
+        it.Init(t_, seqInfo_, blockMap_, core_);
         FaTask task;
         Pending prev;
         prev.valid = false;
         uint32_t step = 0, taskParity = 0;
         while (it.Next(task)) {
             Rows mine = RowsOf(task);
-            if (task.stepFirst >= task.stepLast) {
+            int64_t j = it.NextStep(task, task.stepFirst);
+            if (j >= task.stepLast) {
                 WriteEmptyRows(task, mine);
                 continue;
             }
-            for (int64_t j = task.stepFirst; j < task.stepLast; ++j) {
-                SoftmaxStep(task, mine, j, step, taskParity, j == task.stepFirst);
+            bool first = true;
+            while (j < task.stepLast) {
+                const int64_t following = it.NextStep(task, j + 1);
+                SoftmaxStep(task, mine, j, it.TileState(task, j), step, taskParity, first);
                 if (prev.valid) OutputStep(prev);
                 prev.valid = true;
                 prev.task = task;
                 prev.mine = mine;
                 prev.step = step;
                 prev.parity = taskParity;
-                prev.first = j == task.stepFirst;
-                prev.last = j + 1 == task.stepLast;
+                prev.first = first;
+                prev.last = following >= task.stepLast;
                 ++step;
+                first = false;
+                j = following;
             }
             taskParity ^= 1;
         }
         if (prev.valid) OutputStep(prev);
+        mask_.End();
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
@@ -167,34 +179,8 @@ private:
         }
     }
 
-    // Masks scores outside the task's band and past the last key column with -FLT_MAX.
-    __aicore__ inline void MaskScores(const AscendC::LocalTensor<float>& s, const FaTask& task, const Rows& mine,
-                                      int64_t c0, uint32_t cols) {
-        const int64_t r0 = task.row0 + mine.first;
-        const uint32_t n = mine.count * w_;
-        if (!BlockFullyVisible(task.band, r0, r0 + mine.count, c0, c0 + cols)) {
-            AscendC::LocalTensor<uint8_t> bits = bitsBuf_.Get<uint8_t>();
-            AscendC::LocalTensor<float> dmat = dmatBuf_.Get<float>();
-            const int64_t hi = task.band.hi + r0 - c0;  // keep where c - r <= hi
-            const int64_t lo = task.band.lo + r0 - c0;  // keep where c - r >= lo
-            if (hi < (int64_t)w_ - 1) {
-                AscendC::Compares(bits, dmat, (float)FaMax(hi, -(int64_t)rowsMax_ - 1), AscendC::CMPMODE::LE, n);
-                AscendC::Select(s, bits, s, kMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
-            }
-            if (lo > -(int64_t)mine.count + 1) {
-                AscendC::Compares(bits, dmat, (float)FaMin(lo, (int64_t)w_ + 1), AscendC::CMPMODE::GE, n);
-                AscendC::Select(s, bits, s, kMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
-            }
-        }
-        for (uint32_t c = (cols / 64) * 64; c < w_; c += 64) {  // key columns past the sequence end
-            const uint32_t keep = cols > c ? cols - c : 0;
-            uint64_t mask[2] = {keep == 0 ? ~0ULL : (~0ULL << keep), 0};
-            AscendC::Duplicate(s[c], kMaskValue, mask, (uint8_t)mine.count, 1, (uint8_t)(w_ / 8));
-        }
-    }
-
-    __aicore__ inline void SoftmaxStep(const FaTask& task, const Rows& mine, int64_t j, uint32_t step, uint32_t parity,
-                                       bool first) {
+    __aicore__ inline void SoftmaxStep(const FaTask& task, const Rows& mine, int64_t j, uint8_t tileState, uint32_t step,
+                                       uint32_t parity, bool first) {
         const uint32_t slot = step & 1;
         AscendC::CrossCoreWaitFlag(FlagOf(kFlagScoresReady, step));
         if (mine.count == 0) {
@@ -214,7 +200,7 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdScores);
 
         AscendC::Muls(s, s, t_->scale, (int32_t)n);
-        MaskScores(s, task, mine, c0, cols);
+        mask_.Apply(s, task, task.row0 + mine.first, mine.count, c0, cols, tileState);
 
         // Running max, rescale factor alpha = exp(m_old - m_new), then p = exp(s - m_new).
         AscendC::LocalTensor<float> mRun = Stat(kStatMax + parity);
@@ -332,6 +318,8 @@ private:
     const FlashAttentionTilingData* t_ = nullptr;
     uint32_t core_ = 0, sub_ = 0;
     __gm__ int64_t* seqInfo_ = nullptr;
+    __gm__ uint8_t* blockMap_ = nullptr;
+    FaTileMask mask_;
     AscendC::GlobalTensor<T> outGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_;
     FaWorkspace ws_;
@@ -346,6 +334,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECOUT> statBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> rowBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> statBitsBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> maskBuf_;
 };
 
 }  // namespace npu_fa

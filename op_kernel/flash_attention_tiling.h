@@ -19,7 +19,24 @@ namespace npu_fa {
 
 constexpr uint32_t kMaxCores = 64;           // per-core task ranges kept in the tiling
 constexpr int64_t kUnbounded = 1LL << 40;    // "no limit" for band offsets
-constexpr uint32_t kSeqInfoFields = 5;       // per sequence: q token start, kv token start, s1, s2, first task
+
+// Per-sequence table (int64 fields, one row per sequence/batch), written by the host tiling, read by the kernels.
+enum FaSeqField : uint32_t {
+    kSeqQTok = 0,      // first query token (TND), else 0
+    kSeqKvTok = 1,     // first key token (TND), else 0
+    kSeqS1 = 2,
+    kSeqS2 = 3,
+    kSeqFirstTask = 4,
+    kSeqBandLo = 5,    // visible keys of row i: [i + lo, i + hi] ∪ [0, prefix), within [0, s2)
+    kSeqBandHi = 6,
+    kSeqPrefix = 7,
+    kSeqMapRow0 = 8,   // dense masks: first block-map row of this sequence's mask group
+    kSeqMapEntry0 = 9, // dense masks: first block-map entry of that group
+    kSeqInfoFields = 10
+};
+
+// Block-map entry states (one byte per (mask group, head, s1 block, s2 block) tile of a dense mask).
+enum FaTileState : uint8_t { kTileMasked = 0, kTileMixed = 1, kTileVisible = 2 };
 
 enum FaLayout : uint32_t { kBSH = 0, kSBH = 1, kBSND = 2, kBNSD = 3, kTND = 4 };
 enum FaDtype : uint32_t { kFp16 = 0, kBf16 = 1 };
@@ -37,7 +54,7 @@ struct FlashAttentionTilingData {
     uint32_t d;           // q/k head dim
     uint32_t dv;          // v head dim
     uint32_t varlen;      // 1: per-sequence geometry comes from the seq-info GM buffer
-    uint32_t sparseMode;  // 0 none, 2 left-up causal, 3 right-down causal, 4 band
+    uint32_t sparseMode;  // the op's sparse_mode (0-8); the kernels read each sequence's band from the seq table
     int64_t preTokens;
     int64_t nextTokens;
     float scale;
@@ -68,6 +85,18 @@ struct FlashAttentionTilingData {
     uint64_t wsOffsetS;
     uint64_t wsOffsetP;
     uint64_t wsOffsetO;
+    // Dense atten_mask (bytes, nonzero = masked), read in place: element (b, n, r, c) of a sequence at
+    // b * maskStrideB + n * maskStrideN + r * maskStrideS + (c - (maskColStep ? 0 : c0)) for the tile at column c0
+    // (maskColStep 0: a column-broadcast mask stored as rows of at least s2Block equal bytes).
+    uint32_t maskMode;        // 0 none, 1 dense
+    uint32_t maskHeads;       // 1: the mask (and its block map) differs per query head
+    uint64_t maskStrideB, maskStrideN, maskStrideS;
+    uint32_t maskColStep;
+    uint32_t mapGroups;       // mask groups with their own block-map rows (the seq table's first mapGroups rows)
+    uint32_t mapRows;         // block-map rows in all: one per (group, head if maskHeads, s1 block)
+    uint32_t mapCores;        // AIV cores of the block-map pre-pass
+    uint64_t mapEntries;      // block-map bytes; an int32 visible-tile count per row follows at mapCountsOffset
+    uint64_t mapCountsOffset;
 };
 
 // No implicit padding anywhere (host and device copy the struct as raw bytes; padding bytes would be undefined):
@@ -77,7 +106,9 @@ struct FlashAttentionTilingData {
 static_assert(NPU_FA_FOLLOWS(sparseMode, preTokens) && NPU_FA_FOLLOWS(reserved0, qStrideB) &&
                   NPU_FA_FOLLOWS(oStrideS, s1Block) && NPU_FA_FOLLOWS(reserved1, coreTaskStart) &&
                   NPU_FA_FOLLOWS(coreTaskStart, reserved2) && NPU_FA_FOLLOWS(reserved2, wsPerCore) &&
-                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, wsOffsetO) + sizeof(uint64_t),
+                  NPU_FA_FOLLOWS(wsOffsetO, maskMode) && NPU_FA_FOLLOWS(maskHeads, maskStrideB) &&
+                  NPU_FA_FOLLOWS(mapCores, mapEntries) &&
+                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, mapCountsOffset) + sizeof(uint64_t),
               "FlashAttentionTilingData must have no implicit padding");
 #undef NPU_FA_FOLLOWS
 
@@ -89,30 +120,18 @@ struct FaSeq {
     int64_t s2;
 };
 
-// Visible keys of query row i are [i + lo, i + hi] ∩ [0, s2): the band of the sparse mode, origin per the
-// built-in (mode 2 top-left, modes 3 and 4 bottom-right).
+// Visible keys of query row i are ([i + lo, i + hi] ∪ [0, prefix)) ∩ [0, s2): each sparse mode's band (the host
+// tiling derives it per sequence, see FaBandOfMode) with the prefix columns of modes 5/6.
 struct FaBand {
     int64_t lo;
     int64_t hi;
+    int64_t prefix;
 };
 
 FA_INLINE int64_t FaMin(int64_t a, int64_t b) { return a < b ? a : b; }
 FA_INLINE int64_t FaMax(int64_t a, int64_t b) { return a > b ? a : b; }
 FA_INLINE int64_t FaClamp(int64_t v, int64_t lo, int64_t hi) { return FaMin(FaMax(v, lo), hi); }
 
-FA_INLINE FaBand BandOf(uint32_t sparseMode, int64_t pre, int64_t next, int64_t s1, int64_t s2) {
-    FaBand b{-kUnbounded, kUnbounded};
-    const int64_t delta = s2 - s1;
-    if (sparseMode == 2) {
-        b.hi = 0;
-    } else if (sparseMode == 3) {
-        b.hi = delta;
-    } else if (sparseMode == 4) {
-        b.lo = delta - FaClamp(pre, -kUnbounded, kUnbounded);
-        b.hi = delta + FaClamp(next, -kUnbounded, kUnbounded);
-    }
-    return b;
-}
 
 // Range of s2 blocks [first, last) that rows [r0, r1) of a sequence see; empty when first >= last.
 struct FaStepRange {
@@ -123,17 +142,28 @@ struct FaStepRange {
 FA_INLINE FaStepRange StepsOf(const FaBand& band, int64_t r0, int64_t r1, int64_t s2, int64_t s2Block) {
     FaStepRange r{0, 0};
     if (r1 <= r0 || s2 <= 0) return r;
-    const int64_t lo = FaMax(0, r0 + band.lo);
-    const int64_t hi = FaMin(s2 - 1, r1 - 1 + band.hi);
+    const int64_t bandLo = FaMax(0, r0 + band.lo);
+    const int64_t bandHi = FaMin(s2 - 1, r1 - 1 + band.hi);
+    const int64_t pre = FaMin(band.prefix, s2);
+    const int64_t lo = pre > 0 ? 0 : bandLo;
+    const int64_t hi = FaMax(bandHi, pre - 1);
     if (lo > hi) return r;
     r.first = lo / s2Block;
     r.last = hi / s2Block + 1;
     return r;
 }
 
-// True when every row of [r0, r1) sees every column of block [c0, c1) (so no mask is needed there).
+// True when every row of [r0, r1) sees every column of block [c0, c1) (so no band mask is needed there).
 FA_INLINE bool BlockFullyVisible(const FaBand& band, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-    return (r1 - 1 + band.lo <= c0) && (c1 - 1 <= r0 + band.hi);
+    if (c1 <= band.prefix) return true;
+    return (r1 - 1 + band.lo <= FaMax(c0, band.prefix)) && (c1 - 1 <= r0 + band.hi);
+}
+
+// Work split: a task's cost is its computed steps plus a fixed overhead; core `core` of `cores` starts after the
+// first task where the running cost reaches its share. Host tiling and kernels (dense masks) use the same rule.
+FA_INLINE uint64_t FaTaskCost(uint64_t steps) { return 4 * steps + 1; }
+FA_INLINE bool FaCutAfter(uint64_t acc, uint64_t total, uint32_t core, uint32_t cores) {
+    return acc * cores >= total * core;
 }
 
 FA_INLINE uint32_t CeilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
@@ -151,11 +181,12 @@ struct FaUbSizes {
     uint32_t acc;    // running output, fp32 [rows, dvPad]
     uint32_t stat;   // one row statistic broadcast to a 32 B block per row [rows8, 8] fp32
     uint32_t row;    // one fp32 value per row [rows8]
+    uint32_t mask;   // dense-mask bytes of a tile [rows, w] (0 without a dense mask); their half copy uses `fold`
     uint32_t total;
 };
 constexpr uint32_t kFaStatBuffers = 10;  // max x2, sum x2, alpha x2, broadcast, reduce, max out, sum out
 
-FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t w, uint32_t dvPad) {
+FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t w, uint32_t dvPad, bool denseMask) {
     FaUbSizes u;
     const uint32_t r = rows == 0 ? 1 : rows;
     const uint32_t r8 = AlignUp(r, 8);
@@ -168,7 +199,8 @@ FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t w, uint32_t dvPad) {
     u.acc = r * dvPad * 4;
     u.stat = r8 * 8 * 4;
     u.row = AlignUp(r8 * 4, 32);
-    u.total = u.s + u.dmat + u.bits + u.fold + u.p + u.opart + u.acc + kFaStatBuffers * u.stat + 2 * u.row + 32;
+    u.mask = denseMask ? r8 * w : 0;
+    u.total = u.s + u.dmat + u.bits + u.fold + u.p + u.opart + u.acc + kFaStatBuffers * u.stat + 2 * u.row + u.mask + 32;
     return u;
 }
 

@@ -21,6 +21,7 @@ import pytest
 import torch
 
 import npu_flash_attn
+from npu_flash_attn import masks
 from npu_flash_attn import _C, ops
 from npu_flash_attn.reference import (FLT_MAX, assert_close_fa, assert_stats_close, flash_attention_lowprec,
                                       flash_attention_reference)
@@ -230,7 +231,7 @@ def test_pairwise_selection_covers_every_pair():
     for case in DEFAULT_CASES:  # each band variant reaches the matrix (else the op would reject the case)
         args = case.mask_args()
         if args["sparse_mode"] == 4:
-            assert ops._band_has_visible_key(case.S1, case.S2, args["pre_tokens"], args["next_tokens"]), case
+            assert masks._band_has_visible_key(case.S1, case.S2, args["pre_tokens"], args["next_tokens"]), case
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -398,14 +399,13 @@ def test_chip_from_environment(gen, monkeypatch):
 def _entry_args(q, k, v, out, m, s, **over):
     a = dict(dtype="fp16", layout="BNSD", B=1, N1=2, N2=1, S1=33, S2=40, D=64, Dv=64, scale=0.125, sparse_mode=3,
              pre_tokens=2147483647, next_tokens=2147483647, cu_seqlens_q=[], cu_seqlens_kv=[], T1=0, T2=0,
-             chip="Ascend910B2")
+             prefix=[], dense_mask=False)
     a.update(over)
-    return (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), m.data_ptr(), s.data_ptr(), a["dtype"],
-            a["layout"], a["B"], a["N1"], a["N2"], a["S1"], a["S2"], a["D"], a["Dv"], a["scale"], a["sparse_mode"],
-            a["pre_tokens"], a["next_tokens"], a["cu_seqlens_q"], a["cu_seqlens_kv"], a["T1"], a["T2"], a["chip"])
+    chip = a.pop("chip", "Ascend910B2")
+    return (a, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), 0, 0, 0, 0, out.data_ptr(), m.data_ptr(), s.data_ptr())
 
 
-@pytest.mark.parametrize("bad", [dict(chip="Ascend999"), dict(layout="XYZ"), dict(sparse_mode=7), dict(N2=3),
+@pytest.mark.parametrize("bad", [dict(chip="Ascend999"), dict(layout="XYZ"), dict(sparse_mode=9), dict(N2=3),
                                  dict(D=0), dict(Dv=65), dict(dtype="fp32")], ids=lambda d: next(iter(d)))
 def test_entry_errors_leave_outputs_untouched(gen, bad):
     assert issubclass(_C.TwinError, RuntimeError)

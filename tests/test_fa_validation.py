@@ -43,8 +43,8 @@ def test_schema_is_the_public_contract():
         "npu::flash_attention(Tensor query, Tensor key, Tensor value, int head_num, str input_layout, "
         "Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1., float keep_prob=1., "
         "int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, int[]? prefix=None, "
-        "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0) "
-        "-> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)")
+        "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, "
+        "Tensor? sink=None) -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)")
 
 
 def test_no_autograd_formula_registered_yet():
@@ -239,22 +239,12 @@ def test_sparse_mode_range(mode):
     check_raises(ValueError, rf"sparse_mode={mode} must be in \[0, 8\]", q, k, v, 4, "BSND", sparse_mode=mode)
 
 
-def test_sparse_modes_of_later_issues():
-    # Modes 5-8 belong to later work: NotImplementedError naming the feature, whatever the layout.
-    q, k, v = qkv()
-    for mode, feature in ((5, "prefix"), (6, "prefix"), (7, "varlen split"), (8, "varlen split")):
-        check_raises(NotImplementedError, rf"sparse_mode={mode} \({feature}", q, k, v, 4, "BSND", sparse_mode=mode)
-    q, k, v = qkv("TND", T=(10, 12))
-    kw = dict(actual_seq_qlen=[4, 10], actual_seq_kvlen=[6, 12])
-    for mode, feature in ((5, "prefix"), (6, "prefix"), (7, "varlen split right-down"), (8, "varlen split left-up")):
-        check_raises(NotImplementedError, rf"sparse_mode={mode} \({feature}", q, k, v, 4, "TND",
-                     sparse_mode=mode, **kw)
-
-
 def test_pse_prefix_padding_mask():
     q, k, v = qkv()
     check_raises(NotImplementedError, r"^pse ", q, k, v, 4, "BSND", pse=torch.zeros(2, 4, 5, 7, dtype=F16))
-    check_raises(NotImplementedError, r"^prefix ", q, k, v, 4, "BSND", prefix=[3, 4])
+    check_raises(NotImplementedError, r"^sink ", q, k, v, 4, "BSND", sink=torch.zeros(4))
+    check_raises(ValueError, r"^prefix=\[3, 4\] is only used by sparse_mode 5 and 6, got sparse_mode=0", q, k, v, 4,
+                 "BSND", prefix=[3, 4])
     check_raises(ValueError, r"^padding_mask is reserved and not supported", q, k, v, 4, "BSND",
                  padding_mask=torch.zeros(2, 4, 5, 7, dtype=F16))
 
@@ -278,13 +268,10 @@ def test_pre_next_int32(name):
 # ---------------------------------------------------------------------------------------------------------------
 # masks
 # ---------------------------------------------------------------------------------------------------------------
-def test_atten_mask_dtype_and_dense_masks():
+def test_atten_mask_dtype():
     q, k, v = qkv()
     check_raises(TypeError, r"atten_mask dtype torch.float16 is not supported; use torch.bool or torch.uint8", q, k,
                  v, 4, "BSND", atten_mask=TRIU.to(F16), sparse_mode=2)
-    for mode in (0, 1):
-        check_raises(NotImplementedError, rf"dense atten_mask \(sparse_mode={mode}\)", q, k, v, 4, "BSND",
-                     atten_mask=torch.zeros(5, 7, dtype=torch.bool), sparse_mode=mode)
 
 
 @pytest.mark.parametrize("mode", [2, 3, 4])

@@ -57,9 +57,11 @@ from typing import Any, Optional, Sequence
 
 import torch
 
+from .masks import build_block_map, check_masks, mask_view
+
 __all__ = [
     "flash_attention", "FAProblem", "validate_flash_attention", "set_chip", "get_chip", "available_chips",
-    "last_launch_info", "LAYOUTS", "FLT_MAX", "INT32_MAX", "DEFAULT_CHIP", "SCHEMA",
+    "last_launch_info", "LAYOUTS", "FLT_MAX", "INT32_MAX", "DEFAULT_CHIP", "SCHEMA", "problem_dict", "set_op_counting",
 ]
 
 FLT_MAX = 3.4028234663852886e38  # float32 max; invalid rows: softmax_max = -FLT_MAX, softmax_sum = +FLT_MAX
@@ -70,7 +72,6 @@ MAX_HEAD_DIM = 512
 # Largest problem accepted: what the largest supported chip's HBM holds (910B1/B2/B3/910_93: 64 GB). Bigger
 # requests (e.g. an expand()ed tensor with a huge logical shape) are refused before anything is allocated.
 MAX_PROBLEM_BYTES = 64 * 1024 ** 3
-COMPRESSED_MASK_SIZE = 2048
 LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "TND")
 _LAYOUT_SHAPES = {
     "BSH": "query [B,S1,N1*D], key [B,S2,N2*D], value [B,S2,N2*Dv]",
@@ -85,8 +86,8 @@ SCHEMA = (
     "(Tensor query, Tensor key, Tensor value, int head_num, str input_layout, Tensor? pse=None, "
     "Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1.0, float keep_prob=1.0, "
     "int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, int[]? prefix=None, "
-    "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0) "
-    "-> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)"
+    "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, "
+    "Tensor? sink=None) -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)"
 )
 
 
@@ -168,13 +169,15 @@ class FAProblem:
     T1: Any
     T2: Any
     scale: float
-    sparse_mode: int           # kernel mode: 0 (full), 2, 3 or 4
-    pre_tokens: int
+    sparse_mode: int           # the mode applied: 0 = full attention when there is no dense mask
+    pre_tokens: int            # INT32_MAX where the mode ignores them
     next_tokens: int
     cu_seqlens_q: tuple        # TND: enabled batches only (trailing disabled entries removed); else ()
     cu_seqlens_kv: tuple
     out_shape: tuple
     stats_shape: tuple
+    prefix: tuple = ()         # sparse_mode 5/6: per batch
+    dense_mask: bool = False   # a dense atten_mask is read (sparse_mode 0, 1, 5 with a mask)
 
     @property
     def dtype_name(self) -> str:
@@ -289,22 +292,6 @@ def _normalize_cu(name: str, seq: Sequence[Any]) -> list[int]:
     return enabled
 
 
-def _band_has_visible_key(sq: int, skv: int, pre: int, nxt: int) -> bool:
-    """sparse_mode 4 (right-down origin): does any row i < sq see some j < skv in [i+d-pre, i+d+nxt]?"""
-    return pre + nxt >= 0 and pre >= 1 - sq and nxt >= 1 - skv
-
-
-_triu_cache: dict = {}
-
-
-def _compressed_mask_reference(dtype: torch.dtype) -> torch.Tensor:
-    m = _triu_cache.get(dtype)
-    if m is None:
-        m = torch.triu(torch.ones(COMPRESSED_MASK_SIZE, COMPRESSED_MASK_SIZE, dtype=torch.bool), diagonal=1).to(dtype)
-        _triu_cache[dtype] = m
-    return m
-
-
 def _check_sizes(query, key, value, layout, B, N1, S1, Dv, T1) -> None:
     """Refuses shapes the kernel cannot address (its tiling holds dimensions as 32-bit fields) and problems no chip
     could hold, naming the tensor. Skipped for symbolic (torch.compile dynamic) sizes."""
@@ -380,7 +367,7 @@ def _is_fake(t: torch.Tensor) -> bool:
 def validate_flash_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None,
                              atten_mask=None, scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX,
                              next_tokens=INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None,
-                             actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, *,
+                             actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None, *,
                              check_values: bool = True) -> FAProblem:
     """Checks every argument of npu::flash_attention (raising ValueError/TypeError naming the argument, the value and
     the rule, or NotImplementedError for features not built yet) and returns the validated problem. Reads no
@@ -402,6 +389,9 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
     for name, t in (("key", key), ("value", value)):
         if t.dtype != query.dtype:
             raise TypeError(f"{name} dtype {t.dtype} must equal query dtype {query.dtype}")
+    for name, t in (("atten_mask", atten_mask), ("sink", sink)):
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor or None, got {type(t).__name__}")
     for name, t in (("key", key), ("value", value), ("atten_mask", atten_mask)):
         if t is not None and t.device != query.device:
             raise ValueError(f"{name} is on device {t.device} but query is on {query.device}; all tensors must "
@@ -468,45 +458,11 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
         raise NotImplementedError("pse (positional bias / ALiBi) is not implemented yet in npu_flash_attn")
     if keep_prob < 1.0:
         raise NotImplementedError(f"dropout (keep_prob={keep_prob} < 1) is not implemented yet in npu_flash_attn")
-    if prefix is not None:
-        raise NotImplementedError("prefix (sparse_mode 5/6 prefix attention) is not implemented yet in npu_flash_attn")
-    if sparse_mode in (5, 6, 7, 8):
-        what = {5: "prefix (uncompressed mask; non-TND layouts only)", 6: "prefix (compressed mask)",
-                7: "varlen split right-down causal (TND only)", 8: "varlen split left-up causal (TND only)"}[sparse_mode]
-        raise NotImplementedError(f"sparse_mode={sparse_mode} ({what}) is not implemented yet in npu_flash_attn")
-    # masks
-    if atten_mask is not None:
-        if not isinstance(atten_mask, torch.Tensor):
-            raise TypeError(f"atten_mask must be a torch.Tensor or None, got {type(atten_mask).__name__}")
-        if atten_mask.dtype not in (torch.bool, torch.uint8):
-            raise TypeError(f"atten_mask dtype {atten_mask.dtype} is not supported; use torch.bool or torch.uint8 "
-                            "(True/1 = masked out)")
-        if sparse_mode in (0, 1):
-            raise NotImplementedError(f"a dense atten_mask (sparse_mode={sparse_mode}) is not implemented yet in "
-                                      "npu_flash_attn; use atten_mask=None or sparse_mode 2/3/4")
-        if tuple(atten_mask.shape) != (COMPRESSED_MASK_SIZE, COMPRESSED_MASK_SIZE):
-            raise ValueError(f"atten_mask shape {tuple(atten_mask.shape)} is not supported for "
-                             f"sparse_mode={sparse_mode}: pass None or the compressed [2048, 2048] mask "
-                             "torch.triu(torch.ones(2048, 2048), diagonal=1)")
-        if check_values and atten_mask.device.type == "cpu" and not _is_fake(atten_mask):
-            if not torch.equal(atten_mask, _compressed_mask_reference(atten_mask.dtype)):
-                raise ValueError(f"atten_mask for sparse_mode={sparse_mode} must equal the compressed mask "
-                                 "torch.triu(torch.ones(2048, 2048), diagonal=1) (True/1 above the diagonal)")
-    kernel_mode = 0 if sparse_mode in (0, 1) else sparse_mode
-    if kernel_mode == 4:
-        if pre_tokens + next_tokens < 0:
-            raise ValueError(f"sparse_mode=4: pre_tokens={pre_tokens} + next_tokens={next_tokens} < 0, so no query "
-                             "row can see any key (the band is empty)")
-        if layout == "TND":
-            pairs = [(q, k) for q, k in zip(_lengths(cu_q), _lengths(cu_kv)) if q > 0 and k > 0]
-        else:
-            pairs = [(S1, S2)] if (B > 0 and S1 > 0 and S2 > 0) else []
-        if pairs and not any(_band_has_visible_key(q, k, pre_tokens, next_tokens) for q, k in pairs):
-            raise ValueError(f"sparse_mode=4: the band [i + (S2-S1) - pre_tokens, i + (S2-S1) + next_tokens] with "
-                             f"pre_tokens={pre_tokens}, next_tokens={next_tokens} misses the attention matrix "
-                             f"({'every sequence' if layout == 'TND' else f'S1={S1}, S2={S2}'}): no row sees any key")
-    else:
-        pre_tokens = next_tokens = INT32_MAX  # ignored by modes 0, 2, 3
+    if sink is not None:
+        raise NotImplementedError("sink (attention sinks) is not implemented yet in npu_flash_attn")
+    # masks, sparse modes, prefix
+    rules = check_masks(atten_mask, sparse_mode, pre_tokens, next_tokens, prefix, layout, B, N1, S1, S2, cu_q, cu_kv,
+                        check_values)
     # output shapes
     if layout == "BSH":
         out_shape = (B, S1, N1 * Dv)
@@ -520,9 +476,9 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
         out_shape = (T1, N1, Dv)
     stats_shape = (T1, N1, 8) if layout == "TND" else (B, N1, S1, 8)
     return FAProblem(layout=layout, dtype=query.dtype, B=B, N1=N1, N2=N2, S1=S1, S2=S2, D=D, Dv=Dv, T1=T1, T2=T2,
-                     scale=scale, sparse_mode=kernel_mode, pre_tokens=pre_tokens, next_tokens=next_tokens,
-                     cu_seqlens_q=tuple(cu_q), cu_seqlens_kv=tuple(cu_kv), out_shape=out_shape,
-                     stats_shape=stats_shape)
+                     scale=scale, sparse_mode=rules.sparse_mode, pre_tokens=rules.pre_tokens,
+                     next_tokens=rules.next_tokens, cu_seqlens_q=tuple(cu_q), cu_seqlens_kv=tuple(cu_kv),
+                     out_shape=out_shape, stats_shape=stats_shape, prefix=rules.prefix, dense_mask=rules.dense)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -538,27 +494,58 @@ def _fill_invalid_tail(p: FAProblem, out: torch.Tensor, smax: torch.Tensor, ssum
     ssum.view(-1)[used * p.N1 * 8:].fill_(FLT_MAX)
 
 
-def _launch(p: FAProblem, q, k, v, out, smax, ssum) -> dict:
+def problem_dict(p: FAProblem, view=None) -> dict:
+    """The validated problem as the extension's tiling reads it (`view`: the dense mask's MaskView, if any)."""
+    d = {"dtype": p.dtype_name, "layout": p.layout, "B": int(p.B), "N1": int(p.N1), "N2": int(p.N2),
+         "S1": int(p.S1), "S2": int(p.S2), "D": int(p.D), "Dv": int(p.Dv), "scale": float(p.scale),
+         "sparse_mode": int(p.sparse_mode), "pre_tokens": int(p.pre_tokens), "next_tokens": int(p.next_tokens),
+         "cu_seqlens_q": list(p.cu_seqlens_q), "cu_seqlens_kv": list(p.cu_seqlens_kv), "T1": int(p.T1),
+         "T2": int(p.T2), "prefix": list(p.prefix), "dense_mask": False}
+    if view is not None:
+        d.update(view.problem_fields())
+    return d
+
+
+_count_ops = False
+
+
+def set_op_counting(enabled: bool) -> None:
+    """When enabled, `last_launch_info()["op_counts"]` gives the twin's instruction counts of the forward kernel per
+    core kind ({"aic": {op: n}, "aiv": {op: n}}), from its trace (slower; for tests and profiling)."""
+    global _count_ops
+    _count_ops = bool(enabled)
+
+
+def _launch(p: FAProblem, q, k, v, atten_mask, out, smax, ssum) -> dict:
     ext = _ext()
-    entry = getattr(ext, "flash_attention_fwd", None)
-    if entry is None:
-        raise RuntimeError("npu_flash_attn._C has no flash_attention_fwd (stale build?): rebuild with "
+    if not hasattr(ext, "flash_attention_plan"):
+        raise RuntimeError("npu_flash_attn._C has no flash_attention_plan (stale build?): rebuild with "
                            "`pip install -e .`")
     chip = get_chip()
-    info = entry(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), smax.data_ptr(), ssum.data_ptr(),
-                 p.dtype_name, p.layout, int(p.B), int(p.N1), int(p.N2), int(p.S1), int(p.S2), int(p.D), int(p.Dv),
-                 float(p.scale), int(p.sparse_mode), int(p.pre_tokens), int(p.next_tokens),
-                 list(p.cu_seqlens_q), list(p.cu_seqlens_kv), int(p.T1), int(p.T2), chip)
-    return dict(info)
+    view = mask_view(atten_mask, p.layout, p.S2) if p.dense_mask else None
+    problem = problem_dict(p, view)
+    mask_ptr = mask_bytes = map_ptr = map_bytes = 0
+    block = None
+    if view is not None:
+        block = build_block_map(atten_mask, view, problem, chip)
+        mask_ptr, mask_bytes = view.tensor.data_ptr(), view.extent
+        map_ptr, map_bytes = block.block_map.data_ptr(), block.block_map.numel()
+    info = dict(ext.flash_attention_fwd(problem, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), mask_ptr, mask_bytes,
+                                        map_ptr, map_bytes, out.data_ptr(), smax.data_ptr(), ssum.data_ptr(),
+                                        _count_ops))
+    if block is not None:
+        info.update(tiles_masked=block.tiles_masked, tiles_mixed=block.tiles_mixed, tiles_visible=block.tiles_visible)
+    return info
 
 
 def _flash_attention_impl(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
                           scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0,
-                          prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0):
+                          prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0,
+                          sink=None):
     global _last_info
     p = validate_flash_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
                                  keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
-                                 actual_seq_kvlen, sparse_mode, seed, offset)
+                                 actual_seq_kvlen, sparse_mode, seed, offset, sink)
     dev = query.device
     if dev.type == "npu":
         raise NotImplementedError("NPU path comes with the CANN operator package issue")
@@ -577,7 +564,7 @@ def _flash_attention_impl(query, key, value, head_num, input_layout, pse=None, p
         return out, smax, ssum
     # contiguous copies keep the pointers valid for the duration of the call
     q, k, v = query.detach().contiguous(), key.detach().contiguous(), value.detach().contiguous()
-    info = _launch(p, q, k, v, out, smax, ssum)
+    info = _launch(p, q, k, v, atten_mask, out, smax, ssum)
     if p.layout == "TND":
         _fill_invalid_tail(p, out, smax, ssum)
     with _state_lock:
@@ -587,10 +574,11 @@ def _flash_attention_impl(query, key, value, head_num, input_layout, pse=None, p
 
 def _flash_attention_fake(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
                           scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0,
-                          prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0):
+                          prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0,
+                          sink=None):
     p = validate_flash_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
                                  keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
-                                 actual_seq_kvlen, sparse_mode, seed, offset, check_values=False)
+                                 actual_seq_kvlen, sparse_mode, seed, offset, sink, check_values=False)
     out = query.new_empty(p.out_shape)
     smax = query.new_empty(p.stats_shape, dtype=torch.float32)
     ssum = query.new_empty(p.stats_shape, dtype=torch.float32)
@@ -617,11 +605,12 @@ def flash_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                     atten_mask: Optional[torch.Tensor] = None, scale: float = 1.0, keep_prob: float = 1.0,
                     pre_tokens: int = INT32_MAX, next_tokens: int = INT32_MAX, inner_precise: int = 0,
                     prefix: Optional[list] = None, actual_seq_qlen: Optional[list] = None,
-                    actual_seq_kvlen: Optional[list] = None, sparse_mode: int = 0, seed: int = 0, offset: int = 0):
+                    actual_seq_kvlen: Optional[list] = None, sparse_mode: int = 0, seed: int = 0, offset: int = 0,
+                    sink: Optional[torch.Tensor] = None):
     """Python convenience wrapper: `torch.ops.npu.flash_attention(...)` (see the module docstring)."""
     return torch.ops.npu.flash_attention(query, key, value, head_num, input_layout, pse=pse,
                                          padding_mask=padding_mask, atten_mask=atten_mask, scale=scale,
                                          keep_prob=keep_prob, pre_tokens=pre_tokens, next_tokens=next_tokens,
                                          inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
                                          actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode, seed=seed,
-                                         offset=offset)
+                                         offset=offset, sink=sink)

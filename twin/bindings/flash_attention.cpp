@@ -3,16 +3,20 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <memory>
 
 #include "flash_attention_tiling_host.h"
 #include "kernel_operator.h"
 
-extern "C" void flash_attention_fwd(uint8_t* query, uint8_t* key, uint8_t* value, uint8_t* seqInfo,
-                                    uint8_t* attentionOut, uint8_t* softmaxMax, uint8_t* softmaxSum,
-                                    uint8_t* workspace, uint8_t* tiling);
+extern "C" void flash_attention_fwd(uint8_t* query, uint8_t* key, uint8_t* value, uint8_t* attenMask,
+                                    uint8_t* blockMap, uint8_t* seqInfo, uint8_t* attentionOut, uint8_t* softmaxMax,
+                                    uint8_t* softmaxSum, uint8_t* workspace, uint8_t* tiling);
+extern "C" void flash_attention_block_map(uint8_t* attenMask, uint8_t* seqInfo, uint8_t* blockMap, uint8_t* workspace,
+                                          uint8_t* tiling);
 
 namespace py = pybind11;
 
@@ -27,53 +31,158 @@ npu_fa::FaLayout ParseLayout(const std::string& s) {
     throw py::value_error("input_layout '" + s + "' is not one of BSH, SBH, BSND, BNSD, TND");
 }
 
-py::dict FlashAttentionFwd(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t smax, uintptr_t ssum,
-                           const std::string& dtype, const std::string& layout, uint32_t B, uint32_t N1, uint32_t N2,
-                           uint32_t S1, uint32_t S2, uint32_t D, uint32_t Dv, float scale, uint32_t sparseMode,
-                           int64_t preTokens, int64_t nextTokens, const std::vector<int64_t>& cuSeqQ,
-                           const std::vector<int64_t>& cuSeqKv, uint64_t T1, uint64_t T2, const std::string& chipName) {
-    const npu_fa::ChipSpec* chip = npu_fa::FindChip(chipName.c_str());
-    if (chip == nullptr) throw py::value_error("chip '" + chipName + "' is not in the chip table");
-    if (dtype != "fp16" && dtype != "bf16") throw py::value_error("dtype must be fp16 or bf16, got " + dtype);
-    npu_fa::FaProblem p;
-    p.dtype = dtype == "bf16" ? npu_fa::kBf16 : npu_fa::kFp16;
-    p.layout = ParseLayout(layout);
-    p.batch = B;
-    p.n1 = N1;
-    p.n2 = N2;
-    p.s1 = S1;
-    p.s2 = S2;
-    p.d = D;
-    p.dv = Dv;
-    p.scale = scale;
-    p.sparseMode = sparseMode;
-    p.preTokens = preTokens;
-    p.nextTokens = nextTokens;
-    p.cuSeqQ = cuSeqQ;
-    p.cuSeqKv = cuSeqKv;
-    p.t1 = T1;
-    p.t2 = T2;
-    npu_fa::FaTilingOut t;
-    std::string err = npu_fa::ComputeFlashAttentionTiling(p, *chip, t);
-    if (!err.empty()) throw py::value_error("flash_attention tiling: " + err);
+template <typename V>
+V Get(const py::dict& d, const char* key) {
+    if (!d.contains(key)) throw py::value_error(std::string("flash_attention problem: missing '") + key + "'");
+    return d[key].cast<V>();
+}
 
+// The problem as the Python layer validated it (ops.py `_problem_dict`).
+npu_fa::FaProblem ParseProblem(const py::dict& d) {
+    npu_fa::FaProblem p;
+    const std::string dtype = Get<std::string>(d, "dtype");
+    if (dtype != "fp16" && dtype != "bf16") throw py::value_error("dtype must be fp16 or bf16, got " + dtype);
+    p.dtype = dtype == "bf16" ? npu_fa::kBf16 : npu_fa::kFp16;
+    p.layout = ParseLayout(Get<std::string>(d, "layout"));
+    p.batch = Get<uint32_t>(d, "B");
+    p.n1 = Get<uint32_t>(d, "N1");
+    p.n2 = Get<uint32_t>(d, "N2");
+    p.s1 = Get<uint32_t>(d, "S1");
+    p.s2 = Get<uint32_t>(d, "S2");
+    p.d = Get<uint32_t>(d, "D");
+    p.dv = Get<uint32_t>(d, "Dv");
+    p.scale = Get<float>(d, "scale");
+    p.sparseMode = Get<uint32_t>(d, "sparse_mode");
+    p.preTokens = Get<int64_t>(d, "pre_tokens");
+    p.nextTokens = Get<int64_t>(d, "next_tokens");
+    p.cuSeqQ = Get<std::vector<int64_t>>(d, "cu_seqlens_q");
+    p.cuSeqKv = Get<std::vector<int64_t>>(d, "cu_seqlens_kv");
+    p.t1 = Get<uint64_t>(d, "T1");
+    p.t2 = Get<uint64_t>(d, "T2");
+    p.prefix = Get<std::vector<int64_t>>(d, "prefix");
+    p.denseMask = Get<bool>(d, "dense_mask");
+    if (p.denseMask) {
+        p.maskPerBatch = Get<bool>(d, "mask_per_batch");
+        p.maskPerHead = Get<bool>(d, "mask_per_head");
+        p.maskStrideB = Get<uint64_t>(d, "mask_stride_b");
+        p.maskStrideN = Get<uint64_t>(d, "mask_stride_n");
+        p.maskStrideS = Get<uint64_t>(d, "mask_stride_s");
+        p.maskColStep = Get<uint32_t>(d, "mask_col_step");
+    }
+    return p;
+}
+
+struct Plan {
+    const npu_fa::ChipSpec* chip;
+    npu_fa::FaProblem p;
+    npu_fa::FaTilingOut t;
+};
+
+Plan MakePlan(const py::dict& problem, const std::string& chipName) {
+    Plan plan;
+    plan.chip = npu_fa::FindChip(chipName.c_str());
+    if (plan.chip == nullptr) throw py::value_error("chip '" + chipName + "' is not in the chip table");
+    plan.p = ParseProblem(problem);
+    std::string err = npu_fa::ComputeFlashAttentionTiling(plan.p, *plan.chip, plan.t);
+    if (!err.empty()) throw py::value_error("flash_attention tiling: " + err);
+    if (plan.t.seqInfo.empty()) plan.t.seqInfo.assign(npu_fa::kSeqInfoFields, 0);
+    return plan;
+}
+
+py::dict PlanInfo(const Plan& plan) {
+    const npu_fa::FlashAttentionTilingData& tiling = plan.t.data;
+    py::dict info;
+    info["chip"] = plan.chip->name;
+    info["block_dim"] = tiling.blockDim;
+    info["s1_block"] = tiling.s1Block;
+    info["s2_block"] = tiling.s2Block;
+    info["k_chunk_qk"] = tiling.kChunkQK;
+    info["n_chunk_qk"] = tiling.nChunkQK;
+    info["k_chunk_pv"] = tiling.kChunkPV;
+    info["n_chunk_pv"] = tiling.nChunkPV;
+    info["tasks"] = tiling.taskTotal;
+    info["steps"] = plan.t.visibleSteps;
+    info["workspace_bytes"] = plan.t.workspaceBytes;
+    info["ub_bytes_per_aiv"] = plan.t.ubBytes;
+    info["l1_bytes_per_aic"] = plan.t.l1Bytes;
+    info["block_map_bytes"] = plan.t.mapBytes;
+    info["block_map_entries"] = tiling.mapEntries;
+    info["block_map_rows"] = tiling.mapRows;
+    info["block_map_cores"] = tiling.mapCores;
+    return info;
+}
+
+// Instruction counts per core kind from the twin's trace ({"aic": {op: n}, "aiv": {op: n}}).
+py::dict OpCounts(const twin::LaunchResult& r) {
+    std::map<std::string, std::map<std::string, uint64_t>> counts;
+    for (size_t c = 0; c < r.traces.size(); ++c) {
+        const std::string kind = r.coreTypes[c] == AscendC::AIC ? "aic" : "aiv";
+        for (const twin::TraceRec& rec : r.traces[c]) ++counts[kind][rec.op];
+    }
+    py::dict out;
+    for (const auto& kv : counts) out[py::str(kv.first)] = kv.second;
+    return out;
+}
+
+py::dict FlashAttentionPlan(const py::dict& problem, const std::string& chipName) { return PlanInfo(MakePlan(problem, chipName)); }
+
+py::dict FlashAttentionBlockMap(const py::dict& problem, const std::string& chipName, uintptr_t mask, uint64_t maskBytes,
+                                uintptr_t blockMap, uint64_t blockMapBytes) {
+    Plan plan = MakePlan(problem, chipName);
+    if (!plan.p.denseMask) throw py::value_error("flash_attention_block_map: the problem has no dense mask");
+    if (blockMapBytes != plan.t.mapBytes) {
+        throw py::value_error("flash_attention_block_map: block map buffer of " + std::to_string(blockMapBytes) +
+                              " bytes, the tiling needs " + std::to_string(plan.t.mapBytes));
+    }
+    npu_fa::FlashAttentionTilingData tiling = plan.t.data;
+    std::vector<int64_t> seqInfo = plan.t.seqInfo;
+    uint8_t workspace[32] = {};
+    twin::LaunchOptions o;
+    o.kernelType = AscendC::KERNEL_TYPE_AIV_ONLY;
+    o.numBlocks = std::max<uint32_t>(1, tiling.mapCores);
+    o.chip = plan.chip;
+    o.trace = false;
+    o.gm = {{(const uint8_t*)mask, maskBytes, "atten_mask"},
+            {(const uint8_t*)seqInfo.data(), seqInfo.size() * 8, "seq_info"},
+            {(const uint8_t*)blockMap, blockMapBytes, "block_map"},
+            {workspace, sizeof(workspace), "workspace"},
+            {(const uint8_t*)&tiling, sizeof(tiling), "tiling"}};
+    auto start = std::chrono::steady_clock::now();
+    if (tiling.mapRows > 0) {
+        py::gil_scoped_release release;
+        twin::LaunchKernel(&flash_attention_block_map, o, (uint8_t*)mask, (uint8_t*)seqInfo.data(), (uint8_t*)blockMap,
+                           workspace, (uint8_t*)&tiling);
+    }
+    py::dict info = PlanInfo(plan);
+    info["twin_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return info;
+}
+
+py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName, uintptr_t q, uintptr_t k, uintptr_t v,
+                           uintptr_t mask, uint64_t maskBytes, uintptr_t blockMap, uint64_t blockMapBytes, uintptr_t out,
+                           uintptr_t smax, uintptr_t ssum, bool countOps) {
+    Plan plan = MakePlan(problem, chipName);
+    const npu_fa::FaProblem& p = plan.p;
+    if (p.denseMask && blockMapBytes != plan.t.mapBytes) {
+        throw py::value_error("flash_attention_fwd: block map of " + std::to_string(blockMapBytes) + " bytes, the tiling "
+                              "needs " + std::to_string(plan.t.mapBytes));
+    }
     const bool varlen = p.layout == npu_fa::kTND;
-    const uint64_t qTok = varlen ? T1 : (uint64_t)B * S1, kTok = varlen ? T2 : (uint64_t)B * S2;
-    const uint64_t qBytes = qTok * N1 * D * 2, kBytes = kTok * N2 * D * 2, vBytes = kTok * N2 * Dv * 2;
-    const uint64_t oBytes = qTok * N1 * Dv * 2, statBytes = qTok * N1 * 8 * 4;
+    const uint64_t qTok = varlen ? p.t1 : (uint64_t)p.batch * p.s1, kTok = varlen ? p.t2 : (uint64_t)p.batch * p.s2;
+    const uint64_t qBytes = qTok * p.n1 * p.d * 2, kBytes = kTok * p.n2 * p.d * 2, vBytes = kTok * p.n2 * p.dv * 2;
+    const uint64_t oBytes = qTok * p.n1 * p.dv * 2, statBytes = qTok * p.n1 * 8 * 4;
     // System part (the library's, untouched here) then the user part, poisoned so that unwritten reads are NaN.
-    const uint64_t wsBytes = t.workspaceBytes;
+    const uint64_t wsBytes = plan.t.workspaceBytes;
     std::unique_ptr<uint8_t[]> wsMem(new uint8_t[wsBytes]);
     std::memset(wsMem.get() + npu_fa::kLibApiWorkspaceBytes, 0xFF, wsBytes - npu_fa::kLibApiWorkspaceBytes);
-    npu_fa::FlashAttentionTilingData tiling = t.data;
-    std::vector<int64_t> seqInfo = t.seqInfo;
-    if (seqInfo.empty()) seqInfo.assign(npu_fa::kSeqInfoFields, 0);
+    npu_fa::FlashAttentionTilingData tiling = plan.t.data;
+    std::vector<int64_t> seqInfo = plan.t.seqInfo;
 
     twin::LaunchOptions o;
     o.kernelType = AscendC::KERNEL_TYPE_MIX_AIC_1_2;
     o.numBlocks = tiling.blockDim;
-    o.chip = chip;
-    o.trace = false;
+    o.chip = plan.chip;
+    o.trace = countOps;
     o.gm = {{(const uint8_t*)q, qBytes, "query"},
             {(const uint8_t*)k, kBytes, "key"},
             {(const uint8_t*)v, vBytes, "value"},
@@ -83,38 +192,31 @@ py::dict FlashAttentionFwd(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out,
             {(const uint8_t*)ssum, statBytes, "softmax_sum"},
             {wsMem.get(), wsBytes, "workspace"},
             {(const uint8_t*)&tiling, sizeof(tiling), "tiling"}};
+    if (p.denseMask) {
+        o.gm.push_back({(const uint8_t*)mask, maskBytes, "atten_mask"});
+        o.gm.push_back({(const uint8_t*)blockMap, blockMapBytes, "block_map"});
+    }
     auto start = std::chrono::steady_clock::now();
+    twin::LaunchResult r;
     {
         py::gil_scoped_release release;
-        twin::LaunchKernel(&flash_attention_fwd, o, (uint8_t*)q, (uint8_t*)k, (uint8_t*)v, (uint8_t*)seqInfo.data(),
-                           (uint8_t*)out, (uint8_t*)smax, (uint8_t*)ssum, wsMem.get(), (uint8_t*)&tiling);
+        r = twin::LaunchKernel(&flash_attention_fwd, o, (uint8_t*)q, (uint8_t*)k, (uint8_t*)v, (uint8_t*)mask,
+                               (uint8_t*)blockMap, (uint8_t*)seqInfo.data(), (uint8_t*)out, (uint8_t*)smax,
+                               (uint8_t*)ssum, wsMem.get(), (uint8_t*)&tiling);
     }
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-    py::dict info;
-    info["chip"] = chip->name;
-    info["block_dim"] = tiling.blockDim;
-    info["s1_block"] = tiling.s1Block;
-    info["s2_block"] = tiling.s2Block;
-    info["k_chunk_qk"] = tiling.kChunkQK;
-    info["n_chunk_qk"] = tiling.nChunkQK;
-    info["k_chunk_pv"] = tiling.kChunkPV;
-    info["n_chunk_pv"] = tiling.nChunkPV;
-    info["tasks"] = tiling.taskTotal;
-    info["steps"] = t.visibleSteps;
-    info["workspace_bytes"] = t.workspaceBytes;
-    info["ub_bytes_per_aiv"] = t.ubBytes;
-    info["l1_bytes_per_aic"] = t.l1Bytes;
-    info["twin_seconds"] = secs;
+    py::dict info = PlanInfo(plan);
+    info["twin_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (countOps) info["op_counts"] = OpCounts(r);
     return info;
 }
 
 }  // namespace
 
 void RegisterFlashAttention(py::module_& m) {
-    m.def("flash_attention_fwd", &FlashAttentionFwd, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"),
-          py::arg("softmax_max"), py::arg("softmax_sum"), py::arg("dtype"), py::arg("layout"), py::arg("B"),
-          py::arg("N1"), py::arg("N2"), py::arg("S1"), py::arg("S2"), py::arg("D"), py::arg("Dv"), py::arg("scale"),
-          py::arg("sparse_mode"), py::arg("pre_tokens"), py::arg("next_tokens"), py::arg("cu_seqlens_q"),
-          py::arg("cu_seqlens_kv"), py::arg("T1"), py::arg("T2"), py::arg("chip"));
+    m.def("flash_attention_plan", &FlashAttentionPlan, py::arg("problem"), py::arg("chip"));
+    m.def("flash_attention_block_map", &FlashAttentionBlockMap, py::arg("problem"), py::arg("chip"), py::arg("mask"),
+          py::arg("mask_bytes"), py::arg("block_map"), py::arg("block_map_bytes"));
+    m.def("flash_attention_fwd", &FlashAttentionFwd, py::arg("problem"), py::arg("chip"), py::arg("q"), py::arg("k"),
+          py::arg("v"), py::arg("mask"), py::arg("mask_bytes"), py::arg("block_map"), py::arg("block_map_bytes"),
+          py::arg("out"), py::arg("softmax_max"), py::arg("softmax_sum"), py::arg("count_ops") = false);
 }

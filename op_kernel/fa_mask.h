@@ -1,0 +1,124 @@
+// In-tile masking of the forward's vector half: the sparse mode's band (with the prefix columns of modes 5/6), the
+// dense atten_mask read in place from GM, and the key columns past the sequence end, each as Compares + Select
+// (or Duplicate) over the AIV's [rows, w] fp32 score tile. Tiles the block map calls fully visible skip the dense
+// part; tiles inside the band skip the band part.
+#ifndef NPU_FA_FA_MASK_H
+#define NPU_FA_FA_MASK_H
+
+#include "fa_common.h"
+
+namespace npu_fa {
+
+class FaTileMask {
+public:
+    // `dmat` holds c - r for [rowsMax, w]; `half` is a [rowsMax, w] half-precision scratch (the vector's row-fold
+    // buffer, free while masking); `maskBytes` [rowsMax, w] receives dense-mask rows (only with a dense mask).
+    __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR attenMask, uint32_t rowsMax,
+                                const AscendC::LocalTensor<float>& dmat, const AscendC::LocalTensor<uint8_t>& bits,
+                                const AscendC::LocalTensor<half>& half16, const AscendC::LocalTensor<uint8_t>& maskBytes) {
+        t_ = t;
+        w_ = t->s2Block;
+        rowsMax_ = rowsMax;
+        dmat_ = dmat;
+        bits_ = bits;
+        half_ = half16;
+        maskBytes_ = maskBytes;
+        if (t->maskMode != 0) {
+            maskGm_.SetGlobalBuffer((__gm__ uint8_t*)attenMask);
+            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdMask);
+        }
+    }
+
+    __aicore__ inline void End() {
+        if (t_->maskMode != 0) AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdMask);
+    }
+
+    // Masks s[rows, w] (rows r0.. of the task's sequence, key columns c0.., `cols` of them real) with -FLT_MAX.
+    __aicore__ inline void Apply(const AscendC::LocalTensor<float>& s, const FaTask& task, int64_t r0, uint32_t rows,
+                                 int64_t c0, uint32_t cols, uint8_t tileState) {
+        if (!BlockFullyVisible(task.band, r0, r0 + rows, c0, c0 + cols)) Band(s, task.band, r0, rows, c0);
+        if (t_->maskMode != 0 && tileState == kTileMixed) Dense(s, task, r0, rows, c0, cols);
+        for (uint32_t c = (cols / 64) * 64; c < w_; c += 64) {  // key columns past the sequence end
+            const uint32_t keep = cols > c ? cols - c : 0;
+            uint64_t mask[2] = {keep == 0 ? ~0ULL : (~0ULL << keep), 0};
+            AscendC::Duplicate(s[c], kMaskValue, mask, (uint8_t)rows, 1, (uint8_t)(w_ / 8));
+        }
+    }
+
+private:
+    static constexpr int32_t kIdMask = 2;  // V_MTE2 / MTE2_V event of the mask-bytes buffer (0, 1: scores, output)
+
+    // Band: keep c - r in [lo, hi] relative to the tile, or c < prefix.
+    __aicore__ inline void Band(const AscendC::LocalTensor<float>& s, const FaBand& band, int64_t r0, uint32_t rows,
+                                int64_t c0) {
+        const uint32_t n = rows * w_;
+        const int64_t hi = band.hi + r0 - c0;  // keep where c - r <= hi
+        const int64_t lo = band.lo + r0 - c0;  // keep where c - r >= lo
+        const float hiC = (float)FaClamp(hi, -(int64_t)rowsMax_ - 1, (int64_t)w_ + 1);
+        const int64_t prefixCols = FaClamp(band.prefix - c0, 0, (int64_t)w_);
+        if (prefixCols > 0) {
+            // Prefix modes (lo unbounded): columns < prefix are visible whatever the row. A half copy of the
+            // pattern gets those columns pushed below any threshold, then one compare keeps c - r <= hi.
+            const uint32_t n2 = AlignUp(rows, 2) * w_;  // half count: whole 256 B blocks
+            AscendC::Cast(half_, dmat_, AscendC::RoundMode::CAST_NONE, n2);
+            uint64_t mask[2] = {ColumnsBelow(prefixCols, 0), ColumnsBelow(prefixCols, 64)};
+            AscendC::Duplicate(half_, (half)-60000.0f, mask, (uint8_t)rows, 1, (uint8_t)(w_ / 16));
+            AscendC::Compares(bits_, half_, (half)hiC, AscendC::CMPMODE::LE, n2);
+            AscendC::Select(s, bits_, s, kMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+            return;
+        }
+        if (hi < (int64_t)w_ - 1) {
+            AscendC::Compares(bits_, dmat_, hiC, AscendC::CMPMODE::LE, n);
+            AscendC::Select(s, bits_, s, kMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+        }
+        if (lo > -(int64_t)rows + 1) {
+            AscendC::Compares(bits_, dmat_, (float)FaMin(lo, (int64_t)w_ + 1), AscendC::CMPMODE::GE, n);
+            AscendC::Select(s, bits_, s, kMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+        }
+    }
+
+    // Dense mask: the tile's mask bytes GM -> UB (row pitch w; one row when the mask is the same for every query
+    // row), widened to half, compared with 0.5 (nonzero = masked), selected.
+    __aicore__ inline void Dense(const AscendC::LocalTensor<float>& s, const FaTask& task, int64_t r0, uint32_t rows,
+                                 int64_t c0, uint32_t cols) {
+        const FlashAttentionTilingData* t = t_;
+        const uint64_t off = task.batch * t->maskStrideB + task.head * t->maskStrideN + (uint64_t)r0 * t->maskStrideS +
+                             (t->maskColStep != 0 ? (uint64_t)c0 : 0);
+        const bool sameRows = t->maskStrideS == 0;
+        const uint32_t gap = (w_ - AlignUp(cols, 32)) / 32;
+        AscendC::DataCopyExtParams cp((uint16_t)(sameRows ? 1 : rows), cols, sameRows ? 0 : (uint32_t)(t->maskStrideS - cols),
+                                      gap, 0);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdMask);
+        AscendC::DataCopyPad(maskBytes_, maskGm_[off], cp, AscendC::DataCopyPadExtParams<uint8_t>(false, 0, 0, 0));
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdMask);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdMask);
+        const uint32_t n2 = AlignUp(rows, 2) * w_;
+        if (sameRows) {  // every row reads the one loaded row (source repeat stride 0)
+            AscendC::UnaryRepeatParams rp(1, 1, (uint8_t)(w_ / 16), 0);
+            AscendC::Cast(half_, maskBytes_, AscendC::RoundMode::CAST_NONE, (uint64_t)w_, (uint8_t)AlignUp(rows, 2), rp);
+        } else {
+            AscendC::Cast(half_, maskBytes_, AscendC::RoundMode::CAST_NONE, n2);
+        }
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdMask);
+        AscendC::Compares(bits_, half_, (half)0.5f, AscendC::CMPMODE::LT, n2);
+        AscendC::Select(s, bits_, s, kMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, rows * w_);
+    }
+
+    // Bits [0, n) of the 64-element mask word starting at element `base`.
+    __aicore__ inline static uint64_t ColumnsBelow(int64_t n, int64_t base) {
+        const int64_t k = FaClamp(n - base, 0, 64);
+        return k == 64 ? ~0ULL : ((1ULL << k) - 1);
+    }
+
+    const FlashAttentionTilingData* t_ = nullptr;
+    uint32_t w_ = 0, rowsMax_ = 0;
+    AscendC::GlobalTensor<uint8_t> maskGm_;
+    AscendC::LocalTensor<float> dmat_;
+    AscendC::LocalTensor<uint8_t> bits_;
+    AscendC::LocalTensor<half> half_;
+    AscendC::LocalTensor<uint8_t> maskBytes_;
+};
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_FA_MASK_H
