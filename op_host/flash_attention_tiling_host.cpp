@@ -167,7 +167,6 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     if (mapRows > 0xFFFFFFFFull) return "too many block-map rows";
     t.maskMode = p.denseMask ? 1 : 0;
     t.maskHeads = p.maskPerHead ? 1 : 0;
-    t.maskStrideB = p.maskStrideB;
     t.maskStrideN = p.maskStrideN;
     t.maskStrideS = p.maskStrideS;
     t.maskColStep = p.maskColStep;
@@ -178,10 +177,10 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.mapCountsOffset = (mapEntries + 31) / 32 * 32;
     out.mapBytes = p.denseMask ? t.mapCountsOffset + 4 * mapRows : 0;
 
-    // Modes 7/8 give the last / first sequence with keys and queries its own band.
+    // Modes 7/8 give the last / first sequence with queries its own band (the built-in looks at Sq only).
     int64_t firstNonEmpty = -1, lastNonEmpty = -1;
     for (uint32_t b = 0; b < p.batch; ++b) {
-        if (seqs[b].s1 > 0 && seqs[b].s2 > 0) {
+        if (seqs[b].s1 > 0) {
             if (firstNonEmpty < 0) firstNonEmpty = b;
             lastNonEmpty = b;
         }
@@ -208,6 +207,9 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         si[kSeqPrefix] = band.prefix;
         si[kSeqMapRow0] = p.denseMask ? mapRow0[group] : 0;
         si[kSeqMapEntry0] = p.denseMask ? mapEntry0[group] : 0;
+        si[kSeqMaskBase] = !p.denseMask ? 0
+                           : varlen ? (p.maskTndGlobal ? (int64_t)(s.qTok * p.maskStrideS + s.kvTok) : 0)
+                                    : (int64_t)(b * p.maskStrideB);
         const uint32_t blocks = CeilDiv((uint32_t)s.s1, t.s1Block);
         for (uint32_t n = 0; n < p.n1; ++n) {
             for (uint32_t blk = 0; blk < blocks; ++blk) {

@@ -24,9 +24,10 @@ struct FaProblem {
     std::vector<int64_t> prefix;        // sparse_mode 5/6: prefix columns per batch
     // Dense atten_mask, read in place: byte strides per (batch, query head, row) as the kernel reads them (0 =
     // broadcast); maskColStep 0 for a column-broadcast mask stored as rows of >= 128 equal bytes. maskPerBatch/
-    // maskPerHead: whether the mask differs along that dimension (this decides the block-map groups).
+    // maskPerHead: whether the mask differs along that dimension (this decides the block-map groups). TND masks
+    // are 2-D, read at positions inside each sequence, or at global token positions when maskTndGlobal.
     bool denseMask = false;
-    bool maskPerBatch = false, maskPerHead = false;
+    bool maskPerBatch = false, maskPerHead = false, maskTndGlobal = false;
     uint64_t maskStrideB = 0, maskStrideN = 0, maskStrideS = 0;
     uint32_t maskColStep = 1;
 };

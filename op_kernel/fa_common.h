@@ -32,6 +32,7 @@ struct FaTask {
     int64_t stepFirst;   // s2 block range [stepFirst, stepLast) of the band
     int64_t stepLast;
     int64_t mapEntry;    // dense masks: block-map entry of (this task, s2 block 0)
+    int64_t maskBase;    // dense masks: byte offset of the sequence's mask (head 0, row 0, column 0)
 };
 
 // Walks the tasks of one core in order: (sequence, head, query block), sequence-major. With a dense mask it also
@@ -82,6 +83,7 @@ public:
         task.stepFirst = r.first;
         task.stepLast = r.last;
         task.mapEntry = 0;
+        task.maskBase = SeqField(batch_, kSeqMaskBase);
         if (t->maskMode != 0) {
             const int64_t mapRow = MapRowLocal(task.head, local % blocks, blocks);
             task.mapEntry = SeqField(batch_, kSeqMapEntry0) + mapRow * ColBlocks(task.seq.s2);

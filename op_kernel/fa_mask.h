@@ -82,7 +82,7 @@ private:
     __aicore__ inline void Dense(const AscendC::LocalTensor<float>& s, const FaTask& task, int64_t r0, uint32_t rows,
                                  int64_t c0, uint32_t cols) {
         const FlashAttentionTilingData* t = t_;
-        const uint64_t off = task.batch * t->maskStrideB + task.head * t->maskStrideN + (uint64_t)r0 * t->maskStrideS +
+        const uint64_t off = (uint64_t)task.maskBase + task.head * t->maskStrideN + (uint64_t)r0 * t->maskStrideS +
                              (t->maskColStep != 0 ? (uint64_t)c0 : 0);
         const bool sameRows = t->maskStrideS == 0;
         const uint32_t gap = (w_ - AlignUp(cols, 32)) / 32;

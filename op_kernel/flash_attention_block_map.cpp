@@ -72,7 +72,7 @@ private:
         band.prefix = Seq(group, kSeqPrefix);
         const FaStepRange steps = StepsOf(band, r0, r1, s2, t_->s2Block);
         const uint64_t entry0 = (uint64_t)(Seq(group, kSeqMapEntry0) + local * cols);
-        const uint64_t maskRow = group * t_->maskStrideB + head * t_->maskStrideN + (uint64_t)r0 * t_->maskStrideS;
+        const uint64_t maskRow = (uint64_t)Seq(group, kSeqMaskBase) + head * t_->maskStrideN + (uint64_t)r0 * t_->maskStrideS;
         AscendC::LocalTensor<uint8_t> states = statesBuf_.Get<uint8_t>();
         int32_t computed = 0;
         for (int64_t j0 = 0; j0 < cols; j0 += kChunk) {

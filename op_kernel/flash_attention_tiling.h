@@ -32,7 +32,8 @@ enum FaSeqField : uint32_t {
     kSeqPrefix = 7,
     kSeqMapRow0 = 8,   // dense masks: first block-map row of this sequence's mask group
     kSeqMapEntry0 = 9, // dense masks: first block-map entry of that group
-    kSeqInfoFields = 10
+    kSeqMaskBase = 10, // dense masks: byte offset of this sequence's (head 0, row 0, column 0) mask element
+    kSeqInfoFields = 11
 };
 
 // Block-map entry states (one byte per (mask group, head, s1 block, s2 block) tile of a dense mask).
@@ -85,12 +86,12 @@ struct FlashAttentionTilingData {
     uint64_t wsOffsetS;
     uint64_t wsOffsetP;
     uint64_t wsOffsetO;
-    // Dense atten_mask (bytes, nonzero = masked), read in place: element (b, n, r, c) of a sequence at
-    // b * maskStrideB + n * maskStrideN + r * maskStrideS + (c - (maskColStep ? 0 : c0)) for the tile at column c0
+    // Dense atten_mask (bytes, nonzero = masked), read in place: element (n, r, c) of a sequence at its seq-table
+    // kSeqMaskBase + n * maskStrideN + r * maskStrideS + (maskColStep ? c : c - c0) for the tile at column c0
     // (maskColStep 0: a column-broadcast mask stored as rows of at least s2Block equal bytes).
     uint32_t maskMode;        // 0 none, 1 dense
     uint32_t maskHeads;       // 1: the mask (and its block map) differs per query head
-    uint64_t maskStrideB, maskStrideN, maskStrideS;
+    uint64_t maskStrideN, maskStrideS;
     uint32_t maskColStep;
     uint32_t mapGroups;       // mask groups with their own block-map rows (the seq table's first mapGroups rows)
     uint32_t mapRows;         // block-map rows in all: one per (group, head if maskHeads, s1 block)
@@ -106,7 +107,7 @@ struct FlashAttentionTilingData {
 static_assert(NPU_FA_FOLLOWS(sparseMode, preTokens) && NPU_FA_FOLLOWS(reserved0, qStrideB) &&
                   NPU_FA_FOLLOWS(oStrideS, s1Block) && NPU_FA_FOLLOWS(reserved1, coreTaskStart) &&
                   NPU_FA_FOLLOWS(coreTaskStart, reserved2) && NPU_FA_FOLLOWS(reserved2, wsPerCore) &&
-                  NPU_FA_FOLLOWS(wsOffsetO, maskMode) && NPU_FA_FOLLOWS(maskHeads, maskStrideB) &&
+                  NPU_FA_FOLLOWS(wsOffsetO, maskMode) && NPU_FA_FOLLOWS(maskHeads, maskStrideN) &&
                   NPU_FA_FOLLOWS(mapCores, mapEntries) &&
                   sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, mapCountsOffset) + sizeof(uint64_t),
               "FlashAttentionTilingData must have no implicit padding");

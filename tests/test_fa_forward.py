@@ -180,7 +180,7 @@ def run_and_check(q, k, v, head_num, layout, *, chip=None, label="", **kw):
         if chip is not None:
             npu_flash_attn.set_chip(None)
     ref_kw = {n: kw[n] for n in ("scale", "sparse_mode", "pre_tokens", "next_tokens", "actual_seq_qlen",
-                                 "actual_seq_kvlen") if n in kw}
+                                 "actual_seq_kvlen", "atten_mask", "prefix") if n in kw}
     ref_o, ref_m, ref_s = flash_attention_reference(q, k, v, head_num, layout, **ref_kw)
     low = flash_attention_lowprec(q, k, v, head_num, layout, **ref_kw)
     assert out.dtype == q.dtype and tuple(out.shape) == tuple(ref_o.shape), (label, out.dtype, out.shape)

@@ -1,5 +1,6 @@
 """Tests of the float64 reference (npu_flash_attn.reference) itself: against a naive per-row loop written from the
-spec, against torch's scaled_dot_product_attention, invalid rows, GQA, layouts, and the test criteria helpers."""
+spec, against torch's scaled_dot_product_attention, invalid rows, GQA, layouts, the test criteria helpers, and the
+attention masks (dense / broadcast masks, prefix, sparse modes 5-8 with the built-in's worked examples, autograd)."""
 import itertools
 import math
 
@@ -7,10 +8,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from npu_flash_attn import reference as R
 from npu_flash_attn.reference import (FLT_MAX, assert_close_fa, assert_stats_close, flash_attention_lowprec,
                                       flash_attention_reference)
 
 LAYOUTS = ["BSH", "SBH", "BSND", "BNSD", "TND"]
+INT32_MAX = 2147483647
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -333,3 +336,356 @@ def test_assert_stats_close_accepts_and_rejects(gen):
         assert_stats_close(bad, s32, m, s)
     with pytest.raises(AssertionError, match="float32"):
         assert_stats_close(m, s32, m, s)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# attention masks (atten_mask, prefix, sparse modes 5-8): docs/masks.md
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def doc_visible(mode, i, j, sq, skv, pre, nxt, masked=None, prefix=None, band=False):
+    """One element's visibility, written from the built-in's sparse-mode table (masked None: no mask passed)."""
+    d = skv - sq
+    m = bool(masked)
+    if mode == 0:
+        return masked is None or (not m and i - pre <= j <= i + nxt)
+    if mode == 1:
+        return not m
+    if mode == 2 or (mode == 8 and not band):
+        return j <= i
+    if mode == 3 or (mode == 7 and not band):
+        return j <= i + d
+    if mode in (4, 7, 8):
+        return i + d - pre <= j <= i + d + nxt
+    if mode == 5:
+        return not m and (j <= i + d or j < prefix)
+    assert mode == 6
+    return j <= i + d or j < prefix
+
+
+def naive_rows(q, k, v, scale, vis):
+    """q [N1,Sq,D], k/v [N2,Skv,*] of one sequence, vis(n, i, j) -> bool: per-row loop; returns out, max, sum."""
+    N1, Sq, _ = q.shape
+    G = N1 // k.shape[0]
+    out = torch.zeros(N1, Sq, v.shape[2], dtype=torch.float64)
+    mx = torch.full((N1, Sq), -FLT_MAX, dtype=torch.float64)
+    sm = torch.full((N1, Sq), FLT_MAX, dtype=torch.float64)
+    for n in range(N1):
+        for i in range(Sq):
+            js = [j for j in range(k.shape[1]) if vis(n, i, j)]
+            if not js:
+                continue
+            sc = [scale * float(torch.dot(q[n, i], k[n // G, j])) for j in js]
+            m = max(sc)
+            w = [math.exp(x - m) for x in sc]
+            out[n, i] = sum(wj * v[n // G, j] for wj, j in zip(w, js)) / sum(w)
+            mx[n, i], sm[n, i] = m, sum(w)
+    return out, mx, sm
+
+
+def check_bnsd(q, k, v, scale, ref, vis):
+    """ref = reference (out, max, sum) of BNSD inputs; vis(b, n, i, j)."""
+    for b in range(q.shape[0]):
+        o, m, s = naive_rows(q[b], k[b], v[b], scale, lambda n, i, j: vis(b, n, i, j))
+        assert torch.allclose(ref[0][b], o, rtol=1e-12, atol=1e-12), b
+        assert torch.allclose(ref[1][b], m.unsqueeze(-1).expand(-1, -1, 8), rtol=1e-12, atol=1e-12), b
+        assert torch.allclose(ref[2][b], s.unsqueeze(-1).expand(-1, -1, 8), rtol=1e-12, atol=1e-12), b
+
+
+def rand_mask(gen, shape, p=0.3):
+    return torch.rand(*shape, generator=gen) < p
+
+
+MASK_MODES = [(0, INT32_MAX, INT32_MAX), (0, 2, 1), (0, 4, -2), (0, -1, 3), (1, 0, 0), (2, 0, 0), (3, 0, 0),
+              (4, 3, 0), (5, 0, 0), (6, 0, 0)]
+
+
+@pytest.mark.parametrize("mode,pre,nxt", MASK_MODES)
+@pytest.mark.parametrize("S1,S2", [(5, 8), (7, 4)])
+def test_masked_modes_match_naive_loop(gen, monkeypatch, mode, pre, nxt, S1, S2):
+    B, N1, N2, D, Dv = 2, 3, 1, 8, 5
+    monkeypatch.setattr(R, "_CHUNK_ELEMS", 2 * S1 * S2)  # head chunks 0:2, 2:3 with a per-head mask
+    q, k, v = make_inputs(gen, "BNSD", B, N1, N2, S1, S2, D, Dv)
+    mask = rand_mask(gen, (B, N1, S1, S2))
+    mask[1, 2, 1] = True  # a fully masked row
+    lo = max(S2 - S1, 0)
+    prefix = [int(torch.randint(lo, S2 + 1, (1,), generator=gen)) for _ in range(B)]
+    compressed = mode in (2, 3, 4, 6)  # these modes never read the mask: pass junk of the compressed shape
+    am = torch.ones(2048, 2048, dtype=torch.bool) if compressed else mask
+    ref = flash_attention_reference(q, k, v, N1, "BNSD", scale=0.45, sparse_mode=mode, pre_tokens=pre,
+                                    next_tokens=nxt, atten_mask=am, prefix=prefix)
+    check_bnsd(q, k, v, 0.45, ref, lambda b, n, i, j: doc_visible(
+        mode, i, j, S1, S2, pre, nxt, None if compressed else mask[b, n, i, j], prefix[b]))
+    if mode in (2, 3, 4):  # and without a mask they give the same (npu-flash-attn extension)
+        bare = flash_attention_reference(q, k, v, N1, "BNSD", scale=0.45, sparse_mode=mode, pre_tokens=pre,
+                                         next_tokens=nxt)
+        assert all(torch.equal(x, y) for x, y in zip(ref, bare))
+    if mode in (0, 1):  # without a mask: full attention whatever pre/next
+        full = flash_attention_reference(q, k, v, N1, "BNSD", scale=0.45)
+        bare = flash_attention_reference(q, k, v, N1, "BNSD", scale=0.45, sparse_mode=mode, pre_tokens=pre,
+                                         next_tokens=nxt)
+        assert all(torch.equal(x, y) for x, y in zip(full, bare))
+
+
+def test_visible_mask_hand_written():
+    def rows(*r):
+        return torch.tensor([[c == "1" for c in x] for x in r])
+    # mode 6, Sq=4, Skv=6, prefix 5: right-down causal (d=2) or the first 5 columns
+    assert torch.equal(R.visible_mask(4, 6, 6, prefix=5), rows("111110", "111110", "111110", "111111"))
+    # Sq > Skv (d=-2), prefix 1
+    assert torch.equal(R.visible_mask(5, 3, 6, prefix=1), rows("100", "100", "100", "110", "111"))
+    # mode 5 adds the mask on top; mode 0's band is top-left, mode 4's bottom-right
+    m = rows("000000", "010000", "000000", "000001")
+    assert torch.equal(R.visible_mask(4, 6, 5, atten_mask=m, prefix=5), rows("111110", "101110", "111110", "111110"))
+    assert torch.equal(R.visible_mask(4, 6, 0, 1, 1, atten_mask=m), rows("110000", "101000", "011100", "001110"))
+    assert torch.equal(R.visible_mask(4, 6, 4, 1, 0), rows("011000", "001100", "000110", "000011"))
+    # mode 0 without a mask ignores pre/next; mode 1 is the mask alone; uint8 masks: nonzero = masked
+    assert bool(R.visible_mask(4, 6, 0, 0, 0).all())
+    assert torch.equal(R.visible_mask(4, 6, 1, 0, 0, atten_mask=m.to(torch.uint8) * 7), ~m)
+    # broadcast: a [2, 1, 6] key-padding slice gives [2, 4, 6]
+    kp = torch.tensor([[[0, 0, 0, 1, 1, 1]], [[0, 0, 0, 0, 0, 1]]], dtype=torch.bool)
+    assert torch.equal(R.visible_mask(4, 6, 1, atten_mask=kp), (~kp).expand(2, 4, 6))
+
+
+BCAST = [(2, 5, 6, 7), (2, 1, 6, 7), (1, 1, 6, 7), (6, 7), (2, 1, 1, 7), (2, 1, 6, 1), (1, 5, 6, 7), (5, 1, 7), (7,),
+         (5, 6, 1)]
+
+
+@pytest.mark.parametrize("mode", [0, 1, 5])
+def test_broadcast_masks_equal_expanded(gen, monkeypatch, mode):
+    B, N1, N2, S1, S2, D = 2, 5, 5, 6, 7, 8
+    monkeypatch.setattr(R, "_CHUNK_ELEMS", 2 * S1 * S2)  # head chunks of 2, 2, 1: per-head masks cross chunks
+    q, k, v = make_inputs(gen, "BSND", B, N1, N2, S1, S2, D, D)
+    kw = dict(scale=0.3, sparse_mode=mode, pre_tokens=3, next_tokens=2, prefix=[1, 6])
+    for shape in BCAST:
+        mask = rand_mask(gen, shape, 0.25)
+        expanded = mask.expand(B, N1, S1, S2).contiguous()
+        a = flash_attention_reference(q, k, v, N1, "BSND", atten_mask=mask, **kw)
+        b = flash_attention_reference(q, k, v, N1, "BSND", atten_mask=expanded.to(torch.uint8), **kw)
+        assert all(torch.equal(x, y) for x, y in zip(a, b)), shape
+        low_a = flash_attention_lowprec(q.half(), k.half(), v.half(), N1, "BSND", atten_mask=mask, **kw)
+        low_b = flash_attention_lowprec(q.half(), k.half(), v.half(), N1, "BSND", atten_mask=expanded, **kw)
+        assert torch.equal(low_a, low_b) and torch.equal(low_a == 0, a[0] == 0), shape
+    # the same logical problem in BNSD with the expanded mask (layout independence)
+    ref = flash_attention_reference(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), N1, "BNSD",
+                                    atten_mask=expanded, **kw)
+    assert torch.equal(ref[0].transpose(1, 2), b[0]) and torch.equal(ref[1], b[1])
+
+
+def test_mask_errors(gen):
+    q, k, v = make_inputs(gen, "BNSD", 2, 3, 3, 4, 5, 8, 8)
+    for bad in [(2, 4, 5), (2, 3, 4, 4), (1, 2, 3, 4, 5), (5, 1)]:
+        with pytest.raises(ValueError, match="does not broadcast"):
+            flash_attention_reference(q, k, v, 3, "BNSD", sparse_mode=1, atten_mask=torch.zeros(bad, dtype=torch.bool))
+    with pytest.raises(TypeError, match="not bool or uint8"):
+        flash_attention_reference(q, k, v, 3, "BNSD", sparse_mode=1, atten_mask=torch.zeros(4, 5))
+    with pytest.raises(ValueError, match="needs prefix"):
+        flash_attention_reference(q, k, v, 3, "BNSD", sparse_mode=6)
+    with pytest.raises(ValueError, match="TND only"):
+        flash_attention_reference(q, k, v, 3, "BNSD", sparse_mode=7)
+    qt, kt, vt = make_inputs(gen, "TND", 0, 2, 2, 0, 0, 8, 8, seqs=([3, 5], [4, 2]))
+    with pytest.raises(ValueError, match="max Sq = 5 and C >= max Skv = 4"):
+        flash_attention_reference(qt, kt, vt, 2, "TND", sparse_mode=1, actual_seq_qlen=[3, 8], actual_seq_kvlen=[4, 6],
+                                  atten_mask=torch.zeros(5, 3, dtype=torch.bool))
+
+
+def test_fully_masked_rows_and_columns(gen):
+    B, N, S1, S2, D = 2, 2, 6, 9, 8
+    q, k, v = make_inputs(gen, "BNSD", B, N, N, S1, S2, D, D)
+    mask = torch.zeros(B, 1, S1, S2, dtype=torch.bool)
+    mask[0, 0, 2] = True  # row 2 of batch 0 (all heads)
+    mask[:, :, :, 4] = True  # key column 4 everywhere
+    out, m, s = flash_attention_reference(q, k, v, N, "BNSD", scale=0.5, sparse_mode=1, atten_mask=mask)
+    assert torch.all(out[0, :, 2] == 0) and torch.all(m[0, :, 2] == -FLT_MAX) and torch.all(s[0, :, 2] == FLT_MAX)
+    assert bool(torch.isfinite(out).all()) and not bool(torch.isnan(m).any() or torch.isnan(s).any())
+    keep = [j for j in range(S2) if j != 4]  # a masked column is the same as a removed key
+    o2, m2, s2 = flash_attention_reference(q, k[:, :, keep], v[:, :, keep], N, "BNSD", scale=0.5)
+    live = [i for i in range(S1) if i != 2]
+    assert torch.allclose(out[1], o2[1], rtol=1e-12, atol=1e-12)
+    assert torch.allclose(out[0][:, live], o2[0][:, live], rtol=1e-12, atol=1e-12)
+    assert torch.allclose(m[0][:, live], m2[0][:, live], rtol=1e-12, atol=1e-12)
+    assert torch.allclose(s[1], s2[1], rtol=1e-12)
+    # an all-True mask: every row invalid, no NaN
+    out, m, s = flash_attention_reference(q, k, v, N, "BNSD", sparse_mode=0, atten_mask=torch.ones(S1, S2).bool())
+    assert torch.all(out == 0) and torch.all(m == -FLT_MAX) and torch.all(s == FLT_MAX)
+    low = flash_attention_lowprec(q.bfloat16(), k.bfloat16(), v.bfloat16(), N, "BNSD", atten_mask=mask, sparse_mode=1)
+    assert torch.all(low[0, :, 2] == 0) and not bool(torch.isnan(low).any())
+
+
+@pytest.mark.parametrize("S1,S2", [(7, 4), (4, 7), (5, 5)])
+def test_prefix_range_limits(gen, S1, S2):
+    B, N, D = 2, 2, 8
+    q, k, v = make_inputs(gen, "BNSD", B, N, N, S1, S2, D, D)
+    full = flash_attention_reference(q, k, v, N, "BNSD", scale=0.4)
+    causal = flash_attention_reference(q, k, v, N, "BNSD", scale=0.4, sparse_mode=3)
+    lo = 0 if S1 > S2 else S2 - S1
+    i = torch.arange(S1).unsqueeze(1)
+    j = torch.arange(S2).unsqueeze(0)
+    for mode in (5, 6):
+        def run(pfx):
+            # mode 5 takes the consistent full mask, built as the torch_npu doc's example builds it
+            mask = torch.stack([~((j <= i + S2 - S1) | (j < p)) for p in pfx]).unsqueeze(1) if mode == 5 else None
+            return flash_attention_reference(q, k, v, N, "BNSD", scale=0.4, sparse_mode=mode, prefix=pfx,
+                                             atten_mask=mask)
+        hi = run([S2, S2])  # upper limit: everything visible
+        assert all(torch.allclose(x, y, rtol=1e-13, atol=1e-13) for x, y in zip(hi, full))
+        low = run([lo, lo])  # lower limit: right-down causal (S1 > S2: rows i < S1 - S2 invalid)
+        assert all(torch.equal(x, y) for x, y in zip(low, causal))
+        if S1 > S2:
+            assert torch.all(low[0][:, :, :S1 - S2] == 0) and torch.all(low[1][:, :, :S1 - S2] == -FLT_MAX)
+        mixed = run([lo, S2])  # per batch
+        assert torch.equal(mixed[0][0], causal[0][0])
+        assert torch.allclose(mixed[0][1], full[0][1], rtol=1e-13, atol=1e-13)
+    # mode 5 without a mask = mode 6 (npu-flash-attn extension), which ignores its compressed mask
+    p = [lo + 1 if lo < S2 else lo, S2 - 1]
+    a = flash_attention_reference(q, k, v, N, "BNSD", sparse_mode=5, prefix=p)
+    b = flash_attention_reference(q, k, v, N, "BNSD", sparse_mode=6, prefix=p, atten_mask=torch.ones(3072, 2048) > 0)
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def test_tnd_masks_per_sequence(gen):
+    """TND: a [R, C] mask read at [i, j] inside each sequence; modes 0 (top-left band & mask), 1, 6 per sequence."""
+    q_lens, kv_lens = [3, 0, 5, 4], [6, 2, 4, 0]
+    N1, N2, D = 4, 2, 8
+    q, k, v = make_inputs(gen, "TND", 0, N1, N2, 0, 0, D, D, seqs=(q_lens, kv_lens), pad=(2, 1))
+    mask = rand_mask(gen, (max(q_lens) + 1, max(kv_lens) + 2))
+    mask[0, :6] = True  # row 0 of every sequence fully masked in its first 6 columns (an invalid row in TND)
+    qs, ks = [0] + cumsum(q_lens)[:-1], [0] + cumsum(kv_lens)[:-1]
+    for mode, pre, nxt, prefix in [(0, 1, 2, None), (1, 0, 0, None), (6, 0, 0, [4, 0, 1, 0])]:
+        out, m, s = flash_attention_reference(q, k, v, N1, "TND", scale=0.35, sparse_mode=mode, pre_tokens=pre,
+                                              next_tokens=nxt, actual_seq_qlen=cumsum(q_lens),
+                                              actual_seq_kvlen=cumsum(kv_lens), atten_mask=mask, prefix=prefix)
+        for b, (sq, skv) in enumerate(zip(q_lens, kv_lens)):
+            if sq == 0:
+                continue
+            o, mx, sm = naive_rows(q[qs[b]:qs[b] + sq].transpose(0, 1), k[ks[b]:ks[b] + skv].transpose(0, 1),
+                                   v[ks[b]:ks[b] + skv].transpose(0, 1), 0.35, lambda n, i, j: doc_visible(
+                                       mode, i, j, sq, skv, pre, nxt, mask[i, j], prefix and prefix[b]))
+            assert torch.allclose(out[qs[b]:qs[b] + sq].transpose(0, 1), o, rtol=1e-12, atol=1e-12), (mode, b)
+            off = qs[b] * N1 * 8
+            got_m = m.reshape(-1)[off:off + N1 * sq * 8].view(N1, sq, 8)[..., 0]
+            got_s = s.reshape(-1)[off:off + N1 * sq * 8].view(N1, sq, 8)[..., 0]
+            assert torch.allclose(got_m, mx, rtol=1e-12, atol=1e-12) and torch.allclose(got_s, sm, rtol=1e-12)
+        if mode == 1:
+            assert torch.all(out[0] == 0) and torch.all(out[3] == 0)  # fully masked row 0 of sequences 0 and 2
+        assert torch.all(out[sum(q_lens) - 4:sum(q_lens)] == 0)  # the last sequence has no keys
+
+
+# the context-parallel ("外切") worked examples of docs/context/sparse_mode参数说明.md, read off its pictures:
+# one unsplit TND problem (batch lengths q [3, 4, 5, 4], kv [3, 6, 5, 4] for mode 7; q [3, 5, 5, 4], kv [3, 4, 5, 4]
+# for mode 8) cut along the query of batch 1 into card 1 / card 2.
+def vis_rows(*r):
+    return torch.tensor([[c == "1" for c in x] for x in r])
+
+
+DOC_EXAMPLES = {
+    # mode 7 (from mode 3): card 1 ends with the band (pre 6 >= last Skv 6, next -2), card 2 stays mode 3
+    "mode7_card1": dict(mode=7, pre=6, nxt=-2, qlen=[3, 5], kvlen=[3, 9], vis=[
+        vis_rows("100", "110", "111"),
+        vis_rows("111000", "111100")]),
+    "mode7_card2": dict(mode=3, pre=INT32_MAX, nxt=INT32_MAX, qlen=[2, 7, 11], kvlen=[6, 11, 15], vis=[
+        vis_rows("111110", "111111"),
+        vis_rows("10000", "11000", "11100", "11110", "11111"),
+        vis_rows("1000", "1100", "1110", "1111")]),
+    # mode 8 (from mode 2): card 1 stays mode 2, card 2 starts with the band (pre 4 >= first Skv 4, next 1)
+    "mode8_card1": dict(mode=2, pre=INT32_MAX, nxt=INT32_MAX, qlen=[3, 5], kvlen=[3, 7], vis=[
+        vis_rows("100", "110", "111"),
+        vis_rows("1000", "1100")]),
+    "mode8_card2": dict(mode=8, pre=4, nxt=1, qlen=[3, 8, 12], kvlen=[4, 9, 13], vis=[
+        vis_rows("1110", "1111", "1111"),
+        vis_rows("10000", "11000", "11100", "11110", "11111"),
+        vis_rows("1000", "1100", "1110", "1111")]),
+}
+
+
+def tnd_check_visibility(gen, mode, pre, nxt, qlen, kvlen, vis, N1=2, N2=1, D=8):
+    """Reference on TND inputs == per-sequence explicit-mask (mode 1) attention with the expected visibility."""
+    q_lens = [b - a for a, b in zip([0] + qlen[:-1], qlen)]
+    kv_lens = [b - a for a, b in zip([0] + kvlen[:-1], kvlen)]
+    q, k, v = make_inputs(gen, "TND", 0, N1, N2, 0, 0, D, D, seqs=(q_lens, kv_lens))
+    out, m, s = flash_attention_reference(q, k, v, N1, "TND", scale=0.5, sparse_mode=mode, pre_tokens=pre,
+                                          next_tokens=nxt, actual_seq_qlen=qlen, actual_seq_kvlen=kvlen,
+                                          atten_mask=torch.ones(2048, 2048, dtype=torch.bool).triu(1))
+    band_b = R.band_sequence_index(qlen, mode)
+    q0 = k0 = 0
+    for b, (sq, skv) in enumerate(zip(q_lens, kv_lens)):
+        assert torch.equal(R.visible_mask(sq, skv, mode, pre, nxt, band=b == band_b), vis[b]), b
+        o, mx, sm = naive_rows(q[q0:q0 + sq].transpose(0, 1), k[k0:k0 + skv].transpose(0, 1),
+                               v[k0:k0 + skv].transpose(0, 1), 0.5, lambda n, i, j: bool(vis[b][i, j]))
+        assert torch.allclose(out[q0:q0 + sq].transpose(0, 1), o, rtol=1e-12, atol=1e-12), b
+        off = q0 * N1 * 8
+        assert torch.allclose(m.reshape(-1)[off:off + N1 * sq * 8].view(N1, sq, 8)[..., 0], mx, rtol=1e-12, atol=1e-12)
+        q0, k0 = q0 + sq, k0 + skv
+
+
+@pytest.mark.parametrize("case", list(DOC_EXAMPLES))
+def test_context_parallel_doc_examples(gen, case):
+    tnd_check_visibility(gen, **DOC_EXAMPLES[case])
+
+
+def test_context_parallel_split_reassembles_the_unsplit_mask():
+    # mode 7: batch 1 (Sq 4, Skv 6) right-down causal = card 1's band rows over card 2's first rows
+    ex1, ex2 = DOC_EXAMPLES["mode7_card1"], DOC_EXAMPLES["mode7_card2"]
+    assert torch.equal(torch.cat([ex1["vis"][1], ex2["vis"][0]]), vis_rows("111000", "111100", "111110", "111111"))
+    assert torch.equal(R.visible_mask(4, 6, 3), vis_rows("111000", "111100", "111110", "111111"))
+    # mode 8: batch 1 (Sq 5, Skv 4) left-up causal = card 1's last rows over card 2's band rows
+    ex1, ex2 = DOC_EXAMPLES["mode8_card1"], DOC_EXAMPLES["mode8_card2"]
+    full = vis_rows("1000", "1100", "1110", "1111", "1111")
+    assert torch.equal(torch.cat([ex1["vis"][1], ex2["vis"][0]]), full)
+    assert torch.equal(R.visible_mask(5, 4, 2), full)
+
+
+def test_band_sequence_role_skips_empty_sequences(gen):
+    assert R.band_sequence_index([3, 5, 5], 7) == 1  # trailing zero-length sequence
+    assert R.band_sequence_index([3, 5, 0, 0], 7) == 1  # trailing zeros disable batches
+    assert R.band_sequence_index([0, 0, 3, 5], 8) == 2  # leading zero-length sequences
+    assert R.band_sequence_index([3, 5], 3) is None and R.band_sequence_index([0, 0], 7) is None
+    # mode 7 card 1 with an empty sequence after the band one: same visibility as the doc example
+    tnd_check_visibility(gen, 7, 6, -2, [3, 5, 5], [3, 9, 11], DOC_EXAMPLES["mode7_card1"]["vis"] + [
+        torch.zeros(0, 2, dtype=torch.bool)])
+    # mode 8 card 2 with an empty first sequence
+    tnd_check_visibility(gen, 8, 4, 1, [0, 3, 8, 12], [2, 6, 11, 15], [torch.zeros(0, 2, dtype=torch.bool)]
+                         + DOC_EXAMPLES["mode8_card2"]["vis"])
+    # Sq > 0 with Skv = 0 keeps the role (the built-in's tiling looks at the query length only): batch 0 is mode 3
+    assert R.band_sequence_index([3, 5], 7) == 1
+    tnd_check_visibility(gen, 7, 0, 0, [3, 5], [3, 3], [vis_rows("100", "110", "111"), torch.zeros(2, 0).bool()])
+
+
+@pytest.mark.parametrize("layout,mode", [("BNSD", 1), ("BNSD", 5), ("TND", 0), ("TND", 7)])
+def test_autograd_through_masks(gen, layout, mode):
+    """float64 autograd: finite gradients, exactly zero for the q rows that see nothing; gradcheck on a tiny case."""
+    N, D = 2, 4
+    if layout == "TND":
+        # the last sequence has no keys: in mode 7 it still takes the band role, sequence 1 is right-down causal
+        qlen, kvlen = [3, 7, 9], [4, 9, 9]
+        q, k, v = make_inputs(gen, "TND", 0, N, N, 0, 0, D, D, seqs=([3, 4, 2], [4, 5, 0]))
+        mask = torch.zeros(4, 5, dtype=torch.bool)
+        mask[1] = True  # row 1 of each sequence fully masked (mode 0); mode 7 ignores the mask
+        kw = dict(actual_seq_qlen=qlen, actual_seq_kvlen=kvlen, sparse_mode=mode, atten_mask=mask, pre_tokens=2,
+                  next_tokens=1)
+        dead = [1, 4, 7, 8] if mode == 0 else [7, 8]
+    else:
+        q, k, v = make_inputs(gen, "BNSD", 1, N, N, 4, 5, D, D)
+        mask = rand_mask(gen, (1, N, 4, 5), 0.3)
+        mask[0, 1, 2] = True
+        kw = dict(sparse_mode=mode, atten_mask=mask, prefix=[2])
+        dead = None
+    q, k, v = (t.clone().requires_grad_() for t in (q, k, v))
+
+    def f(q, k, v):
+        return flash_attention_reference(q, k, v, N, layout, scale=0.6, **kw)
+    out, m, s = f(q, k, v)
+    w = torch.randn(out.shape, generator=gen, dtype=torch.float64)
+    ((out * w).sum() + (m[m > -FLT_MAX]).sum() * 0.1).backward()
+    for t in (q, k, v):
+        assert t.grad is not None and bool(torch.isfinite(t.grad).all())
+    if layout == "TND":
+        assert torch.all(q.grad[dead] == 0) and bool((q.grad.abs().sum(-1) > 0).sum() > 0)
+        assert torch.all(out[dead] == 0)
+    else:
+        vis = R.visible_mask(4, 5, mode, atten_mask=mask[0], prefix=2)
+        dead_rows = ~vis.any(-1)  # [N, 4]
+        assert bool(dead_rows[1, 2])
+        assert torch.all(q.grad[0][dead_rows] == 0) and torch.all(q.grad[0][~dead_rows].abs().sum(-1) > 0)
+    assert torch.autograd.gradcheck(lambda q, k, v: f(q, k, v)[0], (q.detach().requires_grad_(),
+                                    k.detach().requires_grad_(), v.detach().requires_grad_()))

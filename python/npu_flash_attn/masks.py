@@ -84,6 +84,7 @@ class MaskRules:
     next_tokens: int
     prefix: tuple
     dense: bool
+    tnd_global: bool = False  # a TND mask [sum Sq, sum Skv] read at global token positions
 
 
 def check_masks(atten_mask, sparse_mode: int, pre_tokens: int, next_tokens: int, prefix, layout: str, B, N1, S1, S2,
@@ -109,8 +110,9 @@ def check_masks(atten_mask, sparse_mode: int, pre_tokens: int, next_tokens: int,
         return MaskRules(0, 2147483647, 2147483647, (), False)
     seq_pairs = (list(zip(_lengths(cu_q), _lengths(cu_kv))) if tnd else [(S1, S2)] * int(B))
     dense = sparse_mode in (0, 1, 5) and atten_mask is not None
+    tnd_global = False
     if dense:
-        _check_dense_shape(atten_mask, sparse_mode, layout, B, N1, S1, S2)
+        tnd_global = _check_dense_shape(atten_mask, sparse_mode, layout, B, N1, S1, S2, cu_q, cu_kv)
     elif atten_mask is not None:
         _check_compressed(atten_mask, sparse_mode, check_values)
     pre, nxt = (pre_tokens, next_tokens) if sparse_mode in (0, 4, 7, 8) else (2147483647, 2147483647)
@@ -125,7 +127,7 @@ def check_masks(atten_mask, sparse_mode: int, pre_tokens: int, next_tokens: int,
     else:
         _check_prefix_unused(prefix, sparse_mode)
         pref = ()
-    return MaskRules(sparse_mode, pre, nxt, pref, dense)
+    return MaskRules(sparse_mode, pre, nxt, pref, dense, tnd_global)
 
 
 def _check_prefix_unused(prefix, sparse_mode: int) -> None:
@@ -134,18 +136,24 @@ def _check_prefix_unused(prefix, sparse_mode: int) -> None:
                          "pass prefix=None")
 
 
-def _check_dense_shape(m: torch.Tensor, mode: int, layout: str, B, N1, S1, S2) -> None:
+def _check_dense_shape(m: torch.Tensor, mode: int, layout: str, B, N1, S1, S2, cu_q, cu_kv) -> bool:
+    """Raises unless the dense mask's shape is accepted; returns True for the TND global form [sum Sq, sum Skv]."""
     shape = tuple(m.shape)
     if layout == "TND":
+        total = (cu_q[-1] if cu_q else 0, cu_kv[-1] if cu_kv else 0)
+        if m.dim() == 2 and len(cu_q) > 1 and shape == total:
+            return True
         if m.dim() != 2 or shape[0] < S1 or shape[1] < S2:
             raise ValueError(f"atten_mask shape {shape} is not supported for input_layout='TND' with "
                              f"sparse_mode={mode}: pass a 2-D [R, C] mask with R >= the longest query sequence ({S1}) "
-                             f"and C >= the longest key sequence ({S2}), read at the positions inside each sequence")
-        return
+                             f"and C >= the longest key sequence ({S2}), read at the positions inside each sequence, "
+                             f"or [sum Sq, sum Skv] = {list(total)} read at the global token positions")
+        return False
     target = (B, N1, S1, S2)
     if not (1 <= m.dim() <= 4) or any(s not in (1, t) for s, t in zip(reversed(shape), reversed(target))):
         raise ValueError(f"atten_mask shape {shape} is not broadcastable to [B, N1, S1, S2] = {list(target)} "
                          f"(sparse_mode={mode}): each of its trailing dimensions must be 1 or equal the target's")
+    return False
 
 
 def _check_compressed(m: torch.Tensor, mode: int, check_values: bool) -> None:
@@ -165,14 +173,16 @@ def _check_compressed(m: torch.Tensor, mode: int, check_values: bool) -> None:
 
 
 def _check_band_mode0(pre: int, nxt: int, S1, S2) -> None:
+    """The built-in's band checks (its tiling): the band j in [i - pre, i + next] must reach the matrix."""
     if pre < 0 and nxt < 0:
-        raise ValueError(f"sparse_mode=0: pre_tokens={pre} and next_tokens={nxt} are both negative; at most one may be")
-    if nxt < 0 and not (pre >= -nxt and -nxt < S2):
+        raise ValueError(f"sparse_mode=0: pre_tokens={pre} and next_tokens={nxt} are both negative: there is no "
+                         "valid data block (at most one may be negative)")
+    if nxt < 0 and not (pre >= -nxt and -nxt < S1):
         raise ValueError(f"sparse_mode=0: next_tokens={nxt} < 0 needs pre_tokens >= {-nxt} (got {pre}) and "
-                         f"|next_tokens| < S2={S2}")
-    if pre < 0 and not (nxt >= -pre and -pre < S1):
+                         f"|next_tokens| < S1={S1} (else no row sees a key)")
+    if pre < 0 and not (nxt >= -pre and -pre < S2):
         raise ValueError(f"sparse_mode=0: pre_tokens={pre} < 0 needs next_tokens >= {-pre} (got {nxt}) and "
-                         f"|pre_tokens| < S1={S1}")
+                         f"|pre_tokens| < S2={S2} (else no row sees a key)")
 
 
 def _band_has_visible_key(sq: int, skv: int, pre: int, nxt: int) -> bool:
@@ -193,16 +203,21 @@ def _check_band_mode4(pre: int, nxt: int, layout: str, seq_pairs, B, S1, S2) -> 
 
 
 def _check_split_modes(mode: int, pre: int, nxt: int, seq_pairs) -> None:
-    nonempty = [i for i, (q, k) in enumerate(seq_pairs) if q > 0 and k > 0]
+    """Modes 7/8: the band sequence (the last / first with Sq > 0) continues a causal split, so its band must keep
+    every key on the pre side (pre_tokens >= its Skv) and, for mode 7, end on or left of its diagonal."""
+    nonempty = [i for i, (q, _) in enumerate(seq_pairs) if q > 0]
     if not nonempty:
         return
     b = nonempty[-1] if mode == 7 else nonempty[0]
     sq, skv = seq_pairs[b]
     role = "last" if mode == 7 else "first"
-    if pre + nxt < 0 or not _band_has_visible_key(sq, skv, pre, nxt):
-        raise ValueError(f"sparse_mode={mode}: the {role} sequence (batch {b}, Sq={sq}, Skv={skv}) uses the band "
-                         f"[i + (Skv-Sq) - pre_tokens, i + (Skv-Sq) + next_tokens] with pre_tokens={pre}, "
-                         f"next_tokens={nxt}, which leaves it no visible key")
+    if pre < skv:
+        raise ValueError(f"sparse_mode={mode}: pre_tokens={pre} must be >= Skv={skv} of the {role} sequence with "
+                         f"queries (batch {b}), whose band [i + (Skv-Sq) - pre_tokens, i + (Skv-Sq) + next_tokens] "
+                         "continues a causal split")
+    if mode == 7 and nxt > 0:
+        raise ValueError(f"sparse_mode=7: next_tokens={nxt} must be <= 0 (the last sequence's band ends on or left of "
+                         f"its right-down diagonal)")
 
 
 def _check_prefix(prefix, mode: int, seq_pairs, B) -> tuple:
@@ -239,14 +254,15 @@ class MaskView:
     col_step: int
     per_batch: bool
     per_head: bool
+    tnd_global: bool = False
 
     def problem_fields(self) -> dict:
         return {"dense_mask": True, "mask_per_batch": self.per_batch, "mask_per_head": self.per_head,
                 "mask_stride_b": self.stride_b, "mask_stride_n": self.stride_n, "mask_stride_s": self.stride_s,
-                "mask_col_step": self.col_step}
+                "mask_col_step": self.col_step, "mask_tnd_global": self.tnd_global}
 
 
-def mask_view(m: torch.Tensor, layout: str, S2) -> MaskView:
+def mask_view(m: torch.Tensor, layout: str, S2, tnd_global: bool = False) -> MaskView:
     """The kernel's view of a validated dense mask. Copies nothing unless the last dimension is strided (one copy
     in the mask's own unbroadcast shape) or broadcast (rows of COLUMN_BROADCAST_WIDTH bytes)."""
     m = m.detach()
@@ -270,7 +286,7 @@ def mask_view(m: torch.Tensor, layout: str, S2) -> MaskView:
     strides = [st[d] if size[d] > 1 else 0 for d in range(4)]
     extent = 1 + sum((size[d] - 1) * st[d] for d in range(4))
     return MaskView(tensor=m, extent=int(extent), stride_b=strides[0], stride_n=strides[1], stride_s=strides[2],
-                    col_step=col_step, per_batch=size[0] > 1, per_head=size[1] > 1)
+                    col_step=col_step, per_batch=size[0] > 1, per_head=size[1] > 1, tnd_global=tnd_global)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -391,5 +407,5 @@ def precompute_block_mask(query: torch.Tensor, key: torch.Tensor, value: torch.T
                          "(only sparse_mode 0, 1 and 5 with a mask do)")
     if atten_mask.device.type != "cpu":
         raise NotImplementedError("precompute_block_mask on NPU tensors comes with the CANN operator package")
-    view = mask_view(atten_mask, p.layout, p.S2)
+    view = mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global)
     return build_block_map(atten_mask, view, problem_dict(p, view), get_chip())

@@ -178,6 +178,7 @@ class FAProblem:
     stats_shape: tuple
     prefix: tuple = ()         # sparse_mode 5/6: per batch
     dense_mask: bool = False   # a dense atten_mask is read (sparse_mode 0, 1, 5 with a mask)
+    mask_tnd_global: bool = False  # TND dense mask [sum Sq, sum Skv] read at global token positions
 
     @property
     def dtype_name(self) -> str:
@@ -478,7 +479,8 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
     return FAProblem(layout=layout, dtype=query.dtype, B=B, N1=N1, N2=N2, S1=S1, S2=S2, D=D, Dv=Dv, T1=T1, T2=T2,
                      scale=scale, sparse_mode=rules.sparse_mode, pre_tokens=rules.pre_tokens,
                      next_tokens=rules.next_tokens, cu_seqlens_q=tuple(cu_q), cu_seqlens_kv=tuple(cu_kv),
-                     out_shape=out_shape, stats_shape=stats_shape, prefix=rules.prefix, dense_mask=rules.dense)
+                     out_shape=out_shape, stats_shape=stats_shape, prefix=rules.prefix, dense_mask=rules.dense,
+                     mask_tnd_global=rules.tnd_global)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -522,7 +524,7 @@ def _launch(p: FAProblem, q, k, v, atten_mask, out, smax, ssum) -> dict:
         raise RuntimeError("npu_flash_attn._C has no flash_attention_plan (stale build?): rebuild with "
                            "`pip install -e .`")
     chip = get_chip()
-    view = mask_view(atten_mask, p.layout, p.S2) if p.dense_mask else None
+    view = mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global) if p.dense_mask else None
     problem = problem_dict(p, view)
     mask_ptr = mask_bytes = map_ptr = map_bytes = 0
     block = None

@@ -1,20 +1,32 @@
 """Independent float64 reference of `torch.ops.npu.flash_attention` (forward), plus the FlashAttention test criterion.
 
 `flash_attention_reference(query, key, value, head_num, input_layout, *, scale, sparse_mode, pre_tokens,
-next_tokens, actual_seq_qlen, actual_seq_kvlen)` returns float64 `(out, softmax_max, softmax_sum)` in exactly the
-op's layouts and shapes:
+next_tokens, actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix)` returns float64 `(out, softmax_max,
+softmax_sum)` in exactly the op's layouts and shapes:
 
 * scores s[i, j] = scale * q_i . k_j (float64), query head n uses key/value head n // (N1 / N2) (GQA/MQA);
-* visible keys per sparse_mode (per sequence for TND, d = S2 - S1 of that sequence):
-  0/1 all; 2 j <= i (left-up causal); 3 j <= i + d (right-down causal); 4 i + d - pre_tokens <= j <= i + d + next_tokens;
+* visible keys per sparse_mode (per sequence for TND; i, j positions inside the sequence, d = S2 - S1 of that
+  sequence, m = atten_mask, nonzero / True = masked out); docs/masks.md is the user-facing table:
+  0 without a mask: all; with a mask: m == 0 and i - pre_tokens <= j <= i + next_tokens (top-left origin);
+  1 m == 0 (all without a mask); 2 j <= i (left-up causal); 3 j <= i + d (right-down causal);
+  4 i + d - pre_tokens <= j <= i + d + next_tokens (band, bottom-right origin);
+  5 m == 0 and (j <= i + d or j < prefix[b]); 6 j <= i + d or j < prefix[b];
+  7 (TND) mode 3, but the band of mode 4 for the last sequence with Sq > 0; 8 (TND) mode 2, but the band of mode 4
+  for the first sequence with Sq > 0 (`band_sequence_index`). Modes 2, 3, 4, 6, 7, 8 never read atten_mask (the
+  built-in's compressed masks carry no information beyond the mode) and also apply without one (mode 5 without
+  a mask is mode 6);
+* atten_mask (bool or uint8): non-TND any shape broadcastable to [B, N1, S1, S2] (torch rules; never expanded: it
+  is sliced per batch and head chunk); TND a 2-D [R, C] mask, R >= max Sq, C >= max Skv, read at [i, j] of each
+  sequence (the built-in's [maxSq, maxSkv] convention);
 * softmax_max = max_j s over visible j, softmax_sum = sum_j exp(s - max) over visible j, out = sum_j exp(s - max) v_j / sum;
   softmax_max / softmax_sum are `[B, N1, S1, 8]` (TND `[T1, N1, 8]` in the batch-major physical order: row (b, n, s)
   at flat offset (cu_q[b-1]*N1 + n*Sq_b + s)*8), each value repeated 8 times;
 * **invalid rows** (a query row with no visible key: right-down causal with S1 > S2, bands with negative pre/next,
-  zero-length key sequences, TND padding tokens after the last sequence) give out = 0, softmax_max = -FLT_MAX
-  (-3.4028234663852886e38) and softmax_sum = +FLT_MAX. This is the built-in's inner_precise=2 convention: the row's
-  LSE = max + ln(sum) is about -FLT_MAX, so it has zero weight when partial results are merged, and a backward that
-  recomputes P = exp(s - max) / sum gets 0 for it;
+  fully masked rows, zero-length key sequences, TND padding tokens after the last sequence) give out = 0,
+  softmax_max = -FLT_MAX (-3.4028234663852886e38) and softmax_sum = +FLT_MAX. This is the built-in's
+  inner_precise=2 convention: the row's LSE = max + ln(sum) is about -FLT_MAX, so it has zero weight when partial
+  results are merged, and a backward that recomputes P = exp(s - max) / sum gets 0 for it (autograd through the
+  float64 path gives such rows zero gradient);
 * TND lists are cumulative; trailing zeros after a positive value disable the remaining batches, a batch disabled
   in either list is disabled, and its (and any padding) query tokens are invalid rows.
 
@@ -27,33 +39,61 @@ criterion max|out - ref64| <= 2 * max|out_lowprec - ref64| + 1e-5; `assert_stats
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 
 __all__ = ["flash_attention_reference", "flash_attention_lowprec", "assert_close_fa", "assert_stats_close",
-           "visible_mask", "enabled_sequences", "FLT_MAX"]
+           "visible_mask", "enabled_sequences", "band_sequence_index", "FLT_MAX"]
 
 FLT_MAX = 3.4028234663852886e38
 _INT32_MAX = 2147483647
 _CHUNK_ELEMS = 1 << 24  # score elements per head chunk (bounds memory of the float64 path)
+_MASKED_MODES = (0, 1, 5)  # the modes whose atten_mask is a dense, per-element mask
+
+
+def _mask_bool(mask: torch.Tensor) -> torch.Tensor:
+    """bool view of a bool / uint8 mask (nonzero = masked out)."""
+    if mask.dtype == torch.bool:
+        return mask
+    if mask.dtype == torch.uint8:
+        return mask != 0
+    raise TypeError(f"reference: atten_mask dtype {mask.dtype} is not bool or uint8")
 
 
 def visible_mask(sq: int, skv: int, sparse_mode: int, pre_tokens: int = _INT32_MAX,
-                 next_tokens: int = _INT32_MAX) -> torch.Tensor:
-    """Bool [sq, skv]: True where query row i may attend key j (one sequence, right-down offset d = skv - sq)."""
+                 next_tokens: int = _INT32_MAX, *, atten_mask: Optional[torch.Tensor] = None,
+                 prefix: Optional[int] = None, band: bool = False) -> torch.Tensor:
+    """Bool [..., sq, skv]: True where query row i may attend key j, for one sequence (d = skv - sq).
+
+    atten_mask: this sequence's dense mask (True / nonzero = masked out), broadcastable against [sq, skv] (e.g. a
+    [N, sq, skv] or [1, 1, skv] slice; the result takes the broadcast shape); read by modes 0, 1 and 5 only.
+    prefix: this sequence's prefix N (modes 5 and 6). band: modes 7 / 8, this is the band sequence
+    (`band_sequence_index`); the others are right-down (7) / left-up (8) causal."""
     i = torch.arange(sq, dtype=torch.int64).unsqueeze(1)
     j = torch.arange(skv, dtype=torch.int64).unsqueeze(0)
     d = skv - sq
-    if sparse_mode in (0, 1):
-        return torch.ones(sq, skv, dtype=torch.bool)
-    if sparse_mode == 2:
-        return j <= i
-    if sparse_mode == 3:
-        return j <= i + d
-    if sparse_mode == 4:
-        return (j >= i + d - pre_tokens) & (j <= i + d + next_tokens)
-    raise ValueError(f"reference: sparse_mode={sparse_mode} is not modelled (0-4 only)")
+    if sparse_mode == 0:
+        if atten_mask is None:
+            return torch.ones(sq, skv, dtype=torch.bool)
+        vis = (j >= i - pre_tokens) & (j <= i + next_tokens)
+    elif sparse_mode == 1:
+        vis = torch.ones(sq, skv, dtype=torch.bool)
+    elif sparse_mode == 2 or (sparse_mode == 8 and not band):
+        vis = j <= i
+    elif sparse_mode == 3 or (sparse_mode == 7 and not band):
+        vis = j <= i + d
+    elif sparse_mode in (4, 7, 8):
+        vis = (j >= i + d - pre_tokens) & (j <= i + d + next_tokens)
+    elif sparse_mode in (5, 6):
+        if prefix is None:
+            raise ValueError(f"reference: sparse_mode={sparse_mode} needs prefix")
+        vis = (j <= i + d) | (j < int(prefix))
+    else:
+        raise ValueError(f"reference: sparse_mode={sparse_mode} is not modelled (0-8 only)")
+    if atten_mask is not None and sparse_mode in _MASKED_MODES:
+        vis = vis & ~_mask_bool(atten_mask)
+    return vis
 
 
 def enabled_sequences(actual_seq_qlen: Sequence[int], actual_seq_kvlen: Sequence[int]) -> list[tuple[int, int, int, int]]:
@@ -71,6 +111,22 @@ def enabled_sequences(actual_seq_qlen: Sequence[int], actual_seq_kvlen: Sequence
         out.append((q0, q1, k0, k1))
         q0, k0 = q1, k1
     return out
+
+
+def band_sequence_index(actual_seq_qlen: Sequence[int], sparse_mode: int) -> Optional[int]:
+    """Batch index of the band sequence of sparse_mode 7 (the last) / 8 (the first) sequence with Sq > 0.
+
+    Sq_b = max(cu[b] - cu[b-1], 0), as the built-in's tiling reads the list: only the query length decides, so a
+    sequence with Sq > 0 and Skv = 0 still takes the role (its rows are invalid). None for other modes or when every
+    Sq is 0."""
+    if sparse_mode not in (7, 8):
+        return None
+    cu = [int(c) for c in actual_seq_qlen]
+    lens = [max(c - p, 0) for p, c in zip([0] + cu[:-1], cu)]
+    nonempty = [b for b, n in enumerate(lens) if n > 0]
+    if not nonempty:
+        return None
+    return nonempty[-1] if sparse_mode == 7 else nonempty[0]
 
 
 def _to_bnsd(t: torch.Tensor, layout: str, heads: int) -> torch.Tensor:
@@ -114,15 +170,15 @@ def _head_counts(query, key, value, head_num: int, layout: str) -> tuple[int, in
     return key.shape[1], query.shape[-1]  # TND
 
 
-def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis: torch.Tensor, scale: float,
-            lowprec: Optional[torch.dtype]):
-    """One sequence: q [N1,Sq,D], k [N2,Skv,D], v [N2,Skv,Dv], vis [Sq,Skv].
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis_of: Callable[[int, int], torch.Tensor],
+            scale: float, lowprec: Optional[torch.dtype]):
+    """One sequence: q [N1,Sq,D], k [N2,Skv,D], v [N2,Skv,Dv]; vis_of(h0, h1) is the visibility of query heads
+    h0:h1, bool [Sq,Skv] or [h1-h0 or 1, Sq, Skv].
 
     Returns out [N1,Sq,Dv] and (float64 path only) max/sum [N1,Sq]."""
     n1, sq, _ = q.shape
     n2, skv, dv = v.shape
     group = n1 // n2
-    valid = vis.any(dim=1)  # [Sq]
     if lowprec is None:
         out = torch.zeros(n1, sq, dv, dtype=torch.float64)
         mx = torch.full((n1, sq), -FLT_MAX, dtype=torch.float64)
@@ -130,11 +186,17 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis: torch.Tensor
     else:
         out = torch.zeros(n1, sq, dv, dtype=lowprec)
         mx = sm = None
-    if sq == 0 or skv == 0 or not bool(valid.any()):
+    if sq == 0 or skv == 0:
         return out, mx, sm
     chunk = max(1, _CHUNK_ELEMS // max(1, sq * skv))
     for h0 in range(0, n1, chunk):
         h1 = min(n1, h0 + chunk)
+        vis = vis_of(h0, h1)
+        if vis.dim() == 2:
+            vis = vis.unsqueeze(0)
+        valid = vis.any(dim=2)  # [h or 1, Sq]
+        if not bool(valid.any()):
+            continue
         kv_idx = torch.arange(h0, h1) // group
         qh, kh, vh = q[h0:h1], k[kv_idx], v[kv_idx]
         if lowprec is None:
@@ -146,7 +208,7 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis: torch.Tensor
             l = e.sum(dim=2)
             l_safe = torch.where(valid, l, torch.ones_like(l))
             o = torch.matmul(e, vh.double()) / l_safe.unsqueeze(2)
-            out[h0:h1] = torch.where(valid.unsqueeze(1), o, torch.zeros((), dtype=torch.float64))
+            out[h0:h1] = torch.where(valid.unsqueeze(2), o, torch.zeros((), dtype=torch.float64))
             mx[h0:h1] = torch.where(valid, m, torch.full_like(m, -FLT_MAX))
             sm[h0:h1] = torch.where(valid, l, torch.full_like(l, FLT_MAX))
         else:
@@ -155,14 +217,51 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis: torch.Tensor
             s = (s.float() * scale).to(dt)
             s = s.float().masked_fill(~vis, -math.inf)
             p = torch.softmax(s, dim=2)
-            p = torch.where(valid.unsqueeze(1), p, torch.zeros((), dtype=p.dtype)).to(dt)
+            p = torch.where(valid.unsqueeze(2), p, torch.zeros((), dtype=p.dtype)).to(dt)
             o = torch.matmul(p.float(), vh.float()).to(dt)
             out[h0:h1] = o
     return out, mx, sm
 
 
+def _dense_mask(atten_mask: Optional[torch.Tensor], sparse_mode: int, shape: tuple) -> Optional[torch.Tensor]:
+    """The non-TND mask as a 4-D bool view broadcastable to `shape` = (B, N1, S1, S2), or None if the mode
+    does not read it."""
+    if atten_mask is None or sparse_mode not in _MASKED_MODES:
+        return None
+    m = _mask_bool(atten_mask)
+    try:
+        ok = m.dim() <= 4 and tuple(torch.broadcast_shapes(m.shape, shape)) == tuple(shape)
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"reference: atten_mask shape {tuple(m.shape)} does not broadcast to [B, N1, S1, S2] = "
+                         f"{list(shape)}")
+    return m.reshape((1,) * (4 - m.dim()) + tuple(m.shape))
+
+
+def _tnd_mask(atten_mask: Optional[torch.Tensor], sparse_mode: int, seqs):
+    """(the TND [R, C] mask as bool, whether it is the global form), or (None, False) if the mode does not read it.
+    The global form [sum Sq, sum Skv] (more than one sequence) is read at global token positions, else [i, j]."""
+    if atten_mask is None or sparse_mode not in _MASKED_MODES:
+        return None, False
+    m = _mask_bool(atten_mask)
+    max_sq = max((q1 - q0 for q0, q1, _, _ in seqs), default=0)
+    max_skv = max((k1 - k0 for _, _, k0, k1 in seqs), default=0)
+    if len(seqs) > 1 and tuple(m.shape) == (seqs[-1][1], seqs[-1][3]):
+        return m, True
+    if m.dim() != 2 or m.shape[0] < max_sq or m.shape[1] < max_skv:
+        raise ValueError(f"reference: TND atten_mask must be 2-D [R, C] with R >= max Sq = {max_sq} and "
+                         f"C >= max Skv = {max_skv}, got {tuple(m.shape)}")
+    return m, False
+
+
+def _prefix_of(prefix, sparse_mode: int, b: int) -> Optional[int]:
+    """prefix[b] for the prefix modes (5, 6), else None (prefix is not read)."""
+    return int(prefix[b]) if prefix is not None and sparse_mode in (5, 6) else None
+
+
 def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_tokens, next_tokens,
-         actual_seq_qlen, actual_seq_kvlen, lowprec: Optional[torch.dtype]):
+         actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, lowprec: Optional[torch.dtype]):
     layout = input_layout.upper()
     n1 = int(head_num)
     n2, _ = _head_counts(query, key, value, n1, layout)
@@ -173,31 +272,44 @@ def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_toke
         out = torch.zeros(t1, n1, dv, dtype=out_dtype)
         smax = torch.full((t1 * n1 * 8,), -FLT_MAX, dtype=torch.float64)
         ssum = torch.full((t1 * n1 * 8,), FLT_MAX, dtype=torch.float64)
-        for (q0, q1, k0, k1) in enabled_sequences(actual_seq_qlen, actual_seq_kvlen):
+        seqs = enabled_sequences(actual_seq_qlen, actual_seq_kvlen)
+        mask, global_form = _tnd_mask(atten_mask, sparse_mode, seqs)
+        band_b = band_sequence_index(actual_seq_qlen, sparse_mode)
+        for b, (q0, q1, k0, k1) in enumerate(seqs):
             sq, skv = q1 - q0, k1 - k0
             if sq == 0:
                 continue
-            vis = visible_mask(sq, skv, sparse_mode, pre_tokens, next_tokens)
+            vis = visible_mask(sq, skv, sparse_mode, pre_tokens, next_tokens,
+                               atten_mask=None if mask is None else
+                               (mask[q0:q1, k0:k1] if global_form else mask[:sq, :skv]),
+                               prefix=_prefix_of(prefix, sparse_mode, b), band=b == band_b)
             o, m, l = _attend(query[q0:q1].transpose(0, 1), key[k0:k1].transpose(0, 1),
-                              value[k0:k1].transpose(0, 1), vis, scale, lowprec)
+                              value[k0:k1].transpose(0, 1), lambda h0, h1, vis=vis: vis, scale, lowprec)
             out[q0:q1] = o.transpose(0, 1)
             if lowprec is None:
                 base = q0 * n1 * 8
                 smax[base:base + n1 * sq * 8] = m.unsqueeze(2).expand(n1, sq, 8).reshape(-1)
                 ssum[base:base + n1 * sq * 8] = l.unsqueeze(2).expand(n1, sq, 8).reshape(-1)
         return out, smax.view(t1, n1, 8), ssum.view(t1, n1, 8)
+    if sparse_mode in (7, 8):
+        raise ValueError(f"reference: sparse_mode={sparse_mode} is TND only")
     q = _to_bnsd(query, layout, n1)
     k = _to_bnsd(key, layout, n2)
     v = _to_bnsd(value, layout, n2)
     b, _, s1, _ = q.shape
     s2 = k.shape[2]
     dv = v.shape[3]
-    vis = visible_mask(s1, s2, sparse_mode, pre_tokens, next_tokens)
+    mask = _dense_mask(atten_mask, sparse_mode, (b, n1, s1, s2))
     out = torch.zeros(b, n1, s1, dv, dtype=out_dtype)
     smax = torch.empty(b, n1, s1, dtype=torch.float64)
     ssum = torch.empty(b, n1, s1, dtype=torch.float64)
     for bi in range(b):
-        o, m, l = _attend(q[bi], k[bi], v[bi], vis, scale, lowprec)
+        mb = None if mask is None else mask[bi if mask.shape[0] > 1 else 0]  # [N1 or 1, S1 or 1, S2 or 1]
+
+        def vis_of(h0, h1, mb=mb, pfx=_prefix_of(prefix, sparse_mode, bi)):
+            mh = None if mb is None else (mb[h0:h1] if mb.shape[0] > 1 else mb)
+            return visible_mask(s1, s2, sparse_mode, pre_tokens, next_tokens, atten_mask=mh, prefix=pfx)
+        o, m, l = _attend(q[bi], k[bi], v[bi], vis_of, scale, lowprec)
         out[bi] = o
         if lowprec is None:
             smax[bi], ssum[bi] = m, l
@@ -210,26 +322,30 @@ def flash_attention_reference(query: torch.Tensor, key: torch.Tensor, value: tor
                               input_layout: str, *, scale: float = 1.0, sparse_mode: int = 0,
                               pre_tokens: int = _INT32_MAX, next_tokens: int = _INT32_MAX,
                               actual_seq_qlen: Optional[Sequence[int]] = None,
-                              actual_seq_kvlen: Optional[Sequence[int]] = None):
+                              actual_seq_kvlen: Optional[Sequence[int]] = None,
+                              atten_mask: Optional[torch.Tensor] = None, prefix: Optional[Sequence[int]] = None):
     """float64 (out, softmax_max, softmax_sum) in the op's layouts and shapes (see the module docstring).
 
-    Inputs are not validated beyond what the arithmetic needs; pass arguments the op accepts."""
+    Differentiable with torch autograd for float64 inputs that require grad. Inputs are not validated beyond what
+    the arithmetic needs (mask dtype / shape, prefix present for modes 5 / 6); pass arguments the op accepts."""
     return _run(query, key, value, head_num, input_layout, float(scale), int(sparse_mode), int(pre_tokens),
-                int(next_tokens), actual_seq_qlen, actual_seq_kvlen, None)
+                int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, None)
 
 
 def flash_attention_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
                             input_layout: str, *, scale: float = 1.0, sparse_mode: int = 0,
                             pre_tokens: int = _INT32_MAX, next_tokens: int = _INT32_MAX,
                             actual_seq_qlen: Optional[Sequence[int]] = None,
-                            actual_seq_kvlen: Optional[Sequence[int]] = None) -> torch.Tensor:
+                            actual_seq_kvlen: Optional[Sequence[int]] = None,
+                            atten_mask: Optional[torch.Tensor] = None,
+                            prefix: Optional[Sequence[int]] = None) -> torch.Tensor:
     """Attention output computed like plain torch in the input dtype (fp32 accumulation, each op's result rounded
     to query.dtype): the baseline of the FlashAttention criterion. Invalid rows give 0."""
     dt = query.dtype
     if dt not in (torch.float16, torch.bfloat16):
         raise TypeError(f"flash_attention_lowprec: query dtype {dt} is not fp16/bf16")
     out, _, _ = _run(query, key, value, head_num, input_layout, float(scale), int(sparse_mode), int(pre_tokens),
-                     int(next_tokens), actual_seq_qlen, actual_seq_kvlen, dt)
+                     int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, dt)
     return out
 
 

@@ -68,6 +68,7 @@ npu_fa::FaProblem ParseProblem(const py::dict& d) {
         p.maskStrideN = Get<uint64_t>(d, "mask_stride_n");
         p.maskStrideS = Get<uint64_t>(d, "mask_stride_s");
         p.maskColStep = Get<uint32_t>(d, "mask_col_step");
+        p.maskTndGlobal = Get<bool>(d, "mask_tnd_global");
     }
     return p;
 }
