@@ -12,10 +12,13 @@ namespace npu_fa {
 class FaTileMask {
 public:
     // `dmat` holds c - r for [rowsMax, w]; `half` is a [rowsMax, w] half-precision scratch (the vector's row-fold
-    // buffer, free while masking); `maskBytes` [rowsMax, w] receives dense-mask rows (only with a dense mask).
+    // buffer, free while masking); `maskBytes` [rowsMax, w] receives dense-mask rows (only with a dense mask). The
+    // caller owns V_MTE2 event `maskFree` (set while maskBytes may be overwritten by MTE2); it may share the
+    // buffer with another MTE2-filled one that waits and sets the same event.
     __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR attenMask, uint32_t rowsMax,
                                 const AscendC::LocalTensor<float>& dmat, const AscendC::LocalTensor<uint8_t>& bits,
-                                const AscendC::LocalTensor<half>& half16, const AscendC::LocalTensor<uint8_t>& maskBytes) {
+                                const AscendC::LocalTensor<half>& half16, const AscendC::LocalTensor<uint8_t>& maskBytes,
+                                int32_t maskFree) {
         t_ = t;
         w_ = t->s2Block;
         rowsMax_ = rowsMax;
@@ -23,14 +26,8 @@ public:
         bits_ = bits;
         half_ = half16;
         maskBytes_ = maskBytes;
-        if (t->maskMode != 0) {
-            maskGm_.SetGlobalBuffer((__gm__ uint8_t*)attenMask);
-            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdMask);
-        }
-    }
-
-    __aicore__ inline void End() {
-        if (t_->maskMode != 0) AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdMask);
+        maskFree_ = maskFree;
+        if (t->maskMode != 0) maskGm_.SetGlobalBuffer((__gm__ uint8_t*)attenMask);
     }
 
     // Masks s[rows, w] (rows r0.. of the task's sequence, key columns c0.., `cols` of them real) with -FLT_MAX.
@@ -46,8 +43,6 @@ public:
     }
 
 private:
-    static constexpr int32_t kIdMask = 2;  // V_MTE2 / MTE2_V event of the mask-bytes buffer (0, 1: scores, output)
-
     // Band: keep c - r in [lo, hi] relative to the tile, or c < prefix.
     __aicore__ inline void Band(const AscendC::LocalTensor<float>& s, const FaBand& band, int64_t r0, uint32_t rows,
                                 int64_t c0) {
@@ -88,10 +83,10 @@ private:
         const uint32_t gap = (w_ - AlignUp(cols, 32)) / 32;
         AscendC::DataCopyExtParams cp((uint16_t)(sameRows ? 1 : rows), cols, sameRows ? 0 : (uint32_t)(t->maskStrideS - cols),
                                       gap, 0);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdMask);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(maskFree_);
         AscendC::DataCopyPad(maskBytes_, maskGm_[off], cp, AscendC::DataCopyPadExtParams<uint8_t>(false, 0, 0, 0));
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdMask);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdMask);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(maskFree_);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(maskFree_);
         const uint32_t n2 = AlignUp(rows, 2) * w_;
         if (sameRows) {  // every row reads the one loaded row (source repeat stride 0)
             AscendC::UnaryRepeatParams rp(1, 1, (uint8_t)(w_ / 16), 0);
@@ -99,7 +94,7 @@ private:
         } else {
             AscendC::Cast(half_, maskBytes_, AscendC::RoundMode::CAST_NONE, n2);
         }
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdMask);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(maskFree_);
         AscendC::Compares(bits_, half_, (half)0.5f, AscendC::CMPMODE::LT, n2);
         AscendC::Select(s, bits_, s, kMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, rows * w_);
     }
@@ -112,6 +107,7 @@ private:
 
     const FlashAttentionTilingData* t_ = nullptr;
     uint32_t w_ = 0, rowsMax_ = 0;
+    int32_t maskFree_ = 0;
     AscendC::GlobalTensor<uint8_t> maskGm_;
     AscendC::LocalTensor<float> dmat_;
     AscendC::LocalTensor<uint8_t> bits_;

@@ -42,8 +42,10 @@ public:
         pipe->InitBuffer(statBitsBuf_, u.row);
         if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
         BuildDiagonalPattern();
-        mask_.Init(t, attenMask, rowsMax_, dmatBuf_.Get<float>(), bitsBuf_.Get<uint8_t>(),
-                   foldBuf_.Get<half>(), u.mask != 0 ? maskBuf_.Get<uint8_t>() : bitsBuf_.Get<uint8_t>());
+        // Dense-mask bytes live in opart (filled by OutputStep's MTE2, free in between: both wait and set the
+        // kIdOutput event) unless opart is too small for a tile of them.
+        mask_.Init(t, attenMask, rowsMax_, dmatBuf_.Get<float>(), bitsBuf_.Get<uint8_t>(), foldBuf_.Get<half>(),
+                   u.mask != 0 ? maskBuf_.Get<uint8_t>() : opartBuf_.Get<uint8_t>(), kIdOutput);
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores);
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
@@ -83,7 +85,6 @@ public:
             taskParity ^= 1;
         }
         if (prev.valid) OutputStep(prev);
-        mask_.End();
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);

@@ -182,7 +182,8 @@ struct FaUbSizes {
     uint32_t acc;    // running output, fp32 [rows, dvPad]
     uint32_t stat;   // one row statistic broadcast to a 32 B block per row [rows8, 8] fp32
     uint32_t row;    // one fp32 value per row [rows8]
-    uint32_t mask;   // dense-mask bytes of a tile [rows, w] (0 without a dense mask); their half copy uses `fold`
+    uint32_t mask;   // dense-mask bytes of a tile [rows, w] when `opart` cannot hold them (else they use opart,
+                     // free between its uses); their half copy uses `fold`
     uint32_t total;
 };
 constexpr uint32_t kFaStatBuffers = 10;  // max x2, sum x2, alpha x2, broadcast, reduce, max out, sum out
@@ -200,7 +201,7 @@ FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t w, uint32_t dvPad, bool dens
     u.acc = r * dvPad * 4;
     u.stat = r8 * 8 * 4;
     u.row = AlignUp(r8 * 4, 32);
-    u.mask = denseMask ? r8 * w : 0;
+    u.mask = denseMask && u.opart < r8 * w ? r8 * w : 0;
     u.total = u.s + u.dmat + u.bits + u.fold + u.p + u.opart + u.acc + kFaStatBuffers * u.stat + 2 * u.row + u.mask + 32;
     return u;
 }

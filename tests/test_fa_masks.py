@@ -356,3 +356,16 @@ def test_random_mask_configs(fa_seed):
 @pytest.mark.parametrize("i", range(400))
 def test_random_mask_configs_many(fa_seed, i):
     _run_random(fa_seed * 1000 + i)
+
+
+def test_opcheck_and_compile_with_masks(gen):
+    q, k, v = make_qkv(gen, "BSND", 2, 2, 1, 70, 90, 32, 32, F16)
+    pad = torch.arange(90).view(1, 1, 1, 90) >= torch.tensor([40, 90]).view(2, 1, 1, 1)
+    for kw in (dict(atten_mask=pad, sparse_mode=1), dict(atten_mask=pad, sparse_mode=5, prefix=[30, 60]),
+               dict(sparse_mode=6, prefix=[20, 90])):
+        torch.library.opcheck(op, (q, k, v, 2, "BSND"), dict(scale=0.2, **kw))
+
+    def f(q, k, v, m):
+        return op(q, k, v, 2, "BSND", atten_mask=m, scale=0.2, sparse_mode=1)[0]
+    compiled = torch.compile(f, backend="aot_eager", fullgraph=True)(q, k, v, pad)
+    assert torch.equal(compiled, f(q, k, v, pad))

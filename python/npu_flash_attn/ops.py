@@ -6,7 +6,7 @@ Schema (compatible in spirit with `torch_npu.npu_fusion_attention`, spelled `pre
         Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1.0,
         float keep_prob=1.0, int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0,
         int[]? prefix=None, int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None,
-        int sparse_mode=0, int seed=0, int offset=0)
+        int sparse_mode=0, int seed=0, int offset=0, Tensor? sink=None)
       -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)
 
 Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly this):
@@ -18,12 +18,17 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   float32 `[B, N1, S1, 8]` (TND: `[T1, N1, 8]` stored batch-major: sequence b, then head, then token, i.e. row
   (b, n, s) at flat offset (cu_q[b-1]*N1 + n*Sq_b + s)*8), each value replicated 8 times. softmax_max is the row max
   of the scaled, masked scores, softmax_sum = sum(exp(s - max)).
-* sparse_mode: 0/1 without `atten_mask` = full attention (pre/next ignored); 2 = left-up causal (j <= i);
-  3 = right-down causal (j <= i + S2 - S1); 4 = band j in [i + d - pre_tokens, i + d + next_tokens], d = S2 - S1.
-  TND applies the mask per sequence. For 2/3/4 `atten_mask` may be None or the built-in's compressed
-  [2048, 2048] bool/uint8 mask (must equal torch.triu(ones(2048, 2048), diagonal=1)); **unlike the built-in, the
-  mode is applied even when atten_mask is None**. Dense masks (sparse_mode 0/1 with a mask), prefix (5/6) and
-  varlen split modes (7/8) are not implemented yet (NotImplementedError).
+* Masks (`npu_flash_attn.masks`, docs/masks.md; True/1 = masked out): sparse_mode 0/1 with a dense bool/uint8
+  `atten_mask` of any shape broadcastable to [B, N1, S1, S2] (TND: 2-D [>= max Sq, >= max Skv] read inside each
+  sequence, or [sum Sq, sum Skv] read at global positions), mode 0 also with the top-left band [i - pre_tokens,
+  i + next_tokens]; without a mask modes 0/1 compute full attention. 2 = left-up causal (j <= i); 3 = right-down
+  causal (j <= i + S2 - S1); 4 = band j in [i + d - pre_tokens, i + d + next_tokens], d = S2 - S1; 5 = dense mask and
+  (right-down causal or j < prefix[b]); 6 = right-down causal or j < prefix[b]; 7/8 (TND) = right-down / left-up
+  causal per sequence, the last / first sequence with queries a band. Modes 2/3/4/7/8 take None or the compressed
+  [2048, 2048] mask, mode 6 None or the compressed [3072, 2048] one (their content is checked, never read); **unlike
+  the built-in, modes 2-8 apply even when atten_mask is None**. A dense mask is read in place (broadcast dimensions
+  with stride 0); a block-map pre-pass kernel classifies its tiles (cached per mask tensor, see
+  `precompute_block_mask`) so fully masked tiles are skipped and fully visible ones are not masked.
 * Invalid rows (a query row that sees no key: e.g. sparse_mode 3 with S1 > S2, a band with negative pre/next, a
   zero-length key sequence) give output 0, softmax_max = -FLT_MAX and softmax_sum = +FLT_MAX, for every
   `inner_precise` (0, 1 and 2 are accepted and all behave like the built-in's inner_precise=2).
@@ -39,7 +44,7 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   values; the message names the tensor and the first bad index), and a `scale` for which scale * q.k of some
   (query, key) pair of a head would exceed FLT_MAX / 2 (the online softmax's max-subtraction would overflow).
 * `padding_mask` is reserved (also unsupported by the built-in): passing one raises ValueError. `pse`, dropout
-  (keep_prob < 1) and `prefix` raise NotImplementedError. `seed`/`offset` are accepted and unused (no dropout).
+  (keep_prob < 1) and `sink` raise NotImplementedError. `seed`/`offset` are accepted and unused (no dropout).
 
 Devices: CPU tensors run the Ascend C kernel on the CPU twin (label results "twin"); the emulated chip is chosen by
 `set_chip(name)`, else the environment variable NPU_FA_CHIP, else "Ascend910B2". `last_launch_info()` returns the
