@@ -5,8 +5,10 @@
 Rows: no mask, causal (sparse_mode 3, no mask tensor), a [B,1,1,S2] key-padding mask with 50 % padding, and a
 random block-sparse [B,1,S1,S2] mask with 90 % of its 128x128 tiles fully masked (the rest mixed). Each row runs in
 a fresh subprocess so that its peak RSS (VmHWM) is its own; "extra" is the peak above the same process after the
-inputs were allocated (q/k/v, the mask tensor and the outputs), i.e. what the op itself needs on top: the block map
-and the twin's workspace. Computed tiles come from the block map (tiles_computed / all tiles in the band) and the
+inputs were allocated (q/k/v, the mask tensor and the outputs), i.e. what the op itself needs on top (the twin's
+workspace and per-core state dominate it); "op's mask copies + block map" is what the op allocates for the mask:
+a copy only when its last dimension is strided or broadcast, plus the block map. A [B,N1,S1,S2] expansion of the
+mask would be B*N1*S1*S2 bytes. Computed tiles come from the block map (tiles_computed / all tiles in the band) and the
 steps the kernels ran. Modeled 910B time for the same rows comes with the cost model.
 """
 import argparse
@@ -78,7 +80,8 @@ def run_row(name: str, seq: int, batch: int, heads: int, d: int, chip: str) -> d
            "mask_mib": mask_bytes / 2 ** 20, "steps_in_band": info["steps"], "block_dim": info["block_dim"]}
     if "tiles_mixed" in info:
         row.update(tiles_masked=info["tiles_masked"], tiles_mixed=info["tiles_mixed"],
-                   tiles_visible=info["tiles_visible"])
+                   tiles_visible=info["tiles_visible"],
+                   mask_path_kib=(info["mask_copy_bytes"] + info["block_map_bytes"]) / 1024)
     return row
 
 
@@ -98,8 +101,9 @@ def main():
     env = dict(os.environ)
     print(f"forward on the twin (CPU emulation of {a.chip}), bf16 BSND, B={a.batch} N={a.heads} S={a.seq} D={a.dim}; "
           f"hazard checks {'off' if env.get('NPU_TWIN_HAZARDS') == '0' else 'on'}")
-    lines = ["| row | twin wall (s) | peak RSS (MiB) | extra over inputs (MiB) | mask tensor (MiB) | tiles masked / "
-             "mixed / visible | steps in band |", "|---|---|---|---|---|---|---|"]
+    lines = ["| row | twin wall (s) | peak RSS (MiB) | extra over inputs (MiB) | mask tensor (MiB) | op's mask "
+             "copies + block map (KiB) | tiles masked / mixed / visible | steps in band |",
+             "|---|---|---|---|---|---|---|---|"]
     for name in ROWS:
         r = subprocess.run([sys.executable, __file__, "--row", name, "--seq", str(a.seq), "--batch", str(a.batch),
                             "--heads", str(a.heads), "--dim", str(a.dim), "--chip", a.chip],
@@ -109,8 +113,9 @@ def main():
         row = json.loads(r.stdout.strip().splitlines()[-1])
         tiles = (f"{row['tiles_masked']} / {row['tiles_mixed']} / {row['tiles_visible']}" if "tiles_mixed" in row
                  else "-")
+        path = f"{row['mask_path_kib']:.1f}" if "mask_path_kib" in row else "-"
         lines.append(f"| {name} | {row['twin_seconds']:.2f} | {row['peak_rss_mib']:.0f} | {row['extra_mib']:.0f} | "
-                     f"{row['mask_mib']:.2f} | {tiles} | {row['steps_in_band']} |")
+                     f"{row['mask_mib']:.2f} | {path} | {tiles} | {row['steps_in_band']} |")
         print(lines[-1], flush=True)
     if a.markdown:
         with open(a.markdown, "w") as f:

@@ -369,3 +369,23 @@ def test_opcheck_and_compile_with_masks(gen):
         return op(q, k, v, 2, "BSND", atten_mask=m, scale=0.2, sparse_mode=1)[0]
     compiled = torch.compile(f, backend="aot_eager", fullgraph=True)(q, k, v, pad)
     assert torch.equal(compiled, f(q, k, v, pad))
+
+
+def test_work_split_balances_visible_tiles(gen):
+    # batch 0 sees nothing, batch 1 everything: a split by the band alone would leave half the cores idle
+    b, n, s1, s2 = 2, 4, 512, 512
+    q, k, v = make_qkv(gen, "BNSD", b, n, n, s1, s2, 64, 64, BF16)
+    m = torch.zeros(b, 1, 1, s2, dtype=torch.bool)
+    m[0] = True
+    ops.set_op_counting(True)
+    try:
+        r = run_and_check(q, k, v, n, "BNSD", scale=0.125, sparse_mode=1, atten_mask=m)
+    finally:
+        ops.set_op_counting(False)
+    info = r["info"]
+    steps = [c["ops"].get("CrossCoreSetFlag", 0) // 2 for c in info["op_counts_per_core"] if c["kind"] == "aic"]
+    total = n * (s1 // 128) * (s2 // 128)  # batch 1's tiles
+    assert sum(steps) == total and len(steps) == info["block_dim"]
+    per_task = s2 // 128
+    assert max(steps) <= -(-total // len(steps)) + per_task, steps  # within one task of an even share
+    assert min(steps) >= total // len(steps) - per_task, steps

@@ -541,7 +541,9 @@ def _launch(p: FAProblem, q, k, v, atten_mask, out, smax, ssum) -> dict:
                                         map_ptr, map_bytes, out.data_ptr(), smax.data_ptr(), ssum.data_ptr(),
                                         _count_ops))
     if block is not None:
-        info.update(tiles_masked=block.tiles_masked, tiles_mixed=block.tiles_mixed, tiles_visible=block.tiles_visible)
+        shared = view.tensor.untyped_storage().data_ptr() == atten_mask.untyped_storage().data_ptr()
+        info.update(tiles_masked=block.tiles_masked, tiles_mixed=block.tiles_mixed, tiles_visible=block.tiles_visible,
+                    mask_copy_bytes=0 if shared else view.tensor.numel())
     return info
 
 

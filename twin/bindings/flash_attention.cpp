@@ -113,16 +113,28 @@ py::dict PlanInfo(const Plan& plan) {
     return info;
 }
 
-// Instruction counts per core kind from the twin's trace ({"aic": {op: n}, "aiv": {op: n}}).
-py::dict OpCounts(const twin::LaunchResult& r) {
+// Instruction counts from the twin's trace: per core kind ({"aic": {op: n}, "aiv": {op: n}}) and per core
+// ([{"core": name, "kind": "aic"|"aiv", "ops": {op: n}}]).
+void AddOpCounts(const twin::LaunchResult& r, py::dict& info) {
     std::map<std::string, std::map<std::string, uint64_t>> counts;
+    py::list perCore;
     for (size_t c = 0; c < r.traces.size(); ++c) {
         const std::string kind = r.coreTypes[c] == AscendC::AIC ? "aic" : "aiv";
-        for (const twin::TraceRec& rec : r.traces[c]) ++counts[kind][rec.op];
+        std::map<std::string, uint64_t> mine;
+        for (const twin::TraceRec& rec : r.traces[c]) {
+            ++counts[kind][rec.op];
+            ++mine[rec.op];
+        }
+        py::dict d;
+        d["core"] = r.coreNames[c];
+        d["kind"] = kind;
+        d["ops"] = mine;
+        perCore.append(d);
     }
     py::dict out;
     for (const auto& kv : counts) out[py::str(kv.first)] = kv.second;
-    return out;
+    info["op_counts"] = out;
+    info["op_counts_per_core"] = perCore;
 }
 
 py::dict FlashAttentionPlan(const py::dict& problem, const std::string& chipName) { return PlanInfo(MakePlan(problem, chipName)); }
@@ -207,7 +219,7 @@ py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName,
     }
     py::dict info = PlanInfo(plan);
     info["twin_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (countOps) info["op_counts"] = OpCounts(r);
+    if (countOps) AddOpCounts(r, info);
     return info;
 }
 
