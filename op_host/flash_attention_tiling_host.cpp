@@ -141,6 +141,13 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         if (found) break;
     }
     if (!found) return "no block size fits the chip's UB/L1";
+    if (p.forceS1Block != 0 || p.forceS2Block != 0) {
+        if (p.forceS1Block % 16 != 0 || p.forceS2Block % 64 != 0 || p.forceS1Block == 0 || p.forceS2Block == 0) {
+            return "forced block sizes must be positive multiples of 16 (s1) and 64 (s2)";
+        }
+        t.s1Block = p.forceS1Block;
+        t.s2Block = p.forceS2Block;
+    }
     const uint32_t m16 = AlignUp(t.s1Block, 16);
     t.nChunkQK = Chunk(t.s2Block, kL0cHalfBytes / (m16 * 4));
     t.kChunkQK = Chunk(t.dPad, std::min(kL0HalfBytes / (m16 * 2), kL0HalfBytes / (t.nChunkQK * 2)));

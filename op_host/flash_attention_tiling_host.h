@@ -28,6 +28,9 @@ struct FaProblem {
     // are 2-D, read at positions inside each sequence, or at global token positions when maskTndGlobal.
     bool denseMask = false;
     bool maskPerBatch = false, maskPerHead = false, maskTndGlobal = false;
+    // Block sizes to use instead of the budget's choice (0 = choose): the backward reuses this tiling for its
+    // block map with its own blocks.
+    uint32_t forceS1Block = 0, forceS2Block = 0;
     uint64_t maskStrideB = 0, maskStrideN = 0, maskStrideS = 0;
     uint32_t maskColStep = 1;
 };

@@ -9,6 +9,19 @@
 
 namespace npu_fa {
 
+// One score tile of a sequence: query rows [r0, r0 + rows) of query head `head` against key columns [c0, c0 + w),
+// `cols` of them real, with the sequence's band, the byte offset of its mask, and the block map's state.
+struct FaMaskTile {
+    FaBand band;
+    int64_t maskBase;
+    uint32_t head;
+    int64_t r0;
+    uint32_t rows;
+    int64_t c0;
+    uint32_t cols;
+    uint8_t state;
+};
+
 class FaTileMask {
 public:
     // `dmat` holds c - r for [rowsMax, w]; `half` is a [rowsMax, w] half-precision scratch (the vector's row-fold
@@ -30,11 +43,13 @@ public:
         if (t->maskMode != 0) maskGm_.SetGlobalBuffer((__gm__ uint8_t*)attenMask);
     }
 
-    // Masks s[rows, w] (rows r0.. of the task's sequence, key columns c0.., `cols` of them real) with -FLT_MAX.
-    __aicore__ inline void Apply(const AscendC::LocalTensor<float>& s, const FaTask& task, int64_t r0, uint32_t rows,
-                                 int64_t c0, uint32_t cols, uint8_t tileState) {
-        if (!BlockFullyVisible(task.band, r0, r0 + rows, c0, c0 + cols)) Band(s, task.band, r0, rows, c0);
-        if (t_->maskMode != 0 && tileState == kTileMixed) Dense(s, task, r0, rows, c0, cols);
+    // Masks the tile's scores s[rows, w] with -FLT_MAX.
+    __aicore__ inline void Apply(const AscendC::LocalTensor<float>& s, const FaMaskTile& tile) {
+        const uint32_t rows = tile.rows, cols = tile.cols;
+        if (!BlockFullyVisible(tile.band, tile.r0, tile.r0 + rows, tile.c0, tile.c0 + cols)) {
+            Band(s, tile.band, tile.r0, rows, tile.c0);
+        }
+        if (t_->maskMode != 0 && tile.state == kTileMixed) Dense(s, tile);
         for (uint32_t c = (cols / 64) * 64; c < w_; c += 64) {  // key columns past the sequence end
             const uint32_t keep = cols > c ? cols - c : 0;
             uint64_t mask[2] = {keep == 0 ? ~0ULL : (~0ULL << keep), 0};
@@ -74,11 +89,11 @@ private:
 
     // Dense mask: the tile's mask bytes GM -> UB (row pitch w; one row when the mask is the same for every query
     // row), widened to half, compared with 0.5 (nonzero = masked), selected.
-    __aicore__ inline void Dense(const AscendC::LocalTensor<float>& s, const FaTask& task, int64_t r0, uint32_t rows,
-                                 int64_t c0, uint32_t cols) {
+    __aicore__ inline void Dense(const AscendC::LocalTensor<float>& s, const FaMaskTile& tile) {
         const FlashAttentionTilingData* t = t_;
-        const uint64_t off = (uint64_t)task.maskBase + task.head * t->maskStrideN + (uint64_t)r0 * t->maskStrideS +
-                             (t->maskColStep != 0 ? (uint64_t)c0 : 0);
+        const uint32_t rows = tile.rows, cols = tile.cols;
+        const uint64_t off = (uint64_t)tile.maskBase + tile.head * t->maskStrideN + (uint64_t)tile.r0 * t->maskStrideS +
+                             (t->maskColStep != 0 ? (uint64_t)tile.c0 : 0);
         const bool sameRows = t->maskStrideS == 0;
         const uint32_t gap = (w_ - AlignUp(cols, 32)) / 32;
         AscendC::DataCopyExtParams cp((uint16_t)(sameRows ? 1 : rows), cols, sameRows ? 0 : (uint32_t)(t->maskStrideS - cols),

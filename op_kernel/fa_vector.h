@@ -201,7 +201,8 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdScores);
 
         AscendC::Muls(s, s, t_->scale, (int32_t)n);
-        mask_.Apply(s, task, task.row0 + mine.first, mine.count, c0, cols, tileState);
+        FaMaskTile tile{task.band, task.maskBase, task.head, task.row0 + mine.first, mine.count, c0, cols, tileState};
+        mask_.Apply(s, tile);
 
         // Running max, rescale factor alpha = exp(m_old - m_new), then p = exp(s - m_new).
         AscendC::LocalTensor<float> mRun = Stat(kStatMax + parity);
