@@ -39,7 +39,7 @@ def holes(m, gen):
 B, N1, N2, S1, S2 = 2, 4, 2, 150, 200
 SHAPES = {"BNSS": (B, N1, S1, S2), "B1SS": (B, 1, S1, S2), "11SS": (1, 1, S1, S2), "SS": (S1, S2),
           "key_pad": (B, 1, 1, S2), "query_pad": (B, 1, S1, 1), "per_head": (1, N1, S1, S2), "N1S": (N1, 1, S2),
-          "row": (S2,), "B111": (B, 1, 1, 1)}
+          "row": (S2,), "B111": (B, 1, 1, 1), "scalar": ()}
 
 
 @pytest.mark.parametrize("name", list(SHAPES))

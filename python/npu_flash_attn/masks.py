@@ -150,7 +150,7 @@ def _check_dense_shape(m: torch.Tensor, mode: int, layout: str, B, N1, S1, S2, c
                              f"or [sum Sq, sum Skv] = {list(total)} read at the global token positions")
         return False
     target = (B, N1, S1, S2)
-    if not (1 <= m.dim() <= 4) or any(s not in (1, t) for s, t in zip(reversed(shape), reversed(target))):
+    if m.dim() > 4 or any(s not in (1, t) for s, t in zip(reversed(shape), reversed(target))):
         raise ValueError(f"atten_mask shape {shape} is not broadcastable to [B, N1, S1, S2] = {list(target)} "
                          f"(sparse_mode={mode}): each of its trailing dimensions must be 1 or equal the target's")
     return False
