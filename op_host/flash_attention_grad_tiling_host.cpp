@@ -1,0 +1,195 @@
+#include "flash_attention_grad_tiling_host.h"
+
+#include <algorithm>
+
+namespace npu_fa {
+namespace {
+
+uint32_t GradL1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad) {
+    const uint32_t m16 = AlignUp(s1Block, 16);
+    return 2 * (2 * (m16 * (dPad + dvPad) + w * (dPad + dvPad)) + 2 * m16 * w);  // Q, dO, K, V x2, P, dS; 16-bit
+}
+
+void GradStrides(uint32_t layout, uint32_t batch, uint32_t heads, uint32_t dim, uint32_t s, uint64_t& sb, uint64_t& sn,
+                 uint64_t& ss) {
+    switch (layout) {
+        case kBSH: case kBSND: sb = (uint64_t)s * heads * dim; sn = dim; ss = (uint64_t)heads * dim; break;
+        case kSBH: sb = (uint64_t)heads * dim; sn = dim; ss = (uint64_t)batch * heads * dim; break;
+        case kBNSD: sb = (uint64_t)heads * s * dim; sn = (uint64_t)s * dim; ss = dim; break;
+        default: sb = 0; sn = dim; ss = (uint64_t)heads * dim; break;  // TND
+    }
+}
+
+// Contiguous task ranges per core, cut where the running cost passes each core's share.
+void SplitTasks(const std::vector<uint64_t>& cost, uint32_t aicNum, FlashAttentionGradTilingData& t) {
+    const uint64_t tasks = cost.size();
+    const uint64_t limit = std::min<uint64_t>({(uint64_t)aicNum, (uint64_t)kMaxCores, tasks});
+    const uint32_t cores = (uint32_t)std::max<uint64_t>(1, limit);
+    uint64_t total = 0;
+    for (uint64_t c : cost) total += c;
+    t.blockDim = cores;
+    t.taskTotal = (uint32_t)tasks;
+    uint64_t acc = 0;
+    uint32_t core = 1;
+    t.coreTaskStart[0] = 0;
+    for (uint64_t i = 0; i < tasks && core < cores; ++i) {
+        acc += cost[i];
+        while (core < cores && acc * cores >= total * core) t.coreTaskStart[core++] = (uint32_t)(i + 1);
+    }
+    while (core <= cores) t.coreTaskStart[core++] = t.taskTotal;
+}
+
+}  // namespace
+
+std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& chip, bool deterministic,
+                                            FaGradTilingOut& out) {
+    if (p.batch == 0 || p.n1 == 0 || p.n2 == 0 || p.n1 % p.n2 != 0) return "n1 must be a positive multiple of n2";
+    if (p.d < 1 || p.d > 512 || p.dv < 1 || p.dv > p.d) return "need 1 <= dv <= d <= 512";
+    if (p.sparseMode != 0 && p.sparseMode != 2 && p.sparseMode != 3 && p.sparseMode != 4) {
+        return "sparse mode must be 0, 2, 3 or 4";
+    }
+    const bool varlen = p.layout == kTND;
+    if (varlen && (p.cuSeqQ.size() != p.batch || p.cuSeqKv.size() != p.batch)) {
+        return "cumulative lengths must have batch entries";
+    }
+
+    std::vector<FaSeq> seqs(p.batch);
+    uint32_t s1max = 0, s2max = 0;
+    for (uint32_t b = 0; b < p.batch; ++b) {
+        FaSeq& s = seqs[b];
+        if (varlen) {
+            const int64_t q0 = b ? p.cuSeqQ[b - 1] : 0, k0 = b ? p.cuSeqKv[b - 1] : 0;
+            s = FaSeq{q0, k0, std::max<int64_t>(0, p.cuSeqQ[b] - q0), std::max<int64_t>(0, p.cuSeqKv[b] - k0)};
+            if (p.cuSeqQ[b] > (int64_t)p.t1 || p.cuSeqKv[b] > (int64_t)p.t2) {
+                return "cumulative lengths exceed the token dims";
+            }
+        } else {
+            s = FaSeq{0, 0, p.s1, p.s2};
+        }
+        s1max = std::max<uint32_t>(s1max, (uint32_t)s.s1);
+        s2max = std::max<uint32_t>(s2max, (uint32_t)s.s2);
+    }
+
+    FlashAttentionGradTilingData t{};
+    t.layout = p.layout;
+    t.dtype = p.dtype;
+    t.batch = p.batch;
+    t.n1 = p.n1;
+    t.n2 = p.n2;
+    t.group = p.n1 / p.n2;
+    t.s1 = varlen ? s1max : p.s1;
+    t.s2 = varlen ? s2max : p.s2;
+    t.d = p.d;
+    t.dv = p.dv;
+    t.varlen = varlen ? 1 : 0;
+    t.sparseMode = p.sparseMode;
+    t.preTokens = p.preTokens;
+    t.nextTokens = p.nextTokens;
+    t.scale = p.scale;
+    GradStrides(p.layout, p.batch, p.n1, p.d, p.s1, t.qStrideB, t.qStrideN, t.qStrideS);
+    GradStrides(p.layout, p.batch, p.n2, p.d, p.s2, t.kStrideB, t.kStrideN, t.kStrideS);
+    GradStrides(p.layout, p.batch, p.n2, p.dv, p.s2, t.vStrideB, t.vStrideN, t.vStrideS);
+    GradStrides(p.layout, p.batch, p.n1, p.dv, p.s1, t.oStrideB, t.oStrideN, t.oStrideS);
+    t.dPad = AlignUp(p.d, 16);
+    t.dvPad = AlignUp(p.dv, 16);
+
+    // Blocks: the largest tile whose AIV buffers fit UB and whose six L1 tiles fit L1.
+    const uint32_t ub = UsableUb(chip), l1 = UsableL1(chip);
+    bool found = false;
+    for (uint32_t w : {128u, 64u}) {
+        for (uint32_t s1b : {128u, 64u, 32u, 16u}) {
+            if (GradUbSizes(CeilDiv(s1b, 2), w, CeilDiv(w, 2), t.dPad, t.dvPad).total <= ub &&
+                GradL1Bytes(s1b, w, t.dPad, t.dvPad) <= l1) {
+                t.s1Block = s1b;
+                t.s2Block = w;
+                found = true;
+                break;
+            }
+        }
+        if (found) break;
+    }
+    if (!found) return "no block size fits the chip's UB/L1";
+    out.ubBytes = GradUbSizes(CeilDiv(t.s1Block, 2), t.s2Block, CeilDiv(t.s2Block, 2), t.dPad, t.dvPad).total;
+    out.l1Bytes = GradL1Bytes(t.s1Block, t.s2Block, t.dPad, t.dvPad);
+
+    // Tasks of both passes, sequence-major; a task costs its tiles plus a fixed overhead.
+    std::vector<uint64_t> costQ, costKv;
+    out.seqInfo.assign((size_t)p.batch * kGradSeqFields, 0);
+    out.tiles = 0;
+    for (uint32_t b = 0; b < p.batch; ++b) {
+        const FaSeq& s = seqs[b];
+        int64_t* si = &out.seqInfo[(size_t)b * kGradSeqFields];
+        si[0] = s.qTok;
+        si[1] = s.kvTok;
+        si[2] = s.s1;
+        si[3] = s.s2;
+        si[4] = (int64_t)costQ.size();
+        si[5] = (int64_t)costKv.size();
+        const FaBand band = BandOf(p.sparseMode, p.preTokens, p.nextTokens, s.s1, s.s2);
+        const uint32_t qBlocks = CeilDiv((uint32_t)s.s1, t.s1Block), kBlocks = CeilDiv((uint32_t)s.s2, t.s2Block);
+        for (uint32_t n = 0; n < p.n1; ++n) {
+            for (uint32_t blk = 0; blk < qBlocks; ++blk) {
+                const int64_t r0 = (int64_t)blk * t.s1Block, r1 = std::min<int64_t>(s.s1, r0 + t.s1Block);
+                const FaStepRange r = StepsOf(band, r0, r1, s.s2, t.s2Block);
+                const uint64_t tiles = r.last > r.first ? (uint64_t)(r.last - r.first) : 0;
+                out.tiles += tiles;
+                costQ.push_back(4 * tiles + 1);
+            }
+        }
+        for (uint32_t n = 0; n < p.n2; ++n) {
+            for (uint32_t blk = 0; blk < kBlocks; ++blk) {
+                const int64_t c0 = (int64_t)blk * t.s2Block, c1 = std::min<int64_t>(s.s2, c0 + t.s2Block);
+                const FaStepRange r = QueryBlocksOf(band, c0, c1, s.s1, t.s1Block);
+                const uint64_t tiles = r.last > r.first ? (uint64_t)(r.last - r.first) * t.group : 0;
+                costKv.push_back(4 * tiles + 1);
+            }
+        }
+    }
+    if (costQ.size() > 0xFFFFFFFFull || costKv.size() > 0xFFFFFFFFull) return "too many tasks for one launch";
+
+    // Workspace: D for every query row ([rows, 8] fp32), the fast mode's dQ accumulator ([rows, dPad] fp32), then
+    // per core S, dP (fp32, two slots), P, dS (16-bit) tiles and the
+    // partial products (dS K or dS^T Q: [max(s1Block, s2Block), dPad]; P^T dO: [s2Block, dvPad]), 512 B aligned.
+    auto align512 = [](uint64_t v) { return (v + 511) / 512 * 512; };
+    const uint64_t qRows = varlen ? p.t1 : (uint64_t)p.batch * p.s1;
+    const uint64_t tile32 = align512((uint64_t)t.s1Block * t.s2Block * 4);
+    const uint64_t tile16 = align512((uint64_t)t.s1Block * t.s2Block * 2);
+    const uint64_t partA = align512((uint64_t)std::max(t.s1Block, t.s2Block) * t.dPad * 4);
+    const uint64_t partB = align512((uint64_t)t.s2Block * t.dvPad * 4);
+    t.wsOffsetD = 0;
+    t.wsOffsetDqAcc = align512(qRows * p.n1 * 8 * 4);
+    t.wsOffsetCore = t.wsOffsetDqAcc + (deterministic ? 0 : align512(qRows * p.n1 * t.dPad * 4));
+    t.wsOffsetS = 0;                // two slots each of S and dP
+    t.wsOffsetDp = 2 * tile32;
+    t.wsOffsetP = 4 * tile32;
+    t.wsOffsetDs = 4 * tile32 + tile16;
+    t.wsOffsetPartA = 4 * tile32 + 2 * tile16;
+    t.wsOffsetPartB = t.wsOffsetPartA + partA;
+    t.wsPerCore = t.wsOffsetPartB + partB;
+
+    auto launch = [&](FaGradPass pass, FaGradStage stage, uint32_t fused, const std::vector<uint64_t>& cost) {
+        FlashAttentionGradTilingData l = t;
+        l.pass = pass;
+        l.stage = stage;
+        l.fusedDq = fused;
+        const bool dq = pass == kGradPassDq;
+        l.blocksPerHead = varlen ? 0 : CeilDiv(dq ? p.s1 : p.s2, dq ? t.s1Block : t.s2Block);
+        SplitTasks(stage == kGradStageFull ? cost : std::vector<uint64_t>(cost.size(), 1), chip.aicNum, l);
+        out.launches.push_back(l);
+    };
+    out.launches.clear();
+    if (deterministic) {
+        launch(kGradPassDq, kGradStageFull, 0, costQ);
+        launch(kGradPassDkv, kGradStageFull, 0, costKv);
+    } else {
+        launch(kGradPassDq, kGradStagePre, 0, costQ);
+        launch(kGradPassDkv, kGradStageFull, 1, costKv);
+        launch(kGradPassDq, kGradStagePost, 0, costQ);
+    }
+    uint32_t cores = 1;
+    for (const FlashAttentionGradTilingData& l : out.launches) cores = std::max(cores, l.blockDim);
+    out.workspaceBytes = kLibApiWorkspaceBytes + t.wsOffsetCore + t.wsPerCore * cores;
+    return "";
+}
+
+}  // namespace npu_fa

@@ -1,0 +1,29 @@
+// Host tiling of the backward FlashAttention kernel: from the problem (the forward's FaProblem) and the chip to the
+// tilings of its launches (see flash_attention_grad_tiling.h), the per-sequence table and the workspace size.
+// Pure C++, shared by the twin bindings and, later, the CANN TilingFunc.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "chip_spec.h"
+#include "flash_attention_grad_tiling.h"
+#include "flash_attention_tiling_host.h"
+
+namespace npu_fa {
+
+struct FaGradTilingOut {
+    // The kernel launches in order: deterministic dQ (full), dK/dV; fast dQ (pre), dK/dV + dQ (fused), dQ (post).
+    std::vector<FlashAttentionGradTilingData> launches;
+    std::vector<int64_t> seqInfo;        // kGradSeqFields per sequence (always filled)
+    uint64_t workspaceBytes = 0;         // kLibApiWorkspaceBytes (system) + the user part
+    uint32_t ubBytes = 0;                // per AIV
+    uint32_t l1Bytes = 0;                // per AIC
+    uint64_t tiles = 0;                  // (query head, s1 block, s2 block) tiles computed per pass
+};
+
+// Fills `out`; returns an empty string on success, else what is wrong. `deterministic` picks the two-pass
+// schedule without atomics (bitwise reproducible for any core count) over the fast fused one.
+std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& chip, bool deterministic,
+                                            FaGradTilingOut& out);
+
+}  // namespace npu_fa

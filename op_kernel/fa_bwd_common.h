@@ -1,0 +1,201 @@
+// Pieces shared by the cube (AIC) and vector (AIV) halves of the backward kernel: the task/step stream both sides
+// walk in the same order, the cross-core flags that pace it, GM offsets and the workspace.
+//
+// One step = one (query head, s1 block, s2 block) tile. The cube computes S = Q K^T and dP = dO V^T; the AIVs turn
+// them into P = exp(scale * S - max) / sum (saved forward statistics) and dS = P * (dP - D); the cube multiplies
+// them into the pass's partial products (dQ: dS K; dKV: P^T dO and dS^T Q), which the AIVs add up per task.
+#ifndef NPU_FA_FA_BWD_COMMON_H
+#define NPU_FA_FA_BWD_COMMON_H
+
+#include "kernel_operator.h"
+#include "flash_attention_grad_tiling.h"
+
+namespace npu_fa {
+
+// Cross-core flags (mode 2), each rotating over kGradFlagRing IDs by step so no ID is set twice in a row.
+// IDs 11-14 stay free for SyncAll.
+constexpr uint16_t kGradFlagRing = 3;
+constexpr uint16_t kGradFlagScores = 0;  // AIC -> AIV: S and dP of a step are in the workspace
+constexpr uint16_t kGradFlagProbs = 3;   // AIV -> AIC: both halves of P and dS are in the workspace
+constexpr uint16_t kGradFlagPart = 6;    // AIC -> AIV: the step's partial products are in the workspace
+
+__aicore__ inline uint16_t GradFlag(uint16_t signal, uint32_t step) {
+    return (uint16_t)(signal + step % kGradFlagRing);
+}
+
+constexpr float kGradMaskValue = -3.4028234663852886e38f;  // -FLT_MAX: exp() of a masked score is 0
+
+// One task of the current pass and where its steps run.
+struct FaGradTask {
+    uint32_t batch;
+    uint32_t head;     // dQ pass: query head; dKV pass: kv head
+    int64_t first;     // first owned row (dQ: query row, dKV: key row) inside the sequence
+    int64_t rows;      // owned rows
+    FaSeq seq;
+    FaBand band;
+    int64_t outer;     // dKV: query heads of the group to walk (dQ: 1)
+    int64_t blkFirst;  // the other side's block range [blkFirst, blkLast)
+    int64_t blkLast;
+};
+
+// One tile: query rows [q0, q0 + qRows) of query head qHead against key rows [k0, k0 + kRows).
+struct FaGradStep {
+    uint32_t qHead;
+    int64_t q0, qRows;
+    int64_t k0, kRows;
+};
+
+class FaGradTaskIterator {
+public:
+    __aicore__ inline void Init(const FlashAttentionGradTilingData* t, __gm__ int64_t* seqInfo, uint32_t core) {
+        t_ = t;
+        seqInfo_ = seqInfo;
+        next_ = t->coreTaskStart[core];
+        end_ = t->coreTaskStart[core + 1];
+        batch_ = 0;
+    }
+
+    __aicore__ inline bool Next(FaGradTask& task) {
+        if (next_ >= end_) return false;
+        const FlashAttentionGradTilingData* t = t_;
+        const bool dq = t->pass == kGradPassDq;
+        const uint32_t heads = dq ? t->n1 : t->n2;
+        const int64_t ownBlock = dq ? t->s1Block : t->s2Block;
+        int64_t local;
+        if (t->varlen != 0) {
+            const uint32_t f = dq ? 4 : 5;
+            while (batch_ + 1 < t->batch && SeqField(batch_ + 1, f) <= (int64_t)next_) ++batch_;
+            task.seq.qTok = SeqField(batch_, 0);
+            task.seq.kvTok = SeqField(batch_, 1);
+            task.seq.s1 = SeqField(batch_, 2);
+            task.seq.s2 = SeqField(batch_, 3);
+            local = (int64_t)next_ - SeqField(batch_, f);
+        } else {
+            batch_ = next_ / (heads * t->blocksPerHead);
+            task.seq.qTok = 0;
+            task.seq.kvTok = 0;
+            task.seq.s1 = t->s1;
+            task.seq.s2 = t->s2;
+            local = (int64_t)(next_ % (heads * t->blocksPerHead));
+        }
+        const int64_t ownLen = dq ? task.seq.s1 : task.seq.s2;
+        const int64_t blocks = (ownLen + ownBlock - 1) / ownBlock;
+        task.batch = batch_;
+        task.head = (uint32_t)(local / blocks);
+        task.first = (local % blocks) * ownBlock;
+        task.rows = FaMin(ownLen - task.first, ownBlock);
+        task.band = BandOf(t->sparseMode, t->preTokens, t->nextTokens, task.seq.s1, task.seq.s2);
+        const FaStepRange r = dq ? StepsOf(task.band, task.first, task.first + task.rows, task.seq.s2, t->s2Block)
+                                 : QueryBlocksOf(task.band, task.first, task.first + task.rows, task.seq.s1, t->s1Block);
+        task.blkFirst = r.first;
+        task.blkLast = dq && t->stage != kGradStageFull ? r.first : r.last;  // pre/post stages run no tiles
+        task.outer = dq ? 1 : t->group;
+        ++next_;
+        return true;
+    }
+
+    // Number of steps of a task and its `i`-th step, in the order both core kinds walk them.
+    __aicore__ inline static int64_t StepCount(const FaGradTask& task) {
+        return task.blkLast > task.blkFirst ? task.outer * (task.blkLast - task.blkFirst) : 0;
+    }
+    __aicore__ inline static FaGradStep StepOf(const FlashAttentionGradTilingData* t, const FaGradTask& task, int64_t i) {
+        FaGradStep s;
+        const int64_t per = task.blkLast - task.blkFirst;
+        const int64_t blk = task.blkFirst + i % per;
+        if (t->pass == kGradPassDq) {
+            s.qHead = task.head;
+            s.q0 = task.first;
+            s.qRows = task.rows;
+            s.k0 = blk * t->s2Block;
+            s.kRows = FaMin(task.seq.s2 - s.k0, (int64_t)t->s2Block);
+        } else {
+            s.qHead = task.head * t->group + (uint32_t)(i / per);
+            s.q0 = blk * t->s1Block;
+            s.qRows = FaMin(task.seq.s1 - s.q0, (int64_t)t->s1Block);
+            s.k0 = task.first;
+            s.kRows = task.rows;
+        }
+        return s;
+    }
+
+private:
+    __aicore__ inline int64_t SeqField(uint32_t b, uint32_t f) const {
+        return seqInfo_[(uint64_t)b * kGradSeqFields + f];
+    }
+    const FlashAttentionGradTilingData* t_ = nullptr;
+    __gm__ int64_t* seqInfo_ = nullptr;
+    uint32_t next_ = 0;
+    uint32_t end_ = 0;
+    uint32_t batch_ = 0;
+};
+
+// Element offset of token `row` of head `head` in a tensor with strides (sb, sn, ss); TND counts rows from the
+// sequence's first token `tok0`.
+__aicore__ inline uint64_t GradOffset(const FlashAttentionGradTilingData* t, const FaGradTask& k, int64_t tok0,
+                                      uint64_t sb, uint64_t sn, uint64_t ss, uint32_t head, int64_t row) {
+    return (t->varlen ? (uint64_t)(tok0 + row) * ss : k.batch * sb + (uint64_t)row * ss) + head * sn;
+}
+__aicore__ inline uint64_t GradQOffset(const FlashAttentionGradTilingData* t, const FaGradTask& k, uint32_t qHead,
+                                       int64_t row) {
+    return GradOffset(t, k, k.seq.qTok, t->qStrideB, t->qStrideN, t->qStrideS, qHead, row);
+}
+// dy and attention_in (the forward output's layout).
+__aicore__ inline uint64_t GradOOffset(const FlashAttentionGradTilingData* t, const FaGradTask& k, uint32_t qHead,
+                                       int64_t row) {
+    return GradOffset(t, k, k.seq.qTok, t->oStrideB, t->oStrideN, t->oStrideS, qHead, row);
+}
+__aicore__ inline uint64_t GradKOffset(const FlashAttentionGradTilingData* t, const FaGradTask& k, uint32_t kvHead,
+                                       int64_t row) {
+    return GradOffset(t, k, k.seq.kvTok, t->kStrideB, t->kStrideN, t->kStrideS, kvHead, row);
+}
+__aicore__ inline uint64_t GradVOffset(const FlashAttentionGradTilingData* t, const FaGradTask& k, uint32_t kvHead,
+                                       int64_t row) {
+    return GradOffset(t, k, k.seq.kvTok, t->vStrideB, t->vStrideN, t->vStrideS, kvHead, row);
+}
+// Statistic row (8 floats each) of a query row in softmax_max/softmax_sum and the D workspace: [B, N1, S1, 8], or
+// for TND sequence-major then head-major (the forward's order).
+__aicore__ inline uint64_t GradStatRow(const FlashAttentionGradTilingData* t, const FaGradTask& k, uint32_t qHead,
+                                       int64_t row) {
+    if (t->varlen) return (uint64_t)k.seq.qTok * t->n1 + (uint64_t)qHead * k.seq.s1 + row;
+    return ((uint64_t)k.batch * t->n1 + qHead) * t->s1 + row;
+}
+
+// The workspace regions of one core.
+class FaGradWorkspace {
+public:
+    __aicore__ inline void Init(GM_ADDR workspace, const FlashAttentionGradTilingData* t, uint32_t core) {
+        d_ = (__gm__ float*)(workspace + t->wsOffsetD);
+        dqAcc_ = (__gm__ float*)(workspace + t->wsOffsetDqAcc);
+        base_ = workspace + t->wsOffsetCore + (uint64_t)core * t->wsPerCore;
+        t_ = t;
+    }
+    __aicore__ inline __gm__ float* D() const { return d_; }
+    // Fast mode: the dQ accumulator, one [dPad] fp32 row per statistic row.
+    __aicore__ inline __gm__ float* DqAcc() const { return dqAcc_; }
+    // S and dP of a step, in slot `slot` (step parity): the cube writes the next step's while the AIVs read these.
+    __aicore__ inline __gm__ float* Scores(uint32_t slot) const {
+        return (__gm__ float*)(base_ + t_->wsOffsetS + slot * Tile32());
+    }
+    __aicore__ inline __gm__ float* DScoresIn(uint32_t slot) const {
+        return (__gm__ float*)(base_ + t_->wsOffsetDp + slot * Tile32());
+    }
+    template <typename T>
+    __aicore__ inline __gm__ T* Probs() const { return (__gm__ T*)(base_ + t_->wsOffsetP); }
+    template <typename T>
+    __aicore__ inline __gm__ T* DScores() const { return (__gm__ T*)(base_ + t_->wsOffsetDs); }
+    // dQ pass: dS K [qRows, dPad]; dKV pass: dS^T Q [kRows, dPad].
+    __aicore__ inline __gm__ float* PartA() const { return (__gm__ float*)(base_ + t_->wsOffsetPartA); }
+    // dKV pass: P^T dO [kRows, dvPad].
+    __aicore__ inline __gm__ float* PartB() const { return (__gm__ float*)(base_ + t_->wsOffsetPartB); }
+
+private:
+    __aicore__ inline uint64_t Tile32() const { return ((uint64_t)t_->s1Block * t_->s2Block * 4 + 511) / 512 * 512; }
+    __gm__ float* d_ = nullptr;
+    __gm__ float* dqAcc_ = nullptr;
+    __gm__ uint8_t* base_ = nullptr;
+    const FlashAttentionGradTilingData* t_ = nullptr;
+};
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_FA_BWD_COMMON_H

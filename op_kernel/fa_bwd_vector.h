@@ -1,0 +1,367 @@
+// Vector (AIV) half of the backward kernel. Each AIV takes half of a tile's query rows for P and dS, and half of
+// the task's owned rows for the accumulation:
+//   dQ pass:  at task start D = rowsum(dO * O) (fp32, also stored to the workspace for the dKV pass); per step
+//             P = exp(scale * S - max) / sum, dS = P * (dP - D) -> workspace; acc += dS K; at the end
+//             dq = scale * acc.
+//   dKV pass: per step the statistics of the tile's query rows (max, sum from the forward, D from the dQ pass),
+//             P and dS as above; accK += dS^T Q, accV += P^T dO; at the end dk = scale * accK, dv = accV.
+//   Fast mode: the dQ pass runs twice without tiles, first (pre) storing D and zeroing the fp32 dQ accumulator the
+//             dKV pass adds dS K into, then (post) writing dq = scale * accumulator.
+// Masked entries (band, key columns past the sequence end) get P = 0 and dS = 0; so do rows that see no key
+// (max = -FLT_MAX). Inside an AIV the pipes hand over with set/wait pairs; the overlap is with the cube, which
+// computes the next step's S/dP meanwhile.
+#ifndef NPU_FA_FA_BWD_VECTOR_H
+#define NPU_FA_FA_BWD_VECTOR_H
+
+#include "fa_bwd_common.h"
+
+namespace npu_fa {
+
+template <typename T>
+class FaBwdVector {
+public:
+    __aicore__ inline void Init(const FlashAttentionGradTilingData* t, GM_ADDR dy, GM_ADDR attentionIn,
+                                GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR seqInfo, GM_ADDR dq, GM_ADDR dk,
+                                GM_ADDR dv, GM_ADDR workspace, AscendC::TPipe* pipe) {
+        t_ = t;
+        core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
+        sub_ = (uint32_t)AscendC::GetSubBlockIdx();
+        dyGm_.SetGlobalBuffer((__gm__ T*)dy);
+        oGm_.SetGlobalBuffer((__gm__ T*)attentionIn);
+        maxGm_.SetGlobalBuffer((__gm__ float*)softmaxMax);
+        sumGm_.SetGlobalBuffer((__gm__ float*)softmaxSum);
+        dqGm_.SetGlobalBuffer((__gm__ T*)dq);
+        dkGm_.SetGlobalBuffer((__gm__ T*)dk);
+        dvGm_.SetGlobalBuffer((__gm__ T*)dv);
+        seqInfo_ = (__gm__ int64_t*)seqInfo;
+        ws_.Init(workspace, t, core_);
+        dGm_.SetGlobalBuffer(ws_.D());
+        dqAccGm_.SetGlobalBuffer(ws_.DqAcc());
+        w_ = t->s2Block;
+        rowsMax_ = CeilDiv(t->s1Block, 2);
+        const FaGradUbSizes u = GradUbSizes(rowsMax_, w_, CeilDiv(w_, 2), t->dPad, t->dvPad);
+        statElems_ = u.stat / sizeof(float);
+        pipe->InitBuffer(scoreBuf_, u.score);
+        pipe->InitBuffer(dpBuf_, u.dp);
+        pipe->InitBuffer(dmatBuf_, u.dmat);
+        pipe->InitBuffer(bitsBuf_, u.bits);
+        pipe->InitBuffer(halfBuf_, u.half);
+        pipe->InitBuffer(statBuf_, kGradStatBuffers * u.stat);
+        pipe->InitBuffer(partBuf_, u.part);
+        pipe->InitBuffer(accBuf_, u.acc);
+        pipe->InitBuffer(outBuf_, u.out);
+        pipe->InitBuffer(rowBuf_, u.row);
+        accKvOffset_ = CeilDiv(w_, 2) * t->dPad;
+        BuildDiagonalPattern();
+    }
+
+    __aicore__ inline void Process() {
+        FaGradTaskIterator it;
+        it.Init(t_, seqInfo_, core_);
+        FaGradTask task;
+        uint32_t step = 0;
+        const bool dq = t_->pass == kGradPassDq;
+        while (it.Next(task)) {
+            const Rows own = Half(task.rows);
+            if (dq && t_->stage == kGradStagePost) {
+                WriteAccumulatedDq(task, own);
+                continue;
+            }
+            if (dq) TaskStatistics(task, own);
+            if (dq && t_->stage == kGradStagePre) {
+                ZeroDqAccumulator(task, own);
+                continue;
+            }
+            const int64_t steps = FaGradTaskIterator::StepCount(task);
+            for (int64_t i = 0; i < steps; ++i) {
+                const FaGradStep s = FaGradTaskIterator::StepOf(t_, task, i);
+                const Rows q = Half(s.qRows);
+                if (!dq) StepStatistics(task, s, q);
+                ScoreStep(task, s, q, step);
+                PartStep(own, i == 0, step);
+                ++step;
+            }
+            WriteTask(task, own, steps > 0);
+        }
+    }
+
+private:
+    static constexpr uint32_t kStatMax = 0, kStatSum = 1, kStatD = 2;
+
+    struct Rows {
+        uint32_t first;  // first row of this AIV inside the tile / task
+        uint32_t count;
+    };
+
+    __aicore__ inline Rows Half(int64_t rows) const {
+        const uint32_t half = (uint32_t)(rows + 1) / 2;
+        Rows r;
+        r.first = sub_ == 0 ? 0 : half;
+        r.count = sub_ == 0 ? half : (uint32_t)rows - half;
+        return r;
+    }
+
+    // Steps are serial: each hand-over between pipes is a set/wait pair on one event ID.
+    template <AscendC::HardEvent kEvent>
+    __aicore__ inline static void Handover() {
+        AscendC::SetFlag<kEvent>(0);
+        AscendC::WaitFlag<kEvent>(0);
+    }
+
+    __aicore__ inline AscendC::LocalTensor<float> Stat(uint32_t i) { return statBuf_.Get<float>()[i * statElems_]; }
+
+    // dmat[r][c] = c - r: one Compares + Select against it masks a tile to a band.
+    __aicore__ inline void BuildDiagonalPattern() {
+        AscendC::LocalTensor<float> idx = rowBuf_.Get<float>();
+        AscendC::LocalTensor<float> dmat = dmatBuf_.Get<float>();
+        for (uint32_t c = 0; c < 64; ++c) idx.SetValue(c, (float)c);
+        // Columns in chunks of 64 (the row buffer holds at least 64 floats), shifted by the chunk start and the row.
+        for (uint32_t r = 0; r < rowsMax_; ++r) {
+            for (uint32_t c = 0; c < w_; c += 64) AscendC::Adds(dmat[r * w_ + c], idx, (float)c - (float)r, 64);
+        }
+    }
+
+    // x[r][c] op= b[r] for the rows of a [rows, cols] fp32 tile (row pitch cols, a multiple of 8), b from a [rows, 8]
+    // block-broadcast statistic.
+    template <int kOp>
+    __aicore__ inline void RowBroadcast(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& b,
+                                       uint32_t rows, uint32_t cols) {
+        const uint8_t rep = (uint8_t)(cols / 8);
+        AscendC::BinaryRepeatParams p(1, 1, 0, rep, rep, 1);
+        for (uint32_t c = 0; c < cols; c += 64) {
+            const uint64_t mask = cols - c < 64 ? cols - c : 64;
+            if (kOp == 0) AscendC::Sub(x[c], x[c], b, mask, (uint8_t)rows, p);
+            if (kOp == 1) AscendC::Div(x[c], x[c], b, mask, (uint8_t)rows, p);
+        }
+    }
+
+    // Loads `count` statistic rows (8 floats each) starting at statistic row `row` into Stat(slot).
+    __aicore__ inline void LoadStat(uint32_t slot, const AscendC::GlobalTensor<float>& src, uint64_t row, uint32_t count) {
+        AscendC::DataCopy(Stat(slot), src[row * 8], count * 8);
+    }
+
+    // dQ pass, task start: D = rowsum(dO * O) of this AIV's rows (kept in Stat(kStatD) and stored for the dKV
+    // pass), and, when this pass runs the tiles, the forward's max / sum of the rows.
+    __aicore__ inline void TaskStatistics(const FaGradTask& task, const Rows& own) {
+        if (own.count == 0) return;
+        const uint32_t rows = own.count, dvPad = t_->dvPad;
+        const int64_t row = task.first + own.first;
+        const uint64_t stat = GradStatRow(t_, task, task.head, row);
+        AscendC::LocalTensor<T> dyT = outBuf_.Get<T>();
+        AscendC::LocalTensor<T> oT = dyT[rows * dvPad];
+        const uint8_t padElems = (uint8_t)(dvPad - t_->dv);
+        AscendC::DataCopyExtParams cp((uint16_t)rows, t_->dv * (uint32_t)sizeof(T),
+                                      (uint32_t)((t_->oStrideS - t_->dv) * sizeof(T)), 0, 0);
+        AscendC::DataCopyPadExtParams<T> pad(padElems != 0, 0, padElems, (T)0.0f);
+        Handover<AscendC::HardEvent::V_MTE2>();
+        AscendC::DataCopyPad(dyT, dyGm_[GradOOffset(t_, task, task.head, row)], cp, pad);
+        AscendC::DataCopyPad(oT, oGm_[GradOOffset(t_, task, task.head, row)], cp, pad);
+        if (t_->stage == kGradStageFull) {
+            LoadStat(kStatMax, maxGm_, stat, rows);
+            LoadStat(kStatSum, sumGm_, stat, rows);
+        }
+        Handover<AscendC::HardEvent::MTE2_V>();
+        AscendC::LocalTensor<float> prod = accBuf_.Get<float>();  // free until the task's first step
+        AscendC::LocalTensor<float> oF = partBuf_.Get<float>();
+        const uint32_t n = rows * dvPad;
+        AscendC::Cast(prod, dyT, AscendC::RoundMode::CAST_NONE, n);
+        AscendC::Cast(oF, oT, AscendC::RoundMode::CAST_NONE, n);
+        AscendC::Mul(prod, prod, oF, (int32_t)n);
+        // Fold the 64-column chunks of each row into `fold`, then one sum per row, broadcast to 8 per row.
+        AscendC::LocalTensor<float> fold = scoreBuf_.Get<float>();
+        const uint8_t rep = (uint8_t)(dvPad / 8);
+        const uint64_t first = dvPad < 64 ? dvPad : 64;
+        AscendC::Muls(fold, prod, 1.0f, first, (uint8_t)rows, AscendC::UnaryRepeatParams(1, 1, 8, rep));
+        for (uint32_t c = 64; c < dvPad; c += 64) {
+            const uint64_t mask = dvPad - c < 64 ? dvPad - c : 64;
+            AscendC::Add(fold, fold, prod[c], mask, (uint8_t)rows, AscendC::BinaryRepeatParams(1, 1, 1, 8, 8, rep));
+        }
+        AscendC::LocalTensor<float> sums = rowBuf_.Get<float>();
+        const uint32_t rows8 = AlignUp(rows, 8);
+        AscendC::Duplicate(sums, 0.0f, (int32_t)rows8);
+        AscendC::WholeReduceSum(sums, fold, (int32_t)first, (int32_t)rows, 1, 1, 8);
+        AscendC::Brcb(Stat(kStatD), sums, (uint8_t)(rows8 / 8), AscendC::BrcbRepeatParams(1, 8));
+        Handover<AscendC::HardEvent::V_MTE3>();
+        AscendC::DataCopy(dGm_[stat * 8], Stat(kStatD), rows * 8);
+        Handover<AscendC::HardEvent::MTE3_V>();
+    }
+
+    // dKV pass: the statistics of this AIV's query rows of the step's tile.
+    __aicore__ inline void StepStatistics(const FaGradTask& task, const FaGradStep& s, const Rows& q) {
+        if (q.count == 0) return;
+        const uint64_t stat = GradStatRow(t_, task, s.qHead, s.q0 + q.first);
+        Handover<AscendC::HardEvent::V_MTE2>();
+        LoadStat(kStatMax, maxGm_, stat, q.count);
+        LoadStat(kStatSum, sumGm_, stat, q.count);
+        LoadStat(kStatD, dGm_, stat, q.count);
+        Handover<AscendC::HardEvent::MTE2_V>();
+    }
+
+    // Scores outside the band -> -FLT_MAX (after the max subtraction, so exp gives exactly 0); key columns past the
+    // sequence end: x -> -FLT_MAX and dP -> 0 (the cube wrote nothing there).
+    __aicore__ inline void Mask(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& dp,
+                                const FaGradTask& task, int64_t r0, uint32_t rows, int64_t c0, uint32_t cols) {
+        const uint32_t n = rows * w_;
+        if (!BlockFullyVisible(task.band, r0, r0 + rows, c0, c0 + cols)) {
+            AscendC::LocalTensor<uint8_t> bits = bitsBuf_.Get<uint8_t>();
+            AscendC::LocalTensor<float> dmat = dmatBuf_.Get<float>();
+            const int64_t hi = task.band.hi + r0 - c0;  // keep where c - r <= hi
+            const int64_t lo = task.band.lo + r0 - c0;  // keep where c - r >= lo
+            if (hi < (int64_t)w_ - 1) {
+                AscendC::Compares(bits, dmat, (float)FaMax(hi, -(int64_t)rowsMax_ - 1), AscendC::CMPMODE::LE, n);
+                AscendC::Select(x, bits, x, kGradMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+            }
+            if (lo > -(int64_t)rows + 1) {
+                AscendC::Compares(bits, dmat, (float)FaMin(lo, (int64_t)w_ + 1), AscendC::CMPMODE::GE, n);
+                AscendC::Select(x, bits, x, kGradMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+            }
+        }
+        for (uint32_t c = (cols / 64) * 64; c < w_; c += 64) {
+            const uint32_t keep = cols > c ? cols - c : 0;
+            uint64_t mask[2] = {keep == 0 ? ~0ULL : (~0ULL << keep), 0};
+            AscendC::Duplicate(x[c], kGradMaskValue, mask, (uint8_t)rows, 1, (uint8_t)(w_ / 8));
+            AscendC::Duplicate(dp[c], 0.0f, mask, (uint8_t)rows, 1, (uint8_t)(w_ / 8));
+        }
+    }
+
+    // One tile: P and dS of this AIV's query rows -> workspace, then tell the cube.
+    __aicore__ inline void ScoreStep(const FaGradTask& task, const FaGradStep& s, const Rows& q, uint32_t step) {
+        AscendC::CrossCoreWaitFlag(GradFlag(kGradFlagScores, step));
+        if (q.count == 0) {  // nothing to write: the set only certifies this AIV's earlier workspace reads (MTE2)
+            AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(GradFlag(kGradFlagProbs, step));
+            return;
+        }
+        const uint32_t rows = q.count, n = rows * w_;
+        AscendC::LocalTensor<float> x = scoreBuf_.Get<float>();
+        AscendC::LocalTensor<float> dp = dpBuf_.Get<float>();
+        AscendC::GlobalTensor<float> src;
+        Handover<AscendC::HardEvent::V_MTE2>();
+        src.SetGlobalBuffer(ws_.Scores(step & 1) + (uint64_t)q.first * w_);
+        AscendC::DataCopy(x, src, n);
+        src.SetGlobalBuffer(ws_.DScoresIn(step & 1) + (uint64_t)q.first * w_);
+        AscendC::DataCopy(dp, src, n);
+        Handover<AscendC::HardEvent::MTE2_V>();
+        AscendC::Muls(x, x, t_->scale, (int32_t)n);
+        RowBroadcast<0>(x, Stat(kStatMax), rows, w_);
+        Mask(x, dp, task, s.q0 + q.first, rows, s.k0, (uint32_t)s.kRows);
+        AscendC::Exp(x, x, (int32_t)n);
+        RowBroadcast<1>(x, Stat(kStatSum), rows, w_);
+        RowBroadcast<0>(dp, Stat(kStatD), rows, w_);
+        AscendC::Mul(dp, dp, x, (int32_t)n);
+        if (t_->pass == kGradPassDkv) StoreHalf(x, ws_.template Probs<T>() + (uint64_t)q.first * w_, n);
+        StoreHalf(dp, ws_.template DScores<T>() + (uint64_t)q.first * w_, n);
+        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(GradFlag(kGradFlagProbs, step));
+    }
+
+    // fp32 tile -> input dtype -> GM.
+    __aicore__ inline void StoreHalf(const AscendC::LocalTensor<float>& src, __gm__ T* dst, uint32_t n) {
+        AscendC::LocalTensor<T> h = halfBuf_.Get<T>();
+        AscendC::Cast(h, src, AscendC::RoundMode::CAST_RINT, n);
+        Handover<AscendC::HardEvent::V_MTE3>();
+        AscendC::GlobalTensor<T> g;
+        g.SetGlobalBuffer(dst);
+        AscendC::DataCopy(g, h, n);
+        Handover<AscendC::HardEvent::MTE3_V>();
+    }
+
+    // Adds the cube's partial products of this AIV's owned rows to the accumulators (the first step copies).
+    __aicore__ inline void PartStep(const Rows& own, bool first, uint32_t step) {
+        AscendC::CrossCoreWaitFlag(GradFlag(kGradFlagPart, step));
+        if (own.count == 0) return;
+        AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
+        Accumulate(acc, ws_.PartA() + (uint64_t)own.first * t_->dPad, own.count * t_->dPad, first);
+        if (t_->pass == kGradPassDkv) {
+            Accumulate(acc[accKvOffset_], ws_.PartB() + (uint64_t)own.first * t_->dvPad, own.count * t_->dvPad, first);
+        }
+    }
+
+    __aicore__ inline void Accumulate(const AscendC::LocalTensor<float>& acc, __gm__ float* src, uint32_t n, bool first) {
+        AscendC::LocalTensor<float> part = partBuf_.Get<float>();
+        AscendC::GlobalTensor<float> g;
+        g.SetGlobalBuffer(src);
+        Handover<AscendC::HardEvent::V_MTE2>();
+        AscendC::DataCopy(first ? acc : part, g, n);
+        Handover<AscendC::HardEvent::MTE2_V>();
+        if (!first) AscendC::Add(acc, acc, part, (int32_t)n);
+    }
+
+    // Fast mode, pre stage: the dQ accumulator rows of this AIV start at 0 (the dK/dV pass adds into them).
+    __aicore__ inline void ZeroDqAccumulator(const FaGradTask& task, const Rows& own) {
+        if (own.count == 0) return;
+        const uint32_t n = own.count * t_->dPad;
+        AscendC::LocalTensor<float> zeros = partBuf_.Get<float>();
+        AscendC::Duplicate(zeros, 0.0f, (int32_t)n);
+        Handover<AscendC::HardEvent::V_MTE3>();
+        AscendC::DataCopy(dqAccGm_[GradStatRow(t_, task, task.head, task.first + own.first) * t_->dPad], zeros, n);
+        Handover<AscendC::HardEvent::MTE3_V>();
+    }
+
+    // Fast mode, post stage: dq = scale * accumulator.
+    __aicore__ inline void WriteAccumulatedDq(const FaGradTask& task, const Rows& own) {
+        if (own.count == 0) return;
+        const int64_t row = task.first + own.first;
+        AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
+        Handover<AscendC::HardEvent::V_MTE2>();
+        AscendC::DataCopy(acc, dqAccGm_[GradStatRow(t_, task, task.head, row) * t_->dPad], own.count * t_->dPad);
+        Handover<AscendC::HardEvent::MTE2_V>();
+        WriteRows(acc, dqGm_[GradQOffset(t_, task, task.head, row)], own.count, t_->d, t_->dPad, t_->qStrideS,
+                  t_->scale, true);
+    }
+
+    // Owned rows -> outputs: dQ pass dq = scale * acc; dKV pass dk = scale * accK, dv = accV. A task without steps
+    // (no query row sees its rows) writes zeros.
+    __aicore__ inline void WriteTask(const FaGradTask& task, const Rows& own, bool any) {
+        if (own.count == 0) return;
+        const int64_t row = task.first + own.first;
+        AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
+        if (t_->pass == kGradPassDq) {
+            WriteRows(acc, dqGm_[GradQOffset(t_, task, task.head, row)], own.count, t_->d, t_->dPad, t_->qStrideS,
+                      t_->scale, any);
+        } else {
+            WriteRows(acc, dkGm_[GradKOffset(t_, task, task.head, row)], own.count, t_->d, t_->dPad, t_->kStrideS,
+                      t_->scale, any);
+            WriteRows(acc[accKvOffset_], dvGm_[GradVOffset(t_, task, task.head, row)], own.count, t_->dv, t_->dvPad,
+                      t_->vStrideS, 1.0f, any);
+        }
+    }
+
+    __aicore__ inline void WriteRows(const AscendC::LocalTensor<float>& acc, const AscendC::GlobalTensor<T>& dst,
+                                     uint32_t rows, uint32_t cols, uint32_t pitch, uint64_t dstPitch, float scale,
+                                     bool any) {
+        const uint32_t n = rows * pitch;
+        AscendC::LocalTensor<T> o = outBuf_.Get<T>();
+        if (any) {
+            if (scale != 1.0f) AscendC::Muls(acc, acc, scale, (int32_t)n);
+            AscendC::Cast(o, acc, AscendC::RoundMode::CAST_RINT, n);
+        } else {
+            AscendC::Duplicate(o, (T)0.0f, (int32_t)n);
+        }
+        Handover<AscendC::HardEvent::V_MTE3>();
+        AscendC::DataCopyExtParams op((uint16_t)rows, cols * (uint32_t)sizeof(T), 0,
+                                      (uint32_t)((dstPitch - cols) * sizeof(T)), 0);
+        AscendC::DataCopyPad(dst, o, op);
+        Handover<AscendC::HardEvent::MTE3_V>();
+    }
+
+    const FlashAttentionGradTilingData* t_ = nullptr;
+    uint32_t core_ = 0, sub_ = 0;
+    __gm__ int64_t* seqInfo_ = nullptr;
+    AscendC::GlobalTensor<T> dyGm_, oGm_, dqGm_, dkGm_, dvGm_;
+    AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_, dqAccGm_;
+    FaGradWorkspace ws_;
+    uint32_t w_ = 0, rowsMax_ = 0, statElems_ = 0, accKvOffset_ = 0;
+    AscendC::TBuf<AscendC::TPosition::VECIN> scoreBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> dpBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> dmatBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> bitsBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECOUT> halfBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> statBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> partBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> accBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECOUT> outBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> rowBuf_;
+};
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_FA_BWD_VECTOR_H

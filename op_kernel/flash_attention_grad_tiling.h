@@ -1,0 +1,127 @@
+// Tiling data of the backward FlashAttention kernel, shared by op_host (tiling) and op_kernel (device code).
+// The backward runs as two launches of one mix kernel, each with its own copy of this struct:
+//   pass kGradPassDq:  tasks (sequence, query head, s1 block); D = rowsum(dO * O) into the workspace, then
+//                      dQ = scale * sum_j dS_ij K_j over the visible s2 blocks;
+//   pass kGradPassDkv: tasks (sequence, kv head, s2 block); dV = sum P^T dO and dK = scale * sum dS^T Q over the
+//                      query heads of the group and the s1 blocks that see the kv block.
+// Deterministic mode runs exactly these two: every output row is owned by exactly one task, whose sum runs in a
+// fixed order, so the result does not depend on the core count or on timing (no atomics).
+// The default (fast) mode computes each tile once: a D-only dQ pass (stage kGradStagePre, which also zeroes an fp32
+// dQ accumulator), the dK/dV pass with fusedDq = 1 (the cube also atomically adds dS K into the accumulator), and
+// a dQ pass of stage kGradStagePost (dq = scale * accumulator). Atomic fp32 adds make dq's last bits order-dependent.
+#ifndef NPU_FA_FLASH_ATTENTION_GRAD_TILING_H
+#define NPU_FA_FLASH_ATTENTION_GRAD_TILING_H
+
+#include "flash_attention_tiling.h"
+
+namespace npu_fa {
+
+enum FaGradPass : uint32_t { kGradPassDq = 0, kGradPassDkv = 1 };
+enum FaGradStage : uint32_t { kGradStageFull = 0, kGradStagePre = 1, kGradStagePost = 2 };  // of the dQ pass
+// Per sequence: q token start, kv token start, s1, s2, first dQ task, first dK/dV task.
+constexpr uint32_t kGradSeqFields = 6;
+
+struct FlashAttentionGradTilingData {
+    // 64-bit fields first, then 32-bit ones (an even number of them): no implicit padding.
+    int64_t preTokens;
+    int64_t nextTokens;
+    // Element strides of q/k/v and of dy/attention_in (the output layout): per batch (unused for TND), head, token.
+    uint64_t qStrideB, qStrideN, qStrideS;
+    uint64_t kStrideB, kStrideN, kStrideS;
+    uint64_t vStrideB, vStrideN, vStrideS;
+    uint64_t oStrideB, oStrideN, oStrideS;
+    // Workspace (bytes): D = rowsum(dO * O) per query row ([rows, 8] fp32, statistic layout) at wsOffsetD, then per
+    // core at wsOffsetCore + core * wsPerCore: S and dP (fp32, two slots), P and dS (input dtype), the partial
+    // products.
+    uint64_t wsOffsetD;
+    uint64_t wsOffsetDqAcc;  // fast mode: dQ accumulator [rows, dPad] fp32, rows in statistic order
+    uint64_t wsOffsetCore;
+    uint64_t wsPerCore;
+    uint64_t wsOffsetS, wsOffsetDp, wsOffsetP, wsOffsetDs, wsOffsetPartA, wsOffsetPartB;
+    uint32_t pass;        // FaGradPass
+    uint32_t stage;       // FaGradStage (dQ pass)
+    uint32_t fusedDq;     // dK/dV pass: 1 = also accumulate dS K into the dQ accumulator (atomic add)
+    uint32_t layout;
+    uint32_t dtype;
+    uint32_t batch;
+    uint32_t n1, n2, group;
+    uint32_t s1, s2;      // TND: max
+    uint32_t d, dv;
+    uint32_t varlen;
+    uint32_t sparseMode;  // 0, 2, 3, 4 (as the forward)
+    float scale;
+    uint32_t s1Block;     // query rows of a tile (the two AIVs take half each)
+    uint32_t s2Block;     // key rows of a tile (multiple of 64)
+    uint32_t dPad, dvPad; // rounded up to 16
+    uint32_t blockDim;
+    uint32_t taskTotal;
+    uint32_t blocksPerHead;  // non-varlen: tasks per (batch, head) of this pass
+    uint32_t coreTaskStart[kMaxCores + 1];
+};
+static_assert(sizeof(FlashAttentionGradTilingData) ==
+                  2 * sizeof(int64_t) + 22 * sizeof(uint64_t) + 23 * sizeof(uint32_t) + (kMaxCores + 1) * sizeof(uint32_t),
+              "FlashAttentionGradTilingData must have no implicit padding");
+
+// Query rows i of a sequence that see some key column of [c0, c1): i + lo <= c1 - 1 and i + hi >= c0 (the band of
+// BandOf, read the other way round), as the range of s1 blocks [first, last).
+FA_INLINE FaStepRange QueryBlocksOf(const FaBand& band, int64_t c0, int64_t c1, int64_t s1, int64_t s1Block) {
+    FaStepRange r{0, 0};
+    if (c1 <= c0 || s1 <= 0) return r;
+    const int64_t lo = FaMax(0, c0 - band.hi);
+    const int64_t hi = FaMin(s1 - 1, c1 - 1 - band.lo);
+    if (lo > hi) return r;
+    r.first = lo / s1Block;
+    r.last = hi / s1Block + 1;
+    return r;
+}
+
+// Chunk of a matmul dimension of `total` elements: the largest multiple of 16 not above `limit` (at least 16),
+// capped at `total` rounded up to 16.
+FA_INLINE uint32_t GradChunk(uint32_t total, uint32_t limit) {
+    const uint32_t c = limit / 16 * 16 < 16 ? 16 : limit / 16 * 16;
+    const uint32_t t = AlignUp(total, 16);
+    return c < t ? c : t;
+}
+
+// UB buffers of one AIV (bytes) for query tile rows `rows` (this AIV's half), key tile width `w`, key rows per AIV
+// `kvRows` and padded head dims. The kernel allocates exactly these; the tiling picks blocks whose total fits.
+struct FaGradUbSizes {
+    uint32_t score;  // S, later P, fp32 [rows, w]
+    uint32_t dp;     // dP, later dS, fp32 [rows, w]
+    uint32_t dmat;   // (column - row) pattern for band masks [rows, w]
+    uint32_t bits;   // compare bit mask over [rows, w]
+    uint32_t half;   // P or dS in the input dtype [rows, w]
+    uint32_t stat;   // one statistic per row broadcast to a 32 B block [rows8, 8] fp32 (max, sum, D)
+    uint32_t part;   // one partial product of the cube, fp32 [accRows, dMax]
+    uint32_t acc;    // accumulators fp32: dQ [rows, dPad] or dK + dV [kvRows, dPad + dvPad]; before the first
+                     // step of a dQ task also dO * O in fp32 [rows, dvPad]
+    uint32_t out;    // an output tile in the input dtype [accRows, dMax]; also dO and O [rows, dvPad] each
+    uint32_t row;    // one fp32 per row [rows8], at least 64 (the column index pattern)
+    uint32_t total;
+};
+constexpr uint32_t kGradStatBuffers = 3;
+
+FA_INLINE FaGradUbSizes GradUbSizes(uint32_t rows, uint32_t w, uint32_t kvRows, uint32_t dPad, uint32_t dvPad) {
+    FaGradUbSizes u;
+    const uint32_t r = rows == 0 ? 1 : rows;
+    const uint32_t r8 = AlignUp(r, 8);
+    const uint32_t dMax = dPad > dvPad ? dPad : dvPad;
+    const uint32_t accRows = r > kvRows ? r : kvRows;
+    const uint32_t accQ = r * dPad * 4, accKv = kvRows * (dPad + dvPad) * 4;
+    u.score = r * w * 4;
+    u.dp = r * w * 4;
+    u.dmat = r * w * 4;
+    u.bits = AlignUp(r * w / 8, 32);
+    u.half = r * w * 2;
+    u.stat = r8 * 8 * 4;
+    u.part = accRows * dMax * 4;
+    u.acc = accQ > accKv ? accQ : accKv;
+    u.out = accRows * dMax * 2 > 2 * r * dvPad * 2 ? accRows * dMax * 2 : 2 * r * dvPad * 2;
+    u.row = (r8 > 64 ? r8 : 64) * 4;
+    u.total = u.score + u.dp + u.dmat + u.bits + u.half + kGradStatBuffers * u.stat + u.part + u.acc + u.out + u.row;
+    return u;
+}
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_FLASH_ATTENTION_GRAD_TILING_H

@@ -1,0 +1,217 @@
+"""`torch.ops.npu.flash_attention_grad` and the autograd formula of `torch.ops.npu.flash_attention`.
+
+Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
+
+    npu::flash_attention_grad(Tensor query, Tensor key, Tensor value, Tensor dy, int head_num, str input_layout,
+        Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, Tensor? softmax_max=None,
+        Tensor? softmax_sum=None, Tensor? attention_in=None, float scale=1.0, float keep_prob=1.0,
+        int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, int[]? prefix=None,
+        int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0,
+        Tensor? sink=None, bool deterministic=False)
+      -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, Tensor dsink)
+
+* The shared arguments are checked by `ops.validate_flash_attention` (same rules, same messages); the masks
+  supported are the forward's (sparse_mode 0/1 without a mask, 2/3/4, TND varlen). `softmax_max`/`softmax_sum`
+  (the forward's float32 `[B, N1, S1, 8]` / TND `[T1, N1, 8]` statistics) and `attention_in` (the forward output)
+  are required; `dy` has the forward output's shape and the query's dtype.
+* dq/dk/dv have the shapes and dtype of query/key/value; dpse and dsink are empty (no pse, no sink). P is
+  recomputed from the saved statistics (P = exp(scale * S - max) / sum), D = rowsum(dy * attention_in),
+  dS = P * (dP - D); every sum accumulates in fp32, P and dS enter the cube's products in the input dtype. Rows
+  that see no key (softmax_max = -FLT_MAX) get P = 0, so zero dq and no contribution to dk/dv.
+* `deterministic=True`: two kernel passes (dQ, then dK/dV), every output element written by exactly one core in a
+  fixed order, so results are bitwise reproducible run to run and for any core count. `False` (default): each tile
+  is computed once, dK/dV owned per core as before and dQ accumulated by fp32 atomic adds (about 25 % less twin
+  time; dq's last bits depend on the order the cores' adds land). The autograd passes
+  `torch.are_deterministic_algorithms_enabled()`.
+* pse / sink -> NotImplementedError, keep_prob < 1 -> NotImplementedError, padding_mask -> ValueError (reserved),
+  D > 400 -> NotImplementedError (the forward goes to 512).
+
+Autograd: `torch.ops.npu.flash_attention` gets a backward through this op (saving query, key, value, the output
+and the two statistics; never P); softmax_max/softmax_sum are not differentiable.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+
+from . import ops
+from .ops import INT32_MAX
+
+__all__ = ["flash_attention_grad", "GRAD_SCHEMA", "MAX_GRAD_HEAD_DIM"]
+
+MAX_GRAD_HEAD_DIM = 400  # largest D whose smallest tiles (16 x 64) fit UB (op_kernel/flash_attention_grad_tiling.h)
+
+GRAD_SCHEMA = (
+    "(Tensor query, Tensor key, Tensor value, Tensor dy, int head_num, str input_layout, Tensor? pse=None, "
+    "Tensor? padding_mask=None, Tensor? atten_mask=None, Tensor? softmax_max=None, Tensor? softmax_sum=None, "
+    "Tensor? attention_in=None, float scale=1.0, float keep_prob=1.0, int pre_tokens=2147483647, "
+    "int next_tokens=2147483647, int inner_precise=0, int[]? prefix=None, int[]? actual_seq_qlen=None, "
+    "int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, Tensor? sink=None, "
+    "bool deterministic=False) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, Tensor dsink)"
+)
+
+
+def _validate_grad(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max,
+                   softmax_sum, attention_in, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
+                   actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, sink, deterministic,
+                   check_values: bool = True) -> ops.FAProblem:
+    p = ops.validate_flash_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
+                                     keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
+                                     actual_seq_kvlen, sparse_mode, seed, offset, check_values=check_values)
+    if sink is not None:
+        raise NotImplementedError("sink (attention sink logits) is not implemented yet in npu_flash_attn")
+    if p.D > MAX_GRAD_HEAD_DIM:
+        raise NotImplementedError(f"flash_attention_grad supports head dims D <= {MAX_GRAD_HEAD_DIM} (the dK and dV "
+                                  f"accumulators of a key block must fit one vector core's UB), got D={p.D}")
+    if not isinstance(deterministic, bool):
+        raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}")
+    named = (("dy", dy, p.out_shape, query.dtype, "the forward output's shape"),
+             ("attention_in", attention_in, p.out_shape, query.dtype, "the forward output's shape"),
+             ("softmax_max", softmax_max, p.stats_shape, torch.float32, "the forward statistics' shape"),
+             ("softmax_sum", softmax_sum, p.stats_shape, torch.float32, "the forward statistics' shape"))
+    for name, t, shape, dtype, what in named:
+        if t is None:
+            raise ValueError(f"{name} is required by flash_attention_grad (pass the forward's {name})"
+                             if name != "dy" else "dy is required")
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if tuple(t.shape) != tuple(shape):
+            raise ValueError(f"{name} shape {tuple(t.shape)} must be {tuple(shape)} ({what}, "
+                             f"input_layout={p.layout!r})")
+        if t.dtype != dtype:
+            raise TypeError(f"{name} dtype {t.dtype} must be {dtype}")
+        if t.device != query.device:
+            raise ValueError(f"{name} is on device {t.device} but query is on {query.device}; all tensors must be "
+                             "on the same device")
+    return p
+
+
+def _check_finite(**tensors) -> None:
+    for name, t in tensors.items():
+        bad = ~torch.isfinite(t)
+        if bool(bad.any()):
+            idx = tuple(int(i) for i in bad.nonzero()[0])
+            raise ValueError(f"{name} contains NaN or Inf (first at index {idx}); flash_attention_grad requires "
+                             f"finite {', '.join(tensors)}")
+
+
+def _zero_tnd_tails(p: ops.FAProblem, dq, dk, dv) -> None:
+    """TND: tokens after the last enabled sequence belong to no task; their gradients are 0."""
+    used_q = p.cu_seqlens_q[-1] if p.cu_seqlens_q else 0
+    used_kv = p.cu_seqlens_kv[-1] if p.cu_seqlens_kv else 0
+    dq[used_q:].zero_()
+    dk[used_kv:].zero_()
+    dv[used_kv:].zero_()
+
+
+def _grad_impl(query, key, value, dy, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
+               softmax_max=None, softmax_sum=None, attention_in=None, scale=1.0, keep_prob=1.0,
+               pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None,
+               actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None, deterministic=False):
+    p = _validate_grad(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max,
+                       softmax_sum, attention_in, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
+                       actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, sink, deterministic)
+    dev = query.device
+    if dev.type == "npu":
+        raise NotImplementedError("NPU path comes with the CANN operator package issue")
+    if dev.type != "cpu":
+        raise ValueError(f"query is on device {dev}; npu::flash_attention_grad runs on CPU tensors (CPU twin) or NPU "
+                         "tensors")
+    ops.check_input_values(p, query, key, value)
+    _check_finite(dy=dy, attention_in=attention_in)
+    empty = torch.empty(0, dtype=query.dtype)
+    if not p.has_work():
+        return query.new_zeros(query.shape), key.new_zeros(key.shape), value.new_zeros(value.shape), empty, empty.clone()
+    q, k, v = (t.detach().contiguous() for t in (query, key, value))
+    do, o = dy.detach().contiguous(), attention_in.detach().contiguous()
+    smax, ssum = softmax_max.detach().contiguous(), softmax_sum.detach().contiguous()
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    entry = getattr(ops._ext(), "flash_attention_grad", None)
+    if entry is None:
+        raise RuntimeError("npu_flash_attn._C has no flash_attention_grad (stale build?): rebuild with "
+                           "`pip install -e .`")
+    info = entry(q.data_ptr(), k.data_ptr(), v.data_ptr(), do.data_ptr(), o.data_ptr(), smax.data_ptr(),
+                 ssum.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), p.dtype_name, p.layout, int(p.B),
+                 int(p.N1), int(p.N2), int(p.S1), int(p.S2), int(p.D), int(p.Dv), float(p.scale), int(p.sparse_mode),
+                 int(p.pre_tokens), int(p.next_tokens), list(p.cu_seqlens_q), list(p.cu_seqlens_kv), int(p.T1),
+                 int(p.T2), bool(deterministic), ops.get_chip())
+    if p.layout == "TND":
+        _zero_tnd_tails(p, dq, dk, dv)
+    with ops._state_lock:
+        ops._last_info = dict(info, op="flash_attention_grad")
+    return dq, dk, dv, empty, empty.clone()
+
+
+def _grad_fake(query, key, value, dy, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
+               softmax_max=None, softmax_sum=None, attention_in=None, scale=1.0, keep_prob=1.0,
+               pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None,
+               actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None, deterministic=False):
+    _validate_grad(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max,
+                   softmax_sum, attention_in, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
+                   actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, sink, deterministic,
+                   check_values=False)
+    return (query.new_empty(query.shape), key.new_empty(key.shape), value.new_empty(value.shape),
+            query.new_empty((0,)), query.new_empty((0,)))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# autograd of npu::flash_attention
+# ----------------------------------------------------------------------------------------------------------------
+def _forward_arg_names() -> list[str]:
+    """Argument names of the forward schema, in order (the autograd reads `inputs` by these positions)."""
+    schema = torch._C.parse_schema("npu::flash_attention" + ops.SCHEMA)
+    return [a.name for a in schema.arguments]
+
+
+_FWD_NAMES = _forward_arg_names()
+_NON_TENSOR = ("head_num", "input_layout", "scale", "keep_prob", "pre_tokens", "next_tokens", "inner_precise",
+               "prefix", "actual_seq_qlen", "actual_seq_kvlen", "sparse_mode", "seed", "offset")
+
+
+def _setup_context(ctx, inputs, output):
+    args = dict(zip(_FWD_NAMES + ["sink"], inputs))  # a trailing `sink` argument, once the schema has it
+    out, smax, ssum = output
+    ctx.save_for_backward(args["query"], args["key"], args["value"], out, smax, ssum)
+    ctx.fwd_args = {n: args[n] for n in _NON_TENSOR}
+    ctx.num_inputs = len(inputs)
+    ctx.mark_non_differentiable(smax, ssum)
+
+
+def _backward(ctx, d_out, _d_max, _d_sum):
+    query, key, value, out, smax, ssum = ctx.saved_tensors
+    if d_out is None:
+        d_out = torch.zeros_like(out)
+    a = ctx.fwd_args
+    # Masks of modes 2/3/4 are applied from sparse_mode alone (the compressed mask adds nothing), so none is passed.
+    dq, dk, dv, _, _ = torch.ops.npu.flash_attention_grad(
+        query, key, value, d_out, a["head_num"], a["input_layout"], atten_mask=None, softmax_max=smax,
+        softmax_sum=ssum, attention_in=out, scale=a["scale"], keep_prob=a["keep_prob"], pre_tokens=a["pre_tokens"],
+        next_tokens=a["next_tokens"], inner_precise=a["inner_precise"], prefix=a["prefix"],
+        actual_seq_qlen=a["actual_seq_qlen"], actual_seq_kvlen=a["actual_seq_kvlen"], sparse_mode=a["sparse_mode"],
+        seed=a["seed"], offset=a["offset"], deterministic=torch.are_deterministic_algorithms_enabled())
+    return (dq, dk, dv) + (None,) * (ctx.num_inputs - 3)
+
+
+def _register():
+    try:
+        torch.ops.npu.flash_attention_grad  # noqa: B018 - already registered (module reloaded)
+        return None
+    except (AttributeError, RuntimeError):
+        pass
+    op = torch.library.custom_op("npu::flash_attention_grad", _grad_impl, mutates_args=(), schema=GRAD_SCHEMA)
+    op.register_fake(_grad_fake)
+    torch.library.register_autograd("npu::flash_attention", _backward, setup_context=_setup_context)
+    return op
+
+
+_custom_op = _register()
+
+
+def flash_attention_grad(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, dy: torch.Tensor,
+                         head_num: int, input_layout: str, softmax_max: Optional[torch.Tensor] = None,
+                         softmax_sum: Optional[torch.Tensor] = None, attention_in: Optional[torch.Tensor] = None,
+                         **kwargs: Any):
+    """Python convenience wrapper: `torch.ops.npu.flash_attention_grad(...)` (see the module docstring)."""
+    return torch.ops.npu.flash_attention_grad(query, key, value, dy, head_num, input_layout, softmax_max=softmax_max,
+                                              softmax_sum=softmax_sum, attention_in=attention_in, **kwargs)
