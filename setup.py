@@ -43,7 +43,7 @@ ext = Pybind11Extension(
     sorted(str(p.relative_to(ROOT)) for d in ("twin/bindings", "op_kernel", "op_host") for p in (ROOT / d).glob("*.cpp")),
     include_dirs=["twin/include", "op_host", "op_kernel"],
     # headers: setuptools rebuilds every source when one changes (it tracks no includes itself)
-    depends=sorted(str(p.relative_to(ROOT)) for d in ("twin/include", "op_kernel", "op_host") for p in (ROOT / d).rglob("*.h")),
+    depends=sorted(str(p.relative_to(ROOT)) for d in ("twin/include", "twin/bindings", "op_kernel", "op_host") for p in (ROOT / d).rglob("*.h")),
     cxx_std=17,
     extra_compile_args=["-O3", "-pthread", *_native_flags()],
     extra_link_args=["-pthread"],

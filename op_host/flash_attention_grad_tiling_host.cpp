@@ -45,9 +45,6 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
                                             FaGradTilingOut& out) {
     if (p.batch == 0 || p.n1 == 0 || p.n2 == 0 || p.n1 % p.n2 != 0) return "n1 must be a positive multiple of n2";
     if (p.d < 1 || p.d > 512 || p.dv < 1 || p.dv > p.d) return "need 1 <= dv <= d <= 512";
-    if (p.sparseMode != 0 && p.sparseMode != 2 && p.sparseMode != 3 && p.sparseMode != 4) {
-        return "sparse mode must be 0, 2, 3 or 4";
-    }
     const bool varlen = p.layout == kTND;
     if (varlen && (p.cuSeqQ.size() != p.batch || p.cuSeqKv.size() != p.batch)) {
         return "cumulative lengths must have batch entries";
@@ -98,7 +95,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     bool found = false;
     for (uint32_t w : {128u, 64u}) {
         for (uint32_t s1b : {128u, 64u, 32u, 16u}) {
-            if (GradUbSizes(CeilDiv(s1b, 2), w, CeilDiv(w, 2), t.dPad, t.dvPad).total <= ub &&
+            if (GradUbSizes(CeilDiv(s1b, 2), w, CeilDiv(w, 2), t.dPad, t.dvPad, p.denseMask).total <= ub &&
                 GradL1Bytes(s1b, w, t.dPad, t.dvPad) <= l1) {
                 t.s1Block = s1b;
                 t.s2Block = w;
@@ -109,7 +106,24 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
         if (found) break;
     }
     if (!found) return "no block size fits the chip's UB/L1";
-    out.ubBytes = GradUbSizes(CeilDiv(t.s1Block, 2), t.s2Block, CeilDiv(t.s2Block, 2), t.dPad, t.dvPad).total;
+    out.ubBytes = GradUbSizes(CeilDiv(t.s1Block, 2), t.s2Block, CeilDiv(t.s2Block, 2), t.dPad, t.dvPad,
+                              p.denseMask).total;
+
+    // The forward's tiling for these blocks gives the per-sequence bands (every sparse mode), the mask bases and
+    // the block map's geometry; the backward's seq table extends its rows.
+    FaProblem fp = p;
+    fp.forceS1Block = t.s1Block;
+    fp.forceS2Block = t.s2Block;
+    FaTilingOut ft;
+    const std::string err = ComputeFlashAttentionTiling(fp, chip, ft);
+    if (!err.empty()) return err;
+    out.mapTiling = ft.data;
+    out.mapBytes = ft.mapBytes;
+    t.maskMode = ft.data.maskMode;
+    t.maskHeads = ft.data.maskHeads;
+    t.maskStrideN = ft.data.maskStrideN;
+    t.maskStrideS = ft.data.maskStrideS;
+    t.maskColStep = ft.data.maskColStep;
     out.l1Bytes = GradL1Bytes(t.s1Block, t.s2Block, t.dPad, t.dvPad);
 
     // Tasks of both passes, sequence-major; a task costs its tiles plus a fixed overhead.
@@ -119,13 +133,10 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     for (uint32_t b = 0; b < p.batch; ++b) {
         const FaSeq& s = seqs[b];
         int64_t* si = &out.seqInfo[(size_t)b * kGradSeqFields];
-        si[0] = s.qTok;
-        si[1] = s.kvTok;
-        si[2] = s.s1;
-        si[3] = s.s2;
-        si[4] = (int64_t)costQ.size();
-        si[5] = (int64_t)costKv.size();
-        const FaBand band = BandOf(p.sparseMode, p.preTokens, p.nextTokens, s.s1, s.s2);
+        const int64_t* fwd = &ft.seqInfo[(size_t)b * kSeqInfoFields];
+        for (uint32_t f = 0; f < kSeqInfoFields; ++f) si[f] = fwd[f];  // kSeqFirstTask: the dQ tasks are the forward's
+        si[kGradSeqFirstKvTask] = (int64_t)costKv.size();
+        const FaBand band{fwd[kSeqBandLo], fwd[kSeqBandHi], fwd[kSeqPrefix]};
         const uint32_t qBlocks = CeilDiv((uint32_t)s.s1, t.s1Block), kBlocks = CeilDiv((uint32_t)s.s2, t.s2Block);
         for (uint32_t n = 0; n < p.n1; ++n) {
             for (uint32_t blk = 0; blk < qBlocks; ++blk) {

@@ -18,7 +18,11 @@ struct FaGradTilingOut {
     uint64_t workspaceBytes = 0;         // kLibApiWorkspaceBytes (system) + the user part
     uint32_t ubBytes = 0;                // per AIV
     uint32_t l1Bytes = 0;                // per AIC
-    uint64_t tiles = 0;                  // (query head, s1 block, s2 block) tiles computed per pass
+    uint64_t tiles = 0;                  // (query head, s1 block, s2 block) tiles inside the bands, per pass
+    // Dense masks: the forward tiling for this kernel's blocks; the block-map pre-pass runs with it and the
+    // backward reads its map (mapBytes bytes).
+    FlashAttentionTilingData mapTiling{};
+    uint64_t mapBytes = 0;
 };
 
 // Fills `out`; returns an empty string on success, else what is wrong. `deterministic` picks the two-pass

@@ -36,6 +36,10 @@ struct FaGradTask {
     int64_t outer;     // dKV: query heads of the group to walk (dQ: 1)
     int64_t blkFirst;  // the other side's block range [blkFirst, blkLast)
     int64_t blkLast;
+    int64_t maskBase;  // dense masks: byte offset of the sequence's mask (head 0, row 0, column 0)
+    int64_t mapEntry0; // dense masks: block-map entry of the sequence's (mask head 0, s1 block 0, s2 block 0)
+    int64_t qBlocks;   // s1 and s2 blocks of the sequence (the block map's rows per head and columns)
+    int64_t kBlocks;
 };
 
 // One tile: query rows [q0, q0 + qRows) of query head qHead against key rows [k0, k0 + kRows).
@@ -47,9 +51,11 @@ struct FaGradStep {
 
 class FaGradTaskIterator {
 public:
-    __aicore__ inline void Init(const FlashAttentionGradTilingData* t, __gm__ int64_t* seqInfo, uint32_t core) {
+    __aicore__ inline void Init(const FlashAttentionGradTilingData* t, __gm__ int64_t* seqInfo,
+                                __gm__ uint8_t* blockMap, uint32_t core) {
         t_ = t;
         seqInfo_ = seqInfo;
+        map_ = blockMap;
         next_ = t->coreTaskStart[core];
         end_ = t->coreTaskStart[core + 1];
         batch_ = 0;
@@ -63,28 +69,30 @@ public:
         const int64_t ownBlock = dq ? t->s1Block : t->s2Block;
         int64_t local;
         if (t->varlen != 0) {
-            const uint32_t f = dq ? 4 : 5;
+            const uint32_t f = dq ? (uint32_t)kSeqFirstTask : kGradSeqFirstKvTask;
             while (batch_ + 1 < t->batch && SeqField(batch_ + 1, f) <= (int64_t)next_) ++batch_;
-            task.seq.qTok = SeqField(batch_, 0);
-            task.seq.kvTok = SeqField(batch_, 1);
-            task.seq.s1 = SeqField(batch_, 2);
-            task.seq.s2 = SeqField(batch_, 3);
             local = (int64_t)next_ - SeqField(batch_, f);
         } else {
             batch_ = next_ / (heads * t->blocksPerHead);
-            task.seq.qTok = 0;
-            task.seq.kvTok = 0;
-            task.seq.s1 = t->s1;
-            task.seq.s2 = t->s2;
             local = (int64_t)(next_ % (heads * t->blocksPerHead));
         }
+        task.seq.qTok = SeqField(batch_, kSeqQTok);
+        task.seq.kvTok = SeqField(batch_, kSeqKvTok);
+        task.seq.s1 = SeqField(batch_, kSeqS1);
+        task.seq.s2 = SeqField(batch_, kSeqS2);
+        task.band.lo = SeqField(batch_, kSeqBandLo);
+        task.band.hi = SeqField(batch_, kSeqBandHi);
+        task.band.prefix = SeqField(batch_, kSeqPrefix);
+        task.maskBase = SeqField(batch_, kSeqMaskBase);
+        task.mapEntry0 = SeqField(batch_, kSeqMapEntry0);
+        task.qBlocks = (task.seq.s1 + t->s1Block - 1) / t->s1Block;
+        task.kBlocks = (task.seq.s2 + t->s2Block - 1) / t->s2Block;
         const int64_t ownLen = dq ? task.seq.s1 : task.seq.s2;
         const int64_t blocks = (ownLen + ownBlock - 1) / ownBlock;
         task.batch = batch_;
         task.head = (uint32_t)(local / blocks);
         task.first = (local % blocks) * ownBlock;
         task.rows = FaMin(ownLen - task.first, ownBlock);
-        task.band = BandOf(t->sparseMode, t->preTokens, t->nextTokens, task.seq.s1, task.seq.s2);
         const FaStepRange r = dq ? StepsOf(task.band, task.first, task.first + task.rows, task.seq.s2, t->s2Block)
                                  : QueryBlocksOf(task.band, task.first, task.first + task.rows, task.seq.s1, t->s1Block);
         task.blkFirst = r.first;
@@ -92,6 +100,15 @@ public:
         task.outer = dq ? 1 : t->group;
         ++next_;
         return true;
+    }
+
+    // The block map's verdict on a step's tile (kTileMixed without a dense mask: the band logic decides). Both core
+    // kinds skip the steps it calls masked.
+    __aicore__ inline uint8_t TileState(const FaGradTask& task, const FaGradStep& s) const {
+        if (t_->maskMode == 0) return kTileMixed;
+        const int64_t head = t_->maskHeads != 0 ? (int64_t)s.qHead : 0;
+        const int64_t row = head * task.qBlocks + s.q0 / t_->s1Block;
+        return map_[task.mapEntry0 + row * task.kBlocks + s.k0 / t_->s2Block];
     }
 
     // Number of steps of a task and its `i`-th step, in the order both core kinds walk them.
@@ -124,6 +141,7 @@ private:
     }
     const FlashAttentionGradTilingData* t_ = nullptr;
     __gm__ int64_t* seqInfo_ = nullptr;
+    __gm__ uint8_t* map_ = nullptr;
     uint32_t next_ = 0;
     uint32_t end_ = 0;
     uint32_t batch_ = 0;

@@ -15,7 +15,7 @@ template <typename T>
 class FaBwdCube {
 public:
     __aicore__ inline void Init(const FlashAttentionGradTilingData* t, GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR dy,
-                                GM_ADDR seqInfo, GM_ADDR workspace, AscendC::TPipe* pipe) {
+                                GM_ADDR blockMap, GM_ADDR seqInfo, GM_ADDR workspace, AscendC::TPipe* pipe) {
         t_ = t;
         core_ = (uint32_t)AscendC::GetBlockIdx();
         qGm_.SetGlobalBuffer((__gm__ T*)q);
@@ -23,6 +23,7 @@ public:
         vGm_.SetGlobalBuffer((__gm__ T*)v);
         dyGm_.SetGlobalBuffer((__gm__ T*)dy);
         seqInfo_ = (__gm__ int64_t*)seqInfo;
+        blockMap_ = (__gm__ uint8_t*)blockMap;
         ws_.Init(workspace, t, core_);
         m16_ = AlignUp(t->s1Block, 16);
         w_ = t->s2Block;
@@ -52,7 +53,7 @@ public:
 
     __aicore__ inline void Process() {
         FaGradTaskIterator it;
-        it.Init(t_, seqInfo_, core_);
+        it.Init(t_, seqInfo_, blockMap_, core_);
         FaGradTask task;
         Pending prev;
         prev.valid = false;
@@ -60,14 +61,17 @@ public:
         const bool dq = t_->pass == kGradPassDq;
         while (it.Next(task)) {
             const int64_t steps = FaGradTaskIterator::StepCount(task);
+            bool first = true;
             for (int64_t i = 0; i < steps; ++i) {
                 Pending cur;
                 cur.valid = true;
                 cur.task = task;
                 cur.s = FaGradTaskIterator::StepOf(t_, task, i);
+                if (it.TileState(task, cur.s) == kTileMasked) continue;  // the block map: nothing to compute
                 cur.step = step++;
-                if (i == 0 || !dq) LoadQuerySide(cur);
-                if (i == 0 || dq) LoadKeySide(cur);
+                if (first || !dq) LoadQuerySide(cur);
+                if (first || dq) LoadKeySide(cur);
+                first = false;
                 for (int32_t id = 0; id < kSlotted; ++id) cur.slot[id] = slot_[id];
                 ScoresStep(cur);
                 if (prev.valid) ProductStep(prev);
@@ -259,6 +263,7 @@ private:
     uint32_t core_ = 0;
     AscendC::GlobalTensor<T> qGm_, kGm_, vGm_, dyGm_;
     __gm__ int64_t* seqInfo_ = nullptr;
+    __gm__ uint8_t* blockMap_ = nullptr;
     FaGradWorkspace ws_;
     uint32_t m16_ = 0, w_ = 0;
     uint32_t offs_[kTiles] = {0, 0, 0, 0, 0, 0};

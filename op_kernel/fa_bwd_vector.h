@@ -14,6 +14,7 @@
 #define NPU_FA_FA_BWD_VECTOR_H
 
 #include "fa_bwd_common.h"
+#include "fa_mask.h"
 
 namespace npu_fa {
 
@@ -21,7 +22,8 @@ template <typename T>
 class FaBwdVector {
 public:
     __aicore__ inline void Init(const FlashAttentionGradTilingData* t, GM_ADDR dy, GM_ADDR attentionIn,
-                                GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR seqInfo, GM_ADDR dq, GM_ADDR dk,
+                                GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR attenMask, GM_ADDR blockMap,
+                                GM_ADDR seqInfo, GM_ADDR dq, GM_ADDR dk,
                                 GM_ADDR dv, GM_ADDR workspace, AscendC::TPipe* pipe) {
         t_ = t;
         core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
@@ -34,12 +36,13 @@ public:
         dkGm_.SetGlobalBuffer((__gm__ T*)dk);
         dvGm_.SetGlobalBuffer((__gm__ T*)dv);
         seqInfo_ = (__gm__ int64_t*)seqInfo;
+        blockMap_ = (__gm__ uint8_t*)blockMap;
         ws_.Init(workspace, t, core_);
         dGm_.SetGlobalBuffer(ws_.D());
         dqAccGm_.SetGlobalBuffer(ws_.DqAcc());
         w_ = t->s2Block;
         rowsMax_ = CeilDiv(t->s1Block, 2);
-        const FaGradUbSizes u = GradUbSizes(rowsMax_, w_, CeilDiv(w_, 2), t->dPad, t->dvPad);
+        const FaGradUbSizes u = GradUbSizes(rowsMax_, w_, CeilDiv(w_, 2), t->dPad, t->dvPad, t->maskMode != 0);
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(scoreBuf_, u.score);
         pipe->InitBuffer(dpBuf_, u.dp);
@@ -52,12 +55,17 @@ public:
         pipe->InitBuffer(outBuf_, u.out);
         pipe->InitBuffer(rowBuf_, u.row);
         accKvOffset_ = CeilDiv(w_, 2) * t->dPad;
+        if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
         BuildDiagonalPattern();
+        // The half scratch of the mask is the P/dS cast buffer (used only after masking).
+        mask_.Init(t, attenMask, rowsMax_, dmatBuf_.Get<float>(), bitsBuf_.Get<uint8_t>(), halfBuf_.Get<half>(),
+                   u.mask != 0 ? maskBuf_.Get<uint8_t>() : bitsBuf_.Get<uint8_t>(), kIdMaskFree);
+        if (t->maskMode != 0) AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdMaskFree);
     }
 
     __aicore__ inline void Process() {
         FaGradTaskIterator it;
-        it.Init(t_, seqInfo_, core_);
+        it.Init(t_, seqInfo_, blockMap_, core_);
         FaGradTask task;
         uint32_t step = 0;
         const bool dq = t_->pass == kGradPassDq;
@@ -73,20 +81,26 @@ public:
                 continue;
             }
             const int64_t steps = FaGradTaskIterator::StepCount(task);
+            bool any = false;
             for (int64_t i = 0; i < steps; ++i) {
                 const FaGradStep s = FaGradTaskIterator::StepOf(t_, task, i);
+                const uint8_t state = it.TileState(task, s);
+                if (state == kTileMasked) continue;  // the block map: nothing to compute (the cube skips it too)
                 const Rows q = Half(s.qRows);
                 if (!dq) StepStatistics(task, s, q);
-                ScoreStep(task, s, q, step);
-                PartStep(own, i == 0, step);
+                ScoreStep(task, s, q, step, state);
+                PartStep(own, !any, step);
                 ++step;
+                any = true;
             }
-            WriteTask(task, own, steps > 0);
+            WriteTask(task, own, any);
         }
+        if (t_->maskMode != 0) AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdMaskFree);
     }
 
 private:
     static constexpr uint32_t kStatMax = 0, kStatSum = 1, kStatD = 2;
+    static constexpr int32_t kIdMaskFree = 1;  // V_MTE2: the mask-bytes buffer may be refilled (hand-overs use 0)
 
     struct Rows {
         uint32_t first;  // first row of this AIV inside the tile / task
@@ -197,35 +211,18 @@ private:
         Handover<AscendC::HardEvent::MTE2_V>();
     }
 
-    // Scores outside the band -> -FLT_MAX (after the max subtraction, so exp gives exactly 0); key columns past the
-    // sequence end: x -> -FLT_MAX and dP -> 0 (the cube wrote nothing there).
-    __aicore__ inline void Mask(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& dp,
-                                const FaGradTask& task, int64_t r0, uint32_t rows, int64_t c0, uint32_t cols) {
-        const uint32_t n = rows * w_;
-        if (!BlockFullyVisible(task.band, r0, r0 + rows, c0, c0 + cols)) {
-            AscendC::LocalTensor<uint8_t> bits = bitsBuf_.Get<uint8_t>();
-            AscendC::LocalTensor<float> dmat = dmatBuf_.Get<float>();
-            const int64_t hi = task.band.hi + r0 - c0;  // keep where c - r <= hi
-            const int64_t lo = task.band.lo + r0 - c0;  // keep where c - r >= lo
-            if (hi < (int64_t)w_ - 1) {
-                AscendC::Compares(bits, dmat, (float)FaMax(hi, -(int64_t)rowsMax_ - 1), AscendC::CMPMODE::LE, n);
-                AscendC::Select(x, bits, x, kGradMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
-            }
-            if (lo > -(int64_t)rows + 1) {
-                AscendC::Compares(bits, dmat, (float)FaMin(lo, (int64_t)w_ + 1), AscendC::CMPMODE::GE, n);
-                AscendC::Select(x, bits, x, kGradMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
-            }
-        }
+    // dP past the sequence's last key column -> 0 (the cube wrote nothing there; P is 0 there after masking).
+    __aicore__ inline void ZeroTailColumns(const AscendC::LocalTensor<float>& dp, uint32_t rows, uint32_t cols) {
         for (uint32_t c = (cols / 64) * 64; c < w_; c += 64) {
             const uint32_t keep = cols > c ? cols - c : 0;
             uint64_t mask[2] = {keep == 0 ? ~0ULL : (~0ULL << keep), 0};
-            AscendC::Duplicate(x[c], kGradMaskValue, mask, (uint8_t)rows, 1, (uint8_t)(w_ / 8));
             AscendC::Duplicate(dp[c], 0.0f, mask, (uint8_t)rows, 1, (uint8_t)(w_ / 8));
         }
     }
 
     // One tile: P and dS of this AIV's query rows -> workspace, then tell the cube.
-    __aicore__ inline void ScoreStep(const FaGradTask& task, const FaGradStep& s, const Rows& q, uint32_t step) {
+    __aicore__ inline void ScoreStep(const FaGradTask& task, const FaGradStep& s, const Rows& q, uint32_t step,
+                                     uint8_t state) {
         AscendC::CrossCoreWaitFlag(GradFlag(kGradFlagScores, step));
         if (q.count == 0) {  // nothing to write: the set only certifies this AIV's earlier workspace reads (MTE2)
             AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(GradFlag(kGradFlagProbs, step));
@@ -243,7 +240,9 @@ private:
         Handover<AscendC::HardEvent::MTE2_V>();
         AscendC::Muls(x, x, t_->scale, (int32_t)n);
         RowBroadcast<0>(x, Stat(kStatMax), rows, w_);
-        Mask(x, dp, task, s.q0 + q.first, rows, s.k0, (uint32_t)s.kRows);
+        const FaMaskTile tile{task.band, task.maskBase, s.qHead, s.q0 + q.first, rows, s.k0, (uint32_t)s.kRows, state};
+        mask_.Apply(x, tile);
+        ZeroTailColumns(dp, rows, (uint32_t)s.kRows);
         AscendC::Exp(x, x, (int32_t)n);
         RowBroadcast<1>(x, Stat(kStatSum), rows, w_);
         RowBroadcast<0>(dp, Stat(kStatD), rows, w_);
@@ -346,6 +345,8 @@ private:
     const FlashAttentionGradTilingData* t_ = nullptr;
     uint32_t core_ = 0, sub_ = 0;
     __gm__ int64_t* seqInfo_ = nullptr;
+    __gm__ uint8_t* blockMap_ = nullptr;
+    FaTileMask<FlashAttentionGradTilingData> mask_;
     AscendC::GlobalTensor<T> dyGm_, oGm_, dqGm_, dkGm_, dvGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_, dqAccGm_;
     FaGradWorkspace ws_;
@@ -360,6 +361,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> accBuf_;
     AscendC::TBuf<AscendC::TPosition::VECOUT> outBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> rowBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> maskBuf_;
 };
 
 }  // namespace npu_fa

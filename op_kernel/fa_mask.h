@@ -1,4 +1,4 @@
-// In-tile masking of the forward's vector half: the sparse mode's band (with the prefix columns of modes 5/6), the
+// In-tile masking of the vector cores (forward and backward): the sparse mode's band (with the prefix columns of modes 5/6), the
 // dense atten_mask read in place from GM, and the key columns past the sequence end, each as Compares + Select
 // (or Duplicate) over the AIV's [rows, w] fp32 score tile. Tiles the block map calls fully visible skip the dense
 // part; tiles inside the band skip the band part.
@@ -22,13 +22,15 @@ struct FaMaskTile {
     uint8_t state;
 };
 
+// TilingT: the kernel's tiling struct, with s2Block, maskMode, maskStrideN, maskStrideS and maskColStep.
+template <typename TilingT>
 class FaTileMask {
 public:
     // `dmat` holds c - r for [rowsMax, w]; `half` is a [rowsMax, w] half-precision scratch (the vector's row-fold
     // buffer, free while masking); `maskBytes` [rowsMax, w] receives dense-mask rows (only with a dense mask). The
     // caller owns V_MTE2 event `maskFree` (set while maskBytes may be overwritten by MTE2); it may share the
     // buffer with another MTE2-filled one that waits and sets the same event.
-    __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR attenMask, uint32_t rowsMax,
+    __aicore__ inline void Init(const TilingT* t, GM_ADDR attenMask, uint32_t rowsMax,
                                 const AscendC::LocalTensor<float>& dmat, const AscendC::LocalTensor<uint8_t>& bits,
                                 const AscendC::LocalTensor<half>& half16, const AscendC::LocalTensor<uint8_t>& maskBytes,
                                 int32_t maskFree) {
@@ -90,7 +92,7 @@ private:
     // Dense mask: the tile's mask bytes GM -> UB (row pitch w; one row when the mask is the same for every query
     // row), widened to half, compared with 0.5 (nonzero = masked), selected.
     __aicore__ inline void Dense(const AscendC::LocalTensor<float>& s, const FaMaskTile& tile) {
-        const FlashAttentionTilingData* t = t_;
+        const TilingT* t = t_;
         const uint32_t rows = tile.rows, cols = tile.cols;
         const uint64_t off = (uint64_t)tile.maskBase + tile.head * t->maskStrideN + (uint64_t)tile.r0 * t->maskStrideS +
                              (t->maskColStep != 0 ? (uint64_t)tile.c0 : 0);
@@ -120,7 +122,7 @@ private:
         return k == 64 ? ~0ULL : ((1ULL << k) - 1);
     }
 
-    const FlashAttentionTilingData* t_ = nullptr;
+    const TilingT* t_ = nullptr;
     uint32_t w_ = 0, rowsMax_ = 0;
     int32_t maskFree_ = 0;
     AscendC::GlobalTensor<uint8_t> maskGm_;

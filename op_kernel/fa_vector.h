@@ -321,7 +321,7 @@ private:
     uint32_t core_ = 0, sub_ = 0;
     __gm__ int64_t* seqInfo_ = nullptr;
     __gm__ uint8_t* blockMap_ = nullptr;
-    FaTileMask mask_;
+    FaTileMask<FlashAttentionTilingData> mask_;
     AscendC::GlobalTensor<T> outGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_;
     FaWorkspace ws_;

@@ -18,8 +18,10 @@ namespace npu_fa {
 
 enum FaGradPass : uint32_t { kGradPassDq = 0, kGradPassDkv = 1 };
 enum FaGradStage : uint32_t { kGradStageFull = 0, kGradStagePre = 1, kGradStagePost = 2 };  // of the dQ pass
-// Per sequence: q token start, kv token start, s1, s2, first dQ task, first dK/dV task.
-constexpr uint32_t kGradSeqFields = 6;
+// Per sequence: the forward's seq-table fields (FaSeqField: tokens, lengths, kSeqFirstTask = first dQ task, band,
+// block-map rows and mask base, for the backward's blocks), then the first dK/dV task.
+constexpr uint32_t kGradSeqFirstKvTask = kSeqInfoFields;
+constexpr uint32_t kGradSeqFields = kSeqInfoFields + 1;
 
 struct FlashAttentionGradTilingData {
     // 64-bit fields first, then 32-bit ones (an even number of them): no implicit padding.
@@ -38,6 +40,9 @@ struct FlashAttentionGradTilingData {
     uint64_t wsOffsetCore;
     uint64_t wsPerCore;
     uint64_t wsOffsetS, wsOffsetDp, wsOffsetP, wsOffsetDs, wsOffsetPartA, wsOffsetPartB;
+    // Dense atten_mask as the forward reads it (FlashAttentionTilingData has the same fields), with its block map
+    // for this kernel's blocks.
+    uint64_t maskStrideN, maskStrideS;
     uint32_t pass;        // FaGradPass
     uint32_t stage;       // FaGradStage (dQ pass)
     uint32_t fusedDq;     // dK/dV pass: 1 = also accumulate dS K into the dQ accumulator (atomic add)
@@ -56,10 +61,14 @@ struct FlashAttentionGradTilingData {
     uint32_t blockDim;
     uint32_t taskTotal;
     uint32_t blocksPerHead;  // non-varlen: tasks per (batch, head) of this pass
+    uint32_t maskMode;       // 0 none, 1 dense
+    uint32_t maskHeads;      // 1: the mask (and its block map) differs per query head
+    uint32_t maskColStep;
+    uint32_t reserved;       // keeps the 32-bit fields an even number (no tail padding)
     uint32_t coreTaskStart[kMaxCores + 1];
 };
 static_assert(sizeof(FlashAttentionGradTilingData) ==
-                  2 * sizeof(int64_t) + 22 * sizeof(uint64_t) + 23 * sizeof(uint32_t) + (kMaxCores + 1) * sizeof(uint32_t),
+                  2 * sizeof(int64_t) + 24 * sizeof(uint64_t) + 27 * sizeof(uint32_t) + (kMaxCores + 1) * sizeof(uint32_t),
               "FlashAttentionGradTilingData must have no implicit padding");
 
 // Query rows i of a sequence that see some key column of [c0, c1): i + lo <= c1 - 1 and i + hi >= c0 (the band of
@@ -67,8 +76,9 @@ static_assert(sizeof(FlashAttentionGradTilingData) ==
 FA_INLINE FaStepRange QueryBlocksOf(const FaBand& band, int64_t c0, int64_t c1, int64_t s1, int64_t s1Block) {
     FaStepRange r{0, 0};
     if (c1 <= c0 || s1 <= 0) return r;
-    const int64_t lo = FaMax(0, c0 - band.hi);
-    const int64_t hi = FaMin(s1 - 1, c1 - 1 - band.lo);
+    const bool prefixCols = c0 < band.prefix;  // every row sees the prefix columns
+    const int64_t lo = prefixCols ? 0 : FaMax(0, c0 - band.hi);
+    const int64_t hi = prefixCols ? s1 - 1 : FaMin(s1 - 1, c1 - 1 - band.lo);
     if (lo > hi) return r;
     r.first = lo / s1Block;
     r.last = hi / s1Block + 1;
@@ -97,11 +107,13 @@ struct FaGradUbSizes {
                      // step of a dQ task also dO * O in fp32 [rows, dvPad]
     uint32_t out;    // an output tile in the input dtype [accRows, dMax]; also dO and O [rows, dvPad] each
     uint32_t row;    // one fp32 per row [rows8], at least 64 (the column index pattern)
+    uint32_t mask;   // dense-mask bytes of a tile [rows8, w] (0 without a dense mask); their half copy uses `half`
     uint32_t total;
 };
 constexpr uint32_t kGradStatBuffers = 3;
 
-FA_INLINE FaGradUbSizes GradUbSizes(uint32_t rows, uint32_t w, uint32_t kvRows, uint32_t dPad, uint32_t dvPad) {
+FA_INLINE FaGradUbSizes GradUbSizes(uint32_t rows, uint32_t w, uint32_t kvRows, uint32_t dPad, uint32_t dvPad,
+                                    bool denseMask) {
     FaGradUbSizes u;
     const uint32_t r = rows == 0 ? 1 : rows;
     const uint32_t r8 = AlignUp(r, 8);
@@ -118,7 +130,9 @@ FA_INLINE FaGradUbSizes GradUbSizes(uint32_t rows, uint32_t w, uint32_t kvRows, 
     u.acc = accQ > accKv ? accQ : accKv;
     u.out = accRows * dMax * 2 > 2 * r * dvPad * 2 ? accRows * dMax * 2 : 2 * r * dvPad * 2;
     u.row = (r8 > 64 ? r8 : 64) * 4;
-    u.total = u.score + u.dp + u.dmat + u.bits + u.half + kGradStatBuffers * u.stat + u.part + u.acc + u.out + u.row;
+    u.mask = denseMask ? r8 * w : 0;
+    u.total = u.score + u.dp + u.dmat + u.bits + u.half + kGradStatBuffers * u.stat + u.part + u.acc + u.out + u.row +
+              u.mask;
     return u;
 }
 

@@ -35,7 +35,7 @@ from typing import Any, Optional
 
 import torch
 
-from . import ops
+from . import masks, ops
 from .ops import INT32_MAX
 
 __all__ = ["flash_attention_grad", "GRAD_SCHEMA", "MAX_GRAD_HEAD_DIM"]
@@ -131,11 +131,11 @@ def _grad_impl(query, key, value, dy, head_num, input_layout, pse=None, padding_
     if entry is None:
         raise RuntimeError("npu_flash_attn._C has no flash_attention_grad (stale build?): rebuild with "
                            "`pip install -e .`")
-    info = entry(q.data_ptr(), k.data_ptr(), v.data_ptr(), do.data_ptr(), o.data_ptr(), smax.data_ptr(),
-                 ssum.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), p.dtype_name, p.layout, int(p.B),
-                 int(p.N1), int(p.N2), int(p.S1), int(p.S2), int(p.D), int(p.Dv), float(p.scale), int(p.sparse_mode),
-                 int(p.pre_tokens), int(p.next_tokens), list(p.cu_seqlens_q), list(p.cu_seqlens_kv), int(p.T1),
-                 int(p.T2), bool(deterministic), ops.get_chip())
+    view = masks.mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global) if p.dense_mask else None
+    mask_ptr, mask_bytes = (view.tensor.data_ptr(), view.extent) if view is not None else (0, 0)
+    info = entry(ops.problem_dict(p, view), ops.get_chip(), bool(deterministic), q.data_ptr(), k.data_ptr(),
+                 v.data_ptr(), do.data_ptr(), o.data_ptr(), smax.data_ptr(), ssum.data_ptr(), mask_ptr, mask_bytes,
+                 dq.data_ptr(), dk.data_ptr(), dv.data_ptr())
     if p.layout == "TND":
         _zero_tnd_tails(p, dq, dk, dv)
     with ops._state_lock:
@@ -172,20 +172,19 @@ _NON_TENSOR = ("head_num", "input_layout", "scale", "keep_prob", "pre_tokens", "
 def _setup_context(ctx, inputs, output):
     args = dict(zip(_FWD_NAMES + ["sink"], inputs))  # a trailing `sink` argument, once the schema has it
     out, smax, ssum = output
-    ctx.save_for_backward(args["query"], args["key"], args["value"], out, smax, ssum)
+    ctx.save_for_backward(args["query"], args["key"], args["value"], out, smax, ssum, args["atten_mask"])
     ctx.fwd_args = {n: args[n] for n in _NON_TENSOR}
     ctx.num_inputs = len(inputs)
     ctx.mark_non_differentiable(smax, ssum)
 
 
 def _backward(ctx, d_out, _d_max, _d_sum):
-    query, key, value, out, smax, ssum = ctx.saved_tensors
+    query, key, value, out, smax, ssum, atten_mask = ctx.saved_tensors
     if d_out is None:
         d_out = torch.zeros_like(out)
     a = ctx.fwd_args
-    # Masks of modes 2/3/4 are applied from sparse_mode alone (the compressed mask adds nothing), so none is passed.
     dq, dk, dv, _, _ = torch.ops.npu.flash_attention_grad(
-        query, key, value, d_out, a["head_num"], a["input_layout"], atten_mask=None, softmax_max=smax,
+        query, key, value, d_out, a["head_num"], a["input_layout"], atten_mask=atten_mask, softmax_max=smax,
         softmax_sum=ssum, attention_in=out, scale=a["scale"], keep_prob=a["keep_prob"], pre_tokens=a["pre_tokens"],
         next_tokens=a["next_tokens"], inner_precise=a["inner_precise"], prefix=a["prefix"],
         actual_seq_qlen=a["actual_seq_qlen"], actual_seq_kvlen=a["actual_seq_kvlen"], sparse_mode=a["sparse_mode"],

@@ -11,6 +11,7 @@
 
 #include "flash_attention_tiling_host.h"
 #include "kernel_operator.h"
+#include "problem.h"
 
 extern "C" void flash_attention_fwd(uint8_t* query, uint8_t* key, uint8_t* value, uint8_t* attenMask,
                                     uint8_t* blockMap, uint8_t* seqInfo, uint8_t* attentionOut, uint8_t* softmaxMax,
@@ -22,56 +23,7 @@ namespace py = pybind11;
 
 namespace {
 
-npu_fa::FaLayout ParseLayout(const std::string& s) {
-    if (s == "BSH") return npu_fa::kBSH;
-    if (s == "SBH") return npu_fa::kSBH;
-    if (s == "BSND") return npu_fa::kBSND;
-    if (s == "BNSD") return npu_fa::kBNSD;
-    if (s == "TND") return npu_fa::kTND;
-    throw py::value_error("input_layout '" + s + "' is not one of BSH, SBH, BSND, BNSD, TND");
-}
-
-template <typename V>
-V Get(const py::dict& d, const char* key) {
-    if (!d.contains(key)) throw py::value_error(std::string("flash_attention problem: missing '") + key + "'");
-    return d[key].cast<V>();
-}
-
-// The problem as the Python layer validated it (ops.py `_problem_dict`).
-npu_fa::FaProblem ParseProblem(const py::dict& d) {
-    npu_fa::FaProblem p;
-    const std::string dtype = Get<std::string>(d, "dtype");
-    if (dtype != "fp16" && dtype != "bf16") throw py::value_error("dtype must be fp16 or bf16, got " + dtype);
-    p.dtype = dtype == "bf16" ? npu_fa::kBf16 : npu_fa::kFp16;
-    p.layout = ParseLayout(Get<std::string>(d, "layout"));
-    p.batch = Get<uint32_t>(d, "B");
-    p.n1 = Get<uint32_t>(d, "N1");
-    p.n2 = Get<uint32_t>(d, "N2");
-    p.s1 = Get<uint32_t>(d, "S1");
-    p.s2 = Get<uint32_t>(d, "S2");
-    p.d = Get<uint32_t>(d, "D");
-    p.dv = Get<uint32_t>(d, "Dv");
-    p.scale = Get<float>(d, "scale");
-    p.sparseMode = Get<uint32_t>(d, "sparse_mode");
-    p.preTokens = Get<int64_t>(d, "pre_tokens");
-    p.nextTokens = Get<int64_t>(d, "next_tokens");
-    p.cuSeqQ = Get<std::vector<int64_t>>(d, "cu_seqlens_q");
-    p.cuSeqKv = Get<std::vector<int64_t>>(d, "cu_seqlens_kv");
-    p.t1 = Get<uint64_t>(d, "T1");
-    p.t2 = Get<uint64_t>(d, "T2");
-    p.prefix = Get<std::vector<int64_t>>(d, "prefix");
-    p.denseMask = Get<bool>(d, "dense_mask");
-    if (p.denseMask) {
-        p.maskPerBatch = Get<bool>(d, "mask_per_batch");
-        p.maskPerHead = Get<bool>(d, "mask_per_head");
-        p.maskStrideB = Get<uint64_t>(d, "mask_stride_b");
-        p.maskStrideN = Get<uint64_t>(d, "mask_stride_n");
-        p.maskStrideS = Get<uint64_t>(d, "mask_stride_s");
-        p.maskColStep = Get<uint32_t>(d, "mask_col_step");
-        p.maskTndGlobal = Get<bool>(d, "mask_tnd_global");
-    }
-    return p;
-}
+using twin_bindings::ParseProblem;
 
 struct Plan {
     const npu_fa::ChipSpec* chip;

@@ -10,58 +10,60 @@
 
 #include "flash_attention_grad_tiling_host.h"
 #include "kernel_operator.h"
+#include "problem.h"
 
 extern "C" void flash_attention_bwd(uint8_t* query, uint8_t* key, uint8_t* value, uint8_t* dy, uint8_t* attentionIn,
-                                    uint8_t* softmaxMax, uint8_t* softmaxSum, uint8_t* seqInfo, uint8_t* dq,
-                                    uint8_t* dk, uint8_t* dv, uint8_t* workspace, uint8_t* tiling);
+                                    uint8_t* softmaxMax, uint8_t* softmaxSum, uint8_t* attenMask, uint8_t* blockMap,
+                                    uint8_t* seqInfo, uint8_t* dq, uint8_t* dk, uint8_t* dv, uint8_t* workspace,
+                                    uint8_t* tiling);
+extern "C" void flash_attention_block_map(uint8_t* attenMask, uint8_t* seqInfo, uint8_t* blockMap, uint8_t* workspace,
+                                          uint8_t* tiling);
 
 namespace py = pybind11;
 
 namespace {
 
-npu_fa::FaLayout GradLayout(const std::string& s) {
-    static const char* names[] = {"BSH", "SBH", "BSND", "BNSD", "TND"};
-    for (uint32_t i = 0; i < 5; ++i) {
-        if (s == names[i]) return (npu_fa::FaLayout)i;
+// Dense masks: the forward's block-map pre-pass for the backward's blocks (the tiling's mapTiling).
+void BuildBlockMap(const npu_fa::FaGradTilingOut& t, const npu_fa::ChipSpec* chip, uintptr_t mask, uint64_t maskBytes,
+                   std::vector<uint8_t>& map) {
+    map.assign(t.mapBytes, 0);
+    npu_fa::FlashAttentionTilingData tiling = t.mapTiling;
+    if (tiling.mapRows == 0) return;
+    std::vector<int64_t> seqInfo(t.seqInfo.size() / npu_fa::kGradSeqFields * npu_fa::kSeqInfoFields);
+    for (size_t b = 0; b < seqInfo.size() / npu_fa::kSeqInfoFields; ++b) {
+        for (uint32_t f = 0; f < npu_fa::kSeqInfoFields; ++f) {
+            seqInfo[b * npu_fa::kSeqInfoFields + f] = t.seqInfo[b * npu_fa::kGradSeqFields + f];
+        }
     }
-    throw py::value_error("input_layout '" + s + "' is not one of BSH, SBH, BSND, BNSD, TND");
+    uint8_t workspace[32] = {};
+    twin::LaunchOptions o;
+    o.kernelType = AscendC::KERNEL_TYPE_AIV_ONLY;
+    o.numBlocks = tiling.mapCores;
+    o.chip = chip;
+    o.trace = false;
+    o.gm = {{(const uint8_t*)mask, maskBytes, "atten_mask"},
+            {(const uint8_t*)seqInfo.data(), seqInfo.size() * 8, "seq_info"},
+            {map.data(), map.size(), "block_map"},
+            {workspace, sizeof(workspace), "workspace"},
+            {(const uint8_t*)&tiling, sizeof(tiling), "tiling"}};
+    twin::LaunchKernel(&flash_attention_block_map, o, (uint8_t*)mask, (uint8_t*)seqInfo.data(), map.data(), workspace,
+                       (uint8_t*)&tiling);
 }
 
-py::dict FlashAttentionGrad(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t dy, uintptr_t attn, uintptr_t smax,
-                            uintptr_t ssum, uintptr_t dq, uintptr_t dk, uintptr_t dv, const std::string& dtype,
-                            const std::string& layout, uint32_t B, uint32_t N1, uint32_t N2, uint32_t S1, uint32_t S2,
-                            uint32_t D, uint32_t Dv, float scale, uint32_t sparseMode, int64_t preTokens,
-                            int64_t nextTokens, const std::vector<int64_t>& cuSeqQ, const std::vector<int64_t>& cuSeqKv,
-                            uint64_t T1, uint64_t T2, bool deterministic, const std::string& chipName) {
+py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName, bool deterministic, uintptr_t q,
+                            uintptr_t k, uintptr_t v, uintptr_t dy, uintptr_t attn, uintptr_t smax, uintptr_t ssum,
+                            uintptr_t mask, uint64_t maskBytes, uintptr_t dq, uintptr_t dk, uintptr_t dv) {
     const npu_fa::ChipSpec* chip = npu_fa::FindChip(chipName.c_str());
     if (chip == nullptr) throw py::value_error("chip '" + chipName + "' is not in the chip table");
-    if (dtype != "fp16" && dtype != "bf16") throw py::value_error("dtype must be fp16 or bf16, got " + dtype);
-    npu_fa::FaProblem p;
-    p.dtype = dtype == "bf16" ? npu_fa::kBf16 : npu_fa::kFp16;
-    p.layout = GradLayout(layout);
-    p.batch = B;
-    p.n1 = N1;
-    p.n2 = N2;
-    p.s1 = S1;
-    p.s2 = S2;
-    p.d = D;
-    p.dv = Dv;
-    p.scale = scale;
-    p.sparseMode = sparseMode;
-    p.preTokens = preTokens;
-    p.nextTokens = nextTokens;
-    p.cuSeqQ = cuSeqQ;
-    p.cuSeqKv = cuSeqKv;
-    p.t1 = T1;
-    p.t2 = T2;
+    const npu_fa::FaProblem p = twin_bindings::ParseProblem(problem);
     npu_fa::FaGradTilingOut t;
     const std::string err = npu_fa::ComputeFlashAttentionGradTiling(p, *chip, deterministic, t);
     if (!err.empty()) throw py::value_error("flash_attention_grad tiling: " + err);
 
     const bool varlen = p.layout == npu_fa::kTND;
-    const uint64_t qTok = varlen ? T1 : (uint64_t)B * S1, kTok = varlen ? T2 : (uint64_t)B * S2;
-    const uint64_t qBytes = qTok * N1 * D * 2, kBytes = kTok * N2 * D * 2, vBytes = kTok * N2 * Dv * 2;
-    const uint64_t oBytes = qTok * N1 * Dv * 2, statBytes = qTok * N1 * 8 * 4;
+    const uint64_t qTok = varlen ? p.t1 : (uint64_t)p.batch * p.s1, kTok = varlen ? p.t2 : (uint64_t)p.batch * p.s2;
+    const uint64_t qBytes = qTok * p.n1 * p.d * 2, kBytes = kTok * p.n2 * p.d * 2, vBytes = kTok * p.n2 * p.dv * 2;
+    const uint64_t oBytes = qTok * p.n1 * p.dv * 2, statBytes = qTok * p.n1 * 8 * 4;
     // System part (the library's, untouched here) then the user part, poisoned so that unwritten reads are NaN.
     const uint64_t wsBytes = t.workspaceBytes;
     std::unique_ptr<uint8_t[]> wsMem(new uint8_t[wsBytes]);
@@ -69,36 +71,42 @@ py::dict FlashAttentionGrad(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t dy,
     std::vector<int64_t> seqInfo = t.seqInfo;
     if (seqInfo.empty()) seqInfo.assign(npu_fa::kGradSeqFields, 0);
 
-    double secs = 0;
-    for (const npu_fa::FlashAttentionGradTilingData& pass : t.launches) {
-        npu_fa::FlashAttentionGradTilingData tiling = pass;
-        twin::LaunchOptions o;
-        o.kernelType = AscendC::KERNEL_TYPE_MIX_AIC_1_2;
-        o.numBlocks = tiling.blockDim;
-        o.chip = chip;
-        o.trace = false;
-        o.gm = {{(const uint8_t*)q, qBytes, "query"},
-                {(const uint8_t*)k, kBytes, "key"},
-                {(const uint8_t*)v, vBytes, "value"},
-                {(const uint8_t*)dy, oBytes, "dy"},
-                {(const uint8_t*)attn, oBytes, "attention_in"},
-                {(const uint8_t*)smax, statBytes, "softmax_max"},
-                {(const uint8_t*)ssum, statBytes, "softmax_sum"},
-                {(const uint8_t*)seqInfo.data(), seqInfo.size() * 8, "seq_info"},
-                {(const uint8_t*)dq, qBytes, "dq"},
-                {(const uint8_t*)dk, kBytes, "dk"},
-                {(const uint8_t*)dv, vBytes, "dv"},
-                {wsMem.get(), wsBytes, "workspace"},
-                {(const uint8_t*)&tiling, sizeof(tiling), "tiling"}};
-        const auto start = std::chrono::steady_clock::now();
-        {
-            py::gil_scoped_release release;
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<uint8_t> map;
+    {
+        py::gil_scoped_release release;
+        if (p.denseMask) BuildBlockMap(t, chip, mask, maskBytes, map);
+        for (const npu_fa::FlashAttentionGradTilingData& pass : t.launches) {
+            npu_fa::FlashAttentionGradTilingData tiling = pass;
+            twin::LaunchOptions o;
+            o.kernelType = AscendC::KERNEL_TYPE_MIX_AIC_1_2;
+            o.numBlocks = tiling.blockDim;
+            o.chip = chip;
+            o.trace = false;
+            o.gm = {{(const uint8_t*)q, qBytes, "query"},
+                    {(const uint8_t*)k, kBytes, "key"},
+                    {(const uint8_t*)v, vBytes, "value"},
+                    {(const uint8_t*)dy, oBytes, "dy"},
+                    {(const uint8_t*)attn, oBytes, "attention_in"},
+                    {(const uint8_t*)smax, statBytes, "softmax_max"},
+                    {(const uint8_t*)ssum, statBytes, "softmax_sum"},
+                    {(const uint8_t*)seqInfo.data(), seqInfo.size() * 8, "seq_info"},
+                    {(const uint8_t*)dq, qBytes, "dq"},
+                    {(const uint8_t*)dk, kBytes, "dk"},
+                    {(const uint8_t*)dv, vBytes, "dv"},
+                    {wsMem.get(), wsBytes, "workspace"},
+                    {(const uint8_t*)&tiling, sizeof(tiling), "tiling"}};
+            if (p.denseMask) {
+                o.gm.push_back({(const uint8_t*)mask, maskBytes, "atten_mask"});
+                o.gm.push_back({map.data(), map.size(), "block_map"});
+            }
             twin::LaunchKernel(&flash_attention_bwd, o, (uint8_t*)q, (uint8_t*)k, (uint8_t*)v, (uint8_t*)dy,
-                               (uint8_t*)attn, (uint8_t*)smax, (uint8_t*)ssum, (uint8_t*)seqInfo.data(), (uint8_t*)dq,
-                               (uint8_t*)dk, (uint8_t*)dv, wsMem.get(), (uint8_t*)&tiling);
+                               (uint8_t*)attn, (uint8_t*)smax, (uint8_t*)ssum, (uint8_t*)mask, map.data(),
+                               (uint8_t*)seqInfo.data(), (uint8_t*)dq, (uint8_t*)dk, (uint8_t*)dv, wsMem.get(),
+                               (uint8_t*)&tiling);
         }
-        secs += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     py::dict info;
     info["chip"] = chip->name;
@@ -113,6 +121,12 @@ py::dict FlashAttentionGrad(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t dy,
     info["tasks_dq"] = dqPass.taskTotal;
     info["tasks_dkv"] = dkvPass.taskTotal;
     info["tiles"] = t.tiles;
+    if (p.denseMask) {
+        uint64_t masked = 0;
+        for (uint64_t i = 0; i < t.mapTiling.mapEntries; ++i) masked += map[i] == npu_fa::kTileMasked ? 1 : 0;
+        info["tiles_masked"] = masked;
+        info["block_map_entries"] = t.mapTiling.mapEntries;
+    }
     info["workspace_bytes"] = t.workspaceBytes;
     info["ub_bytes_per_aiv"] = t.ubBytes;
     info["l1_bytes_per_aic"] = t.l1Bytes;
@@ -123,10 +137,7 @@ py::dict FlashAttentionGrad(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t dy,
 }  // namespace
 
 void RegisterFlashAttentionGrad(py::module_& m) {
-    m.def("flash_attention_grad", &FlashAttentionGrad, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("dy"),
-          py::arg("attention_in"), py::arg("softmax_max"), py::arg("softmax_sum"), py::arg("dq"), py::arg("dk"),
-          py::arg("dv"), py::arg("dtype"), py::arg("layout"), py::arg("B"), py::arg("N1"), py::arg("N2"),
-          py::arg("S1"), py::arg("S2"), py::arg("D"), py::arg("Dv"), py::arg("scale"), py::arg("sparse_mode"),
-          py::arg("pre_tokens"), py::arg("next_tokens"), py::arg("cu_seqlens_q"), py::arg("cu_seqlens_kv"),
-          py::arg("T1"), py::arg("T2"), py::arg("deterministic"), py::arg("chip"));
+    m.def("flash_attention_grad", &FlashAttentionGrad, py::arg("problem"), py::arg("chip"), py::arg("deterministic"),
+          py::arg("q"), py::arg("k"), py::arg("v"), py::arg("dy"), py::arg("attention_in"), py::arg("softmax_max"),
+          py::arg("softmax_sum"), py::arg("mask"), py::arg("mask_bytes"), py::arg("dq"), py::arg("dk"), py::arg("dv"));
 }
