@@ -232,7 +232,7 @@ def _check_prefix(prefix, mode: int, seq_pairs, B) -> tuple:
         if isinstance(x, bool) or not isinstance(x, int):
             raise TypeError(f"prefix[{b}] must be an int, got {type(x).__name__} {x!r}")
         lo = 0 if sq > skv else skv - sq
-        if not (lo <= x <= skv):
+        if sq > 0 and not (lo <= x <= skv):  # a sequence without queries uses no prefix
             raise ValueError(f"prefix[{b}]={x} is out of range [{lo}, {skv}] for batch {b} (Sq={sq}, Skv={skv}: "
                              f"{'Sq > Skv gives [0, Skv]' if sq > skv else 'Sq <= Skv gives [Skv - Sq, Skv]'})")
         out.append(x)
