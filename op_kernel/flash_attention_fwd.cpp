@@ -37,10 +37,10 @@ extern "C" __global__ __aicore__ void flash_attention_fwd(GM_ADDR query, GM_ADDR
     GET_TILING_DATA_WITH_STRUCT(npu_fa::FlashAttentionTilingData, tilingData, tiling);
     GM_ADDR userWorkspace = AscendC::GetUserWorkspace(workspace);  // past the system workspace on the NPU
     if (tilingData.dtype == npu_fa::kBf16) {
-        npu_fa::RunFlashAttentionFwd<bfloat16_t>(&tilingData, query, key, value, attenMask, blockMap, seqInfo, attentionOut, softmaxMax,
-                                                 softmaxSum, userWorkspace);
+        npu_fa::RunFlashAttentionFwd<bfloat16_t>(&tilingData, query, key, value, attenMask, blockMap, seqInfo,
+                                                 attentionOut, softmaxMax, softmaxSum, userWorkspace);
     } else {
-        npu_fa::RunFlashAttentionFwd<half>(&tilingData, query, key, value, attenMask, blockMap, seqInfo, attentionOut, softmaxMax,
-                                           softmaxSum, userWorkspace);
+        npu_fa::RunFlashAttentionFwd<half>(&tilingData, query, key, value, attenMask, blockMap, seqInfo, attentionOut,
+                                           softmaxMax, softmaxSum, userWorkspace);
     }
 }
