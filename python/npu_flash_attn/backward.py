@@ -10,8 +10,9 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
         Tensor? sink=None, bool deterministic=False)
       -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, Tensor dsink)
 
-* The shared arguments are checked by `ops.validate_flash_attention` (same rules, same messages); the masks
-  supported are the forward's (sparse_mode 0/1 without a mask, 2/3/4, TND varlen). `softmax_max`/`softmax_sum`
+* The shared arguments are checked by `ops.validate_flash_attention` (same rules, same messages); every mask the
+  forward takes works here too (dense masks of any broadcastable shape, sparse modes 0-8, prefix, TND; the
+  forward's block-map pre-pass runs for the backward's blocks, so fully masked tiles are skipped). `softmax_max`/`softmax_sum`
   (the forward's float32 `[B, N1, S1, 8]` / TND `[T1, N1, 8]` statistics) and `attention_in` (the forward output)
   are required; `dy` has the forward output's shape and the query's dtype.
 * dq/dk/dv have the shapes and dtype of query/key/value; dpse and dsink are empty (no pse, no sink). P is
@@ -79,8 +80,9 @@ def _validate_grad(query, key, value, dy, head_num, input_layout, pse, padding_m
         if tuple(t.shape) != tuple(shape):
             raise ValueError(f"{name} shape {tuple(t.shape)} must be {tuple(shape)} ({what}, "
                              f"input_layout={p.layout!r})")
-        if t.dtype != dtype:
-            raise TypeError(f"{name} dtype {t.dtype} must be {dtype}")
+        if t.dtype != dtype:  # statistics: ValueError (the op contract); dy/attention_in: TypeError like key/value
+            err = ValueError if dtype == torch.float32 else TypeError
+            raise err(f"{name} dtype {t.dtype} must be {dtype}")
         if t.device != query.device:
             raise ValueError(f"{name} is on device {t.device} but query is on {query.device}; all tensors must be "
                              "on the same device")
@@ -122,7 +124,8 @@ def _grad_impl(query, key, value, dy, head_num, input_layout, pse=None, padding_
     _check_finite(dy=dy, attention_in=attention_in)
     empty = torch.empty(0, dtype=query.dtype)
     if not p.has_work():
-        return query.new_zeros(query.shape), key.new_zeros(key.shape), value.new_zeros(value.shape), empty, empty.clone()
+        zeros = tuple(t.new_zeros(t.shape) for t in (query, key, value))
+        return zeros + (empty, empty.clone())
     q, k, v = (t.detach().contiguous() for t in (query, key, value))
     do, o = dy.detach().contiguous(), attention_in.detach().contiguous()
     smax, ssum = softmax_max.detach().contiguous(), softmax_sum.detach().contiguous()
@@ -138,8 +141,7 @@ def _grad_impl(query, key, value, dy, head_num, input_layout, pse=None, padding_
                  dq.data_ptr(), dk.data_ptr(), dv.data_ptr())
     if p.layout == "TND":
         _zero_tnd_tails(p, dq, dk, dv)
-    with ops._state_lock:
-        ops._last_info = dict(info, op="flash_attention_grad")
+    ops.record_launch(dict(info, op="flash_attention_grad"))
     return dq, dk, dv, empty, empty.clone()
 
 

@@ -49,7 +49,7 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
 Devices: CPU tensors run the Ascend C kernel on the CPU twin (label results "twin"); the emulated chip is chosen by
 `set_chip(name)`, else the environment variable NPU_FA_CHIP, else "Ascend910B2". `last_launch_info()` returns the
 tiling facts of the last kernel launch. NPU tensors raise NotImplementedError until the CANN operator package lands.
-No autograd formula is registered here (the backward issue adds it with torch.library.register_autograd).
+The autograd formula (through `torch.ops.npu.flash_attention_grad`) is registered in `npu_flash_attn.backward`.
 """
 from __future__ import annotations
 
@@ -146,6 +146,13 @@ def get_chip() -> str:
     if env:
         return _check_chip(env, "environment variable NPU_FA_CHIP")
     return DEFAULT_CHIP
+
+
+def record_launch(info: dict) -> None:
+    """Makes `info` what `last_launch_info()` returns (called after every kernel launch of the package's ops)."""
+    global _last_info
+    with _state_lock:
+        _last_info = dict(info)
 
 
 def last_launch_info() -> Optional[dict]:
@@ -551,7 +558,6 @@ def _flash_attention_impl(query, key, value, head_num, input_layout, pse=None, p
                           scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0,
                           prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0,
                           sink=None):
-    global _last_info
     p = validate_flash_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
                                  keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
                                  actual_seq_kvlen, sparse_mode, seed, offset, sink)
@@ -576,8 +582,7 @@ def _flash_attention_impl(query, key, value, head_num, input_layout, pse=None, p
     info = _launch(p, q, k, v, atten_mask, out, smax, ssum)
     if p.layout == "TND":
         _fill_invalid_tail(p, out, smax, ssum)
-    with _state_lock:
-        _last_info = info
+    record_launch(info)
     return out, smax, ssum
 
 
