@@ -92,22 +92,29 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
 
     // Blocks: the largest tile whose AIV buffers fit UB and whose six L1 tiles fit L1.
     const uint32_t ub = UsableUb(chip), l1 = UsableL1(chip);
+    // Both dK and dV accumulators in one dK/dV pass when they fit, else (large head dims) one pass for each.
     bool found = false;
-    for (uint32_t w : {128u, 64u}) {
-        for (uint32_t s1b : {128u, 64u, 32u, 16u}) {
-            if (GradUbSizes(CeilDiv(s1b, 2), w, CeilDiv(w, 2), t.dPad, t.dvPad, p.denseMask).total <= ub &&
-                GradL1Bytes(s1b, w, t.dPad, t.dvPad) <= l1) {
-                t.s1Block = s1b;
-                t.s2Block = w;
-                found = true;
-                break;
+    uint32_t kvParts = kGradPartsBoth;
+    for (uint32_t parts : {(uint32_t)kGradPartsBoth, (uint32_t)kGradPartDk}) {
+        for (uint32_t w : {128u, 64u}) {
+            for (uint32_t s1b : {128u, 64u, 32u, 16u}) {
+                // (a single-gradient pass is sized by dK's accumulator: dvPad <= dPad)
+                if (GradUbSizes(CeilDiv(s1b, 2), w, CeilDiv(w, 2), t.dPad, t.dvPad, p.denseMask, parts).total <= ub &&
+                    GradL1Bytes(s1b, w, t.dPad, t.dvPad) <= l1) {
+                    t.s1Block = s1b;
+                    t.s2Block = w;
+                    kvParts = parts;
+                    found = true;
+                    break;
+                }
             }
+            if (found) break;
         }
         if (found) break;
     }
     if (!found) return "no block size fits the chip's UB/L1";
-    out.ubBytes = GradUbSizes(CeilDiv(t.s1Block, 2), t.s2Block, CeilDiv(t.s2Block, 2), t.dPad, t.dvPad,
-                              p.denseMask).total;
+    out.ubBytes = GradUbSizes(CeilDiv(t.s1Block, 2), t.s2Block, CeilDiv(t.s2Block, 2), t.dPad, t.dvPad, p.denseMask,
+                              kvParts).total;
 
     // The forward's tiling for these blocks gives the per-sequence bands (every sparse mode), the mask bases and
     // the block map's geometry; the backward's seq table extends its rows.
@@ -178,24 +185,36 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     t.wsOffsetPartB = t.wsOffsetPartA + partA;
     t.wsPerCore = t.wsOffsetPartB + partB;
 
-    auto launch = [&](FaGradPass pass, FaGradStage stage, uint32_t fused, const std::vector<uint64_t>& cost) {
+    auto launch = [&](FaGradPass pass, FaGradStage stage, uint32_t fused, const std::vector<uint64_t>& cost,
+                      uint32_t parts) {
         FlashAttentionGradTilingData l = t;
         l.pass = pass;
         l.stage = stage;
         l.fusedDq = fused;
+        l.kvParts = parts;
         const bool dq = pass == kGradPassDq;
         l.blocksPerHead = varlen ? 0 : CeilDiv(dq ? p.s1 : p.s2, dq ? t.s1Block : t.s2Block);
         SplitTasks(stage == kGradStageFull ? cost : std::vector<uint64_t>(cost.size(), 1), chip.aicNum, l);
         out.launches.push_back(l);
     };
     out.launches.clear();
+    // The dK/dV pass: once for both gradients, or (kvParts = dK only) a dV pass then a dK pass; the fast schedule's
+    // atomic dQ rides on the pass that computes dK.
+    auto kvPasses = [&](uint32_t fused) {
+        if (kvParts == kGradPartsBoth) {
+            launch(kGradPassDkv, kGradStageFull, fused, costKv, kGradPartsBoth);
+        } else {
+            launch(kGradPassDkv, kGradStageFull, 0, costKv, kGradPartDv);
+            launch(kGradPassDkv, kGradStageFull, fused, costKv, kGradPartDk);
+        }
+    };
     if (deterministic) {
-        launch(kGradPassDq, kGradStageFull, 0, costQ);
-        launch(kGradPassDkv, kGradStageFull, 0, costKv);
+        launch(kGradPassDq, kGradStageFull, 0, costQ, kvParts);  // (dQ passes: kvParts only sizes the UB alike)
+        kvPasses(0);
     } else {
-        launch(kGradPassDq, kGradStagePre, 0, costQ);
-        launch(kGradPassDkv, kGradStageFull, 1, costKv);
-        launch(kGradPassDq, kGradStagePost, 0, costQ);
+        launch(kGradPassDq, kGradStagePre, 0, costQ, kvParts);
+        kvPasses(1);
+        launch(kGradPassDq, kGradStagePost, 0, costQ, kvParts);
     }
     uint32_t cores = 1;
     for (const FlashAttentionGradTilingData& l : out.launches) cores = std::max(cores, l.blockDim);

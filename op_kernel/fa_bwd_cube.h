@@ -173,9 +173,15 @@ private:
         } else {
             AscendC::GlobalTensor<T> probs;
             probs.SetGlobalBuffer(ws_.template Probs<T>());
-            LoadNz(kP, probs, qRows, w_, w_, m16_);
-            Matmul(Operand{Tile(kP), m16_, true}, Slotted(p, kDo, true), kRows, qRows, t_->dv, ws_.PartB(), t_->dvPad);
-            Matmul(Operand{Tile(kDs), m16_, true}, Slotted(p, kQ, true), kRows, qRows, t_->d, ws_.PartA(), t_->dPad);
+            if (t_->kvParts & kGradPartDv) {
+                LoadNz(kP, probs, qRows, w_, w_, m16_);
+                Matmul(Operand{Tile(kP), m16_, true}, Slotted(p, kDo, true), kRows, qRows, t_->dv, ws_.PartB(),
+                       t_->dvPad);
+            }
+            if (t_->kvParts & kGradPartDk) {
+                Matmul(Operand{Tile(kDs), m16_, true}, Slotted(p, kQ, true), kRows, qRows, t_->d, ws_.PartA(),
+                       t_->dPad);
+            }
             if (t_->fusedDq != 0) {  // dQ rows += dS K (fp32 atomic add; several kv tasks add to the same rows)
                 AscendC::SetAtomicAdd<float>();
                 Matmul(dsTile, Slotted(p, kK, true), qRows, kRows, t_->d,

@@ -42,7 +42,8 @@ public:
         dqAccGm_.SetGlobalBuffer(ws_.DqAcc());
         w_ = t->s2Block;
         rowsMax_ = CeilDiv(t->s1Block, 2);
-        const FaGradUbSizes u = GradUbSizes(rowsMax_, w_, CeilDiv(w_, 2), t->dPad, t->dvPad, t->maskMode != 0);
+        const FaGradUbSizes u = GradUbSizes(rowsMax_, w_, CeilDiv(w_, 2), t->dPad, t->dvPad, t->maskMode != 0,
+                                            t->kvParts);
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(scoreBuf_, u.score);
         pipe->InitBuffer(dpBuf_, u.dp);
@@ -54,7 +55,7 @@ public:
         pipe->InitBuffer(accBuf_, u.acc);
         pipe->InitBuffer(outBuf_, u.out);
         pipe->InitBuffer(rowBuf_, u.row);
-        accKvOffset_ = CeilDiv(w_, 2) * t->dPad;
+        accKvOffset_ = (t->kvParts & kGradPartDk) ? CeilDiv(w_, 2) * t->dPad : 0;  // dV after dK (if both)
         if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
         BuildDiagonalPattern();
         // The half scratch of the mask is the P/dS cast buffer (used only after masking).
@@ -268,8 +269,11 @@ private:
         AscendC::CrossCoreWaitFlag(GradFlag(kGradFlagPart, step));
         if (own.count == 0) return;
         AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
-        Accumulate(acc, ws_.PartA() + (uint64_t)own.first * t_->dPad, own.count * t_->dPad, first);
-        if (t_->pass == kGradPassDkv) {
+        const bool dkv = t_->pass == kGradPassDkv;
+        if (!dkv || (t_->kvParts & kGradPartDk)) {
+            Accumulate(acc, ws_.PartA() + (uint64_t)own.first * t_->dPad, own.count * t_->dPad, first);
+        }
+        if (dkv && (t_->kvParts & kGradPartDv)) {
             Accumulate(acc[accKvOffset_], ws_.PartB() + (uint64_t)own.first * t_->dvPad, own.count * t_->dvPad, first);
         }
     }
@@ -317,10 +321,14 @@ private:
             WriteRows(acc, dqGm_[GradQOffset(t_, task, task.head, row)], own.count, t_->d, t_->dPad, t_->qStrideS,
                       t_->scale, any);
         } else {
-            WriteRows(acc, dkGm_[GradKOffset(t_, task, task.head, row)], own.count, t_->d, t_->dPad, t_->kStrideS,
-                      t_->scale, any);
-            WriteRows(acc[accKvOffset_], dvGm_[GradVOffset(t_, task, task.head, row)], own.count, t_->dv, t_->dvPad,
-                      t_->vStrideS, 1.0f, any);
+            if (t_->kvParts & kGradPartDk) {
+                WriteRows(acc, dkGm_[GradKOffset(t_, task, task.head, row)], own.count, t_->d, t_->dPad, t_->kStrideS,
+                          t_->scale, any);
+            }
+            if (t_->kvParts & kGradPartDv) {
+                WriteRows(acc[accKvOffset_], dvGm_[GradVOffset(t_, task, task.head, row)], own.count, t_->dv,
+                          t_->dvPad, t_->vStrideS, 1.0f, any);
+            }
         }
     }
 

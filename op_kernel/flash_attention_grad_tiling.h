@@ -18,6 +18,7 @@ namespace npu_fa {
 
 enum FaGradPass : uint32_t { kGradPassDq = 0, kGradPassDkv = 1 };
 enum FaGradStage : uint32_t { kGradStageFull = 0, kGradStagePre = 1, kGradStagePost = 2 };  // of the dQ pass
+enum FaGradPart : uint32_t { kGradPartDk = 1, kGradPartDv = 2, kGradPartsBoth = 3 };
 // Per sequence: the forward's seq-table fields (FaSeqField: tokens, lengths, kSeqFirstTask = first dQ task, band,
 // block-map rows and mask base, for the backward's blocks), then the first dK/dV task.
 constexpr uint32_t kGradSeqFirstKvTask = kSeqInfoFields;
@@ -64,7 +65,8 @@ struct FlashAttentionGradTilingData {
     uint32_t maskMode;       // 0 none, 1 dense
     uint32_t maskHeads;      // 1: the mask (and its block map) differs per query head
     uint32_t maskColStep;
-    uint32_t reserved;       // keeps the 32-bit fields an even number (no tail padding)
+    uint32_t kvParts;        // dK/dV pass: which gradients it accumulates, kGradPartDk | kGradPartDv (large head
+                             // dims run one dK/dV pass per gradient so that one accumulator fits UB)
     uint32_t coreTaskStart[kMaxCores + 1];
 };
 static_assert(sizeof(FlashAttentionGradTilingData) ==
@@ -103,7 +105,7 @@ struct FaGradUbSizes {
     uint32_t half;   // P or dS in the input dtype [rows, w]
     uint32_t stat;   // one statistic per row broadcast to a 32 B block [rows8, 8] fp32 (max, sum, D)
     uint32_t part;   // one partial product of the cube, fp32 [accRows, dMax]
-    uint32_t acc;    // accumulators fp32: dQ [rows, dPad] or dK + dV [kvRows, dPad + dvPad]; before the first
+    uint32_t acc;    // accumulators fp32: dQ [rows, dPad] or dK and/or dV [kvRows, dPad (+) dvPad]; before the first
                      // step of a dQ task also dO * O in fp32 [rows, dvPad]
     uint32_t out;    // an output tile in the input dtype [accRows, dMax]; also dO and O [rows, dvPad] each
     uint32_t row;    // one fp32 per row [rows8], at least 64 (the column index pattern)
@@ -113,13 +115,14 @@ struct FaGradUbSizes {
 constexpr uint32_t kGradStatBuffers = 3;
 
 FA_INLINE FaGradUbSizes GradUbSizes(uint32_t rows, uint32_t w, uint32_t kvRows, uint32_t dPad, uint32_t dvPad,
-                                    bool denseMask) {
+                                    bool denseMask, uint32_t kvParts) {
     FaGradUbSizes u;
     const uint32_t r = rows == 0 ? 1 : rows;
     const uint32_t r8 = AlignUp(r, 8);
     const uint32_t dMax = dPad > dvPad ? dPad : dvPad;
     const uint32_t accRows = r > kvRows ? r : kvRows;
-    const uint32_t accQ = r * dPad * 4, accKv = kvRows * (dPad + dvPad) * 4;
+    const uint32_t accQ = r * dPad * 4;
+    const uint32_t accKv = kvRows * (((kvParts & kGradPartDk) ? dPad : 0) + ((kvParts & kGradPartDv) ? dvPad : 0)) * 4;
     u.score = r * w * 4;
     u.dp = r * w * 4;
     u.dmat = r * w * 4;

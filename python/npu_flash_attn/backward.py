@@ -24,8 +24,9 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
   is computed once, dK/dV owned per core as before and dQ accumulated by fp32 atomic adds (about 25 % less twin
   time; dq's last bits depend on the order the cores' adds land). The autograd passes
   `torch.are_deterministic_algorithms_enabled()`.
-* pse / sink -> NotImplementedError, keep_prob < 1 -> NotImplementedError, padding_mask -> ValueError (reserved),
-  D > 400 -> NotImplementedError (the forward goes to 512).
+* pse / sink -> NotImplementedError, keep_prob < 1 -> NotImplementedError, padding_mask -> ValueError (reserved).
+  Head dims up to 512 like the forward: when the dK and dV accumulators of a key block do not both fit a vector
+  core's UB, the dK/dV pass runs twice (dV, then dK).
 
 Autograd: `torch.ops.npu.flash_attention` gets a backward through this op (saving query, key, value, the output
 and the two statistics; never P); softmax_max/softmax_sum are not differentiable.
@@ -39,9 +40,7 @@ import torch
 from . import masks, ops
 from .ops import INT32_MAX
 
-__all__ = ["flash_attention_grad", "GRAD_SCHEMA", "MAX_GRAD_HEAD_DIM"]
-
-MAX_GRAD_HEAD_DIM = 400  # largest D whose smallest tiles (16 x 64) fit UB (op_kernel/flash_attention_grad_tiling.h)
+__all__ = ["flash_attention_grad", "GRAD_SCHEMA"]
 
 GRAD_SCHEMA = (
     "(Tensor query, Tensor key, Tensor value, Tensor dy, int head_num, str input_layout, Tensor? pse=None, "
@@ -62,9 +61,6 @@ def _validate_grad(query, key, value, dy, head_num, input_layout, pse, padding_m
                                      actual_seq_kvlen, sparse_mode, seed, offset, check_values=check_values)
     if sink is not None:
         raise NotImplementedError("sink (attention sink logits) is not implemented yet in npu_flash_attn")
-    if p.D > MAX_GRAD_HEAD_DIM:
-        raise NotImplementedError(f"flash_attention_grad supports head dims D <= {MAX_GRAD_HEAD_DIM} (the dK and dV "
-                                  f"accumulators of a key block must fit one vector core's UB), got D={p.D}")
     if not isinstance(deterministic, bool):
         raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}")
     named = (("dy", dy, p.out_shape, query.dtype, "the forward output's shape"),
