@@ -1,0 +1,126 @@
+// Operator prototypes of the CANN operator package: the forward (FlashAttentionNpuFa), its dense-mask block-map
+// pre-pass (FlashAttentionNpuFaBlockMap) and the backward (FlashAttentionNpuFaGrad). Inputs then outputs are in
+// the order of the kernel entries' arguments (op_kernel/flash_attention_fwd.cpp, _block_map.cpp, _bwd.cpp; the
+// build appends workspace and tiling); attribute names and defaults follow the torch schemas (ops.py SCHEMA,
+// backward.py GRAD_SCHEMA); attribute order is fa_op_args.h's. Tensor arguments of the torch schema the kernels do
+// not take (pse, padding_mask, sink) are not operator inputs: the adapter refuses them.
+#include <vector>
+
+#include "register/op_def_registry.h"
+
+#include "cann/fa_op_args.h"
+#include "cann/fa_op_funcs.h"
+
+namespace ops {
+namespace {
+
+namespace fa = npu_fa::op;
+
+// The dtype combinations (position by position over all inputs and outputs): q/k/v dtype x mask dtype.
+const std::vector<ge::DataType> kQkv = {ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT16, ge::DT_BF16};
+const std::vector<ge::DataType> kMask = {ge::DT_UINT8, ge::DT_UINT8, ge::DT_BOOL, ge::DT_BOOL};
+const std::vector<ge::DataType> kU8 = {ge::DT_UINT8, ge::DT_UINT8, ge::DT_UINT8, ge::DT_UINT8};
+const std::vector<ge::DataType> kI64 = {ge::DT_INT64, ge::DT_INT64, ge::DT_INT64, ge::DT_INT64};
+const std::vector<ge::DataType> kF32 = {ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT};
+
+OpParamDef& Param(OpParamDef& def, Option type, const std::vector<ge::DataType>& dtypes) {
+    return def.ParamType(type).DataType(dtypes).Format(std::vector<ge::Format>(dtypes.size(), ge::FORMAT_ND));
+}
+
+// The kernels read dense row-major tensors: aclnn makes strided inputs contiguous first.
+void In(OpParamDef& def, Option type, const std::vector<ge::DataType>& dtypes) {
+    Param(def, type, dtypes).AutoContiguous();
+}
+
+// The torch schema's scalar arguments, then the blocks seq_info was built for (fa::Attr order).
+void CommonAttrs(OpDef& def) {
+    def.Attr("head_num").AttrType(REQUIRED).Int();
+    def.Attr("input_layout").AttrType(REQUIRED).String();
+    def.Attr("scale").AttrType(OPTIONAL).Float(1.0f);
+    def.Attr("keep_prob").AttrType(OPTIONAL).Float(1.0f);
+    def.Attr("pre_tokens").AttrType(OPTIONAL).Int(fa::kInt32Max);
+    def.Attr("next_tokens").AttrType(OPTIONAL).Int(fa::kInt32Max);
+    def.Attr("inner_precise").AttrType(OPTIONAL).Int(0);
+    def.Attr("prefix").AttrType(OPTIONAL).ListInt({});
+    def.Attr("actual_seq_qlen").AttrType(OPTIONAL).ListInt({});
+    def.Attr("actual_seq_kvlen").AttrType(OPTIONAL).ListInt({});
+    def.Attr("sparse_mode").AttrType(OPTIONAL).Int(0);
+    def.Attr("seed").AttrType(OPTIONAL).Int(0);
+    def.Attr("offset").AttrType(OPTIONAL).Int(0);
+    def.Attr("s1_block").AttrType(OPTIONAL).Int(0);
+    def.Attr("s2_block").AttrType(OPTIONAL).Int(0);
+}
+
+// Atlas A2 (ascend910b) and A3 (ascend910_93), bound to our kernel entry (file and function name differ from the
+// op type's snake case).
+void BindKernel(OpDef& def, gert::OpImplRegisterV2::TilingKernelFunc tiling, const char* entry) {
+    def.AICore().SetTiling(tiling);
+    for (const char* soc : {"ascend910b", "ascend910_93"}) {
+        OpAICoreConfig config(soc);
+        config.ExtendCfgInfo("opFile.value", entry).ExtendCfgInfo("opInterface.value", entry);
+        def.AICore().AddConfig(soc, config);
+    }
+}
+
+}  // namespace
+
+class FlashAttentionNpuFa : public OpDef {
+public:
+    explicit FlashAttentionNpuFa(const char* name) : OpDef(name) {
+        In(this->Input("query"), REQUIRED, kQkv);
+        In(this->Input("key"), REQUIRED, kQkv);
+        In(this->Input("value"), REQUIRED, kQkv);
+        In(this->Input("atten_mask"), OPTIONAL, kMask);
+        In(this->Input("block_map"), OPTIONAL, kU8);
+        In(this->Input("seq_info"), REQUIRED, kI64);
+        Param(this->Output("attention_out"), REQUIRED, kQkv);
+        Param(this->Output("softmax_max"), REQUIRED, kF32);
+        Param(this->Output("softmax_sum"), REQUIRED, kF32);
+        CommonAttrs(*this);
+        this->SetInferShape(InferShapeFlashAttentionNpuFa).SetInferDataType(InferDataTypeFlashAttentionNpuFa);
+        BindKernel(*this, optiling::TilingFlashAttentionNpuFa, "flash_attention_fwd");
+    }
+};
+
+class FlashAttentionNpuFaBlockMap : public OpDef {
+public:
+    explicit FlashAttentionNpuFaBlockMap(const char* name) : OpDef(name) {
+        In(this->Input("atten_mask"), REQUIRED, {ge::DT_UINT8, ge::DT_BOOL});
+        In(this->Input("seq_info"), REQUIRED, {ge::DT_INT64, ge::DT_INT64});
+        Param(this->Output("block_map"), REQUIRED, {ge::DT_UINT8, ge::DT_UINT8});
+        CommonAttrs(*this);
+        // No q/k/v inputs: the problem's shapes and dtype (0 fp16, 1 bf16) come as attributes.
+        this->Attr("query_shape").AttrType(REQUIRED).ListInt();
+        this->Attr("key_shape").AttrType(REQUIRED).ListInt();
+        this->Attr("value_shape").AttrType(REQUIRED).ListInt();
+        this->Attr("dtype").AttrType(OPTIONAL).Int(0);
+        this->SetInferShape(InferShapeFlashAttentionNpuFaBlockMap)
+            .SetInferDataType(InferDataTypeFlashAttentionNpuFaBlockMap);
+        BindKernel(*this, optiling::TilingFlashAttentionNpuFaBlockMap, "flash_attention_block_map");
+    }
+};
+
+class FlashAttentionNpuFaGrad : public OpDef {
+public:
+    explicit FlashAttentionNpuFaGrad(const char* name) : OpDef(name) {
+        for (const char* in : {"query", "key", "value", "dy", "attention_in"}) In(this->Input(in), REQUIRED, kQkv);
+        In(this->Input("softmax_max"), REQUIRED, kF32);
+        In(this->Input("softmax_sum"), REQUIRED, kF32);
+        In(this->Input("atten_mask"), OPTIONAL, kMask);
+        In(this->Input("block_map"), OPTIONAL, kU8);
+        In(this->Input("seq_info"), REQUIRED, kI64);
+        for (const char* out : {"dq", "dk", "dv"}) Param(this->Output(out), REQUIRED, kQkv);
+        CommonAttrs(*this);
+        this->Attr("deterministic").AttrType(OPTIONAL).Bool(false);
+        // The backward is 2 (deterministic) or 3 kernel launches sharing one workspace: which one this call is.
+        this->Attr("launch").AttrType(OPTIONAL).Int(0);
+        this->SetInferShape(InferShapeFlashAttentionNpuFaGrad).SetInferDataType(InferDataTypeFlashAttentionNpuFaGrad);
+        BindKernel(*this, optiling::TilingFlashAttentionNpuFaGrad, "flash_attention_bwd");
+    }
+};
+
+OP_ADD(FlashAttentionNpuFa);
+OP_ADD(FlashAttentionNpuFaBlockMap);
+OP_ADD(FlashAttentionNpuFaGrad);
+
+}  // namespace ops
