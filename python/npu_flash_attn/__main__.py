@@ -1,5 +1,6 @@
 """Command line: `python -m npu_flash_attn demo` runs the forward FlashAttention kernel on the CPU twin and checks it
-against the float64 reference; `python -m npu_flash_attn chips` lists the emulated chips."""
+against the float64 reference; `python -m npu_flash_attn chips` lists the emulated chips; `python -m npu_flash_attn
+profile` prints the cycle model's time of the forward op."""
 from __future__ import annotations
 
 import argparse
@@ -40,6 +41,23 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--scale", type=float, default=None, help="scale of QK^T (default 1/sqrt(D))")
     d.add_argument("--seed", type=int, default=None, help="random seed of the inputs (default: fresh)")
     sub.add_parser("chips", help="list the chips the twin emulates")
+    pr = sub.add_parser("profile", help="modeled dav-2201 time of the forward op (cycle model over the twin's trace)",
+                        description="Runs the forward op (BNSD, random inputs) on the twin with the trace on and "
+                                    "prints the cycle model's time, TFLOPS, utilisation, per-pipe busy and roofline "
+                                    "bounds. Numbers are modeled, not measured (docs/cost_model.md).")
+    pr.add_argument("--chip", default="Ascend910B2", help="chip of the model (default Ascend910B2)")
+    pr.add_argument("--batch", type=int, default=1)
+    pr.add_argument("--heads", type=int, default=8)
+    pr.add_argument("--kv-heads", type=int, default=None, help="default: --heads")
+    pr.add_argument("--seqlen", type=int, default=2048)
+    pr.add_argument("--head-dim", type=int, default=128)
+    pr.add_argument("--dtype", default="bf16", choices=["fp16", "bf16"])
+    pr.add_argument("--causal", action="store_true", help="right-down causal (sparse_mode 3)")
+    pr.add_argument("--backward", action="store_true", help="model the backward op (not available yet)")
+    pr.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a cost-model parameter (docs/cost_model.md), e.g. fix.l0c_gm.bw=128; repeatable")
+    pr.add_argument("--json", action="store_true", help="print one JSON object")
+    pr.add_argument("--out", default=None, help="directory for timeline.png and trace.json (Perfetto)")
     return p
 
 
@@ -152,12 +170,52 @@ def _chips() -> int:
     return 0
 
 
+def _profile(a) -> int:
+    import json
+
+    from npu_flash_attn import profiler
+    try:
+        overrides = {}
+        for kv in a.param:
+            key, sep, val = kv.partition("=")
+            if not sep:
+                raise ValueError(f"--param {kv!r}: expected KEY=VALUE")
+            overrides[key.strip()] = float(val)
+        rep = profiler.profile(chip=a.chip, batch=a.batch, heads=a.heads, kv_heads=a.kv_heads, seqlen=a.seqlen,
+                               head_dim=a.head_dim, dtype=a.dtype, causal=a.causal, backward=a.backward,
+                               overrides=overrides)
+    except NotImplementedError as e:
+        print(f"error: NotImplementedError: {e}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    files = profiler.write_outputs(rep, a.out) if a.out else {}
+    pub = dict(profiler.public(rep), **({"files": files} if files else {}))
+    if a.json:
+        print(json.dumps(pub))
+        return 0
+    p = rep["problem"]
+    print(f"{rep['label']}: forward B={p['batch']} N={p['heads']} N2={p['kv_heads']} S={p['seqlen']} "
+          f"D={p['head_dim']} {p['dtype']}{' causal' if p['causal'] else ''}, {rep['block_dim']} AI cores")
+    print(f"time    : {rep['modeled_time_us']:.1f} us (kernel {rep['kernel_time_us']:.1f} + launch "
+          f"{rep['launch_overhead_us']:.1f})")
+    print(f"TFLOPS  : {rep['tflops']:.1f} of {rep['cube_peak_tflops']:.1f} cube peak ({100 * rep['utilization']:.1f} %)")
+    print("busy    : " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in rep["pipe_busy"].items()))
+    print("bounds  : " + ", ".join(f"{k} {v:.1f} us" for k, v in rep["roofline_us"].items()) + f" -> {rep['bound']}")
+    for k, v in files.items():
+        print(f"wrote   : {v}" if v else f"skipped : {k} (needs matplotlib: pip install matplotlib)")
+    return 0
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "demo":
         return _demo(args)
     if args.cmd == "chips":
         return _chips()
+    if args.cmd == "profile":
+        return _profile(args)
     _parser().print_help()
     return 2
 

@@ -21,6 +21,10 @@ extern "C" void flash_attention_block_map(uint8_t* attenMask, uint8_t* seqInfo, 
 
 namespace py = pybind11;
 
+// The cycle model's hook (cost_model.cpp): when enabled, the forward launch is traced and modelled.
+bool FwdCostModelEnabled();
+void AddCostModel(const twin::LaunchResult& r, const npu_fa::ChipSpec& chip, py::dict& info);
+
 namespace {
 
 using twin_bindings::ParseProblem;
@@ -147,7 +151,7 @@ py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName,
     o.kernelType = AscendC::KERNEL_TYPE_MIX_AIC_1_2;
     o.numBlocks = tiling.blockDim;
     o.chip = plan.chip;
-    o.trace = countOps;
+    o.trace = countOps || FwdCostModelEnabled();
     o.gm = {{(const uint8_t*)q, qBytes, "query"},
             {(const uint8_t*)k, kBytes, "key"},
             {(const uint8_t*)v, vBytes, "value"},
@@ -172,6 +176,7 @@ py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName,
     py::dict info = PlanInfo(plan);
     info["twin_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (countOps) AddOpCounts(r, info);
+    if (FwdCostModelEnabled()) AddCostModel(r, *plan.chip, info);
     return info;
 }
 

@@ -8,12 +8,14 @@ namespace py = pybind11;
 
 void RegisterFlashAttention(py::module_& m);
 void RegisterFlashAttentionGrad(py::module_& m);
+void RegisterCostModel(py::module_& m);
 
 PYBIND11_MODULE(_C, m) {
     m.doc() = "CPU twin of Ascend C (dav-2201) with the npu-flash-attn kernels";
     py::register_exception<twin::TwinError>(m, "TwinError", PyExc_RuntimeError);
     RegisterFlashAttention(m);
     RegisterFlashAttentionGrad(m);
+    RegisterCostModel(m);
     m.def("chips", []() {
         py::list out;
         for (uint32_t i = 0; i < npu_fa::kNumChips; ++i) {

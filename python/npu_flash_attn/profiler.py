@@ -1,0 +1,190 @@
+"""Modeled dav-2201 time of the forward op: runs it on the CPU twin with the instruction trace on and feeds the
+per-core traces to the cycle model (twin/include/twin/costmodel, parameters and sources in docs/cost_model.md).
+Numbers are "modeled (<chip>)", not measurements."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Optional
+
+from . import _C, ops
+
+AIC_PIPES = ("S", "MTE1", "MTE2", "MTE3", "M", "FIX")
+AIV_PIPES = ("S", "MTE2", "MTE3", "V")
+
+
+def _chip_row(chip: str) -> dict:
+    for c in _C.chips():
+        if c["name"] == chip:
+            return c
+    raise ValueError(f"chip {chip!r} is not one of {[c['name'] for c in _C.chips()]}")
+
+
+def model_trace(lib, chip: str = "Ascend910B2", *, overrides: Optional[dict] = None, keep_blocks: int = 1,
+                bins: int = 0) -> dict:
+    """Cycle model of the last traced launch of a standalone kernel (`npu_flash_attn.twin.KernelLibrary`)."""
+    import ctypes
+    cores = []
+    for i in range(lib._lib.twin_trace_cores()):
+        addr = ctypes.cast(lib._lib.twin_trace_data(i), ctypes.c_void_p).value or 0
+        cores.append((lib._lib.twin_trace_core_name(i).decode(), addr, int(lib._lib.twin_trace_len(i))))
+    return _C.cost_model_trace(cores, chip, overrides or {}, keep_blocks, bins)
+
+
+def _summarize(cm: dict, chip: str, flops: float) -> dict:
+    row = _chip_row(chip)
+    mhz = cm["clock_mhz"]
+    cycles = cm["cycles"]
+    peak = row["aic_num"] * 8192 * mhz * 1e6
+    us = cm["total_us"]
+    busy: dict[str, float] = {}
+    worst: dict[str, float] = {}
+    for kind, pipes in (("aic", AIC_PIPES), ("aiv", AIV_PIPES)):
+        mine = [c for c in cm["cores"] if c["kind"] == kind]
+        for p in pipes:
+            vals = [c["busy"].get(p, 0.0) for c in mine]
+            if vals:
+                busy[f"{kind}.{p}"] = sum(vals) / len(vals) / cycles if cycles else 0.0
+                worst[f"{kind}.{p}"] = max(vals)
+    hbm_bpc = row["hbm_gbps"] * 1e3 / mhz
+    bounds = {  # lower bounds on the kernel time, in us
+        "cube": flops / peak * 1e6,
+        "vector": worst.get("aiv.V", 0.0) / mhz,
+        "mte2": max(worst.get("aic.MTE2", 0.0), worst.get("aiv.MTE2", 0.0)) / mhz,
+        "fix": worst.get("aic.FIX", 0.0) / mhz,
+        "hbm": cm["hbm_bytes"] / hbm_bpc / mhz,
+    }
+    bound = max(bounds, key=bounds.get)
+    return {"chip": chip, "label": f"modeled ({chip})", "modeled_time_us": us, "kernel_time_us": cm["kernel_us"],
+            "launch_overhead_us": cm["launch_cycles"] / mhz, "cycles": cycles, "flops": flops,
+            "tflops": flops / (us * 1e-6) / 1e12, "cube_peak_tflops": peak / 1e12,
+            "utilization": flops / (us * 1e-6) / peak, "pipe_busy": busy, "roofline_us": bounds, "bound": bound,
+            "cube_macs": cm["macs"], "gm_bytes": cm["gm_bytes"], "hbm_bytes": cm["hbm_bytes"],
+            "cores": [{"name": c["name"], "end_us": c["end"] / mhz,
+                       "busy": {p: v / cycles if cycles else 0.0 for p, v in c["busy"].items()}} for c in cm["cores"]]}
+
+
+def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_heads: Optional[int] = None,
+            seqlen: int = 2048, seqlen_kv: Optional[int] = None, head_dim: int = 128, dtype: str = "bf16",
+            causal: bool = False, backward: bool = False, bins: int = 400, keep_blocks: int = 1,
+            overrides: Optional[dict] = None, seed: int = 0) -> dict:
+    """Runs the forward op on the twin (BNSD, random inputs) and returns the modeled time and its breakdown:
+    chip, modeled_time_us (kernel + launch overhead), tflops (4*B*N*S1*S2*D, halved for causal), cube_peak_tflops,
+    utilization (0-1), pipe_busy (per core kind and pipe, 0-1), roofline_us, bound; `model` holds the raw result
+    (per-core busy cycles, the schedule of the first `keep_blocks` AI cores, the busy histogram)."""
+    if backward:
+        raise NotImplementedError("profile(backward=True): the backward op is not in this package yet; the profiler "
+                                  "will model it through the same trace hook once it lands")
+    import torch
+    kv_heads = heads if kv_heads is None else kv_heads
+    s2 = seqlen if seqlen_kv is None else seqlen_kv
+    tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(dtype)
+    if tdt is None:
+        raise ValueError(f"dtype must be fp16 or bf16, got {dtype!r}")
+    _chip_row(chip)
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(batch, heads, seqlen, head_dim, generator=gen).to(tdt)
+    k = torch.randn(batch, kv_heads, s2, head_dim, generator=gen).to(tdt)
+    v = torch.randn(batch, kv_heads, s2, head_dim, generator=gen).to(tdt)
+    before = ops.get_chip()
+    ops.set_chip(chip)
+    _C.set_fwd_cost_model(True, keep_blocks, bins, overrides or {})
+    try:
+        ops.flash_attention(q, k, v, heads, "BNSD", scale=1.0 / math.sqrt(head_dim),
+                            sparse_mode=3 if causal else 0)
+        info = ops.last_launch_info()
+    finally:
+        _C.set_fwd_cost_model(False)
+        ops.set_chip(before)
+    cm = info["cost_model"]
+    flops = 4.0 * batch * heads * seqlen * s2 * head_dim
+    if causal:  # right-down causal: the visible fraction of the S1 x S2 score matrix
+        vis = sum(min(s2, max(0, s2 - seqlen + i + 1)) for i in range(seqlen)) / (seqlen * s2)
+        flops *= vis
+    rep = _summarize(cm, chip, flops)
+    rep.update(problem=dict(batch=batch, heads=heads, kv_heads=kv_heads, seqlen=seqlen, seqlen_kv=s2,
+                            head_dim=head_dim, dtype=dtype, causal=causal),
+               block_dim=info["block_dim"], twin_seconds=info["twin_seconds"], model=cm)
+    return rep
+
+
+def public(rep: dict) -> dict:
+    """The report without the raw model arrays (what --json prints)."""
+    return {k: v for k, v in rep.items() if k != "model"}
+
+
+def write_outputs(rep: dict, out_dir) -> dict:
+    """Writes trace.json (Chrome trace / Perfetto of the kept cores' instructions) and, when matplotlib is installed,
+    timeline.png (busy fraction per core and pipe over time) into out_dir; returns their paths (None: not written)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"timeline_png": None, "chrome_trace": str(out / "trace.json")}
+    _chrome_trace(rep["model"], paths["chrome_trace"])
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return paths
+    paths["timeline_png"] = str(out / "timeline.png")
+    _timeline_png(rep, paths["timeline_png"])
+    return paths
+
+
+def _chrome_trace(cm: dict, path: str) -> None:
+    s = cm["schedule"]
+    mhz = cm["clock_mhz"]
+    names, pipes = s["op_names"], cm["pipes"]
+    ev = []
+    for ci, c in enumerate(cm["cores"]):
+        ev.append({"ph": "M", "name": "process_name", "pid": ci, "args": {"name": c["name"]}})
+        for pi, p in enumerate(pipes):
+            ev.append({"ph": "M", "name": "thread_name", "pid": ci, "tid": pi, "args": {"name": p}})
+    for core, pipe, st, en, op in zip(s["core"].tolist(), s["pipe"].tolist(), s["start"].tolist(), s["end"].tolist(),
+                                      s["op"].tolist()):
+        ev.append({"ph": "X", "name": names[op], "pid": core, "tid": pipe, "ts": st / mhz, "dur": max(en - st, 0) / mhz})
+    Path(path).write_text(json.dumps({"traceEvents": ev, "displayTimeUnit": "ns",
+                                      "otherData": {"label": "modeled, not measured", "clock_mhz": mhz}}))
+
+
+def _timeline_png(rep: dict, path: str) -> None:
+    """Busy fraction over time per core and pipe. Up to 9 cores each get their rows; larger launches show the mean over
+    all AICs / AIVs, then block 0 and the core that ends last."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    cm = rep["model"]
+    hist = cm.get("hist")
+    if hist is None:
+        raise ValueError("the profile has no busy histogram (run profile with bins > 0)")
+    pipes, cores = cm["pipes"], cm["cores"]
+    rows, labels = [], []
+
+    def add(label, kind, data):
+        for p in (AIC_PIPES if kind == "aic" else AIV_PIPES):
+            rows.append(data[pipes.index(p)])
+            labels.append(f"{label} {p}")
+    if len(cores) > 9:
+        for kind in ("aic", "aiv"):
+            idx = [i for i, c in enumerate(cores) if c["kind"] == kind]
+            if idx:
+                add(f"mean {kind.upper()}", kind, hist[idx].mean(axis=0))
+        last = max(range(len(cores)), key=lambda i: cores[i]["end"])
+        show = sorted({i for i, c in enumerate(cores) if c["block"] == 0} | {last})
+    else:
+        show = range(len(cores))
+    for i in show:
+        add(cores[i]["name"].split(" (")[0], cores[i]["kind"], hist[i])
+    img = np.clip(np.array(rows), 0, 1)
+    t_us = hist.shape[2] * cm["bin_cycles"] / cm["clock_mhz"]
+    fig, ax = plt.subplots(figsize=(12, max(3.0, 0.22 * len(rows) + 1)))
+    im = ax.imshow(img, aspect="auto", interpolation="nearest", cmap="viridis", extent=(0, t_us, len(rows), 0),
+                   vmin=0, vmax=1)
+    ax.set_yticks(np.arange(len(rows)) + 0.5)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_xlabel("time (us)")
+    ax.set_title(f"{rep['label']}: pipe busy fraction, {rep['modeled_time_us']:.1f} us, bound: {rep['bound']}")
+    fig.colorbar(im, ax=ax, fraction=0.02)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

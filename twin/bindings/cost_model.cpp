@@ -1,0 +1,161 @@
+// npu_flash_attn._C bindings of the cycle model (twin/include/twin/costmodel): the parameter table, the model of a
+// standalone kernel's trace (by the pointers npu_flash_attn.twin's library hands out) and the hook that models the
+// forward op's launch (flash_attention.cpp calls AddCostModel when set_fwd_cost_model(True) is in effect).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "kernel_operator.h"
+#include "twin/costmodel/schedule.h"
+
+namespace py = pybind11;
+
+namespace {
+
+struct FwdSettings {
+    bool on = false;
+    int keepBlocks = 1, bins = 0;
+    std::map<std::string, double> overrides;
+};
+FwdSettings g_fwd;
+
+const npu_fa::ChipSpec& ChipOf(const std::string& name) {
+    const npu_fa::ChipSpec* c = npu_fa::FindChip(name.c_str());
+    if (c == nullptr) throw py::value_error("chip '" + name + "' is not in the chip table");
+    return *c;
+}
+
+twin::cost::Params MakeParams(const npu_fa::ChipSpec& chip, const std::map<std::string, double>& overrides) {
+    twin::cost::Params P(chip);
+    for (const auto& kv : overrides) {
+        try {
+            P.Set(kv.first, kv.second);
+        } catch (const std::invalid_argument& e) {
+            throw py::value_error(e.what());
+        }
+    }
+    return P;
+}
+
+py::dict Run(const twin::cost::Params& P, std::vector<twin::cost::CoreTrace> cores, int keepBlocks, int bins) {
+    using namespace twin::cost;
+    Options o;
+    o.bins = bins;
+    for (const CoreTrace& c : cores) o.keep.push_back(c.block < keepBlocks);
+    Result r;
+    try {
+        r = ModelLaunch(P, cores, o);
+    } catch (const std::runtime_error& e) {
+        throw py::value_error(e.what());
+    }
+    py::dict d;
+    const double mhz = r.clockMHz;
+    d["cycles"] = r.cycles;
+    d["launch_cycles"] = r.launchCycles;
+    d["clock_mhz"] = mhz;
+    d["kernel_us"] = r.cycles / mhz;
+    d["total_us"] = (r.cycles + r.launchCycles) / mhz;
+    d["macs"] = r.macs;
+    d["gm_bytes"] = r.gmBytes;
+    d["hbm_bytes"] = r.hbmBytes;
+    py::list cl;
+    for (size_t c = 0; c < cores.size(); ++c) {
+        py::dict e, busy;
+        e["name"] = cores[c].name;
+        e["kind"] = cores[c].aic ? "aic" : "aiv";
+        e["block"] = cores[c].block;
+        e["end"] = r.coreEnd[c];
+        for (int p = 0; p < kPipes; ++p) {
+            const bool used = cores[c].aic ? p != kV : (p == kS || p == kV || p == kMte2 || p == kMte3);
+            if (used) busy[PipeName(p)] = r.busy[c][p];
+        }
+        e["busy"] = busy;
+        cl.append(e);
+    }
+    d["cores"] = cl;
+    py::dict fam;
+    for (int f = 0; f < (int)Family::COUNT; ++f) {
+        if (r.familyCount[f] == 0) continue;
+        py::dict e;
+        e["count"] = r.familyCount[f];
+        e["cycles"] = r.familyCycles[f];
+        fam[FamilyName((Family)f)] = e;
+    }
+    d["families"] = fam;
+    // Schedule of the kept cores: parallel arrays, op names by index.
+    const size_t n = r.schedule.size();
+    py::array_t<int32_t> core(n), op(n);
+    py::array_t<int8_t> pipe(n);
+    py::array_t<double> start(n), end(n);
+    std::map<const char*, int32_t> opIdx;
+    py::list names;
+    for (size_t i = 0; i < n; ++i) {
+        const Interval& iv = r.schedule[i];
+        const char* name = cores[iv.core].recs[iv.rec].op;
+        auto it = opIdx.find(name);
+        if (it == opIdx.end()) {
+            it = opIdx.emplace(name, (int32_t)opIdx.size()).first;
+            names.append(name);
+        }
+        core.mutable_at(i) = iv.core, op.mutable_at(i) = it->second, pipe.mutable_at(i) = (int8_t)iv.pipe;
+        start.mutable_at(i) = iv.start, end.mutable_at(i) = iv.end;
+    }
+    py::dict sch;
+    sch["core"] = core, sch["pipe"] = pipe, sch["start"] = start, sch["end"] = end, sch["op"] = op, sch["op_names"] = names;
+    d["schedule"] = sch;
+    py::list pn;
+    for (int p = 0; p < kPipes; ++p) pn.append(PipeName(p));
+    d["pipes"] = pn;
+    if (bins > 0) {
+        py::array_t<float> h({(py::ssize_t)cores.size(), (py::ssize_t)kPipes, (py::ssize_t)bins});
+        std::memcpy(h.mutable_data(), r.hist.data(), r.hist.size() * sizeof(float));
+        d["hist"] = h;
+        d["bin_cycles"] = r.binCycles;
+    }
+    return d;
+}
+
+// Standalone kernels: [(core name, address of its TraceRec array, length)] from npu_flash_attn.twin.
+py::dict CostModelTrace(const std::vector<std::tuple<std::string, uintptr_t, uint64_t>>& cores, const std::string& chip,
+                        const std::map<std::string, double>& overrides, int keepBlocks, int bins) {
+    std::vector<twin::cost::CoreTrace> cs;
+    for (const auto& [name, addr, n] : cores) {
+        const bool aic = name.rfind("AIC", 0) == 0;
+        cs.push_back({name, aic, twin::cost::BlockOfName(name, aic), (const twin::TraceRec*)addr, (size_t)n});
+    }
+    return Run(MakeParams(ChipOf(chip), overrides), cs, keepBlocks, bins);
+}
+
+py::list CostParams(const std::string& chip) {
+    py::list out;
+    for (const twin::cost::ParamRow& r : twin::cost::ChipRows(ChipOf(chip))) {
+        py::dict d;
+        d["key"] = r.key, d["value"] = r.value, d["unit"] = r.unit, d["source"] = r.source, d["confidence"] = r.confidence;
+        out.append(d);
+    }
+    return out;
+}
+
+}  // namespace
+
+bool FwdCostModelEnabled() { return g_fwd.on; }
+
+void AddCostModel(const twin::LaunchResult& r, const npu_fa::ChipSpec& chip, py::dict& info) {
+    info["cost_model"] = Run(MakeParams(chip, g_fwd.overrides), twin::cost::CoresOf(r), g_fwd.keepBlocks, g_fwd.bins);
+}
+
+void RegisterCostModel(py::module_& m) {
+    m.def("cost_params", &CostParams, py::arg("chip"));
+    m.def("cost_model_trace", &CostModelTrace, py::arg("cores"), py::arg("chip"),
+          py::arg("overrides") = std::map<std::string, double>{}, py::arg("keep_blocks") = 1, py::arg("bins") = 0);
+    m.def("set_fwd_cost_model",
+          [](bool on, int keepBlocks, int bins, const std::map<std::string, double>& overrides) {
+              g_fwd = FwdSettings{on, keepBlocks, bins, overrides};
+          },
+          py::arg("enabled"), py::arg("keep_blocks") = 1, py::arg("bins") = 0,
+          py::arg("overrides") = std::map<std::string, double>{});
+}

@@ -1,0 +1,131 @@
+// Parameters of the dav-2201 cycle model, one row each: value, unit, source, confidence. The per-core rows hold for
+// every 2201 part (the per-core units are the same); the chip rows come from op_host/chip_spec.h. Bandwidths that
+// were measured in GiB/s at 1.85 GHz are stored as bytes per cycle, i.e. the model assumes they scale with the clock.
+// docs/cost_model.md cites each source; shared/research/pto_isa_costmodel.md and update_2026_12.md hold the figures.
+#pragma once
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "chip_spec.h"
+
+namespace twin::cost {
+
+struct ParamRow {
+    const char* key;
+    double value;
+    const char* unit;
+    const char* source;
+    const char* confidence;  // measured | fitted | derived | assumed
+};
+
+// Vector families: an isolated instruction costs head + slope * repeats + tail (256-B repeats); back to back on
+// PIPE_V only the slope is paid (the head overlaps the previous instruction), the tail is paid where a pipe waits
+// for the result (SetFlag / PipeBarrier / cross-core flag from PIPE_V, end of the core).
+inline const ParamRow kCoreRows[] = {
+    {"scalar.issue", 1, "cycle/instr", "pto-isa CCE mock: sync/config intrinsics 1 cycle", "assumed"},
+    {"scalar.op", 4, "cycle/instr", "scalar UB/GM access (GetValue/SetValue, tiling reads); no public figure", "assumed"},
+    {"queue.depth", 32, "instr", "ascendc_api_and_chips.md sec.10: MTE1 and MMAD queues 32 deep (used for every pipe)", "assumed"},
+    {"flag.latency", 2, "cycle", "intra-core set->wait; pto-isa: V->S->V round trip <= 10", "assumed"},
+    {"cross.latency", 200, "cycle", "CrossCoreSetFlag -> waiting core; no public number (FA fit implies <= 1000/tile)", "assumed"},
+    {"syncall.latency", 500, "cycle", "SyncAll release after the last arrival; no public number", "assumed"},
+    {"launch.cycles", 10905, "cycle", "pto-isa fa_cost_model.py launch overhead (about 6 us)", "fitted"},
+
+    {"vec.binary.slope", 2, "cycle/repeat", "pto-isa 910B3 fit vadd 2.11r+24, vmax 2.01r+23, vmul 2.3r+25", "measured"},
+    {"vec.binary.head", 10, "cycle", "pto-isa CCE mock vadd head 10 (head+tail = fit intercept 24)", "fitted"},
+    {"vec.binary.tail", 14, "cycle", "pto-isa CCE mock vadd tail 14", "fitted"},
+    {"vec.scalar.slope", 1, "cycle/repeat", "pto-isa 910B3 fit vmuls 1r+26, vmaxs 1r+23; msopmodeling VADDS/VMULS 1", "measured"},
+    {"vec.scalar.head", 11, "cycle", "pto-isa CCE mock vmuls head 11", "fitted"},
+    {"vec.scalar.tail", 14, "cycle", "pto-isa fit intercepts 23-26", "fitted"},
+    {"vec.exp.slope", 2, "cycle/repeat", "pto-isa 910B3 fit vexp 2.00r+31 (fp32); TEXP f16 64x64 = 95 cycles", "measured"},
+    {"vec.exp.head", 13, "cycle", "pto-isa CCE mock vexp head 13", "fitted"},
+    {"vec.exp.tail", 18, "cycle", "pto-isa CCE mock vexp tail 18 (sum 31 = fit intercept)", "fitted"},
+    {"vec.div.slope", 4, "cycle/repeat", "pto-isa 910B3 fit vdiv 4.03r+31 (fp32); msopmodeling VDIV FP32 4", "measured"},
+    {"vec.div.slope16", 8.5, "cycle/repeat", "pto-isa TDIV f16 64x64 = 304 cycles (32 repeats); msopmodeling VDIV FP16 8", "measured"},
+    {"vec.div.head", 11, "cycle", "pto-isa CCE mock vdiv head 11", "fitted"},
+    {"vec.div.tail", 20, "cycle", "pto-isa fit intercept 31", "fitted"},
+    {"vec.cast.slope", 2, "cycle/repeat", "pto-isa CCE mock vconv 2 (repeats of the wider type)", "fitted"},
+    {"vec.cast.head", 14, "cycle", "pto-isa CCE mock vconv head 14", "fitted"},
+    {"vec.cast.tail", 17, "cycle", "pto-isa TCVT 4x64 = 33 cycles", "measured"},
+    {"vec.cmp.slope", 2, "cycle/repeat", "pto-isa CCE mock vcmpv/vsel 2; msopmodeling VSEL/VCMPV 2", "fitted"},
+    {"vec.cmp.head", 14, "cycle", "pto-isa CCE mock vcmpv head 14", "fitted"},
+    {"vec.cmp.tail", 22, "cycle", "pto-isa CCE mock vcmpv tail 22", "fitted"},
+    {"vec.wreduce.slope", 7, "cycle/repeat", "msopmodeling VCADD 7/repeat; pto-isa formula TROWMAX/TROWSUM 7 per row", "measured"},
+    {"vec.wreduce.head", 14, "cycle", "msopmodeling VCADD head 14", "fitted"},
+    {"vec.wreduce.tail", 32, "cycle", "msopmodeling VCADD interval 32", "fitted"},
+    {"vec.breduce.slope", 1, "cycle/repeat", "msopmodeling VCGADD/VCGMAX 1/repeat", "fitted"},
+    {"vec.breduce.head", 14, "cycle", "msopmodeling VCGMAX head 14", "fitted"},
+    {"vec.breduce.tail", 17, "cycle", "msopmodeling VCGMAX interval 17 (VCGADD 24)", "fitted"},
+    {"vec.brcb.slope", 1, "cycle/repeat", "msopmodeling/pto-isa VBRCB are placeholders (0/0/18); 1 per repeat assumed", "assumed"},
+    {"vec.brcb.head", 0, "cycle", "msopmodeling VBRCB head 0", "assumed"},
+    {"vec.brcb.tail", 18, "cycle", "msopmodeling VBRCB interval 18", "assumed"},
+    {"vec.other.slope", 2, "cycle/repeat", "unclassified vector instruction: binary-op cost", "assumed"},
+    {"vec.other.head", 10, "cycle", "as vec.binary.head", "assumed"},
+    {"vec.other.tail", 14, "cycle", "as vec.binary.tail", "assumed"},
+    {"vec.ubcopy.bw", 32, "B/cycle", "pto-isa TMOV UB->UB f32 64x128 (32 KiB) measured 1029 cycles", "measured"},
+    {"vec.ubcopy.lat", 5, "cycle", "same measurement (1029 - 32768/32)", "fitted"},
+
+    {"cube.head", 6, "cycle", "pto-isa mmad stub; on-device TMATMUL tests match exactly", "measured"},
+    {"cube.fractal", 1, "cycle/fractal", "16x16x16 b16 (16x32x16 int8) per cycle: TMATMUL tests, GEMM 6144^3 at 1.807 GHz", "measured"},
+
+    {"mte1.l0a.bw", 256, "B/cycle", "msopmodeling L1->L0A 441 GiB/s at 1.85 GHz; ascendc notes 256 B/cycle", "measured"},
+    {"mte1.l0b.bw", 128, "B/cycle", "msopmodeling L1->L0B 220.5 GiB/s at 1.85 GHz; ascendc notes 128 B/cycle", "measured"},
+    {"mte1.lat", 30, "cycle", "per LoadData; GEMM-derived 20-40 (TEXTRACT/TMATMUL busy ratio)", "fitted"},
+    {"mte1.small.bw", 18.6, "B/cycle", "L1->BT / L1->FB 32 GiB/s (pto-isa flat table)", "measured"},
+    {"mte2.gm_ub.bw", 128, "B/cycle", "pto-isa 910B3 TLOAD: 264 cycles + 1 per 128 B per DMA (single core)", "measured"},
+    {"mte2.gm_ub.lat", 264, "cycle", "same fit (DMAs of one core serialise)", "measured"},
+    {"mte2.gm_l1.bw", 78.4, "B/cycle", "msopmodeling GM->L1 135 GiB/s at 1.85 GHz (GEMM-derived 84-88 at 24 cores)", "measured"},
+    {"mte2.gm_l1.lat", 264, "cycle", "by analogy with GM->UB", "assumed"},
+    {"mte2.fill.bw", 18.6, "B/cycle", "L1 fill (create_cbuf_matrix) 32 GiB/s, pto-isa flat table", "measured"},
+    {"mte3.ub_gm.bw", 109.4, "B/cycle", "msopmodeling UB->GM 1 core 188.46 GiB/s at 1.85 GHz", "measured"},
+    {"mte3.ub_gm.lat", 200, "cycle", "no on-device MTE3 latency; Hill fit K/peak 107, GM->UB 264", "assumed"},
+    {"mte3.ub_l1.bw", 113.6, "B/cycle", "msopmodeling UB->SHM 196 GiB/s at 1.85 GHz", "measured"},
+    {"mte3.l1_gm.bw", 18.6, "B/cycle", "pto-isa flat table L1->GM 32 GiB/s", "measured"},
+    {"fix.l0c_gm.bw", 40.6, "B/cycle", "msopmodeling L0C->GM 70 GiB/s at 1.85 GHz (see the Fixpipe caution)", "measured"},
+    {"fix.l0c_gm.lat", 200, "cycle", "no figure (Hill fit suggests about 1200, low confidence)", "assumed"},
+    {"fix.l0c_l1.bw", 128, "B/cycle", "ascendc notes: L0C->L1 128 B/cycle for f16/bf16 output", "measured"},
+    {"dma.small.lat", 30, "cycle", "on-core DMA latency (UB->L1, L0C->L1, L1 fills)", "assumed"},
+
+    {"gm.line", 512, "B", "L2 line for the first-touch HBM estimate (pto-isa perf-sim L2 default)", "assumed"},
+    {"gm.bin", 500, "cycle", "time bin of the HBM fair-share fixed point", "assumed"},
+};
+
+// The chip rows, derived from op_host/chip_spec.h, then every per-core row.
+inline std::vector<ParamRow> ChipRows(const npu_fa::ChipSpec& chip) {
+    static const char* src = "op_host/chip_spec.h (shared/research/update_2026_12.md sec.1)";
+    std::vector<ParamRow> rows = {
+        {"chip.clock_mhz", chip.cubeFreqMHz, "MHz", src, "measured"},
+        {"chip.aic", (double)chip.aicNum, "cores", src, "measured"},
+        {"chip.aiv", (double)chip.aivNum, "cores", src, "measured"},
+        {"chip.cube_flop_per_cycle", 8192, "FLOP/cycle/AIC", "16x16x16 MAC per cycle (b16)", "measured"},
+        {"chip.hbm_gbps", chip.hbmGBps, "GB/s", "op_host/chip_spec.h; msopmodeling GM<->L2 1638 GiB/s, 48-core GM->UB 1617 GiB/s", "fitted"},
+        {"chip.hbm_bytes_per_cycle", chip.hbmGBps * 1e3 / chip.cubeFreqMHz, "B/cycle", "chip.hbm_gbps / chip.clock_mhz", "derived"},
+    };
+    rows.insert(rows.end(), std::begin(kCoreRows), std::end(kCoreRows));
+    return rows;
+}
+
+// The table as the scheduler reads it (one lookup per key at construction).
+struct Params {
+    std::vector<ParamRow> rows;
+    explicit Params(const npu_fa::ChipSpec& chip) : rows(ChipRows(chip)) {}
+    double operator[](const char* key) const {
+        for (const ParamRow& r : rows) {
+            if (std::strcmp(r.key, key) == 0) return r.value;
+        }
+        throw std::invalid_argument(std::string("cost model: no parameter '") + key + "'");
+    }
+    void Set(const std::string& key, double v) {
+        for (ParamRow& r : rows) {
+            if (key == r.key) {
+                r.value = v;
+                r.confidence = "override";
+                return;
+            }
+        }
+        throw std::invalid_argument("cost model: no parameter '" + key + "'");
+    }
+};
+
+}  // namespace twin::cost

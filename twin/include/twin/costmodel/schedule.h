@@ -1,0 +1,478 @@
+// Cycle model of one launch from the twin's per-core traces. Each core has in-order pipes (AIC: S, MTE1, MTE2, MTE3,
+// M, FIX; AIV: S, MTE2, MTE3, V) fed in program order by the scalar unit. An instruction starts when its pipe is free,
+// its queue has room and every wait in front of it is met: SetFlag/WaitFlag events (source pipe drained -> destination
+// pipe released), PipeBarrier, CrossCoreSetFlag/WaitFlag between cores (with a latency) and SyncAll. GM transfers
+// share the chip's HBM bandwidth: 512-B lines a launch touches for the first time are HBM traffic, the rest is taken
+// as L2 hits; each transfer moves its HBM lines at a fair share of the bandwidth (a fixed point over the passes).
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "twin/costmodel/op_cost.h"
+
+namespace twin::cost {
+
+struct CoreTrace {
+    std::string name;
+    bool aic;
+    int64_t block;
+    const TraceRec* recs;
+    size_t n;
+};
+
+// Block index from a twin core name ("AIC 3", "AIV 5 (block 2, sub 1)").
+inline int64_t BlockOfName(const std::string& name, bool aic) {
+    const size_t at = aic ? name.find("AIC ") : name.find("block ");
+    if (at == std::string::npos) return 0;
+    return std::atoll(name.c_str() + at + (aic ? 4 : 6));
+}
+
+inline std::vector<CoreTrace> CoresOf(const LaunchResult& r) {
+    std::vector<CoreTrace> out;
+    for (size_t i = 0; i < r.traces.size(); ++i) {
+        const bool aic = r.coreTypes[i] == AscendC::AIC;
+        out.push_back({r.coreNames[i], aic, BlockOfName(r.coreNames[i], aic), r.traces[i].data(), r.traces[i].size()});
+    }
+    return out;
+}
+
+struct Options {
+    std::vector<bool> keep;   // per core: record its per-instruction schedule
+    size_t keepCap = 2000000;  // at most this many schedule entries
+    int bins = 0;             // per-core per-pipe busy histogram over the run (0: none)
+    int passes = 12;          // at most this many HBM fixed-point passes
+};
+
+struct Interval {
+    int32_t core;
+    uint32_t rec;
+    uint8_t pipe;
+    double start, end;
+};
+
+struct Result {
+    double cycles = 0;        // kernel: first issue to the last core's end
+    double launchCycles = 0;  // launch overhead (added to the total time by the caller)
+    double clockMHz = 0;
+    std::vector<std::array<double, kPipes>> busy;  // per core, per pipe
+    std::vector<double> coreEnd;
+    std::vector<Interval> schedule;
+    std::vector<float> hist;  // [core][pipe][bin] busy fraction
+    double binCycles = 0;
+    uint64_t macs = 0, gmBytes = 0, hbmBytes = 0;
+    std::array<double, (int)Family::COUNT> familyCycles{};
+    std::array<uint64_t, (int)Family::COUNT> familyCount{};
+};
+
+class Model {
+public:
+    Model(const Params& P, std::vector<CoreTrace> cores) : P_(P), R_(P), cores_(std::move(cores)) {
+        depth_ = (size_t)P["queue.depth"];
+        flagLat_ = P["flag.latency"], crossLat_ = P["cross.latency"], syncLat_ = P["syncall.latency"];
+        line_ = (uint64_t)P["gm.line"], bin_ = P["gm.bin"], hbmBpc_ = P["chip.hbm_bytes_per_cycle"];
+        Prepare();
+    }
+
+    Result Run(const Options& o) {
+        Result res;
+        for (int pass = 0; pass < std::max(1, o.passes); ++pass) {
+            const bool last = pass + 1 >= o.passes;
+            res = Pass(last ? &o : nullptr, last ? res.cycles : 0);
+            if (pass == 0) AssignHbm();
+            if (last) break;
+            if (!UpdateShares()) {  // the shares settled: this pass is final
+                res = Pass(&o, res.cycles);
+                break;
+            }
+        }
+        res.launchCycles = P_["launch.cycles"];
+        res.clockMHz = P_["chip.clock_mhz"];
+        for (auto& d : dmas_) res.hbmBytes += (uint64_t)d.hbm;
+        return res;
+    }
+
+private:
+    struct Dma {  // one GM transfer: its GM range, HBM lines and share of the HBM bandwidth
+        uint64_t addr, bytes;
+        double start = 0, xferStart = 0, end = 0, hbm = 0, k = 1;  // k: transfers sharing HBM with it
+    };
+    struct Sim {
+        size_t pc = 0;
+        double issue = 0, tail = 0;
+        double free[kPipes] = {}, gate[kPipes] = {};
+        bool fresh[kPipes] = {true, true, true, true, true, true, true};
+        std::deque<double> starts[kPipes];
+        std::unordered_map<int, std::deque<double>> flags;
+        int syncRound = 0;
+        bool syncWaiting = false;
+        size_t dmaAt = 0;  // next entry of dmaIdx_[core]
+        bool done = false;
+    };
+
+    const Params& P_;
+    Rates R_;
+    std::vector<CoreTrace> cores_;
+    size_t depth_;
+    double flagLat_, crossLat_, syncLat_, bin_, hbmBpc_;
+    uint64_t line_;
+    std::vector<std::vector<Family>> fam_;  // per core, per record (instructions)
+    std::vector<std::vector<uint8_t>> l0b_;  // per core, per record: L1->L0 load into L0B
+    std::vector<Dma> dmas_;
+    std::vector<std::vector<uint32_t>> dmaIdx_;  // per core: its entries of dmas_, in program order
+    // Cross-core flags: tokens[core][flag] arrival times; pending group sets[mode][core][flag].
+    std::vector<std::array<std::deque<double>, kCrossFlags>> tokens_;
+    std::vector<std::array<std::deque<double>, kCrossFlags>> pend_[3];
+    std::vector<double> syncMax_;
+    std::vector<int> syncArrived_;
+    int syncParticipants_ = 0;
+
+    static bool IsCross(const TraceRec& r) { return std::strcmp(r.op, "CrossCoreSetFlag") == 0 || std::strcmp(r.op, "CrossCoreWaitFlag") == 0; }
+    static bool IsSyncAll(const TraceRec& r) { return r.kind == TraceKind::Barrier && std::strcmp(r.op, "SyncAll") == 0; }
+
+    void Prepare() {
+        const size_t nc = cores_.size();
+        fam_.resize(nc);
+        l0b_.resize(nc);
+        dmaIdx_.resize(nc);
+        std::unordered_map<uint64_t, Family> cache;
+        for (size_t c = 0; c < nc; ++c) {
+            const CoreTrace& t = cores_[c];
+            fam_[c].resize(t.n);
+            bool syncs = false;
+            for (size_t i = 0; i < t.n; ++i) {
+                const TraceRec& r = t.recs[i];
+                syncs = syncs || IsSyncAll(r);
+                if (r.kind != TraceKind::Instr) continue;
+                const int p = PipeOf(r.pipe);
+                const uint64_t key = ((uint64_t)(uintptr_t)r.op << 4) ^ (uint64_t)(p + 1) ^ ((uint64_t)t.aic << 3);
+                auto it = cache.find(key);
+                const Family f = it != cache.end() ? it->second : (cache[key] = Classify(r.op, p < 0 ? kS : p, t.aic));
+                fam_[c][i] = f;
+                const GmSide g = GmSideOf(f);
+                if (g != GmSide::None && r.bytes > 0) {
+                    dmaIdx_[c].push_back((uint32_t)dmas_.size());
+                    dmas_.push_back({g == GmSide::Src ? r.src : r.dst, r.bytes});
+                }
+            }
+            syncParticipants_ += syncs;
+            if (t.aic) SplitL0(c);
+        }
+    }
+
+    // L1->L0 loads into L0A and L0B carry only host addresses; the two buffers are separate 64 KB blocks, so the load
+    // destinations form two clusters, and the one holding Mmad's left-matrix addresses is L0A.
+    void SplitL0(size_t c) {
+        const CoreTrace& t = cores_[c];
+        std::vector<uint64_t> dst;
+        uint64_t aSrc = UINT64_MAX;
+        for (size_t i = 0; i < t.n; ++i) {
+            if (t.recs[i].kind != TraceKind::Instr) continue;
+            if (fam_[c][i] == Family::L1ToL0) dst.push_back(t.recs[i].dst);
+            if (fam_[c][i] == Family::Mmad) aSrc = std::min(aSrc, t.recs[i].src);
+        }
+        l0b_[c].assign(t.n, 0);
+        if (dst.empty() || aSrc == UINT64_MAX) return;
+        std::sort(dst.begin(), dst.end());
+        dst.erase(std::unique(dst.begin(), dst.end()), dst.end());
+        const uint64_t span = 64 * 1024;
+        uint64_t split = 0, gap = 0;
+        for (size_t i = 1; i < dst.size(); ++i) {
+            if (dst[i - 1] - dst[0] < span && dst.back() - dst[i] < span && dst[i] - dst[i - 1] > gap) {
+                gap = dst[i] - dst[i - 1];
+                split = dst[i];
+            }
+        }
+        if (split == 0) return;  // one cluster: every load is taken as L0A
+        const bool aHigh = aSrc >= split;
+        for (size_t i = 0; i < t.n; ++i) {
+            if (t.recs[i].kind == TraceKind::Instr && fam_[c][i] == Family::L1ToL0) l0b_[c][i] = (t.recs[i].dst >= split) != aHigh;
+        }
+    }
+
+    // HBM bytes per GM transfer: the 512-B lines it is the first to touch (HBM moves whole lines), in the order the
+    // first pass started the transfers.
+    void AssignHbm() {
+        std::vector<uint32_t> order(dmas_.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = (uint32_t)i;
+        std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return dmas_[a].start < dmas_[b].start; });
+        std::unordered_set<uint64_t> seen;
+        for (uint32_t i : order) {
+            Dma& d = dmas_[i];
+            uint64_t fresh = 0;
+            for (uint64_t l = d.addr / line_; l <= (d.addr + d.bytes - 1) / line_; ++l) fresh += seen.insert(l).second;
+            d.hbm = (double)(fresh * line_);
+        }
+    }
+
+    // Fair share of the HBM bandwidth: each transfer's HBM lines move at most at bandwidth / k, k = the mean number of
+    // transfers with HBM lines in flight over its interval in the previous pass (itself included); k is averaged with
+    // its previous value to damp the fixed point. False when no share moved by more than 2 %.
+    bool UpdateShares() {
+        std::vector<double> active;
+        for (const Dma& d : dmas_) {
+            if (d.hbm <= 0 || d.end <= d.xferStart) continue;
+            for (size_t b = (size_t)(d.xferStart / bin_); b <= (size_t)(d.end / bin_); ++b) {
+                if (b >= active.size()) active.resize(b + 1, 0.0);
+                const double lo = std::max(d.xferStart, b * bin_), hi = std::min(d.end, (b + 1) * bin_);
+                if (hi > lo) active[b] += (hi - lo) / bin_;
+            }
+        }
+        bool moved = false;
+        for (Dma& d : dmas_) {
+            if (d.hbm <= 0 || d.end <= d.xferStart) continue;
+            double sum = 0, w = 0;
+            for (size_t b = (size_t)(d.xferStart / bin_); b <= (size_t)(d.end / bin_) && b < active.size(); ++b) {
+                const double lo = std::max(d.xferStart, b * bin_), hi = std::min(d.end, (b + 1) * bin_);
+                if (hi > lo) sum += active[b] * (hi - lo), w += hi - lo;
+            }
+            const double k = std::max(1.0, 0.5 * (d.k + (w > 0 ? sum / w : 1.0)));
+            moved = moved || std::fabs(k - d.k) > 0.02 * d.k;
+            d.k = k;
+        }
+        return moved;
+    }
+
+    Result Pass(const Options* o, double prevCycles) {
+        const size_t nc = cores_.size();
+        std::vector<Sim> sim(nc);
+        tokens_.assign(nc, {});
+        for (auto& p : pend_) p.assign(nc, {});
+        syncMax_.clear();
+        syncArrived_.clear();
+        Result res;
+        res.busy.assign(nc, {});
+        res.coreEnd.assign(nc, 0);
+        int nb = o ? o->bins : 0;
+        if (nb > 0) {
+            res.binCycles = std::max(1.0, prevCycles * 1.02 / nb);
+            res.hist.assign(nc * kPipes * nb, 0.f);
+        }
+        for (size_t left = nc; left > 0;) {
+            bool progress = false;
+            for (size_t c = 0; c < nc; ++c) {
+                if (sim[c].done) continue;
+                const size_t before = sim[c].pc;
+                Step(c, sim[c], res, o);
+                progress = progress || sim[c].pc != before || sim[c].done;
+                if (sim[c].done) --left;
+            }
+            if (!progress && left > 0) {
+                std::string who;
+                for (size_t c = 0; c < nc; ++c) {
+                    if (!sim[c].done) who += " " + cores_[c].name + " at record " + std::to_string(sim[c].pc) + " (" + cores_[c].recs[sim[c].pc].op + ");";
+                }
+                throw std::runtime_error("cost model: cross-core waits cannot be met:" + who);
+            }
+        }
+        for (size_t c = 0; c < nc; ++c) res.cycles = std::max(res.cycles, res.coreEnd[c]);
+        return res;
+    }
+
+    void Emit(size_t c, size_t i, int p, double s, double e, Result& res, const Options* o) {
+        res.busy[c][p] += e - s;
+        if (!o) return;
+        if (c < o->keep.size() && o->keep[c] && res.schedule.size() < o->keepCap) {
+            res.schedule.push_back({(int32_t)c, (uint32_t)i, (uint8_t)p, s, e});
+        }
+        if (!res.hist.empty()) {
+            const int nb = o->bins;
+            float* h = &res.hist[(c * kPipes + p) * nb];
+            for (int b = std::min(nb - 1, (int)(s / res.binCycles)); b < nb; ++b) {
+                const double lo = std::max(s, b * res.binCycles), hi = b == nb - 1 ? e : std::min(e, (b + 1) * res.binCycles);
+                if (hi <= lo) break;
+                h[b] += (float)((hi - lo) / res.binCycles);
+            }
+        }
+    }
+
+    // Time at which everything issued so far on pipe p is done (with the vector result latency).
+    double Drained(const Sim& s, int p) const { return s.free[p] + (p == kV ? s.tail : 0); }
+
+    double PipeReady(const Sim& s, int p) const { return p == kS ? s.issue : std::max({s.issue, Drained(s, p), s.gate[p]}); }
+
+    void Gate(Sim& s, int p, double t) {
+        if (p == kS || p < 0) {
+            s.issue = std::max(s.issue, t);
+            if (p < 0) {
+                for (int q = 0; q < kPipes; ++q) s.gate[q] = std::max(s.gate[q], t);
+            }
+        } else {
+            s.gate[p] = std::max(s.gate[p], t);
+        }
+        for (int q = 0; q < kPipes; ++q) {
+            if (p < 0 || q == p) s.fresh[q] = true;
+        }
+    }
+
+    void Deliver(int target, uint16_t flag, double t) { tokens_[target][flag].push_back(t); }
+
+    void CrossSetRec(size_t c, const TraceRec& r, double t) {
+        const int mode = (int)r.repeats;
+        const uint16_t flag = r.arg;
+        const CoreTrace& me = cores_[c];
+        if (mode == 2 && me.aic) {
+            for (size_t o = 0; o < cores_.size(); ++o) {
+                if (!cores_[o].aic && cores_[o].block == me.block) Deliver((int)o, flag, t + crossLat_);
+            }
+            return;
+        }
+        // Group sets: every member's k-th set releases the k-th wake-up.
+        std::vector<size_t> group;
+        for (size_t o = 0; o < cores_.size(); ++o) {
+            if (cores_[o].aic != me.aic) continue;
+            if (mode != 0 && cores_[o].block != me.block) continue;
+            group.push_back(o);
+        }
+        auto& pend = pend_[std::min(mode, 2)];
+        pend[c][flag].push_back(t);
+        double rel = 0;
+        for (size_t o : group) {
+            if (pend[o][flag].empty()) return;
+            rel = std::max(rel, pend[o][flag].front());
+        }
+        for (size_t o : group) pend[o][flag].pop_front();
+        if (mode == 2) {
+            for (size_t o = 0; o < cores_.size(); ++o) {
+                if (cores_[o].aic && cores_[o].block == me.block) Deliver((int)o, flag, rel + crossLat_);
+            }
+        } else {
+            for (size_t o : group) Deliver((int)o, flag, rel + crossLat_);
+        }
+    }
+
+    // Runs core c until it finishes or blocks on a cross-core flag or SyncAll not yet released.
+    void Step(size_t c, Sim& s, Result& res, const Options* o) {
+        const CoreTrace& t = cores_[c];
+        for (; s.pc < t.n; ++s.pc) {
+            const size_t i = s.pc;
+            const TraceRec& r = t.recs[i];
+            const int p = PipeOf(r.pipe);
+            switch (r.kind) {
+                case TraceKind::Instr: Instr(c, s, i, r, p, res, o); break;
+                case TraceKind::SetFlag: {
+                    s.flags[r.arg].push_back(PipeReady(s, p < 0 ? kS : p));
+                    s.issue += R_.scalarIssue;
+                    break;
+                }
+                case TraceKind::WaitFlag: {
+                    auto& q = s.flags[r.arg];
+                    if (!q.empty()) {  // the twin pairs every wait with an earlier set of this core
+                        Gate(s, p < 0 ? kS : p, q.front() + flagLat_);
+                        q.pop_front();
+                    }
+                    s.issue += R_.scalarIssue;
+                    break;
+                }
+                case TraceKind::Barrier: {
+                    if (IsSyncAll(r)) {
+                        if (!SyncAllRec(s)) return;
+                    } else if (p < 0) {  // PIPE_ALL: every pipe drained before anything else issues
+                        double d = s.issue;
+                        for (int q = 0; q < kPipes; ++q) d = std::max(d, Drained(s, q));
+                        Gate(s, -1, d);
+                    } else if (p != kS && std::strcmp(r.op, "PipeBarrier") == 0) {
+                        Gate(s, p, Drained(s, p));
+                    }
+                    s.issue += R_.scalarIssue;
+                    break;
+                }
+                case TraceKind::CrossSet:
+                    if (IsCross(r)) CrossSetRec(c, r, PipeReady(s, p < 0 ? kS : p));
+                    s.issue += R_.scalarIssue;
+                    break;
+                case TraceKind::CrossWait:
+                    if (IsCross(r)) {
+                        auto& q = tokens_[c][r.arg];
+                        if (q.empty()) return;  // blocked until another core sets it
+                        Gate(s, p < 0 ? kS : p, q.front());
+                        q.pop_front();
+                    }
+                    s.issue += R_.scalarIssue;
+                    break;
+                default: s.issue += R_.scalarIssue; break;  // atomic-mode switches: scalar config
+            }
+        }
+        double end = s.issue;
+        for (int q = 0; q < kPipes; ++q) end = std::max(end, Drained(s, q));
+        res.coreEnd[c] = end;
+        s.done = true;
+    }
+
+    // SyncAll: every participating core drains, the last arrival releases them all. False: not yet released.
+    bool SyncAllRec(Sim& s) {
+        const int k = s.syncRound;
+        if (!s.syncWaiting) {
+            if ((int)syncArrived_.size() <= k) syncArrived_.resize(k + 1, 0), syncMax_.resize(k + 1, 0);
+            double d = s.issue;
+            for (int q = 0; q < kPipes; ++q) d = std::max(d, Drained(s, q));
+            ++syncArrived_[k];
+            syncMax_[k] = std::max(syncMax_[k], d);
+            s.syncWaiting = true;
+        }
+        if (syncArrived_[k] < syncParticipants_) return false;
+        s.syncWaiting = false;
+        Gate(s, -1, syncMax_[k] + syncLat_);
+        ++s.syncRound;
+        return true;
+    }
+
+    void Instr(size_t c, Sim& s, size_t i, const TraceRec& r, int p, Result& res, const Options* o) {
+        const Family f = fam_[c][i];
+        if (p < 0 || p == kS) {
+            const double st = std::max(s.issue, s.gate[kS]), e = st + R_.scalarOp;
+            s.issue = e;
+            Emit(c, i, kS, st, e, res, o);
+            ++res.familyCount[(int)f];
+            res.familyCycles[(int)f] += e - st;
+            return;
+        }
+        double t0 = s.issue;
+        auto& q = s.starts[p];
+        if (q.size() >= depth_) {
+            t0 = std::max(t0, q.front());
+            q.pop_front();
+        }
+        const double st = std::max({t0, s.free[p], s.gate[p]});
+        double body = BodyCycles(R_, f, r, cores_[c].aic && !l0b_[c].empty() && l0b_[c][i]);
+        double head = 0;
+        if (IsVector(f) || f == Family::Mmad) {
+            if (s.fresh[p] || st > s.free[p]) head = f == Family::Mmad ? R_.cubeHead : R_.vec[(int)f].head;
+            if (IsVector(f)) s.tail = R_.vec[(int)f].tail;
+        }
+        if (f == Family::Mmad) res.macs += r.elems;
+        const GmSide g = GmSideOf(f);
+        if (g != GmSide::None && r.bytes > 0) {
+            Dma& d = dmas_[dmaIdx_[c][s.dmaAt++]];
+            const double bw = PathBw(R_, f);
+            const double lat = body - r.bytes / bw;
+            d.start = st;
+            d.xferStart = st + lat;
+            body += d.hbm / std::min(bw, hbmBpc_ / d.k) - d.hbm / bw;
+            d.end = st + body;
+            res.gmBytes += r.bytes;
+        }
+        const double e = st + head + body;
+        s.free[p] = e;
+        s.fresh[p] = false;
+        q.push_back(st);
+        s.issue += R_.scalarIssue;
+        ++res.familyCount[(int)f];
+        res.familyCycles[(int)f] += e - st;
+        Emit(c, i, p, st, e, res, o);
+    }
+};
+
+// Models a launch with the chip's parameter table.
+inline Result ModelLaunch(const Params& P, std::vector<CoreTrace> cores, const Options& o) {
+    Model m(P, std::move(cores));
+    return m.Run(o);
+}
+
+}  // namespace twin::cost
