@@ -19,3 +19,18 @@ def test_readme_twin_example(tmp_path, monkeypatch):
     exec(compile(scripts[0], "README.md", "exec"), namespace)  # ends with its own assert on the result
     z, x, y = namespace["z"], namespace["x"], namespace["y"]
     assert (z == (2.5 * x).astype(x.dtype) + y).all()  # Muls then Add: each rounded to float32, as numpy does
+
+
+def test_readme_flash_attention_examples_run_in_order():
+    # the forward, masks and backward snippets continue one another (q, k, v, B, S, N1, D from the first)
+    scripts = [b for b in _blocks("python") if "torch.ops.npu.flash_attention" in b]
+    assert len(scripts) == 3, len(scripts)
+    namespace = {}
+    import torch
+    try:
+        exec(compile("\n".join(scripts), "README.md", "exec"), namespace)
+    finally:
+        torch.use_deterministic_algorithms(False)  # the backward snippet switches it on
+    q, k, v = namespace["q"], namespace["k"], namespace["v"]
+    assert q.grad is not None and k.grad is not None and v.grad is not None
+    assert namespace["info"].tiles_masked > 0  # the key padding leaves tiles fully masked
