@@ -10,17 +10,7 @@ uint32_t GradL1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad
     return 2 * (2 * (m16 * (dPad + dvPad) + w * (dPad + dvPad)) + 2 * m16 * w);  // Q, dO, K, V x2, P, dS; 16-bit
 }
 
-void GradStrides(uint32_t layout, uint32_t batch, uint32_t heads, uint32_t dim, uint32_t s, uint64_t& sb, uint64_t& sn,
-                 uint64_t& ss) {
-    switch (layout) {
-        case kBSH: case kBSND: sb = (uint64_t)s * heads * dim; sn = dim; ss = (uint64_t)heads * dim; break;
-        case kSBH: sb = (uint64_t)heads * dim; sn = dim; ss = (uint64_t)batch * heads * dim; break;
-        case kBNSD: sb = (uint64_t)heads * s * dim; sn = (uint64_t)s * dim; ss = dim; break;
-        default: sb = 0; sn = dim; ss = (uint64_t)heads * dim; break;  // TND
-    }
-}
-
-// Contiguous task ranges per core, cut where the running cost passes each core's share.
+// Contiguous task ranges per core, cut where the running cost passes each core's share (the forward's rule).
 void SplitTasks(const std::vector<uint64_t>& cost, uint32_t aicNum, FlashAttentionGradTilingData& t) {
     const uint64_t tasks = cost.size();
     const uint64_t limit = std::min<uint64_t>({(uint64_t)aicNum, (uint64_t)kMaxCores, tasks});
@@ -34,7 +24,7 @@ void SplitTasks(const std::vector<uint64_t>& cost, uint32_t aicNum, FlashAttenti
     t.coreTaskStart[0] = 0;
     for (uint64_t i = 0; i < tasks && core < cores; ++i) {
         acc += cost[i];
-        while (core < cores && acc * cores >= total * core) t.coreTaskStart[core++] = (uint32_t)(i + 1);
+        while (core < cores && FaCutAfter(acc, total, core, cores)) t.coreTaskStart[core++] = (uint32_t)(i + 1);
     }
     while (core <= cores) t.coreTaskStart[core++] = t.taskTotal;
 }
@@ -43,50 +33,7 @@ void SplitTasks(const std::vector<uint64_t>& cost, uint32_t aicNum, FlashAttenti
 
 std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& chip, bool deterministic,
                                             FaGradTilingOut& out) {
-    if (p.batch == 0 || p.n1 == 0 || p.n2 == 0 || p.n1 % p.n2 != 0) return "n1 must be a positive multiple of n2";
-    if (p.d < 1 || p.d > 512 || p.dv < 1 || p.dv > p.d) return "need 1 <= dv <= d <= 512";
-    const bool varlen = p.layout == kTND;
-    if (varlen && (p.cuSeqQ.size() != p.batch || p.cuSeqKv.size() != p.batch)) {
-        return "cumulative lengths must have batch entries";
-    }
-
-    std::vector<FaSeq> seqs(p.batch);
-    uint32_t s1max = 0, s2max = 0;
-    for (uint32_t b = 0; b < p.batch; ++b) {
-        FaSeq& s = seqs[b];
-        if (varlen) {
-            const int64_t q0 = b ? p.cuSeqQ[b - 1] : 0, k0 = b ? p.cuSeqKv[b - 1] : 0;
-            s = FaSeq{q0, k0, std::max<int64_t>(0, p.cuSeqQ[b] - q0), std::max<int64_t>(0, p.cuSeqKv[b] - k0)};
-            if (p.cuSeqQ[b] > (int64_t)p.t1 || p.cuSeqKv[b] > (int64_t)p.t2) {
-                return "cumulative lengths exceed the token dims";
-            }
-        } else {
-            s = FaSeq{0, 0, p.s1, p.s2};
-        }
-        s1max = std::max<uint32_t>(s1max, (uint32_t)s.s1);
-        s2max = std::max<uint32_t>(s2max, (uint32_t)s.s2);
-    }
-
     FlashAttentionGradTilingData t{};
-    t.layout = p.layout;
-    t.dtype = p.dtype;
-    t.batch = p.batch;
-    t.n1 = p.n1;
-    t.n2 = p.n2;
-    t.group = p.n1 / p.n2;
-    t.s1 = varlen ? s1max : p.s1;
-    t.s2 = varlen ? s2max : p.s2;
-    t.d = p.d;
-    t.dv = p.dv;
-    t.varlen = varlen ? 1 : 0;
-    t.sparseMode = p.sparseMode;
-    t.preTokens = p.preTokens;
-    t.nextTokens = p.nextTokens;
-    t.scale = p.scale;
-    GradStrides(p.layout, p.batch, p.n1, p.d, p.s1, t.qStrideB, t.qStrideN, t.qStrideS);
-    GradStrides(p.layout, p.batch, p.n2, p.d, p.s2, t.kStrideB, t.kStrideN, t.kStrideS);
-    GradStrides(p.layout, p.batch, p.n2, p.dv, p.s2, t.vStrideB, t.vStrideN, t.vStrideS);
-    GradStrides(p.layout, p.batch, p.n1, p.dv, p.s1, t.oStrideB, t.oStrideN, t.oStrideS);
     t.dPad = AlignUp(p.d, 16);
     t.dvPad = AlignUp(p.dv, 16);
 
@@ -122,8 +69,29 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     fp.forceS1Block = t.s1Block;
     fp.forceS2Block = t.s2Block;
     FaTilingOut ft;
-    const std::string err = ComputeFlashAttentionTiling(fp, chip, ft);
+    const std::string err = ComputeFlashAttentionTiling(fp, chip, ft);  // also validates the problem
     if (!err.empty()) return err;
+    const FlashAttentionTilingData& f = ft.data;
+    t.layout = f.layout;
+    t.dtype = f.dtype;
+    t.batch = f.batch;
+    t.n1 = f.n1;
+    t.n2 = f.n2;
+    t.group = f.group;
+    t.s1 = f.s1;  // TND: the longest sequences
+    t.s2 = f.s2;
+    t.d = f.d;
+    t.dv = f.dv;
+    t.varlen = f.varlen;
+    t.sparseMode = f.sparseMode;
+    t.preTokens = f.preTokens;
+    t.nextTokens = f.nextTokens;
+    t.scale = f.scale;
+    t.qStrideB = f.qStrideB, t.qStrideN = f.qStrideN, t.qStrideS = f.qStrideS;
+    t.kStrideB = f.kStrideB, t.kStrideN = f.kStrideN, t.kStrideS = f.kStrideS;
+    t.vStrideB = f.vStrideB, t.vStrideN = f.vStrideN, t.vStrideS = f.vStrideS;
+    t.oStrideB = f.oStrideB, t.oStrideN = f.oStrideN, t.oStrideS = f.oStrideS;
+    const bool varlen = f.varlen != 0;
     out.mapTiling = ft.data;
     out.mapBytes = ft.mapBytes;
     t.maskMode = ft.data.maskMode;
@@ -138,9 +106,9 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     out.seqInfo.assign((size_t)p.batch * kGradSeqFields, 0);
     out.tiles = 0;
     for (uint32_t b = 0; b < p.batch; ++b) {
-        const FaSeq& s = seqs[b];
         int64_t* si = &out.seqInfo[(size_t)b * kGradSeqFields];
         const int64_t* fwd = &ft.seqInfo[(size_t)b * kSeqInfoFields];
+        const FaSeq s{fwd[kSeqQTok], fwd[kSeqKvTok], fwd[kSeqS1], fwd[kSeqS2]};
         for (uint32_t f = 0; f < kSeqInfoFields; ++f) si[f] = fwd[f];  // kSeqFirstTask: the dQ tasks are the forward's
         si[kGradSeqFirstKvTask] = (int64_t)costKv.size();
         const FaBand band{fwd[kSeqBandLo], fwd[kSeqBandHi], fwd[kSeqPrefix]};
@@ -151,7 +119,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
                 const FaStepRange r = StepsOf(band, r0, r1, s.s2, t.s2Block);
                 const uint64_t tiles = r.last > r.first ? (uint64_t)(r.last - r.first) : 0;
                 out.tiles += tiles;
-                costQ.push_back(4 * tiles + 1);
+                costQ.push_back(FaTaskCost(tiles));
             }
         }
         for (uint32_t n = 0; n < p.n2; ++n) {
@@ -159,7 +127,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
                 const int64_t c0 = (int64_t)blk * t.s2Block, c1 = std::min<int64_t>(s.s2, c0 + t.s2Block);
                 const FaStepRange r = QueryBlocksOf(band, c0, c1, s.s1, t.s1Block);
                 const uint64_t tiles = r.last > r.first ? (uint64_t)(r.last - r.first) * t.group : 0;
-                costKv.push_back(4 * tiles + 1);
+                costKv.push_back(FaTaskCost(tiles));
             }
         }
     }

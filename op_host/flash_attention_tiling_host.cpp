@@ -5,22 +5,12 @@
 namespace npu_fa {
 namespace {
 
-constexpr uint32_t kL0HalfBytes = 32 * 1024;   // one of two L0A/L0B ping-pong halves
-constexpr uint32_t kL0cHalfBytes = 64 * 1024;  // one of two L0C ping-pong halves
-
 uint32_t L1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad) {
     const uint32_t m16 = AlignUp(s1Block, 16);
     return m16 * dPad * 2          // Q
            + 2 * w * dPad * 2      // K ping-pong
            + 2 * w * dvPad * 2     // V ping-pong
            + 2 * m16 * w * 2;      // P ping-pong
-}
-
-// Chunk length along a dimension of `total` elements: the largest multiple of 16 not above `limit` (at least 16),
-// capped at `total`.
-uint32_t Chunk(uint32_t total, uint32_t limit) {
-    uint32_t c = std::max<uint32_t>(16, limit / 16 * 16);
-    return std::min(c, total);
 }
 
 void StridesOf(const FaProblem& p, uint32_t heads, uint32_t dim, uint32_t s, uint64_t& sb, uint64_t& sn, uint64_t& ss) {
@@ -149,10 +139,8 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         t.s2Block = p.forceS2Block;
     }
     const uint32_t m16 = AlignUp(t.s1Block, 16);
-    t.nChunkQK = Chunk(t.s2Block, kL0cHalfBytes / (m16 * 4));
-    t.kChunkQK = Chunk(t.dPad, std::min(kL0HalfBytes / (m16 * 2), kL0HalfBytes / (t.nChunkQK * 2)));
-    t.nChunkPV = Chunk(t.dvPad, kL0cHalfBytes / (m16 * 4));
-    t.kChunkPV = Chunk(t.s2Block, std::min(kL0HalfBytes / (m16 * 2), kL0HalfBytes / (t.nChunkPV * 2)));
+    FaMatmulChunks(m16, t.dPad, t.s2Block, t.kChunkQK, t.nChunkQK);
+    FaMatmulChunks(m16, t.s2Block, t.dvPad, t.kChunkPV, t.nChunkPV);
     out.ubBytes = UbSizes(CeilDiv(t.s1Block, 2), t.s2Block, t.dvPad, p.denseMask).total;
     out.l1Bytes = L1Bytes(t.s1Block, t.s2Block, t.dPad, t.dvPad);
 

@@ -8,6 +8,7 @@
 #define NPU_FA_FA_BWD_CUBE_H
 
 #include "fa_bwd_common.h"
+#include "fa_matmul.h"
 
 namespace npu_fa {
 
@@ -37,18 +38,12 @@ public:
             off += (i < kSlotted ? 2 : 1) * sizes[i];
         }
         pipe->InitBuffer(l1_, off * sizeof(T));
-        pipe->InitBuffer(l0a_, kL0Half * 2);
-        pipe->InitBuffer(l0b_, kL0Half * 2);
-        pipe->InitBuffer(l0c_, kL0cHalf * 2);
+        mm_.Init(pipe);
         // Tile rows/columns past a step's extent are never loaded; zero them once so that padding is finite (a
         // one-row tile runs a 16-row Mmad: m = 1 would switch the cube to GEMV mode).
         AscendC::Fill(l1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(off * sizeof(T) / 32), 0, (T)0.0f));
         // The tile loads overwrite the filled bytes on the same pipe (MTE2): the PipeBarrier page requires a barrier.
         AscendC::PipeBarrier<PIPE_MTE2>();
-        AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0);
-        AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + 1);
-        AscendC::SetFlag<AscendC::HardEvent::FIX_M>(0);
-        AscendC::SetFlag<AscendC::HardEvent::FIX_M>(1);
     }
 
     __aicore__ inline void Process() {
@@ -79,16 +74,10 @@ public:
             }
         }
         if (prev.valid) ProductStep(prev);
-        AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0);
-        AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + 1);
-        AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(0);
-        AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(1);
+        mm_.End();
     }
 
 private:
-    static constexpr uint32_t kL0Half = 32 * 1024;
-    static constexpr uint32_t kL0cHalf = 64 * 1024;
-    static constexpr uint32_t kFrac = 256;  // elements of one 16x16 b16 fractal
     // L1 tiles; their index is also their MTE2_MTE1 / MTE1_MTE2 event ID (0-5: 6 and 7 are reserved).
     static constexpr int32_t kQ = 0, kDo = 1, kK = 2, kV = 3, kP = 4, kDs = 5, kTiles = 6;
     static constexpr int32_t kSlotted = 4;  // Q, dO, K, V have two slots: the next step loads while this one multiplies
@@ -101,15 +90,8 @@ private:
         uint32_t step;               // the core's step number: flag IDs GradFlag(., step), workspace slot step & 1
         uint8_t slot[kSlotted];      // the L1 slots of its Q, dO, K, V
     };
-    static constexpr int32_t kL0FreeId0 = 3;  // M_MTE1 IDs 0-2 belong to TPipe on the AIC
 
-    // An L1 Nz tile with `nzRows` rows per 16-column block. As A: `transposed` = the tile holds A^T ([K, M]); as B:
-    // `transposed` = the tile holds B itself ([K, N], rows along K) rather than B^T ([N, K]).
-    struct Operand {
-        AscendC::LocalTensor<T> tile;
-        uint32_t nzRows;
-        bool transposed;
-    };
+    using Operand = typename FaCubeMatmul<T>::Operand;
 
     __aicore__ inline AscendC::LocalTensor<T> Tile(int32_t i, uint32_t slot = 0) {
         return l1_.Get<T>()[offs_[i] + slot * sizes_[i]];
@@ -192,77 +174,12 @@ private:
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(GradFlag(kGradFlagPart, p.step));
     }
 
-    // C[m, n] = A[m, k] * B[k, n] in chunks that fit L0, written as fp32 rows of pitch `ldc` to GM.
+    // C[m, n] = A[m, k] * B[k, n] in the largest chunks that fit L0, written as fp32 rows of pitch `ldc` to GM.
     __aicore__ inline void Matmul(const Operand& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n,
                                   __gm__ float* dst, uint32_t ldc) {
-        const uint32_t mBlocks = CeilDiv(m, 16);
-        const uint32_t mPad = a.transposed ? w_ : m16_;
-        const uint32_t nChunk = GradChunk(n, kL0cHalf / (mPad * 4));
-        const uint32_t kLimitA = kL0Half / (mPad * 2), kLimitB = kL0Half / (nChunk * 2);
-        const uint32_t kChunk = GradChunk(k, kLimitA < kLimitB ? kLimitA : kLimitB);
-        for (uint32_t n0 = 0; n0 < n; n0 += nChunk) {
-            const uint32_t nLen = n - n0 < nChunk ? n - n0 : nChunk;
-            const uint32_t cHalf = l0cIdx_;
-            l0cIdx_ ^= 1;
-            AscendC::LocalTensor<float> c = l0c_.Get<float>()[cHalf * (kL0cHalf / sizeof(float))];
-            AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(cHalf);
-            for (uint32_t k0 = 0; k0 < k; k0 += kChunk) {
-                const uint32_t kLen = k - k0 < kChunk ? k - k0 : kChunk;
-                const uint32_t h = l0Idx_;
-                l0Idx_ ^= 1;
-                AscendC::LocalTensor<T> l0a = l0a_.Get<T>()[h * (kL0Half / sizeof(T))];
-                AscendC::LocalTensor<T> l0b = l0b_.Get<T>()[h * (kL0Half / sizeof(T))];
-                AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
-                LoadA(l0a, a, mBlocks, k0 / 16, CeilDiv(kLen, 16));
-                LoadB(l0b, b, k0 / 16, CeilDiv(kLen, 16), n0 / 16, CeilDiv(nLen, 16));
-                AscendC::SetFlag<AscendC::HardEvent::MTE1_M>(h);
-                AscendC::WaitFlag<AscendC::HardEvent::MTE1_M>(h);
-                AscendC::MmadParams mp(m == 1 ? 16 : m, nLen, kLen, 0, false, k0 == 0);
-                AscendC::Mmad(c, l0a, l0b, mp);
-                // The next Mmad accumulates into this L0C tile: the Mmad page's threshold, on the Mmad's m and n.
-                if ((mp.m / 16) * (mp.n / 16) < 10) AscendC::PipeBarrier<PIPE_M>();
-                AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
-            }
-            AscendC::SetFlag<AscendC::HardEvent::M_FIX>(cHalf);
-            AscendC::WaitFlag<AscendC::HardEvent::M_FIX>(cHalf);
-            AscendC::GlobalTensor<float> out;
-            out.SetGlobalBuffer(dst + n0);
-            AscendC::FixpipeParamsV220 fp(nLen, m, mBlocks * 16, ldc, false);
-            fp.quantPre = QuantMode_t::NoQuant;
-            AscendC::Fixpipe<float, float, AscendC::CFG_ROW_MAJOR>(out, c, fp);
-            AscendC::SetFlag<AscendC::HardEvent::FIX_M>(cHalf);
-        }
-    }
-
-    // L1 -> L0A Zz [m1][k1] for fractal columns [k1s, k1s + k1n). A plain tile is Nz [m][k] (fractal (k1, m1) at
-    // k1 * nzBlocks + m1); a transposed one is Nz [k][m] (fractal (m1, k1) at m1 * nzBlocks + k1, each transposed).
-    __aicore__ inline void LoadA(const AscendC::LocalTensor<T>& dst, const Operand& a, uint32_t mBlocks, uint32_t k1s,
-                                 uint32_t k1n) {
-        const uint32_t nzBlocks = a.nzRows / 16;
-        for (uint32_t m1 = 0; m1 < mBlocks; ++m1) {
-            if (a.transposed) {
-                AscendC::LoadData2DParams p(0, (uint8_t)k1n, 1, 0, 0, true, 0);
-                AscendC::LoadData(dst[m1 * k1n * kFrac], a.tile[(m1 * nzBlocks + k1s) * kFrac], p);
-            } else {
-                AscendC::LoadData2DParams p(0, (uint8_t)k1n, (uint16_t)nzBlocks, 0, 0, false, 0);
-                AscendC::LoadData(dst[m1 * k1n * kFrac], a.tile[(k1s * nzBlocks + m1) * kFrac], p);
-            }
-        }
-    }
-
-    // L1 -> L0B Zn [k1][n1] for fractal rows [k1s, k1s + k1n) and columns [n1s, n1s + n1n).
-    __aicore__ inline void LoadB(const AscendC::LocalTensor<T>& dst, const Operand& b, uint32_t k1s, uint32_t k1n,
-                                 uint32_t n1s, uint32_t n1n) {
-        const uint32_t nzBlocks = b.nzRows / 16;
-        for (uint32_t k1 = 0; k1 < k1n; ++k1) {
-            if (b.transposed) {  // stored [k][n]: gather along n1 and transpose each fractal
-                AscendC::LoadData2DParams p(0, (uint8_t)n1n, (uint16_t)nzBlocks, 0, 0, true, 0);
-                AscendC::LoadData(dst[k1 * n1n * kFrac], b.tile[(n1s * nzBlocks + k1s + k1) * kFrac], p);
-            } else {  // stored [n][k]: already Zn, contiguous along n1
-                AscendC::LoadData2DParams p(0, (uint8_t)n1n, 1, 0, 0, false, 0);
-                AscendC::LoadData(dst[k1 * n1n * kFrac], b.tile[((k1s + k1) * nzBlocks + n1s) * kFrac], p);
-            }
-        }
+        uint32_t kChunk, nChunk;
+        FaMatmulChunks(a.transposed ? w_ : m16_, k, n, kChunk, nChunk);
+        mm_.Run(a, b, m, k, n, kChunk, nChunk, dst, ldc);
     }
 
     const FlashAttentionGradTilingData* t_ = nullptr;
@@ -275,11 +192,8 @@ private:
     uint32_t offs_[kTiles] = {0, 0, 0, 0, 0, 0};
     uint32_t sizes_[kTiles] = {0, 0, 0, 0, 0, 0};
     uint32_t slot_[kSlotted] = {1, 1, 1, 1};  // slot of each slotted tile's latest load (the first goes to 0)
-    uint32_t l0Idx_ = 0, l0cIdx_ = 0;
     AscendC::TBuf<AscendC::TPosition::A1> l1_;
-    AscendC::TBuf<AscendC::TPosition::A2> l0a_;
-    AscendC::TBuf<AscendC::TPosition::B2> l0b_;
-    AscendC::TBuf<AscendC::TPosition::CO1> l0c_;
+    FaCubeMatmul<T> mm_;
 };
 
 }  // namespace npu_fa

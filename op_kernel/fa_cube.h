@@ -6,6 +6,7 @@
 #define NPU_FA_FA_CUBE_H
 
 #include "fa_common.h"
+#include "fa_matmul.h"
 
 namespace npu_fa {
 
@@ -31,9 +32,7 @@ public:
         pipe->InitBuffer(kL1_, 2 * kElems_ * sizeof(T));
         pipe->InitBuffer(vL1_, 2 * vElems_ * sizeof(T));
         pipe->InitBuffer(pL1_, 2 * pElems_ * sizeof(T));
-        pipe->InitBuffer(l0a_, kL0Half * 2);
-        pipe->InitBuffer(l0b_, kL0Half * 2);
-        pipe->InitBuffer(l0c_, kL0cHalf * 2);
+        mm_.Init(pipe);
         // Rows past a task's end are never loaded; zero them once so a one-row task can run a 16-row Mmad
         // (m = 1 would switch the cube to GEMV mode, which reads L0A as a plain row).
         AscendC::Fill(qL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(qElems_ * sizeof(T) / 32), 0, (T)0.0f));
@@ -44,10 +43,6 @@ public:
         // padding of a partial fractal (Mmad page: tail data takes fractal space but no part in the result).
         // Every buffer starts free: its "free" event is set once here and waited once at the end.
         for (int32_t id = 0; id < kFreeIds; ++id) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(id);
-        AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0);
-        AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + 1);
-        AscendC::SetFlag<AscendC::HardEvent::FIX_M>(0);
-        AscendC::SetFlag<AscendC::HardEvent::FIX_M>(1);
     }
 
     __aicore__ inline void Process() {
@@ -81,21 +76,16 @@ public:
         }
         if (prev.valid) ValueStep(prev);
         for (int32_t id = 0; id < kFreeIds; ++id) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
-        AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0);
-        AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + 1);
-        AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(0);
-        AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(1);
+        mm_.End();
     }
 
 private:
-    static constexpr uint32_t kL0Half = 32 * 1024;
-    static constexpr uint32_t kL0cHalf = 64 * 1024;
-    static constexpr uint32_t kFrac = 256;  // elements of one 16x16 b16 fractal
     // L1 buffer event IDs, 0-5 only (6 and 7 of MTE2_MTE1 / MTE1_MTE2 are reserved). MTE2_MTE1 "ready": Q, K x2,
     // V x2, and P (set and waited back to back). MTE1_MTE2 "free": Q, K x2, and V x2, where V's also frees the P
     // slot of the same step (both are released by that step's P*V, and P's load follows V's on MTE2).
     static constexpr int32_t kIdQ = 0, kIdK = 1, kIdV = 3, kIdPReady = 5, kFreeIds = 5;
-    static constexpr int32_t kL0FreeId0 = 3;  // M_MTE1 IDs 0-2 belong to TPipe on the AIC
+
+    using Operand = typename FaCubeMatmul<T>::Operand;
 
     struct Pending {
         bool valid;
@@ -141,7 +131,7 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         Operand a{qL1_.Get<T>(), m16_, false};
         Operand b{kL1_.Get<T>()[slot * kElems_], t_->s2Block, false};
-        Matmul(a, b, (uint32_t)task.rows, t_->d, cols, t_->kChunkQK, t_->nChunkQK, ws_.Scores(slot), t_->s2Block);
+        mm_.Run(a, b, (uint32_t)task.rows, t_->d, cols, t_->kChunkQK, t_->nChunkQK, ws_.Scores(slot), t_->s2Block);
         AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
         if (lastOfTask) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFlagScoresReady, step));
@@ -159,82 +149,10 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
         Operand a{pTile, m16_, false};
-        Operand b{vL1_.Get<T>()[slot * vElems_], t_->s2Block, true};
-        Matmul(a, b, s.rows, s.cols, t_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(slot), t_->dvPad);
+        Operand b{vL1_.Get<T>()[slot * vElems_], t_->s2Block, true};  // V [s2, dv] holds B itself
+        mm_.Run(a, b, s.rows, s.cols, t_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(slot), t_->dvPad);
         AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFlagOutputReady, s.step));
-    }
-
-    // An L1 operand in Nz layout with `nzRows` rows per 16-column block. For B, `rowsAreK` says the stored rows
-    // run along K (V: [s2, dv]) so each fractal needs a transpose to become Zn; otherwise the rows run along N
-    // (K: [s2, d]) and the Nz tile already is Zn.
-    struct Operand {
-        AscendC::LocalTensor<T> tile;
-        uint32_t nzRows;
-        bool rowsAreK;
-    };
-
-    // C[m, n] = A[m, k] * B[k, n] in chunks that fit L0, written as fp32 rows of pitch `ldc` to GM.
-    __aicore__ inline void Matmul(const Operand& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n,
-                                  uint32_t kChunk, uint32_t nChunk, __gm__ float* dst, uint32_t ldc) {
-        const uint32_t mBlocks = CeilDiv(m, 16);
-        for (uint32_t n0 = 0; n0 < n; n0 += nChunk) {
-            const uint32_t nLen = n - n0 < nChunk ? n - n0 : nChunk;
-            const uint32_t cHalf = l0cIdx_;
-            l0cIdx_ ^= 1;
-            AscendC::LocalTensor<float> c = l0c_.Get<float>()[cHalf * (kL0cHalf / sizeof(float))];
-            AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(cHalf);
-            for (uint32_t k0 = 0; k0 < k; k0 += kChunk) {
-                const uint32_t kLen = k - k0 < kChunk ? k - k0 : kChunk;
-                const uint32_t h = l0Idx_;
-                l0Idx_ ^= 1;
-                AscendC::LocalTensor<T> l0a = l0a_.Get<T>()[h * (kL0Half / sizeof(T))];
-                AscendC::LocalTensor<T> l0b = l0b_.Get<T>()[h * (kL0Half / sizeof(T))];
-                AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
-                LoadA(l0a, a, mBlocks, k0 / 16, CeilDiv(kLen, 16));
-                LoadB(l0b, b, k0 / 16, CeilDiv(kLen, 16), n0 / 16, CeilDiv(nLen, 16));
-                AscendC::SetFlag<AscendC::HardEvent::MTE1_M>(h);
-                AscendC::WaitFlag<AscendC::HardEvent::MTE1_M>(h);
-                AscendC::MmadParams mp(m == 1 ? 16 : m, nLen, kLen, 0, false, k0 == 0);
-                AscendC::Mmad(c, l0a, l0b, mp);
-                // The next Mmad accumulates into this L0C tile: the Mmad page's threshold, on the Mmad's m and n.
-                if ((mp.m / 16) * (mp.n / 16) < 10) AscendC::PipeBarrier<PIPE_M>();
-                AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
-            }
-            AscendC::SetFlag<AscendC::HardEvent::M_FIX>(cHalf);
-            AscendC::WaitFlag<AscendC::HardEvent::M_FIX>(cHalf);
-            AscendC::GlobalTensor<float> out;
-            out.SetGlobalBuffer(dst + n0);
-            AscendC::FixpipeParamsV220 fp(nLen, m, mBlocks * 16, ldc, false);
-            fp.quantPre = QuantMode_t::NoQuant;
-            AscendC::Fixpipe<float, float, AscendC::CFG_ROW_MAJOR>(out, c, fp);
-            AscendC::SetFlag<AscendC::HardEvent::FIX_M>(cHalf);
-        }
-    }
-
-    // L1 Nz [k1][m1] fractals -> L0A Zz [m1][k1] for fractal columns [k1s, k1s + k1n).
-    __aicore__ inline void LoadA(const AscendC::LocalTensor<T>& dst, const Operand& a, uint32_t mBlocks, uint32_t k1s,
-                                 uint32_t k1n) {
-        const uint32_t nzBlocks = a.nzRows / 16;
-        for (uint32_t m1 = 0; m1 < mBlocks; ++m1) {
-            AscendC::LoadData2DParams p(0, (uint8_t)k1n, (uint16_t)nzBlocks, 0, 0, false, 0);
-            AscendC::LoadData(dst[m1 * k1n * kFrac], a.tile[(k1s * nzBlocks + m1) * kFrac], p);
-        }
-    }
-
-    // L1 Nz -> L0B Zn [k1][n1] for fractal rows [k1s, k1s + k1n) and columns [n1s, n1s + n1n).
-    __aicore__ inline void LoadB(const AscendC::LocalTensor<T>& dst, const Operand& b, uint32_t k1s, uint32_t k1n,
-                                 uint32_t n1s, uint32_t n1n) {
-        const uint32_t nzBlocks = b.nzRows / 16;
-        for (uint32_t k1 = 0; k1 < k1n; ++k1) {
-            if (b.rowsAreK) {  // stored [n1][k1] with k along rows: gather along n1 and transpose each fractal
-                AscendC::LoadData2DParams p(0, (uint8_t)n1n, (uint16_t)nzBlocks, 0, 0, true, 0);
-                AscendC::LoadData(dst[k1 * n1n * kFrac], b.tile[(n1s * nzBlocks + k1s + k1) * kFrac], p);
-            } else {  // stored [k1][n1]: already Zn, contiguous along n1
-                AscendC::LoadData2DParams p(0, (uint8_t)n1n, 1, 0, 0, false, 0);
-                AscendC::LoadData(dst[k1 * n1n * kFrac], b.tile[((k1s + k1) * nzBlocks + n1s) * kFrac], p);
-            }
-        }
     }
 
     const FlashAttentionTilingData* t_ = nullptr;
@@ -244,14 +162,11 @@ private:
     __gm__ uint8_t* blockMap_ = nullptr;
     FaWorkspace ws_;
     uint32_t m16_ = 0, qElems_ = 0, kElems_ = 0, vElems_ = 0, pElems_ = 0;
-    uint32_t l0Idx_ = 0, l0cIdx_ = 0;
     AscendC::TBuf<AscendC::TPosition::A1> qL1_;
     AscendC::TBuf<AscendC::TPosition::B1> kL1_;
     AscendC::TBuf<AscendC::TPosition::B1> vL1_;
     AscendC::TBuf<AscendC::TPosition::A1> pL1_;
-    AscendC::TBuf<AscendC::TPosition::A2> l0a_;
-    AscendC::TBuf<AscendC::TPosition::B2> l0b_;
-    AscendC::TBuf<AscendC::TPosition::CO1> l0c_;
+    FaCubeMatmul<T> mm_;
 };
 
 }  // namespace npu_fa

@@ -87,14 +87,6 @@ FA_INLINE FaStepRange QueryBlocksOf(const FaBand& band, int64_t c0, int64_t c1, 
     return r;
 }
 
-// Chunk of a matmul dimension of `total` elements: the largest multiple of 16 not above `limit` (at least 16),
-// capped at `total` rounded up to 16.
-FA_INLINE uint32_t GradChunk(uint32_t total, uint32_t limit) {
-    const uint32_t c = limit / 16 * 16 < 16 ? 16 : limit / 16 * 16;
-    const uint32_t t = AlignUp(total, 16);
-    return c < t ? c : t;
-}
-
 // UB buffers of one AIV (bytes) for query tile rows `rows` (this AIV's half), key tile width `w`, key rows per AIV
 // `kvRows` and padded head dims. The kernel allocates exactly these; the tiling picks blocks whose total fits.
 struct FaGradUbSizes {

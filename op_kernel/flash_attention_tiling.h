@@ -170,6 +170,26 @@ FA_INLINE bool FaCutAfter(uint64_t acc, uint64_t total, uint32_t core, uint32_t 
 FA_INLINE uint32_t CeilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 FA_INLINE uint32_t AlignUp(uint32_t a, uint32_t b) { return CeilDiv(a, b) * b; }
 
+// Cube matmul pieces (fa_matmul.h): L0A/L0B and L0C are used as two ping-pong halves each.
+constexpr uint32_t kL0HalfBytes = 32 * 1024;
+constexpr uint32_t kL0cHalfBytes = 64 * 1024;
+
+// Chunk of a dimension of `total` elements: the largest multiple of 16 not above `limit` (at least 16), capped at
+// `total` rounded up to 16.
+FA_INLINE uint32_t FaChunk(uint32_t total, uint32_t limit) {
+    const uint32_t c = limit / 16 * 16 < 16 ? 16 : limit / 16 * 16;
+    const uint32_t t = AlignUp(total, 16);
+    return c < t ? c : t;
+}
+
+// The N and K chunks of C[m, n] = A[m, k] * B[k, n] that fit an L0C half and the L0A / L0B halves, for an A
+// operand of `mPad` rows (its row count rounded up to 16).
+FA_INLINE void FaMatmulChunks(uint32_t mPad, uint32_t k, uint32_t n, uint32_t& kChunk, uint32_t& nChunk) {
+    nChunk = FaChunk(n, kL0cHalfBytes / (mPad * 4));
+    const uint32_t limA = kL0HalfBytes / (mPad * 2), limB = kL0HalfBytes / (nChunk * 2);
+    kChunk = FaChunk(k, limA < limB ? limA : limB);
+}
+
 // UB buffers of one AIV (bytes), for `rows` query rows, s2 block `w` and padded value dim `dvPad`. The kernel
 // allocates exactly these; the tiling sizes blocks so that their sum fits the usable UB.
 struct FaUbSizes {

@@ -1,0 +1,125 @@
+// The cube's matmul over L1 Nz tiles, shared by the forward and backward cube halves: C[m, n] = A[m, k] * B[k, n]
+// through L0A/L0B (ping-pong halves) into L0C (ping-pong halves), written by Fixpipe as fp32 rows to GM.
+#ifndef NPU_FA_FA_MATMUL_H
+#define NPU_FA_FA_MATMUL_H
+
+#include "kernel_operator.h"
+#include "flash_attention_tiling.h"
+
+namespace npu_fa {
+
+template <typename T>
+class FaCubeMatmul {
+public:
+    static constexpr uint32_t kL0Half = kL0HalfBytes;
+    static constexpr uint32_t kL0cHalf = kL0cHalfBytes;
+
+    // An L1 Nz tile with `nzRows` rows per 16-column block. As A: `transposed` = the tile holds A^T ([K, M]); as B:
+    // `transposed` = the tile holds B itself ([K, N], rows along K) rather than B^T ([N, K]).
+    struct Operand {
+        AscendC::LocalTensor<T> tile;
+        uint32_t nzRows;
+        bool transposed;
+    };
+
+    // Every L0 half starts free: its "free" event is set once here and waited once in End().
+    __aicore__ inline void Init(AscendC::TPipe* pipe) {
+        pipe->InitBuffer(l0a_, kL0Half * 2);
+        pipe->InitBuffer(l0b_, kL0Half * 2);
+        pipe->InitBuffer(l0c_, kL0cHalf * 2);
+        AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0);
+        AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + 1);
+        AscendC::SetFlag<AscendC::HardEvent::FIX_M>(0);
+        AscendC::SetFlag<AscendC::HardEvent::FIX_M>(1);
+    }
+
+    __aicore__ inline void End() {
+        AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0);
+        AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + 1);
+        AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(0);
+        AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(1);
+    }
+
+    // C[m, n] = A[m, k] * B[k, n] in (kChunk, nChunk) pieces, written as fp32 rows of pitch `ldc` to GM.
+    __aicore__ inline void Run(const Operand& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n, uint32_t kChunk,
+                               uint32_t nChunk, __gm__ float* dst, uint32_t ldc) {
+        const uint32_t mBlocks = CeilDiv(m, 16);
+        for (uint32_t n0 = 0; n0 < n; n0 += nChunk) {
+            const uint32_t nLen = n - n0 < nChunk ? n - n0 : nChunk;
+            const uint32_t cHalf = l0cIdx_;
+            l0cIdx_ ^= 1;
+            AscendC::LocalTensor<float> c = l0c_.Get<float>()[cHalf * (kL0cHalf / sizeof(float))];
+            AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(cHalf);
+            for (uint32_t k0 = 0; k0 < k; k0 += kChunk) {
+                const uint32_t kLen = k - k0 < kChunk ? k - k0 : kChunk;
+                const uint32_t h = l0Idx_;
+                l0Idx_ ^= 1;
+                AscendC::LocalTensor<T> l0a = l0a_.Get<T>()[h * (kL0Half / sizeof(T))];
+                AscendC::LocalTensor<T> l0b = l0b_.Get<T>()[h * (kL0Half / sizeof(T))];
+                AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
+                LoadA(l0a, a, mBlocks, k0 / 16, CeilDiv(kLen, 16));
+                LoadB(l0b, b, k0 / 16, CeilDiv(kLen, 16), n0 / 16, CeilDiv(nLen, 16));
+                AscendC::SetFlag<AscendC::HardEvent::MTE1_M>(h);
+                AscendC::WaitFlag<AscendC::HardEvent::MTE1_M>(h);
+                // m = 1 would switch the cube to GEMV mode (L0A read as a plain row): 16 rows, the rest zero in L1.
+                AscendC::MmadParams mp(m == 1 ? 16 : m, nLen, kLen, 0, false, k0 == 0);
+                AscendC::Mmad(c, l0a, l0b, mp);
+                // The next Mmad accumulates into this L0C tile: the Mmad page's threshold, on the Mmad's m and n.
+                if ((mp.m / 16) * (mp.n / 16) < 10) AscendC::PipeBarrier<PIPE_M>();
+                AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
+            }
+            AscendC::SetFlag<AscendC::HardEvent::M_FIX>(cHalf);
+            AscendC::WaitFlag<AscendC::HardEvent::M_FIX>(cHalf);
+            AscendC::GlobalTensor<float> out;
+            out.SetGlobalBuffer(dst + n0);
+            AscendC::FixpipeParamsV220 fp(nLen, m, mBlocks * 16, ldc, false);
+            fp.quantPre = QuantMode_t::NoQuant;
+            AscendC::Fixpipe<float, float, AscendC::CFG_ROW_MAJOR>(out, c, fp);
+            AscendC::SetFlag<AscendC::HardEvent::FIX_M>(cHalf);
+        }
+    }
+
+private:
+    static constexpr uint32_t kFrac = 256;     // elements of one 16x16 b16 fractal
+    static constexpr int32_t kL0FreeId0 = 3;   // M_MTE1 IDs 0-2 belong to TPipe on the AIC
+
+    // L1 -> L0A Zz [m1][k1] for fractal columns [k1s, k1s + k1n). A plain tile is Nz [m][k] (fractal (k1, m1) at
+    // k1 * nzBlocks + m1); a transposed one is Nz [k][m] (fractal (m1, k1) at m1 * nzBlocks + k1, each transposed).
+    __aicore__ inline void LoadA(const AscendC::LocalTensor<T>& dst, const Operand& a, uint32_t mBlocks, uint32_t k1s,
+                                 uint32_t k1n) {
+        const uint32_t nzBlocks = a.nzRows / 16;
+        for (uint32_t m1 = 0; m1 < mBlocks; ++m1) {
+            if (a.transposed) {
+                AscendC::LoadData2DParams p(0, (uint8_t)k1n, 1, 0, 0, true, 0);
+                AscendC::LoadData(dst[m1 * k1n * kFrac], a.tile[(m1 * nzBlocks + k1s) * kFrac], p);
+            } else {
+                AscendC::LoadData2DParams p(0, (uint8_t)k1n, (uint16_t)nzBlocks, 0, 0, false, 0);
+                AscendC::LoadData(dst[m1 * k1n * kFrac], a.tile[(k1s * nzBlocks + m1) * kFrac], p);
+            }
+        }
+    }
+
+    // L1 -> L0B Zn [k1][n1] for fractal rows [k1s, k1s + k1n) and columns [n1s, n1s + n1n).
+    __aicore__ inline void LoadB(const AscendC::LocalTensor<T>& dst, const Operand& b, uint32_t k1s, uint32_t k1n,
+                                 uint32_t n1s, uint32_t n1n) {
+        const uint32_t nzBlocks = b.nzRows / 16;
+        for (uint32_t k1 = 0; k1 < k1n; ++k1) {
+            if (b.transposed) {  // stored [k][n]: gather along n1 and transpose each fractal
+                AscendC::LoadData2DParams p(0, (uint8_t)n1n, (uint16_t)nzBlocks, 0, 0, true, 0);
+                AscendC::LoadData(dst[k1 * n1n * kFrac], b.tile[(n1s * nzBlocks + k1s + k1) * kFrac], p);
+            } else {  // stored [n][k]: already Zn, contiguous along n1
+                AscendC::LoadData2DParams p(0, (uint8_t)n1n, 1, 0, 0, false, 0);
+                AscendC::LoadData(dst[k1 * n1n * kFrac], b.tile[((k1s + k1) * nzBlocks + n1s) * kFrac], p);
+            }
+        }
+    }
+
+    uint32_t l0Idx_ = 0, l0cIdx_ = 0;
+    AscendC::TBuf<AscendC::TPosition::A2> l0a_;
+    AscendC::TBuf<AscendC::TPosition::B2> l0b_;
+    AscendC::TBuf<AscendC::TPosition::CO1> l0c_;
+};
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_FA_MATMUL_H
