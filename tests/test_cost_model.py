@@ -114,14 +114,24 @@ def test_profile_json_and_files(fa_reports, tmp_path, capsys):
     assert out["chip"] == CHIP and set(out["files"]) == {"timeline_png", "chrome_trace"}
 
 
+def test_backward_is_modeled_launch_by_launch():
+    fwd = profiler.profile(heads=2, seqlen=200, head_dim=64)
+    for deterministic, launches in ((False, 3), (True, 2)):
+        rep = profiler.profile(heads=2, seqlen=200, head_dim=64, backward=True, deterministic=deterministic)
+        assert len(rep["launches"]) == launches
+        assert rep["modeled_time_us"] == pytest.approx(sum(p["modeled_time_us"] for p in rep["launches"]))
+        assert rep["modeled_time_us"] > fwd["modeled_time_us"]  # 5 (fast) or 7 matmuls per tile against 2
+        assert rep["flops"] == pytest.approx(2.5 * fwd["flops"])
+        for bound in rep["roofline_us"].values():
+            assert rep["modeled_time_us"] >= bound  # never faster than a roofline bound
+    assert rep["problem"]["deterministic"]
+
+
 def test_bad_requests():
-    with pytest.raises(NotImplementedError, match="backward"):
-        profiler.profile(backward=True)
     with pytest.raises(ValueError, match="no parameter 'vec.nope'"):
         _C.cost_model_trace([], CHIP, {"vec.nope": 1.0})
     with pytest.raises(ValueError, match="chip 'Ascend000'"):
         _C.cost_params("Ascend000")
-    assert main(["profile", "--backward"]) == 2
 
 
 def test_cross_core_flags_and_syncall(lib, table, rng):

@@ -53,7 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--head-dim", type=int, default=128)
     pr.add_argument("--dtype", default="bf16", choices=["fp16", "bf16"])
     pr.add_argument("--causal", action="store_true", help="right-down causal (sparse_mode 3)")
-    pr.add_argument("--backward", action="store_true", help="model the backward op (not available yet)")
+    pr.add_argument("--backward", action="store_true", help="model the backward op (2.5x the forward's FLOPs)")
+    pr.add_argument("--deterministic", action="store_true", help="with --backward: the deterministic schedule")
     pr.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                     help="override a cost-model parameter (docs/cost_model.md), e.g. fix.l0c_gm.bw=128; repeatable")
     pr.add_argument("--json", action="store_true", help="print one JSON object")
@@ -183,7 +184,7 @@ def _profile(a) -> int:
             overrides[key.strip()] = float(val)
         rep = profiler.profile(chip=a.chip, batch=a.batch, heads=a.heads, kv_heads=a.kv_heads, seqlen=a.seqlen,
                                head_dim=a.head_dim, dtype=a.dtype, causal=a.causal, backward=a.backward,
-                               overrides=overrides)
+                               deterministic=a.deterministic, overrides=overrides)
     except NotImplementedError as e:
         print(f"error: NotImplementedError: {e}", file=sys.stderr)
         return 2

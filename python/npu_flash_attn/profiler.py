@@ -1,4 +1,4 @@
-"""Modeled dav-2201 time of the forward op: runs it on the CPU twin with the instruction trace on and feeds the
+"""Modeled dav-2201 time of the forward or backward op: runs it on the CPU twin with the instruction trace on and feeds the
 per-core traces to the cycle model (twin/include/twin/costmodel, parameters and sources in docs/cost_model.md).
 Numbers are "modeled (<chip>)", not measurements."""
 from __future__ import annotations
@@ -67,15 +67,14 @@ def _summarize(cm: dict, chip: str, flops: float) -> dict:
 
 def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_heads: Optional[int] = None,
             seqlen: int = 2048, seqlen_kv: Optional[int] = None, head_dim: int = 128, dtype: str = "bf16",
-            causal: bool = False, backward: bool = False, bins: int = 400, keep_blocks: int = 1,
-            overrides: Optional[dict] = None, seed: int = 0) -> dict:
-    """Runs the forward op on the twin (BNSD, random inputs) and returns the modeled time and its breakdown:
+            causal: bool = False, backward: bool = False, deterministic: bool = False, bins: int = 400,
+            keep_blocks: int = 1, overrides: Optional[dict] = None, seed: int = 0) -> dict:
+    """Runs the forward op (or, with backward=True, the forward unmodelled and then the backward op, fast or
+    deterministic schedule, its launches modelled one after the other) on the twin (BNSD, random inputs) and
+    returns the modeled time and its breakdown:
     chip, modeled_time_us (kernel + launch overhead), tflops (4*B*N*S1*S2*D, halved for causal), cube_peak_tflops,
     utilization (0-1), pipe_busy (per core kind and pipe, 0-1), roofline_us, bound; `model` holds the raw result
     (per-core busy cycles, the schedule of the first `keep_blocks` AI cores, the busy histogram)."""
-    if backward:
-        raise NotImplementedError("profile(backward=True): the backward op is not in this package yet; the profiler "
-                                  "will model it through the same trace hook once it lands")
     import torch
     kv_heads = heads if kv_heads is None else kv_heads
     s2 = seqlen if seqlen_kv is None else seqlen_kv
@@ -89,23 +88,59 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
     v = torch.randn(batch, kv_heads, s2, head_dim, generator=gen).to(tdt)
     before = ops.get_chip()
     ops.set_chip(chip)
-    _C.set_fwd_cost_model(True, keep_blocks, bins, overrides or {})
+    scale, mode = 1.0 / math.sqrt(head_dim), 3 if causal else 0
     try:
-        ops.flash_attention(q, k, v, heads, "BNSD", scale=1.0 / math.sqrt(head_dim),
-                            sparse_mode=3 if causal else 0)
-        info = ops.last_launch_info()
+        if backward:  # the forward runs unmodelled; the backward's launches are modelled one after the other
+            out, smax, ssum = ops.flash_attention(q, k, v, heads, "BNSD", scale=scale, sparse_mode=mode)
+            dy = torch.randn(out.shape, generator=gen).to(tdt)
+        _C.set_fwd_cost_model(True, keep_blocks, bins, overrides or {})
+        try:
+            if backward:
+                torch.ops.npu.flash_attention_grad(q, k, v, dy, heads, "BNSD", softmax_max=smax, softmax_sum=ssum,
+                                                   attention_in=out, scale=scale, sparse_mode=mode,
+                                                   deterministic=deterministic)
+            else:
+                ops.flash_attention(q, k, v, heads, "BNSD", scale=scale, sparse_mode=mode)
+            info = ops.last_launch_info()
+        finally:
+            _C.set_fwd_cost_model(False)
     finally:
-        _C.set_fwd_cost_model(False)
         ops.set_chip(before)
-    cm = info["cost_model"]
     flops = 4.0 * batch * heads * seqlen * s2 * head_dim
     if causal:  # right-down causal: the visible fraction of the S1 x S2 score matrix
         vis = sum(min(s2, max(0, s2 - seqlen + i + 1)) for i in range(seqlen)) / (seqlen * s2)
         flops *= vis
-    rep = _summarize(cm, chip, flops)
+    if backward:
+        # FlashAttention's convention: the backward is 2.5x the forward's FLOPs (5 matmuls against 2)
+        rep = _combine([_summarize(cm, chip, 0.0) for cm in info["cost_model_launches"]], chip, 2.5 * flops)
+        cm = max(info["cost_model_launches"], key=lambda m: m["total_us"])  # the timeline shows the longest launch
+    else:
+        cm = info["cost_model"]
+        rep = _summarize(cm, chip, flops)
     rep.update(problem=dict(batch=batch, heads=heads, kv_heads=kv_heads, seqlen=seqlen, seqlen_kv=s2,
-                            head_dim=head_dim, dtype=dtype, causal=causal),
-               block_dim=info["block_dim"], twin_seconds=info["twin_seconds"], model=cm)
+                            head_dim=head_dim, dtype=dtype, causal=causal, backward=backward,
+                            deterministic=deterministic),
+               block_dim=info.get("block_dim", info.get("block_dim_dkv")), twin_seconds=info["twin_seconds"], model=cm)
+    return rep
+
+
+def _combine(parts: list, chip: str, flops: float) -> dict:
+    """One report for launches that run one after the other (the backward's passes): times and bounds add up,
+    pipe busy is time-weighted, `launches` keeps each launch's own summary."""
+    peak = parts[0]["cube_peak_tflops"] * 1e12
+    us = sum(p["modeled_time_us"] for p in parts)
+    busy = {k: sum(p["pipe_busy"][k] * p["modeled_time_us"] for p in parts) / us for k in parts[0]["pipe_busy"]}
+    bounds = {k: sum(p["roofline_us"][k] for p in parts) for k in parts[0]["roofline_us"]}
+    bounds["cube"] = flops / peak * 1e6
+    rep = dict(parts[0])
+    rep.update(modeled_time_us=us, kernel_time_us=sum(p["kernel_time_us"] for p in parts),
+               launch_overhead_us=sum(p["launch_overhead_us"] for p in parts),
+               cycles=sum(p["cycles"] for p in parts), flops=flops, tflops=flops / (us * 1e-6) / 1e12,
+               cube_peak_tflops=peak / 1e12, utilization=flops / (us * 1e-6) / peak, pipe_busy=busy,
+               roofline_us=bounds, bound=max(bounds, key=bounds.get),
+               cube_macs=sum(p["cube_macs"] for p in parts), gm_bytes=sum(p["gm_bytes"] for p in parts),
+               hbm_bytes=sum(p["hbm_bytes"] for p in parts), cores=[],
+               launches=[{k: p[k] for k in ("modeled_time_us", "pipe_busy", "roofline_us", "bound")} for p in parts])
     return rep
 
 

@@ -21,6 +21,10 @@ extern "C" void flash_attention_block_map(uint8_t* attenMask, uint8_t* seqInfo, 
 
 namespace py = pybind11;
 
+// The cycle model's hook (cost_model.cpp): when enabled, every backward launch is traced and modelled.
+bool FwdCostModelEnabled();
+void AddCostModel(const twin::LaunchResult& r, const npu_fa::ChipSpec& chip, py::dict& info);
+
 namespace {
 
 // Dense masks: the forward's block-map pre-pass for the backward's blocks (the tiling's mapTiling).
@@ -73,16 +77,20 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
 
     const auto start = std::chrono::steady_clock::now();
     std::vector<uint8_t> map;
+    const bool model = FwdCostModelEnabled();
+    py::list models;  // one cycle-model result per launch, in launch order
     {
-        py::gil_scoped_release release;
-        if (p.denseMask) BuildBlockMap(t, chip, mask, maskBytes, map);
+        if (p.denseMask) {
+            py::gil_scoped_release release;
+            BuildBlockMap(t, chip, mask, maskBytes, map);
+        }
         for (const npu_fa::FlashAttentionGradTilingData& pass : t.launches) {
             npu_fa::FlashAttentionGradTilingData tiling = pass;
             twin::LaunchOptions o;
             o.kernelType = AscendC::KERNEL_TYPE_MIX_AIC_1_2;
             o.numBlocks = tiling.blockDim;
             o.chip = chip;
-            o.trace = false;
+            o.trace = model;
             o.gm = {{(const uint8_t*)q, qBytes, "query"},
                     {(const uint8_t*)k, kBytes, "key"},
                     {(const uint8_t*)v, vBytes, "value"},
@@ -100,10 +108,19 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
                 o.gm.push_back({(const uint8_t*)mask, maskBytes, "atten_mask"});
                 o.gm.push_back({map.data(), map.size(), "block_map"});
             }
-            twin::LaunchKernel(&flash_attention_bwd, o, (uint8_t*)q, (uint8_t*)k, (uint8_t*)v, (uint8_t*)dy,
-                               (uint8_t*)attn, (uint8_t*)smax, (uint8_t*)ssum, (uint8_t*)mask, map.data(),
-                               (uint8_t*)seqInfo.data(), (uint8_t*)dq, (uint8_t*)dk, (uint8_t*)dv, wsMem.get(),
-                               (uint8_t*)&tiling);
+            twin::LaunchResult r;
+            {
+                py::gil_scoped_release release;
+                r = twin::LaunchKernel(&flash_attention_bwd, o, (uint8_t*)q, (uint8_t*)k, (uint8_t*)v, (uint8_t*)dy,
+                                       (uint8_t*)attn, (uint8_t*)smax, (uint8_t*)ssum, (uint8_t*)mask, map.data(),
+                                       (uint8_t*)seqInfo.data(), (uint8_t*)dq, (uint8_t*)dk, (uint8_t*)dv,
+                                       wsMem.get(), (uint8_t*)&tiling);
+            }
+            if (model) {
+                py::dict one;
+                AddCostModel(r, *chip, one);
+                models.append(one["cost_model"]);
+            }
         }
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -131,6 +148,7 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
     info["ub_bytes_per_aiv"] = t.ubBytes;
     info["l1_bytes_per_aic"] = t.l1Bytes;
     info["twin_seconds"] = secs;
+    if (model) info["cost_model_launches"] = models;
     return info;
 }
 
