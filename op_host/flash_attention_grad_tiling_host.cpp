@@ -10,25 +10,6 @@ uint32_t GradL1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad
     return 2 * (2 * (m16 * (dPad + dvPad) + w * (dPad + dvPad)) + 2 * m16 * w);  // Q, dO, K, V x2, P, dS; 16-bit
 }
 
-// Contiguous task ranges per core, cut where the running cost passes each core's share (the forward's rule).
-void SplitTasks(const std::vector<uint64_t>& cost, uint32_t aicNum, FlashAttentionGradTilingData& t) {
-    const uint64_t tasks = cost.size();
-    const uint64_t limit = std::min<uint64_t>({(uint64_t)aicNum, (uint64_t)kMaxCores, tasks});
-    const uint32_t cores = (uint32_t)std::max<uint64_t>(1, limit);
-    uint64_t total = 0;
-    for (uint64_t c : cost) total += c;
-    t.blockDim = cores;
-    t.taskTotal = (uint32_t)tasks;
-    uint64_t acc = 0;
-    uint32_t core = 1;
-    t.coreTaskStart[0] = 0;
-    for (uint64_t i = 0; i < tasks && core < cores; ++i) {
-        acc += cost[i];
-        while (core < cores && FaCutAfter(acc, total, core, cores)) t.coreTaskStart[core++] = (uint32_t)(i + 1);
-    }
-    while (core <= cores) t.coreTaskStart[core++] = t.taskTotal;
-}
-
 }  // namespace
 
 std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& chip, bool deterministic,
@@ -162,7 +143,9 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
         l.kvParts = parts;
         const bool dq = pass == kGradPassDq;
         l.blocksPerHead = varlen ? 0 : CeilDiv(dq ? p.s1 : p.s2, dq ? t.s1Block : t.s2Block);
-        SplitTasks(stage == kGradStageFull ? cost : std::vector<uint64_t>(cost.size(), 1), chip.aicNum, l);
+        const std::vector<uint64_t>& c = stage == kGradStageFull ? cost : std::vector<uint64_t>(cost.size(), 1);
+        l.blockDim = SplitTasksByCost(c, chip.aicNum, l.coreTaskStart);
+        l.taskTotal = (uint32_t)c.size();
         out.launches.push_back(l);
     };
     out.launches.clear();

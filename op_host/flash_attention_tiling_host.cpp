@@ -26,6 +26,23 @@ int64_t Clamp(int64_t v) { return FaClamp(v, -kUnbounded, kUnbounded); }
 
 }  // namespace
 
+uint32_t SplitTasksByCost(const std::vector<uint64_t>& cost, uint32_t aicNum, uint32_t* coreTaskStart) {
+    const uint64_t tasks = cost.size();
+    const uint32_t cores =
+        (uint32_t)std::max<uint64_t>(1, std::min<uint64_t>({(uint64_t)aicNum, (uint64_t)kMaxCores, tasks}));
+    uint64_t total = 0;
+    for (uint64_t c : cost) total += c;
+    uint64_t acc = 0;
+    uint32_t core = 1;
+    coreTaskStart[0] = 0;
+    for (uint64_t i = 0; i < tasks && core < cores; ++i) {
+        acc += cost[i];
+        while (core < cores && FaCutAfter(acc, total, core, cores)) coreTaskStart[core++] = (uint32_t)(i + 1);
+    }
+    while (core <= cores) coreTaskStart[core++] = (uint32_t)tasks;
+    return cores;
+}
+
 FaBand BandOfSequence(const FaProblem& p, uint32_t seq, int64_t s1, int64_t s2, bool firstNonEmpty, bool lastNonEmpty) {
     FaBand b{-kUnbounded, kUnbounded, 0};
     const int64_t delta = s2 - s1, pre = Clamp(p.preTokens), next = Clamp(p.nextTokens);
@@ -221,20 +238,8 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.taskTotal = (uint32_t)task;
     t.s1Blocks = varlen ? 0 : CeilDiv(p.s1, t.s1Block);
 
-    // Contiguous task ranges per core, cut where the running cost passes each core's share (FaCoreRange: the same
-    // rule the kernels apply to the block map's counts when there is a dense mask).
-    const uint32_t cores = (uint32_t)std::max<uint64_t>(1, std::min<uint64_t>({(uint64_t)chip.aicNum, (uint64_t)kMaxCores, task}));
-    uint64_t totalCost = 0;
-    for (uint64_t c : cost) totalCost += c;
-    t.blockDim = cores;
-    uint64_t acc = 0;
-    uint32_t core = 1;
-    t.coreTaskStart[0] = 0;
-    for (uint64_t i = 0; i < task && core < cores; ++i) {
-        acc += cost[i];
-        while (core < cores && FaCutAfter(acc, totalCost, core, cores)) t.coreTaskStart[core++] = (uint32_t)(i + 1);
-    }
-    while (core <= cores) t.coreTaskStart[core++] = t.taskTotal;
+    t.blockDim = SplitTasksByCost(cost, chip.aicNum, t.coreTaskStart);
+    const uint32_t cores = t.blockDim;
 
     // Workspace: per core, two slots of S (fp32), P (half) and O (fp32), 512 B aligned.
     auto align512 = [](uint64_t v) { return (v + 511) / 512 * 512; };

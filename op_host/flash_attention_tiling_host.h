@@ -45,6 +45,11 @@ struct FaTilingOut {
     uint64_t mapBytes = 0;             // dense masks: size of the block-map buffer (0 without one)
 };
 
+// Splits tasks of the given costs into contiguous ranges for at most min(aicNum, kMaxCores, tasks) cores: core c
+// runs [coreTaskStart[c], coreTaskStart[c + 1]), cut where the running cost reaches its share (FaCutAfter, the
+// rule the kernels apply to the block map's counts). Returns the number of cores (at least 1).
+uint32_t SplitTasksByCost(const std::vector<uint64_t>& cost, uint32_t aicNum, uint32_t* coreTaskStart);
+
 // The band of `sparseMode` for sequence `seq` of a problem (see FaBand): origins as the built-in's (0 and 2
 // top-left, 3-8 bottom-right), the prefix columns of modes 5/6, the first/last-sequence bands of modes 8/7.
 FaBand BandOfSequence(const FaProblem& p, uint32_t seq, int64_t s1, int64_t s2, bool firstNonEmpty, bool lastNonEmpty);
