@@ -89,10 +89,11 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     for (uint32_t b = 0; b < p.batch; ++b) {
         int64_t* si = &out.seqInfo[(size_t)b * kGradSeqFields];
         const int64_t* fwd = &ft.seqInfo[(size_t)b * kSeqInfoFields];
-        const FaSeq s{fwd[kSeqQTok], fwd[kSeqKvTok], fwd[kSeqS1], fwd[kSeqS2]};
+        FaSeq s;
+        FaBand band;
+        ReadSeqRow(fwd, s, band);
         for (uint32_t f = 0; f < kSeqInfoFields; ++f) si[f] = fwd[f];  // kSeqFirstTask: the dQ tasks are the forward's
         si[kGradSeqFirstKvTask] = (int64_t)costKv.size();
-        const FaBand band{fwd[kSeqBandLo], fwd[kSeqBandHi], fwd[kSeqPrefix]};
         const uint32_t qBlocks = CeilDiv((uint32_t)s.s1, t.s1Block), kBlocks = CeilDiv((uint32_t)s.s2, t.s2Block);
         for (uint32_t n = 0; n < p.n1; ++n) {
             for (uint32_t blk = 0; blk < qBlocks; ++blk) {

@@ -76,13 +76,7 @@ public:
             batch_ = next_ / (heads * t->blocksPerHead);
             local = (int64_t)(next_ % (heads * t->blocksPerHead));
         }
-        task.seq.qTok = SeqField(batch_, kSeqQTok);
-        task.seq.kvTok = SeqField(batch_, kSeqKvTok);
-        task.seq.s1 = SeqField(batch_, kSeqS1);
-        task.seq.s2 = SeqField(batch_, kSeqS2);
-        task.band.lo = SeqField(batch_, kSeqBandLo);
-        task.band.hi = SeqField(batch_, kSeqBandHi);
-        task.band.prefix = SeqField(batch_, kSeqPrefix);
+        ReadSeqRow(seqInfo_ + (uint64_t)batch_ * kGradSeqFields, task.seq, task.band);
         task.maskBase = SeqField(batch_, kSeqMaskBase);
         task.mapEntry0 = SeqField(batch_, kSeqMapEntry0);
         task.qBlocks = (task.seq.s1 + t->s1Block - 1) / t->s1Block;

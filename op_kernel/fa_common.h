@@ -67,13 +67,7 @@ public:
             batch_ = next_ / (t->n1 * t->s1Blocks);
             local = (int64_t)(next_ % (t->n1 * t->s1Blocks));
         }
-        task.seq.qTok = SeqField(batch_, kSeqQTok);
-        task.seq.kvTok = SeqField(batch_, kSeqKvTok);
-        task.seq.s1 = SeqField(batch_, kSeqS1);
-        task.seq.s2 = SeqField(batch_, kSeqS2);
-        task.band.lo = SeqField(batch_, kSeqBandLo);
-        task.band.hi = SeqField(batch_, kSeqBandHi);
-        task.band.prefix = SeqField(batch_, kSeqPrefix);
+        ReadSeqRow(seqInfo_ + (uint64_t)batch_ * kSeqInfoFields, task.seq, task.band);
         const int64_t blocks = (task.seq.s1 + t->s1Block - 1) / t->s1Block;
         task.batch = batch_;
         task.head = (uint32_t)(local / blocks);

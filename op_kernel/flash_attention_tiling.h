@@ -134,6 +134,18 @@ FA_INLINE int64_t FaMax(int64_t a, int64_t b) { return a > b ? a : b; }
 FA_INLINE int64_t FaClamp(int64_t v, int64_t lo, int64_t hi) { return FaMin(FaMax(v, lo), hi); }
 
 
+// A sequence's geometry and band from its seq-table row (host or GM pointer to kSeqInfoFields int64 values).
+template <typename RowPtr>
+FA_INLINE void ReadSeqRow(RowPtr row, FaSeq& seq, FaBand& band) {
+    seq.qTok = row[kSeqQTok];
+    seq.kvTok = row[kSeqKvTok];
+    seq.s1 = row[kSeqS1];
+    seq.s2 = row[kSeqS2];
+    band.lo = row[kSeqBandLo];
+    band.hi = row[kSeqBandHi];
+    band.prefix = row[kSeqPrefix];
+}
+
 // Range of s2 blocks [first, last) that rows [r0, r1) of a sequence see; empty when first >= last.
 struct FaStepRange {
     int64_t first;
