@@ -55,6 +55,10 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--causal", action="store_true", help="right-down causal (sparse_mode 3)")
     pr.add_argument("--backward", action="store_true", help="model the backward op (2.5x the forward's FLOPs)")
     pr.add_argument("--deterministic", action="store_true", help="with --backward: the deterministic schedule")
+    pr.add_argument("--model-only", action="store_true",
+                    help="run the kernels without their arithmetic: the same trace, seconds instead of minutes")
+    pr.add_argument("--sample-blocks", type=int, default=0, metavar="K",
+                    help="with --model-only: run K evenly spaced AI cores, each standing for numBlocks/K (default: all)")
     pr.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                     help="override a cost-model parameter (docs/cost_model.md), e.g. fix.l0c_gm.bw=128; repeatable")
     pr.add_argument("--json", action="store_true", help="print one JSON object")
@@ -184,7 +188,8 @@ def _profile(a) -> int:
             overrides[key.strip()] = float(val)
         rep = profiler.profile(chip=a.chip, batch=a.batch, heads=a.heads, kv_heads=a.kv_heads, seqlen=a.seqlen,
                                head_dim=a.head_dim, dtype=a.dtype, causal=a.causal, backward=a.backward,
-                               deterministic=a.deterministic, overrides=overrides)
+                               deterministic=a.deterministic, overrides=overrides, model_only=a.model_only,
+                               sample_blocks=a.sample_blocks)
     except NotImplementedError as e:
         print(f"error: NotImplementedError: {e}", file=sys.stderr)
         return 2
@@ -197,8 +202,11 @@ def _profile(a) -> int:
         print(json.dumps(pub))
         return 0
     p = rep["problem"]
-    print(f"{rep['label']}: forward B={p['batch']} N={p['heads']} N2={p['kv_heads']} S={p['seqlen']} "
-          f"D={p['head_dim']} {p['dtype']}{' causal' if p['causal'] else ''}, {rep['block_dim']} AI cores")
+    what = ("backward (deterministic)" if p["deterministic"] else "backward") if p["backward"] else "forward"
+    how = "" if not p["model_only"] else (f", model-only, {p['sample_blocks']} sampled cores" if p["sample_blocks"]
+                                          else ", model-only")
+    print(f"{rep['label']}: {what} B={p['batch']} N={p['heads']} N2={p['kv_heads']} S={p['seqlen']} "
+          f"D={p['head_dim']} {p['dtype']}{' causal' if p['causal'] else ''}, {rep['block_dim']} AI cores{how}")
     print(f"time    : {rep['modeled_time_us']:.1f} us (kernel {rep['kernel_time_us']:.1f} + launch "
           f"{rep['launch_overhead_us']:.1f})")
     print(f"TFLOPS  : {rep['tflops']:.1f} of {rep['cube_peak_tflops']:.1f} cube peak ({100 * rep['utilization']:.1f} %)")

@@ -68,13 +68,18 @@ def _summarize(cm: dict, chip: str, flops: float) -> dict:
 def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_heads: Optional[int] = None,
             seqlen: int = 2048, seqlen_kv: Optional[int] = None, head_dim: int = 128, dtype: str = "bf16",
             causal: bool = False, backward: bool = False, deterministic: bool = False, bins: int = 400,
-            keep_blocks: int = 1, overrides: Optional[dict] = None, seed: int = 0) -> dict:
+            keep_blocks: int = 1, overrides: Optional[dict] = None, seed: int = 0, model_only: bool = False,
+            sample_blocks: int = 0) -> dict:
     """Runs the forward op (or, with backward=True, the forward unmodelled and then the backward op, fast or
     deterministic schedule, its launches modelled one after the other) on the twin (BNSD, random inputs) and
     returns the modeled time and its breakdown:
     chip, modeled_time_us (kernel + launch overhead), tflops (4*B*N*S1*S2*D, halved for causal), cube_peak_tflops,
     utilization (0-1), pipe_busy (per core kind and pipe, 0-1), roofline_us, bound; `model` holds the raw result
-    (per-core busy cycles, the schedule of the first `keep_blocks` AI cores, the busy histogram)."""
+    (per-core busy cycles, the schedule of the first `keep_blocks` AI cores, the busy histogram).
+    model_only=True runs the kernels without their arithmetic (same trace, undefined outputs, no hazard checks): the
+    inputs are zeros and the forward that feeds the backward runs model-only too. sample_blocks=k (model-only) runs k
+    evenly spaced AI cores of each launch instead of all: each stands for numBlocks/k cores in the shared HBM bandwidth
+    and the totals; exact for balanced launches, see docs/cost_model.md."""
     import torch
     kv_heads = heads if kv_heads is None else kv_heads
     s2 = seqlen if seqlen_kv is None else seqlen_kv
@@ -83,17 +88,27 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
         raise ValueError(f"dtype must be fp16 or bf16, got {dtype!r}")
     _chip_row(chip)
     gen = torch.Generator().manual_seed(seed)
-    q = torch.randn(batch, heads, seqlen, head_dim, generator=gen).to(tdt)
-    k = torch.randn(batch, kv_heads, s2, head_dim, generator=gen).to(tdt)
-    v = torch.randn(batch, kv_heads, s2, head_dim, generator=gen).to(tdt)
+
+    def rand(*shape):
+        return torch.zeros(shape, dtype=tdt) if model_only else torch.randn(shape, generator=gen).to(tdt)
+
+    q = rand(batch, heads, seqlen, head_dim)
+    k = rand(batch, kv_heads, s2, head_dim)
+    v = rand(batch, kv_heads, s2, head_dim)
     before = ops.get_chip()
     ops.set_chip(chip)
     scale, mode = 1.0 / math.sqrt(head_dim), 3 if causal else 0
     try:
         if backward:  # the forward runs unmodelled; the backward's launches are modelled one after the other
-            out, smax, ssum = ops.flash_attention(q, k, v, heads, "BNSD", scale=scale, sparse_mode=mode)
-            dy = torch.randn(out.shape, generator=gen).to(tdt)
-        _C.set_fwd_cost_model(True, keep_blocks, bins, overrides or {})
+            _C.set_cost_model(False, 0, 0, {}, model_only, sample_blocks)
+            try:
+                out, smax, ssum = ops.flash_attention(q, k, v, heads, "BNSD", scale=scale, sparse_mode=mode)
+            finally:
+                _C.set_cost_model(False)
+            if model_only:  # a model-only forward leaves its outputs undefined; the backward checks they are finite
+                out.zero_(), smax.zero_(), ssum.fill_(1.0)
+            dy = rand(*out.shape)
+        _C.set_cost_model(True, keep_blocks, bins, overrides or {}, model_only, sample_blocks)
         try:
             if backward:
                 torch.ops.npu.flash_attention_grad(q, k, v, dy, heads, "BNSD", softmax_max=smax, softmax_sum=ssum,
@@ -103,7 +118,7 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
                 ops.flash_attention(q, k, v, heads, "BNSD", scale=scale, sparse_mode=mode)
             info = ops.last_launch_info()
         finally:
-            _C.set_fwd_cost_model(False)
+            _C.set_cost_model(False)
     finally:
         ops.set_chip(before)
     flops = 4.0 * batch * heads * seqlen * s2 * head_dim
@@ -119,7 +134,7 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
         rep = _summarize(cm, chip, flops)
     rep.update(problem=dict(batch=batch, heads=heads, kv_heads=kv_heads, seqlen=seqlen, seqlen_kv=s2,
                             head_dim=head_dim, dtype=dtype, causal=causal, backward=backward,
-                            deterministic=deterministic),
+                            deterministic=deterministic, model_only=model_only, sample_blocks=sample_blocks),
                block_dim=info.get("block_dim", info.get("block_dim_dkv")), twin_seconds=info["twin_seconds"], model=cm)
     return rep
 

@@ -1,27 +1,29 @@
 // npu_flash_attn._C bindings of the cycle model (twin/include/twin/costmodel): the parameter table, the model of a
 // standalone kernel's trace (by the pointers npu_flash_attn.twin's library hands out) and the hook that models the
-// forward op's launch (flash_attention.cpp calls AddCostModel when set_fwd_cost_model(True) is in effect).
+// op launches (cost_model_hook.h).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <cstring>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "kernel_operator.h"
+#include "cost_model_hook.h"
 #include "twin/costmodel/schedule.h"
 
 namespace py = pybind11;
 
 namespace {
 
-struct FwdSettings {
-    bool on = false;
-    int keepBlocks = 1, bins = 0;
+struct OpSettings {
+    bool on = false, modelOnly = false;
+    int keepBlocks = 1, bins = 0, sampleBlocks = 0;
     std::map<std::string, double> overrides;
 };
-FwdSettings g_fwd;
+OpSettings g_ops;
 
 const npu_fa::ChipSpec& ChipOf(const std::string& name) {
     const npu_fa::ChipSpec* c = npu_fa::FindChip(name.c_str());
@@ -41,10 +43,12 @@ twin::cost::Params MakeParams(const npu_fa::ChipSpec& chip, const std::map<std::
     return P;
 }
 
-py::dict Run(const twin::cost::Params& P, std::vector<twin::cost::CoreTrace> cores, int keepBlocks, int bins) {
+py::dict Run(const twin::cost::Params& P, std::vector<twin::cost::CoreTrace> cores, int keepBlocks, int bins,
+             double blockScale = 1) {
     using namespace twin::cost;
     Options o;
     o.bins = bins;
+    o.blockScale = blockScale;
     for (const CoreTrace& c : cores) o.keep.push_back(c.block < keepBlocks);
     Result r;
     try {
@@ -142,20 +146,40 @@ py::list CostParams(const std::string& chip) {
 
 }  // namespace
 
-bool FwdCostModelEnabled() { return g_fwd.on; }
+bool CostModelOn() { return g_ops.on; }
+bool CostModelOnly() { return g_ops.modelOnly; }
+
+std::vector<uint32_t> SampledBlocks(uint32_t numBlocks) {
+    std::vector<uint32_t> b;
+    const uint32_t k = (uint32_t)std::max(0, g_ops.sampleBlocks);
+    if (!g_ops.modelOnly || k == 0 || k >= numBlocks) return b;
+    for (uint32_t i = 0; i < k; ++i) b.push_back(k == 1 ? 0 : (uint32_t)((uint64_t)i * (numBlocks - 1) / (k - 1)));
+    return b;
+}
 
 void AddCostModel(const twin::LaunchResult& r, const npu_fa::ChipSpec& chip, py::dict& info) {
-    info["cost_model"] = Run(MakeParams(chip, g_fwd.overrides), twin::cost::CoresOf(r), g_fwd.keepBlocks, g_fwd.bins);
+    std::vector<twin::cost::CoreTrace> cores = twin::cost::CoresOf(r);
+    std::set<int64_t> blocks;
+    for (const auto& c : cores) blocks.insert(c.block);
+    const double scale = blocks.empty() ? 1.0 : (double)r.numBlocks / (double)blocks.size();
+    py::dict d = Run(MakeParams(chip, g_ops.overrides), std::move(cores), g_ops.keepBlocks, g_ops.bins, scale);
+    d["sampled_blocks"] = blocks.size();
+    d["num_blocks"] = r.numBlocks;
+    info["cost_model"] = d;
 }
 
 void RegisterCostModel(py::module_& m) {
     m.def("cost_params", &CostParams, py::arg("chip"));
     m.def("cost_model_trace", &CostModelTrace, py::arg("cores"), py::arg("chip"),
           py::arg("overrides") = std::map<std::string, double>{}, py::arg("keep_blocks") = 1, py::arg("bins") = 0);
-    m.def("set_fwd_cost_model",
-          [](bool on, int keepBlocks, int bins, const std::map<std::string, double>& overrides) {
-              g_fwd = FwdSettings{on, keepBlocks, bins, overrides};
+    m.def("set_cost_model",
+          [](bool on, int keepBlocks, int bins, const std::map<std::string, double>& overrides, bool modelOnly,
+             int sampleBlocks) {
+              if (sampleBlocks < 0) throw py::value_error("sample_blocks must be >= 0 (0: every block)");
+              if (sampleBlocks > 0 && !modelOnly) throw py::value_error("sample_blocks needs model_only=True");
+              g_ops = OpSettings{on, modelOnly, keepBlocks, bins, sampleBlocks, overrides};
           },
           py::arg("enabled"), py::arg("keep_blocks") = 1, py::arg("bins") = 0,
-          py::arg("overrides") = std::map<std::string, double>{});
+          py::arg("overrides") = std::map<std::string, double>{}, py::arg("model_only") = false,
+          py::arg("sample_blocks") = 0);
 }

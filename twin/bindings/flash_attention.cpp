@@ -11,6 +11,7 @@
 
 #include "flash_attention_tiling_host.h"
 #include "kernel_operator.h"
+#include "cost_model_hook.h"
 #include "kernel_entries.h"
 #include "problem.h"
 
@@ -18,8 +19,6 @@
 namespace py = pybind11;
 
 // The cycle model's hook (cost_model.cpp): when enabled, the forward launch is traced and modelled.
-bool FwdCostModelEnabled();
-void AddCostModel(const twin::LaunchResult& r, const npu_fa::ChipSpec& chip, py::dict& info);
 
 namespace {
 
@@ -147,7 +146,9 @@ py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName,
     o.kernelType = AscendC::KERNEL_TYPE_MIX_AIC_1_2;
     o.numBlocks = tiling.blockDim;
     o.chip = plan.chip;
-    o.trace = countOps || FwdCostModelEnabled();
+    o.trace = countOps || CostModelOn();
+    o.modelOnly = CostModelOnly();
+    o.sampleBlocks = SampledBlocks(o.numBlocks);
     o.gm = {{(const uint8_t*)q, qBytes, "query"},
             {(const uint8_t*)k, kBytes, "key"},
             {(const uint8_t*)v, vBytes, "value"},
@@ -172,7 +173,8 @@ py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName,
     py::dict info = PlanInfo(plan);
     info["twin_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (countOps) AddOpCounts(r, info);
-    if (FwdCostModelEnabled()) AddCostModel(r, *plan.chip, info);
+    if (o.trace) info["trace_digest"] = twin::TraceDigest(r, o.gm);
+    if (CostModelOn()) AddCostModel(r, *plan.chip, info);
     return info;
 }
 

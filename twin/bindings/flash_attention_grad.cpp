@@ -10,6 +10,7 @@
 
 #include "flash_attention_grad_tiling_host.h"
 #include "kernel_operator.h"
+#include "cost_model_hook.h"
 #include "kernel_entries.h"
 #include "problem.h"
 
@@ -17,8 +18,6 @@
 namespace py = pybind11;
 
 // The cycle model's hook (cost_model.cpp): when enabled, every backward launch is traced and modelled.
-bool FwdCostModelEnabled();
-void AddCostModel(const twin::LaunchResult& r, const npu_fa::ChipSpec& chip, py::dict& info);
 
 namespace {
 
@@ -72,8 +71,8 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
 
     const auto start = std::chrono::steady_clock::now();
     std::vector<uint8_t> map;
-    const bool model = FwdCostModelEnabled();
-    py::list models;  // one cycle-model result per launch, in launch order
+    const bool model = CostModelOn();
+    py::list models, digests;  // per launch, in launch order: cycle-model result, trace digest
     {
         if (p.denseMask) {
             py::gil_scoped_release release;
@@ -86,6 +85,8 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
             o.numBlocks = tiling.blockDim;
             o.chip = chip;
             o.trace = model;
+            o.modelOnly = CostModelOnly();
+            o.sampleBlocks = SampledBlocks(o.numBlocks);
             o.gm = {{(const uint8_t*)q, qBytes, "query"},
                     {(const uint8_t*)k, kBytes, "key"},
                     {(const uint8_t*)v, vBytes, "value"},
@@ -115,6 +116,7 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
                 py::dict one;
                 AddCostModel(r, *chip, one);
                 models.append(one["cost_model"]);
+                digests.append(twin::TraceDigest(r, o.gm));
             }
         }
     }
@@ -143,7 +145,7 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
     info["ub_bytes_per_aiv"] = t.ubBytes;
     info["l1_bytes_per_aic"] = t.l1Bytes;
     info["twin_seconds"] = secs;
-    if (model) info["cost_model_launches"] = models;
+    if (model) info["cost_model_launches"] = models, info["trace_digests"] = digests;
     return info;
 }
 

@@ -48,6 +48,9 @@ struct Options {
     size_t keepCap = 2000000;  // at most this many schedule entries
     int bins = 0;             // per-core per-pipe busy histogram over the run (0: none)
     int passes = 12;          // at most this many HBM fixed-point passes
+    // A block-sampled launch: each traced block stands for this many (numBlocks / sampled blocks). Its HBM transfers
+    // count that many times in the bandwidth shares, and the MAC and byte totals are scaled to the whole launch.
+    double blockScale = 1;
 };
 
 struct Interval {
@@ -81,6 +84,7 @@ public:
     }
 
     Result Run(const Options& o) {
+        scale_ = std::max(1.0, o.blockScale);
         Result res;
         for (int pass = 0; pass < std::max(1, o.passes); ++pass) {
             const bool last = pass + 1 >= o.passes;
@@ -95,6 +99,8 @@ public:
         res.launchCycles = P_["launch.cycles"];
         res.clockMHz = P_["chip.clock_mhz"];
         for (auto& d : dmas_) res.hbmBytes += (uint64_t)d.hbm;
+        res.macs = (uint64_t)(res.macs * scale_), res.gmBytes = (uint64_t)(res.gmBytes * scale_);
+        res.hbmBytes = (uint64_t)(res.hbmBytes * scale_);
         return res;
     }
 
@@ -120,7 +126,7 @@ private:
     Rates R_;
     std::vector<CoreTrace> cores_;
     size_t depth_;
-    double flagLat_, crossLat_, syncLat_, bin_, hbmBpc_;
+    double flagLat_, crossLat_, syncLat_, bin_, hbmBpc_, scale_ = 1;
     uint64_t line_;
     std::vector<std::vector<Family>> fam_;  // per core, per record (instructions)
     std::vector<std::vector<uint8_t>> l0b_;  // per core, per record: L1->L0 load into L0B
@@ -221,7 +227,7 @@ private:
             for (size_t b = (size_t)(d.xferStart / bin_); b <= (size_t)(d.end / bin_); ++b) {
                 if (b >= active.size()) active.resize(b + 1, 0.0);
                 const double lo = std::max(d.xferStart, b * bin_), hi = std::min(d.end, (b + 1) * bin_);
-                if (hi > lo) active[b] += (hi - lo) / bin_;
+                if (hi > lo) active[b] += scale_ * (hi - lo) / bin_;
             }
         }
         bool moved = false;

@@ -185,7 +185,7 @@ inline void Nd2NzGmToL1(const AscendC::LocalTensor<T>& dst, const AscendC::Globa
 
     const uint8_t* g = (const uint8_t*)src.GetPhyAddr();
     uint8_t* l1 = dst.Ptr();
-    for (uint32_t i = 0; i < p.ndNum; ++i) {
+    for (uint32_t i = 0; i < p.ndNum && Computing(); ++i) {
         const uint8_t* gm = g + (uint64_t)i * p.srcNdMatrixStride * sizeof(T);
         uint8_t* dm = l1 + (uint64_t)i * p.dstNzMatrixStride * sizeof(T);
         for (uint32_t r = 0; r < p.nValue; ++r) {

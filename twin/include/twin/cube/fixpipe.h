@@ -252,45 +252,47 @@ inline void FixpipeRun(const char* api, uint8_t* dst, bool toGm, uint64_t dstLen
         NoteAccess(api, Mem::L1, OffsetIn(api, Mem::L1, dst), dstBytes, true);
     }
 
-    QuantWord scalar = DecodeQuantWord(p.deqScalar);
-    std::vector<QuantWord> perCol;
-    if (v.cols != nullptr) {
-        perCol.resize(p.nSize);
-        for (uint32_t j = 0; j < p.nSize; ++j) perCol[j] = DecodeQuantWord(v.cols[j]);
-    }
-    std::vector<T> row(nd ? p.nSize : c0);
-    auto load = [&](uint32_t n, uint32_t i, uint32_t j) -> U {
-        const uint8_t* q = v.src + ((uint64_t)n * p.srcNdStride * 256 + (uint64_t)(j / 16) * p.srcStride * 16 + (uint64_t)i * 16 + j % 16) * 4;
-        if (std::is_same<U, float>::value && IsPoisonWord(q)) {
-            Fail(api, "reads L0C element (row %u, column %u%s) that no Mmad wrote (never-written poison)", i, j,
-                 ndNum > 1 ? ", of an ND matrix" : "");
+    if (Computing()) {
+        QuantWord scalar = DecodeQuantWord(p.deqScalar);
+        std::vector<QuantWord> perCol;
+        if (v.cols != nullptr) {
+            perCol.resize(p.nSize);
+            for (uint32_t j = 0; j < p.nSize; ++j) perCol[j] = DecodeQuantWord(v.cols[j]);
         }
-        U x;
-        std::memcpy(&x, q, 4);
-        return x;
-    };
-    auto put = [&](uint8_t* out, const T* data, uint32_t count) {
-        if (toGm) {
-            GmWrite<T>(out, (const uint8_t*)data, (uint64_t)count * sizeof(T));
-        } else {
-            std::memcpy(out, data, (size_t)count * sizeof(T));
-        }
-    };
-    for (uint32_t n = 0; n < ndNum; ++n) {
-        for (uint32_t i = 0; i < p.mSize; ++i) {
-            if (nd) {
-                for (uint32_t j = 0; j < p.nSize; ++j) {
-                    row[j] = FixpipeConvert<T, U>(load(n, i, j), p.quantPre, p.reluEn, v.cols ? perCol[j] : scalar);
-                }
-                put(dst + ((uint64_t)n * p.dstNdStride + (uint64_t)i * p.dstStride) * sizeof(T), row.data(), p.nSize);
+        std::vector<T> row(nd ? p.nSize : c0);
+        auto load = [&](uint32_t n, uint32_t i, uint32_t j) -> U {
+            const uint8_t* q = v.src + ((uint64_t)n * p.srcNdStride * 256 + (uint64_t)(j / 16) * p.srcStride * 16 + (uint64_t)i * 16 + j % 16) * 4;
+            if (std::is_same<U, float>::value && IsPoisonWord(q)) {
+                Fail(api, "reads L0C element (row %u, column %u%s) that no Mmad wrote (never-written poison)", i, j,
+                     ndNum > 1 ? ", of an ND matrix" : "");
+            }
+            U x;
+            std::memcpy(&x, q, 4);
+            return x;
+        };
+        auto put = [&](uint8_t* out, const T* data, uint32_t count) {
+            if (toGm) {
+                GmWrite<T>(out, (const uint8_t*)data, (uint64_t)count * sizeof(T));
             } else {
-                for (uint32_t b = 0; b * c0 < p.nSize; ++b) {
-                    const uint32_t cnt = blockWidth(b);
-                    for (uint32_t e = 0; e < cnt; ++e) {
-                        const uint32_t j = b * c0 + e;
-                        row[e] = FixpipeConvert<T, U>(load(n, i, j), p.quantPre, p.reluEn, v.cols ? perCol[j] : scalar);
+                std::memcpy(out, data, (size_t)count * sizeof(T));
+            }
+        };
+        for (uint32_t n = 0; n < ndNum; ++n) {
+            for (uint32_t i = 0; i < p.mSize; ++i) {
+                if (nd) {
+                    for (uint32_t j = 0; j < p.nSize; ++j) {
+                        row[j] = FixpipeConvert<T, U>(load(n, i, j), p.quantPre, p.reluEn, v.cols ? perCol[j] : scalar);
                     }
-                    put(dst + (uint64_t)b * p.dstStride * 32 + (uint64_t)i * cnt * sizeof(T), row.data(), cnt);
+                    put(dst + ((uint64_t)n * p.dstNdStride + (uint64_t)i * p.dstStride) * sizeof(T), row.data(), p.nSize);
+                } else {
+                    for (uint32_t b = 0; b * c0 < p.nSize; ++b) {
+                        const uint32_t cnt = blockWidth(b);
+                        for (uint32_t e = 0; e < cnt; ++e) {
+                            const uint32_t j = b * c0 + e;
+                            row[e] = FixpipeConvert<T, U>(load(n, i, j), p.quantPre, p.reluEn, v.cols ? perCol[j] : scalar);
+                        }
+                        put(dst + (uint64_t)b * p.dstStride * 32 + (uint64_t)i * cnt * sizeof(T), row.data(), cnt);
+                    }
                 }
             }
         }

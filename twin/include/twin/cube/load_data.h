@@ -115,7 +115,7 @@ inline void Load2DFractals(const char* api, uint8_t* dst, uint64_t dstLen, const
         Fail(api, "dst: %u fractals with dstGap %u end at byte %llu, past the tensor's %llu bytes", p.repeatTimes, p.dstGap,
              (unsigned long long)needDst, (unsigned long long)dstLen);
     }
-    for (uint32_t i = 0; i < p.repeatTimes; ++i) {
+    for (uint32_t i = 0; i < p.repeatTimes && Computing(); ++i) {
         const uint8_t* s = src + (uint64_t)LoadSrcIndex(api, p.startIndex, p.srcStride, p.addrMode, i) * kFractalBytes;
         uint8_t* d = dst + (uint64_t)i * (p.dstGap + 1ull) * kFractalBytes;
         if (p.ifTranspose) {

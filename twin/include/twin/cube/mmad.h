@@ -290,10 +290,12 @@ inline void MmadImpl(const char* api, const AscendC::LocalTensor<T>& dst, const 
                  (unsigned long long)biasLen);
         }
     }
-    if constexpr (kS8) {
-        MmadInt8(dst.Ptr(), fm.Ptr(), filter.Ptr(), bias, g, initMode);
-    } else {
-        MmadFloat<U, S>(api, dst.Ptr(), fm.Ptr(), filter.Ptr(), bias, g, initMode);
+    if (Computing()) {
+        if constexpr (kS8) {
+            MmadInt8(dst.Ptr(), fm.Ptr(), filter.Ptr(), bias, g, initMode);
+        } else {
+            MmadFloat<U, S>(api, dst.Ptr(), fm.Ptr(), filter.Ptr(), bias, g, initMode);
+        }
     }
     Trace(api, PIPE_M, (uint64_t)p.m * p.n * p.k, 0, g.M1 * g.N1 * g.K1b, dst.Ptr(), fm.Ptr());
 }

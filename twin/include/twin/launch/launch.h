@@ -2,6 +2,7 @@
 // thread at once, since cores may wait on each other; AIV_ONLY/AIC_ONLY cores cannot sync across cores and run
 // on a small worker pool. Each core gets private, poisoned local memories.
 #pragma once
+#include <array>
 #include <atomic>
 #include <thread>
 
@@ -18,10 +19,16 @@ struct LaunchOptions {
     bool trace = true;
     uint64_t tilingKey = 0;                  // what TILING_KEY_IS compares against (g_tilingKey)
     bool hazards = HazardsDefault();         // pipe-hazard checks (hazard.h); NPU_TWIN_HAZARDS=0 turns them off
+    bool modelOnly = false;                  // trace without arithmetic (runtime.h Computing()); implies no hazard checks
+    // Model-only launches may run a sample of the blocks (ascending block indices < numBlocks; empty: all). The kernel
+    // still sees numBlocks; cross-core flags stay inside a block, SyncAll joins the sampled cores only.
+    std::vector<uint32_t> sampleBlocks;
 };
 
 struct LaunchResult {
+    uint32_t numBlocks = 0;  // the launch's block count (the traces may hold a sample of them)
     std::vector<std::string> coreNames;
+    std::vector<std::array<std::pair<uint64_t, uint64_t>, (int)Mem::COUNT>> memSpans;  // per core: [base, size) per Mem
     std::vector<int32_t> coreTypes;
     std::vector<std::vector<TraceRec>> traces;
 };
@@ -86,12 +93,25 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
         }
     }
 
+    if (!opt.sampleBlocks.empty()) {
+        if (!opt.modelOnly) ThrowPlain("launch: sampleBlocks needs a model-only launch (the other blocks' outputs would be missing)");
+        for (size_t i = 0; i < opt.sampleBlocks.size(); ++i) {
+            if (opt.sampleBlocks[i] >= opt.numBlocks || (i > 0 && opt.sampleBlocks[i] <= opt.sampleBlocks[i - 1])) {
+                ThrowPlain("launch: sampleBlocks must be ascending block indices below numBlocks " + std::to_string(opt.numBlocks));
+            }
+        }
+    }
+    std::vector<uint32_t> blocks = opt.sampleBlocks;
+    if (blocks.empty()) {
+        for (uint32_t b = 0; b < opt.numBlocks; ++b) blocks.push_back(b);
+    }
+
     LaunchState L;
     L.kernelType = kt;
     L.numBlocks = opt.numBlocks;
     L.gm = opt.gm;
     std::vector<std::unique_ptr<CoreState>> cores;
-    for (uint32_t b = 0; b < opt.numBlocks; ++b) {
+    for (uint32_t b : blocks) {
         if (hasAic) {
             auto c = std::make_unique<CoreState>();
             c->coreType = AIC;
@@ -119,7 +139,8 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
         c.chip = chip;
         c.launch = &L;
         c.traceOn = opt.trace;
-        c.hz.on = opt.hazards;
+        c.modelOnly = opt.modelOnly;
+        c.hz.on = opt.hazards && !opt.modelOnly;
         if (c.hz.on) c.hz.Init((int)i, (int)cores.size());
         L.cores.push_back(&c);
     }
@@ -128,6 +149,7 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
     L.pendingSnaps.assign(cores.size(), {});
     L.counterSnaps.assign(cores.size(), {});
     L.live = (int)cores.size();
+    std::vector<std::array<std::pair<uint64_t, uint64_t>, (int)Mem::COUNT>> spans(cores.size());
 
     auto runCore = [&](CoreState& c) {
         tCore = &c;
@@ -147,7 +169,10 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
                 L.error = e.what();
             }
         }
-        for (auto& m : c.mem) std::vector<uint8_t>().swap(m);
+        for (int m = 0; m < (int)Mem::COUNT; ++m) {
+            spans[c.id][m] = {(uint64_t)(uintptr_t)c.mem[m].data(), c.mem[m].size()};
+            std::vector<uint8_t>().swap(c.mem[m]);
+        }
         tCore = nullptr;
         std::lock_guard<std::mutex> g(L.mu);
         --L.live;
@@ -183,12 +208,49 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
     if (L.aborted) throw TwinError(L.error);
 
     LaunchResult r;
+    r.numBlocks = opt.numBlocks;
+    r.memSpans = std::move(spans);
     for (auto& c : cores) {
         r.coreNames.push_back(c->Name());
         r.coreTypes.push_back(c->coreType);
         r.traces.push_back(std::move(c->trace));
     }
     return r;
+}
+
+// A digest of a launch's traces that two runs of the same kernel on the same problem share: every record's fields, its
+// addresses as (on-core memory or GM buffer of `gm`, offset). Model-only and full launches must agree on it.
+inline uint64_t TraceDigest(const LaunchResult& r, const std::vector<GmRange>& gm) {
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&](uint64_t v) {
+        for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xFF)) * 1099511628211ull;
+    };
+    for (size_t c = 0; c < r.traces.size(); ++c) {
+        auto where = [&](uint64_t a) {
+            for (int m = 0; m < (int)Mem::COUNT; ++m) {
+                const auto& s = r.memSpans[c][m];
+                if (s.second && a >= s.first && a <= s.first + s.second) {
+                    mix(m), mix(a - s.first);
+                    return;
+                }
+            }
+            for (size_t g = 0; g < gm.size(); ++g) {
+                const uint64_t b = (uint64_t)(uintptr_t)gm[g].begin;
+                if (a >= b && a <= b + gm[g].bytes) {
+                    mix(100 + g), mix(a - b);
+                    return;
+                }
+            }
+            mix(a == 0 ? 0 : 999);  // not a launch buffer (a null tensor, or host data the kernel never owns)
+        };
+        mix(r.traces[c].size());
+        for (const TraceRec& t : r.traces[c]) {
+            for (const char* p = t.op; *p; ++p) mix((uint8_t)*p);
+            mix(t.pipe), mix((uint64_t)t.kind), mix(t.arg), mix(t.repeats), mix(t.elems), mix(t.bytes);
+            where(t.dst), where(t.src);
+        }
+    }
+    return h;
 }
 
 // Launches a kernel function whose parameters are all GM_ADDR, as CANN's ICPU_RUN_KF does.

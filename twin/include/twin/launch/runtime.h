@@ -148,6 +148,7 @@ struct CoreState {
     std::map<const void*, std::shared_ptr<void>> unitState;  // registers of API units kept elsewhere (core_local.h)
     uint32_t ubTop = 0;  // end of the highest UB byte given to the kernel (TPipe, TBufPool, explicit-address tensors)
     bool traceOn = true;
+    bool modelOnly = false;  // LaunchOptions::modelOnly: skip element arithmetic (Computing())
     std::vector<TraceRec> trace;
     std::string waitingFor;  // set while blocked in a cross-core wait, for deadlock reports
     HazardState hz;          // pipe-ordering checker (hazard.h)
@@ -299,6 +300,11 @@ inline void Trace(const char* op, pipe_t pipe, uint64_t elems, uint64_t bytes, u
     c.trace.push_back(TraceRec{op, (uint8_t)pipe, kind, arg, repeats, elems, bytes, (uint64_t)(uintptr_t)dst,
                                (uint64_t)(uintptr_t)src});
 }
+
+// False in a model-only launch (LaunchOptions::modelOnly): the kernel's control flow, parameter checks, data moves
+// and trace run as always, the element arithmetic of vector, cube and Fixpipe instructions is skipped, so the trace
+// is the full run's and the computed outputs are undefined. Kernels must not branch on computed values.
+inline bool Computing() { return !Cur().modelOnly; }
 
 // API core-kind guards: on the NPU a wrong-core call is a silent no-op; the twin refuses it.
 inline void RequireAiv(const char* api) {

@@ -58,7 +58,7 @@ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uin
     if (s0 < d0 + dstEnd && d0 < s0 + srcEnd) twin::Fail(api, "src and dst overlap (not supported by Brcb)");
     constexpr uint32_t epb = 32 / sizeof(T);
     const T* s = reinterpret_cast<const T*>(s0);
-    for (uint32_t r = 0; r < R; ++r) {
+    for (uint32_t r = 0; r < R && twin::Computing(); ++r) {
         for (uint32_t j = 0; j < 8; ++j) {
             T* d = reinterpret_cast<T*>(dst.Ptr() + ((uint64_t)r * rep + (uint64_t)j * blk) * 32);
             const T v = s[r * 8 + j];

@@ -323,7 +323,7 @@ inline void ForEachRun(const Opd (&o)[N], const Exec& x, uint32_t wideSize, F&& 
     (void)wideSize;
     const uint32_t E = x.perRep;
     const uint64_t R = x.Repeats();
-    if (R == 0) return;
+    if (R == 0 || !Computing()) return;
     bool contig = true;
     for (size_t k = 0; k < N; ++k) {
         contig = contig && o[k].blk == 1 && (uint64_t)o[k].rep * 32u == (uint64_t)E * o[k].size;

@@ -162,7 +162,7 @@ inline void ReduceRepeatRun(const char* api, const AscendC::LocalTensor<T>& dst,
     float v[128];
     bool act[128];
     ArgBest all;  // MAX_MIN_CNT: the extreme over all repeats
-    for (uint64_t r = 0; r < R; ++r) {
+    for (uint64_t r = 0; r < R && twin::Computing(); ++r) {
         if (GatherRepeat<T>(o, x, r, v, act, 0.0f) == 0) continue;
         uint8_t* d = dst.Ptr() + r * (uint64_t)dstRepStride * unit;
         if constexpr (RT == AscendC::ReduceType::SUM) {
@@ -222,7 +222,7 @@ inline void ReduceDataBlockRun(const char* api, const AscendC::LocalTensor<T>& d
     CheckReduceDst(api, dst, 8 * sizeof(T), end);
     float v[128];
     bool act[128];
-    for (uint64_t r = 0; r < R; ++r) {
+    for (uint64_t r = 0; r < R && twin::Computing(); ++r) {
         if (GatherRepeat<T>(o, x, r, v, act, 0.0f) == 0) continue;
         for (uint32_t blk = 0; blk < 8; ++blk) {
             float* bv = v + blk * epb;
@@ -266,7 +266,7 @@ inline void ReducePairRun(const char* api, const AscendC::LocalTensor<T>& dst, c
     CheckReduceDst(api, dst, 32, end);
     float v[128];
     bool act[128];
-    for (uint64_t r = 0; r < R; ++r) {
+    for (uint64_t r = 0; r < R && twin::Computing(); ++r) {
         if (GatherRepeat<T>(o, x, r, v, act, 0.0f) == 0) continue;
         for (uint32_t k = 0; k < x.perRep / 2; ++k) {
             if (!act[2 * k] && !act[2 * k + 1]) continue;
@@ -320,7 +320,7 @@ inline void ReduceMaxMinRun(const char* api, const AscendC::LocalTensor<T>& dst,
     float v[128];
     bool act[128];
     ArgBest total;
-    for (uint64_t r = 0; r < R; ++r) {
+    for (uint64_t r = 0; r < R && twin::Computing(); ++r) {
         if (GatherRepeat<T>(o, x, r, v, act, 0.0f) == 0) continue;
         ArgBest best;
         for (uint32_t e = 0; e < x.perRep; ++e) {
@@ -363,7 +363,7 @@ inline void ReduceSumL0Run(const char* api, const AscendC::LocalTensor<T>& dst, 
     }
     float v[128];
     bool act[128];
-    for (uint64_t r = 0; r < R; ++r) {
+    for (uint64_t r = 0; r < R && twin::Computing(); ++r) {
         GatherRepeat<T>(o, x, r, v, act, 0.0f);
         TreeSum<T>(v, x.perRep);
         StoreValue<T>(tmp.Ptr() + r * sizeof(T), v[0]);
@@ -648,7 +648,7 @@ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
     bool act[128];
     float acc = 0.0f;
     bool any = false;
-    for (uint64_t r = 0; r < R; ++r) {
+    for (uint64_t r = 0; r < R && twin::Computing(); ++r) {
         if (twin::vec::GatherRepeat<T>(o, x, r, v, act, 0.0f) == 0) continue;
         twin::vec::TreeSum<T>(v, x.perRep);
         twin::vec::StoreValue<T>(dst.Ptr() + r * sizeof(T), v[0]);
