@@ -24,6 +24,19 @@ void StridesOf(const FaProblem& p, uint32_t heads, uint32_t dim, uint32_t s, uin
 
 int64_t Clamp(int64_t v) { return FaClamp(v, -kUnbounded, kUnbounded); }
 
+// The largest vector chunk (rows per pass, a multiple of 8 up to the AIV's half of the query block) whose buffers fit
+// UB; false when not even 8 rows fit.
+bool VecRowsThatFit(uint32_t s1Block, uint32_t w, uint32_t dvPad, bool denseMask, uint32_t ub, uint32_t& vecRows) {
+    const uint32_t rows = CeilDiv(s1Block, 2);
+    for (uint32_t c = AlignUp(rows, 8); c >= 8; c -= 8) {
+        if (UbSizes(rows, c, w, dvPad, denseMask).total <= ub) {
+            vecRows = c;
+            return true;
+        }
+    }
+    return false;
+}
+
 }  // namespace
 
 uint32_t SplitTasksByCost(const std::vector<uint64_t>& cost, uint32_t aicNum, uint32_t* coreTaskStart) {
@@ -137,8 +150,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     bool found = false;
     for (uint32_t w : {128u, 64u}) {
         for (uint32_t s1b : {128u, 64u, 32u, 16u}) {
-            const uint32_t rows = CeilDiv(s1b, 2);
-            if (UbSizes(rows, w, t.dvPad, p.denseMask).total <= ub && L1Bytes(s1b, w, t.dPad, t.dvPad) <= l1) {
+            if (L1Bytes(s1b, w, t.dPad, t.dvPad) <= l1 && VecRowsThatFit(s1b, w, t.dvPad, p.denseMask, ub, t.vecRows)) {
                 t.s1Block = s1b;
                 t.s2Block = w;
                 found = true;
@@ -154,11 +166,12 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         }
         t.s1Block = p.forceS1Block;
         t.s2Block = p.forceS2Block;
+        if (!VecRowsThatFit(t.s1Block, t.s2Block, t.dvPad, p.denseMask, ub, t.vecRows)) t.vecRows = 8;  // the twin refuses
     }
     const uint32_t m16 = AlignUp(t.s1Block, 16);
     FaMatmulChunks(m16, t.dPad, t.s2Block, t.kChunkQK, t.nChunkQK);
     FaMatmulChunks(m16, t.s2Block, t.dvPad, t.kChunkPV, t.nChunkPV);
-    out.ubBytes = UbSizes(CeilDiv(t.s1Block, 2), t.s2Block, t.dvPad, p.denseMask).total;
+    out.ubBytes = UbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, t.dvPad, p.denseMask).total;
     out.l1Bytes = L1Bytes(t.s1Block, t.s2Block, t.dPad, t.dvPad);
 
     // Dense-mask block map: one group per batch when the mask (or the prefix) differs per batch, one per sequence

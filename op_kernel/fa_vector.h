@@ -1,7 +1,8 @@
 // Vector (AIV) half of the forward kernel: each of the two AIVs owns half of a task's query rows. Per step it
-// scales and masks the scores, runs the online-softmax update in fp32 (running max/sum, rescale factor), hands
-// P back to the cube in the input precision, and folds the cube's P*V into its running output; the division by
-// the row sum is deferred to the end of the task.
+// walks its rows in chunks of vecRows (the next chunk's scores load while this one computes): scales and masks
+// the scores, runs the online-softmax update in fp32 (running max/sum, rescale factor) and hands P back to the
+// cube in the input precision; then it folds the cube's P*V into its running output. The division by the row
+// sum is deferred to the end of the task.
 #ifndef NPU_FA_FA_VECTOR_H
 #define NPU_FA_FA_VECTOR_H
 
@@ -28,7 +29,8 @@ public:
         w_ = t->s2Block;
         dvPad_ = t->dvPad;
         rowsMax_ = CeilDiv(t->s1Block, 2);
-        const FaUbSizes u = UbSizes(rowsMax_, w_, dvPad_, t->maskMode != 0);
+        chunk_ = t->vecRows;
+        const FaUbSizes u = UbSizes(rowsMax_, chunk_, w_, dvPad_, t->maskMode != 0);
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(sBuf_, u.s);
         pipe->InitBuffer(dmatBuf_, u.dmat);
@@ -44,11 +46,13 @@ public:
         BuildDiagonalPattern();
         // Dense-mask bytes live in opart (filled by OutputStep's MTE2, free in between: both wait and set the
         // kIdOutput event) unless opart is too small for a tile of them.
-        mask_.Init(t, attenMask, rowsMax_, dmatBuf_.Get<float>(), bitsBuf_.Get<uint8_t>(), foldBuf_.Get<half>(),
+        mask_.Init(t, attenMask, chunk_, dmatBuf_.Get<float>(), bitsBuf_.Get<uint8_t>(), foldBuf_.Get<half>(),
                    u.mask != 0 ? maskBuf_.Get<uint8_t>() : opartBuf_.Get<uint8_t>(), kIdOutput);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores);
+        for (int32_t b = 0; b < 2; ++b) {
+            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
+            AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
+        }
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
     }
 
@@ -85,15 +89,18 @@ public:
             taskParity ^= 1;
         }
         if (prev.valid) OutputStep(prev);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores);
+        for (int32_t b = 0; b < 2; ++b) {
+            AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
+        }
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
     }
 
 private:
-    // Event IDs: scores & partial output in (MTE2), probabilities/output & statistics out (MTE3).
-    static constexpr int32_t kIdScores = 0, kIdOutput = 1, kIdProbs = 0, kIdStats = 1;
+    // Event IDs: the two score chunk buffers & partial output in (MTE2), the two probability chunk buffers (the
+    // output rows use both) & statistics out (MTE3).
+    static constexpr int32_t kIdScores[2] = {0, 2}, kIdOutput = 1, kIdProbs[2] = {0, 2}, kIdStats = 1;
     // Statistic buffers inside statBuf_: running max x2 and sum x2 (task parity), rescale x2 (step parity), ...
     static constexpr uint32_t kStatMax = 0, kStatSum = 2, kStatAlpha = 4, kStatBcast = 6, kStatRed = 7,
                               kStatMaxOut = 8, kStatSumOut = 9;
@@ -127,7 +134,7 @@ private:
         AscendC::LocalTensor<float> idx = foldBuf_.Get<float>();
         for (uint32_t c = 0; c < w_; ++c) idx.SetValue(c, (float)c);
         AscendC::LocalTensor<float> dmat = dmatBuf_.Get<float>();
-        for (uint32_t r = 0; r < rowsMax_; ++r) AscendC::Adds(dmat[r * w_], idx, -(float)r, (int32_t)w_);
+        for (uint32_t r = 0; r < chunk_; ++r) AscendC::Adds(dmat[r * w_], idx, -(float)r, (int32_t)w_);
     }
 
     // Row max or sum of s[rows, w] broadcast to one 32 B block per row in Stat(kStatBcast).
@@ -188,53 +195,85 @@ private:
             AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kFlagProbsReady, step));
             return;
         }
-        const int64_t c0 = j * w_;
-        const uint32_t cols = (uint32_t)FaMin(task.seq.s2 - c0, (int64_t)w_);
-        const uint32_t n = mine.count * w_;
-        const uint32_t statN = AlignUp(mine.count, 8) * 8;
-        AscendC::LocalTensor<float> s = sBuf_.Get<float>();
+        Chunk c;
+        c.c0 = j * w_;
+        c.cols = (uint32_t)FaMin(task.seq.s2 - c.c0, (int64_t)w_);
+        c.state = tileState;
+        c.slot = slot;
+        c.parity = parity;
+        c.first = first;
+        const uint32_t chunks = CeilDiv(mine.count, chunk_);
+        LoadScores(mine, 0, slot);
+        for (uint32_t i = 0; i < chunks; ++i) {
+            if (i + 1 < chunks) LoadScores(mine, (i + 1) * chunk_, slot);
+            c.r0 = i * chunk_;
+            c.rows = FaMin((int64_t)(mine.count - c.r0), (int64_t)chunk_);
+            SoftmaxRows(task, mine, c);
+        }
+        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kFlagProbsReady, step));
+    }
+
+    // One chunk of an AIV's rows in a step: rows [r0, r0 + rows) of its half, key columns [c0, c0 + cols).
+    struct Chunk {
+        int64_t c0;
+        uint32_t cols, r0, rows, slot, parity;
+        uint8_t state;
+        bool first;
+    };
+
+    // Scores of the chunk at row r0 of this AIV's half -> the next score buffer (chunkLoads_ alternates them).
+    __aicore__ inline void LoadScores(const Rows& mine, uint32_t r0, uint32_t slot) {
+        const uint32_t b = chunkLoads_++ & 1;
+        const uint32_t rows = (uint32_t)FaMin((int64_t)(mine.count - r0), (int64_t)chunk_);
         AscendC::GlobalTensor<float> scores;
-        scores.SetGlobalBuffer(ws_.Scores(slot) + (uint64_t)mine.first * w_);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores);
-        AscendC::DataCopy(s, scores, n);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdScores);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdScores);
+        scores.SetGlobalBuffer(ws_.Scores(slot) + (uint64_t)(mine.first + r0) * w_);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
+        AscendC::DataCopy(sBuf_.Get<float>()[b * chunk_ * w_], scores, rows * w_);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdScores[b]);
+    }
+
+    __aicore__ inline void SoftmaxRows(const FaTask& task, const Rows& mine, const Chunk& c) {
+        const uint32_t b = chunkUses_++ & 1;
+        const uint32_t n = c.rows * w_;
+        const uint32_t statN = AlignUp(c.rows, 8) * 8;
+        AscendC::LocalTensor<float> s = sBuf_.Get<float>()[b * chunk_ * w_];
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdScores[b]);
 
         AscendC::Muls(s, s, t_->scale, (int32_t)n);
-        FaMaskTile tile{task.band, task.maskBase, task.head, task.row0 + mine.first, mine.count, c0, cols, tileState};
+        FaMaskTile tile{task.band, task.maskBase, task.head, task.row0 + mine.first + c.r0, c.rows, c.c0, c.cols, c.state};
         mask_.Apply(s, tile);
 
-        // Running max, rescale factor alpha = exp(m_old - m_new), then p = exp(s - m_new).
-        AscendC::LocalTensor<float> mRun = Stat(kStatMax + parity);
-        AscendC::LocalTensor<float> alpha = Stat(kStatAlpha + slot);
+        // Running max, rescale factor alpha = exp(m_old - m_new), then p = exp(s - m_new); the chunk's rows of each
+        // statistic start at row r0 (a multiple of 8: whole 32 B blocks).
+        AscendC::LocalTensor<float> mRun = Stat(kStatMax + c.parity)[c.r0 * 8];
+        AscendC::LocalTensor<float> alpha = Stat(kStatAlpha + c.slot)[c.r0 * 8];
         AscendC::LocalTensor<float> bcast = Stat(kStatBcast);
-        RowReduce<true>(s, mine.count);
-        if (!first) {
+        RowReduce<true>(s, c.rows);
+        if (!c.first) {
             AscendC::Max(bcast, bcast, mRun, (int32_t)statN);
             AscendC::Sub(alpha, mRun, bcast, (int32_t)statN);
             AscendC::Exp(alpha, alpha, (int32_t)statN);
         }
         AscendC::DataCopy(mRun, bcast, statN);
-        RowBroadcast<0>(s, bcast, mine.count, w_);
+        RowBroadcast<0>(s, bcast, c.rows, w_);
         AscendC::Exp(s, s, (int32_t)n);
 
         // P goes back to the cube in the input precision.
-        AscendC::LocalTensor<T> p = pBuf_.Get<T>();
+        AscendC::LocalTensor<T> p = pBuf_.Get<T>()[b * chunk_ * w_];
         AscendC::GlobalTensor<T> probs;
-        probs.SetGlobalBuffer(ws_.template Probs<T>(slot) + (uint64_t)mine.first * w_);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
+        probs.SetGlobalBuffer(ws_.template Probs<T>(c.slot) + (uint64_t)(mine.first + c.r0) * w_);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
         AscendC::Cast(p, s, AscendC::RoundMode::CAST_RINT, n);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdProbs);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[b]);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[b]);
         AscendC::DataCopy(probs, p, n);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
-        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kFlagProbsReady, step));
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
 
         // Running sum l = alpha * l + rowsum(p), in fp32.
-        RowReduce<false>(s, mine.count);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores);
-        AscendC::LocalTensor<float> lRun = Stat(kStatSum + parity);
-        if (first) {
+        RowReduce<false>(s, c.rows);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
+        AscendC::LocalTensor<float> lRun = Stat(kStatSum + c.parity)[c.r0 * 8];
+        if (c.first) {
             AscendC::DataCopy(lRun, bcast, statN);
         } else {
             AscendC::Mul(lRun, lRun, alpha, (int32_t)statN);
@@ -281,7 +320,7 @@ private:
         AscendC::DataCopy(Stat(kStatMaxOut), mRun, statN);
         AscendC::Select(Stat(kStatSumOut), valid, lRun, kFltMax, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
         AscendC::LocalTensor<T> o = pBuf_.Get<T>();
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
+        WaitProbBuffers();
         AscendC::Cast(o, acc, AscendC::RoundMode::CAST_RINT, rows * dvPad_);
         WriteRows(s.task, s.mine);
     }
@@ -293,20 +332,28 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
         AscendC::Duplicate(Stat(kStatMaxOut), kMaskValue, (int32_t)statN);
         AscendC::Duplicate(Stat(kStatSumOut), kFltMax, (int32_t)statN);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
+        WaitProbBuffers();
         AscendC::Duplicate(pBuf_.Get<T>(), (T)0.0f, (int32_t)(mine.count * dvPad_));
         WriteRows(task, mine);
     }
 
-    // Output rows (pBuf_) and statistics (kStatMaxOut/kStatSumOut) -> GM. Expects both MTE3_V events waited.
+    // The output rows take the space of both probability buffers: wait until both are written out.
+    __aicore__ inline void WaitProbBuffers() {
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[0]);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[1]);
+    }
+
+    // Output rows (pBuf_) and statistics (kStatMaxOut/kStatSumOut) -> GM. Expects WaitProbBuffers and the kIdStats
+    // MTE3_V event waited.
     __aicore__ inline void WriteRows(const FaTask& task, const Rows& mine) {
         const int64_t row = task.row0 + mine.first;
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdProbs);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[0]);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[0]);
         AscendC::DataCopyExtParams op((uint16_t)mine.count, t_->dv * (uint32_t)sizeof(T), 0,
                                       (uint32_t)((t_->oStrideS - t_->dv) * sizeof(T)), 0);
         AscendC::DataCopyPad(outGm_[OOffset(t_, task, row)], pBuf_.Get<T>(), op);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[0]);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[1]);
         AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
         const uint64_t stat = StatRow(t_, task, row) * 8;
@@ -325,7 +372,8 @@ private:
     AscendC::GlobalTensor<T> outGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_;
     FaWorkspace ws_;
-    uint32_t w_ = 0, dvPad_ = 0, rowsMax_ = 0, statElems_ = 0;
+    uint32_t w_ = 0, dvPad_ = 0, rowsMax_ = 0, chunk_ = 0, statElems_ = 0;
+    uint32_t chunkLoads_ = 0, chunkUses_ = 0;  // score chunks loaded / computed so far: their parity picks the buffer
     AscendC::TBuf<AscendC::TPosition::VECIN> sBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> dmatBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> bitsBuf_;

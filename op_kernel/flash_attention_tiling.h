@@ -59,7 +59,7 @@ struct FlashAttentionTilingData {
     int64_t preTokens;
     int64_t nextTokens;
     float scale;
-    uint32_t reserved0;
+    uint32_t vecRows;     // query rows per vector pass (multiple of 8): each AIV walks its half in chunks of these
     // Element strides of q/k/v/out: per batch (unused for TND), per head, per token.
     uint64_t qStrideB, qStrideN, qStrideS;
     uint64_t kStrideB, kStrideN, kStrideS;
@@ -104,7 +104,7 @@ struct FlashAttentionTilingData {
 // every field starts where the previous one ends, and the size is a multiple of the widest field.
 #define NPU_FA_FOLLOWS(a, b) (offsetof(FlashAttentionTilingData, b) == offsetof(FlashAttentionTilingData, a) + \
                               sizeof(FlashAttentionTilingData::a))
-static_assert(NPU_FA_FOLLOWS(sparseMode, preTokens) && NPU_FA_FOLLOWS(reserved0, qStrideB) &&
+static_assert(NPU_FA_FOLLOWS(sparseMode, preTokens) && NPU_FA_FOLLOWS(vecRows, qStrideB) &&
                   NPU_FA_FOLLOWS(oStrideS, s1Block) && NPU_FA_FOLLOWS(reserved1, coreTaskStart) &&
                   NPU_FA_FOLLOWS(coreTaskStart, reserved2) && NPU_FA_FOLLOWS(reserved2, wsPerCore) &&
                   NPU_FA_FOLLOWS(wsOffsetO, maskMode) && NPU_FA_FOLLOWS(maskHeads, maskStrideN) &&
@@ -205,35 +205,37 @@ FA_INLINE void FaMatmulChunks(uint32_t mPad, uint32_t k, uint32_t n, uint32_t& k
 // UB buffers of one AIV (bytes), for `rows` query rows, s2 block `w` and padded value dim `dvPad`. The kernel
 // allocates exactly these; the tiling sizes blocks so that their sum fits the usable UB.
 struct FaUbSizes {
-    uint32_t s;      // scores / probabilities in fp32 [rows, w]
-    uint32_t dmat;   // (column - row) pattern for band masks [rows, w]
-    uint32_t bits;   // compare bit mask over [rows, w]
-    uint32_t fold;   // row-reduction scratch [rows, 64]
-    uint32_t p;      // probabilities / output in half precision [rows, max(w, dvPad)]
+    uint32_t s;      // scores / probabilities in fp32, two [chunk, w] buffers (load of one overlaps work on the other)
+    uint32_t dmat;   // (column - row) pattern for band masks [chunk, w]
+    uint32_t bits;   // compare bit mask over [chunk, w]
+    uint32_t fold;   // row-reduction scratch [chunk, 64] fp32, also the mask's [chunk, w] half scratch
+    uint32_t p;      // probabilities in half precision, two [chunk, w] buffers; the output [rows, dvPad] at the end
     uint32_t opart;  // partial output P*V of one step, fp32 [rows, dvPad]
     uint32_t acc;    // running output, fp32 [rows, dvPad]
     uint32_t stat;   // one row statistic broadcast to a 32 B block per row [rows8, 8] fp32
     uint32_t row;    // one fp32 value per row [rows8]
-    uint32_t mask;   // dense-mask bytes of a tile [rows, w] when `opart` cannot hold them (else they use opart,
+    uint32_t mask;   // dense-mask bytes of a chunk [chunk, w] when `opart` cannot hold them (else they use opart,
                      // free between its uses); their half copy uses `fold`
     uint32_t total;
 };
 constexpr uint32_t kFaStatBuffers = 10;  // max x2, sum x2, alpha x2, broadcast, reduce, max out, sum out
 
-FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t w, uint32_t dvPad, bool denseMask) {
+// UB of one AIV for `rows` query rows (its half of a task) walked in chunks of `chunk` rows.
+FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t dvPad, bool denseMask) {
     FaUbSizes u;
     const uint32_t r = rows == 0 ? 1 : rows;
+    const uint32_t c = chunk == 0 ? 1 : chunk;
     const uint32_t r8 = AlignUp(r, 8);
-    u.s = r * w * 4;
-    u.dmat = r * w * 4;
-    u.bits = AlignUp(r * w / 8, 32);
-    u.fold = r * 64 * 4;
-    u.p = r * (w > dvPad ? w : dvPad) * 2;
+    u.s = 2 * c * w * 4;
+    u.dmat = c * w * 4;
+    u.bits = AlignUp(c * w / 8, 32);
+    u.fold = c * (w * 2 > 256 ? w * 2 : 256);
+    u.p = 2 * c * w * 2 > r * dvPad * 2 ? 2 * c * w * 2 : r * dvPad * 2;
     u.opart = r * dvPad * 4;
     u.acc = r * dvPad * 4;
     u.stat = r8 * 8 * 4;
     u.row = AlignUp(r8 * 4, 32);
-    u.mask = denseMask && u.opart < r8 * w ? r8 * w : 0;
+    u.mask = denseMask && u.opart < AlignUp(c, 8) * w ? AlignUp(c, 8) * w : 0;
     u.total = u.s + u.dmat + u.bits + u.fold + u.p + u.opart + u.acc + kFaStatBuffers * u.stat + 2 * u.row + u.mask + 32;
     return u;
 }

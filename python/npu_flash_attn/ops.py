@@ -517,7 +517,21 @@ def problem_dict(p: FAProblem, view=None) -> dict:
          "T2": int(p.T2), "prefix": list(p.prefix), "dense_mask": False}
     if view is not None:
         d.update(view.problem_fields())
+    if _block_override is not None:
+        d["force_s1_block"], d["force_s2_block"] = _block_override
     return d
+
+
+_block_override = None
+
+
+def set_block_override(s1_block: Optional[int] = None, s2_block: Optional[int] = None) -> None:
+    """Tuning knob: run the forward with these query/key block sizes instead of the tiling's choice (both or neither;
+    multiples of 16 and 64). The twin refuses blocks whose buffers overflow the chip's UB or L1."""
+    global _block_override
+    if (s1_block is None) != (s2_block is None):
+        raise ValueError("set_block_override: give both s1_block and s2_block, or neither")
+    _block_override = None if s1_block is None else (int(s1_block), int(s2_block))
 
 
 _count_ops = False

@@ -61,6 +61,8 @@ inline npu_fa::FaProblem ParseProblem(const py::dict& d) {
         p.maskColStep = Get<uint32_t>(d, "mask_col_step");
         p.maskTndGlobal = Get<bool>(d, "mask_tnd_global");
     }
+    if (d.contains("force_s1_block")) p.forceS1Block = Get<uint32_t>(d, "force_s1_block");
+    if (d.contains("force_s2_block")) p.forceS2Block = Get<uint32_t>(d, "force_s2_block");
     return p;
 }
 
