@@ -5,12 +5,13 @@
 namespace npu_fa {
 namespace {
 
-uint32_t L1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad) {
+// L1 of the cube for a query block of s1Block rows and key sub-blocks of `sub` keys.
+uint32_t L1Bytes(uint32_t s1Block, uint32_t sub, uint32_t dPad, uint32_t dvPad) {
     const uint32_t m16 = AlignUp(s1Block, 16);
     return m16 * dPad * 2          // Q
-           + 2 * w * dPad * 2      // K ping-pong
-           + 2 * w * dvPad * 2     // V ping-pong
-           + 2 * m16 * w * 2;      // P ping-pong
+           + 2 * sub * dPad * 2    // K ping-pong
+           + 2 * sub * dvPad * 2   // V ping-pong
+           + 2 * m16 * sub * 2;    // P ping-pong
 }
 
 void StridesOf(const FaProblem& p, uint32_t heads, uint32_t dim, uint32_t s, uint64_t& sb, uint64_t& sn, uint64_t& ss) {
@@ -147,12 +148,19 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.dPad = AlignUp(p.d, 16);
     t.dvPad = AlignUp(p.dv, 16);
     const uint32_t ub = UsableUb(chip), l1 = UsableL1(chip);
+    // Steps of 512 keys (S leaves Fixpipe per 128-key sub-block, P*V once per step: 5 bytes per score instead of 8
+    // at D = 128) when P*V's [s1Block, dv] fp32 tile fits one L0C half; dense masks keep 128-key tiles so the block
+    // map skips at that grain.
     bool found = false;
-    for (uint32_t w : {128u, 64u}) {
+    for (uint32_t w : {512u, 256u, 128u, 64u}) {
+        if (w > 128 && p.denseMask) continue;
         for (uint32_t s1b : {128u, 64u, 32u, 16u}) {
-            if (L1Bytes(s1b, w, t.dPad, t.dvPad) <= l1 && VecRowsThatFit(s1b, w, t.dvPad, p.denseMask, ub, t.vecRows)) {
+            const uint32_t sub = w < 128 ? w : 128;
+            if (w > sub && AlignUp(s1b, 16) * t.dvPad * 4 > kL0cHalfBytes) continue;
+            if (L1Bytes(s1b, sub, t.dPad, t.dvPad) <= l1 && VecRowsThatFit(s1b, w, t.dvPad, p.denseMask, ub, t.vecRows)) {
                 t.s1Block = s1b;
                 t.s2Block = w;
+                t.kvSub = sub;
                 found = true;
                 break;
             }
@@ -166,13 +174,15 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         }
         t.s1Block = p.forceS1Block;
         t.s2Block = p.forceS2Block;
+        t.kvSub = t.s2Block % 128 == 0 ? 128 : t.s2Block;
         if (!VecRowsThatFit(t.s1Block, t.s2Block, t.dvPad, p.denseMask, ub, t.vecRows)) t.vecRows = 8;  // the twin refuses
     }
     const uint32_t m16 = AlignUp(t.s1Block, 16);
-    FaMatmulChunks(m16, t.dPad, t.s2Block, t.kChunkQK, t.nChunkQK);
-    FaMatmulChunks(m16, t.s2Block, t.dvPad, t.kChunkPV, t.nChunkPV);
+    FaMatmulChunks(m16, t.dPad, t.kvSub, t.kChunkQK, t.nChunkQK);
+    FaMatmulChunks(m16, t.kvSub, t.dvPad, t.kChunkPV, t.nChunkPV);
+    if (t.kvSub < t.s2Block && t.nChunkPV < t.dvPad) return "P*V of a query block does not fit one L0C half";
     out.ubBytes = UbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, t.dvPad, p.denseMask).total;
-    out.l1Bytes = L1Bytes(t.s1Block, t.s2Block, t.dPad, t.dvPad);
+    out.l1Bytes = L1Bytes(t.s1Block, t.kvSub, t.dPad, t.dvPad);
 
     // Dense-mask block map: one group per batch when the mask (or the prefix) differs per batch, one per sequence
     // for TND (their lengths differ), else one; per group and head (when the mask differs per head) a row of

@@ -1,7 +1,8 @@
-// Cube (AIC) half of the forward kernel: Q stays in L1 for a task, K/V/P blocks stream GM -> L1 (ping-pong),
-// both matmuls go L1 -> L0A/L0B -> L0C and leave through Fixpipe as fp32 into the GM workspace.
-// Step order per core: S(0), S(1), PV(0), S(2), PV(1), ... so the vector cores' softmax of step j overlaps the
-// cube's work on steps j-1 and j+1.
+// Cube (AIC) half of the forward kernel: Q stays in L1 for a task; a step covers s2Block keys, streamed through
+// L1 in sub-blocks of kvSub keys (K, V and P ping-pong). Both matmuls go L1 -> L0A/L0B -> L0C and leave through
+// Fixpipe as fp32 into the GM workspace: S once per sub-block, P*V accumulated in L0C over the step's sub-blocks
+// and written once per step. Step order per core: S(0), S(1), PV(0), S(2), PV(1), ... so the vector cores'
+// softmax of step j overlaps the cube's work on steps j-1 and j+1.
 #ifndef NPU_FA_FA_CUBE_H
 #define NPU_FA_FA_CUBE_H
 
@@ -25,9 +26,10 @@ public:
         ws_.Init(workspace, t, core_);
         m16_ = AlignUp(t->s1Block, 16);
         qElems_ = m16_ * t->dPad;
-        kElems_ = t->s2Block * t->dPad;
-        vElems_ = t->s2Block * t->dvPad;
-        pElems_ = m16_ * t->s2Block;
+        sub_ = t->kvSub;
+        kElems_ = sub_ * t->dPad;
+        vElems_ = sub_ * t->dvPad;
+        pElems_ = m16_ * sub_;
         pipe->InitBuffer(qL1_, qElems_ * sizeof(T));
         pipe->InitBuffer(kL1_, 2 * kElems_ * sizeof(T));
         pipe->InitBuffer(vL1_, 2 * vElems_ * sizeof(T));
@@ -59,14 +61,13 @@ public:
             bool first = true;
             while (j < task.stepLast) {  // the s2 blocks the band and the block map let through
                 const int64_t following = it.NextStep(task, j + 1);
-                const uint32_t slot = step & 1;
                 const int64_t c0 = j * t_->s2Block;
                 const uint32_t cols = (uint32_t)FaMin(task.seq.s2 - c0, (int64_t)t_->s2Block);
-                LoadKV(task, c0, cols, slot);
-                ScoresStep(task, cols, step, first, following >= task.stepLast);
+                ScoresStep(task, c0, cols, step, first, following >= task.stepLast);
                 if (prev.valid) ValueStep(prev);
                 prev.valid = true;
-                prev.rows = (uint32_t)task.rows;
+                prev.task = task;
+                prev.c0 = c0;
                 prev.cols = cols;
                 prev.step = step;
                 ++step;
@@ -82,16 +83,18 @@ public:
 private:
     // L1 buffer event IDs, 0-5 only (6 and 7 of MTE2_MTE1 / MTE1_MTE2 are reserved). MTE2_MTE1 "ready": Q, K x2,
     // V x2, and P (set and waited back to back). MTE1_MTE2 "free": Q, K x2, and V x2, where V's also frees the P
-    // slot of the same step (both are released by that step's P*V, and P's load follows V's on MTE2).
+    // slot of the same sub-block (both are released by its P*V, and P's load follows V's on MTE2). K and V/P slots
+    // alternate by sub-block (kLoads_, vLoads_).
     static constexpr int32_t kIdQ = 0, kIdK = 1, kIdV = 3, kIdPReady = 5, kFreeIds = 5;
 
     using Operand = typename FaCubeMatmul<T>::Operand;
 
     struct Pending {
         bool valid;
-        uint32_t rows;
+        FaTask task;
+        int64_t c0;
         uint32_t cols;
-        uint32_t step;  // the core's step number: buffer slot step & 1, flag IDs FlagOf(., step)
+        uint32_t step;  // the core's step number: workspace slot step & 1, flag IDs FlagOf(., step)
     };
 
     // GM (row-major, pitch `srcPitch` elements) -> L1 Nz with `c0Stride` rows per 16-column block.
@@ -115,43 +118,53 @@ private:
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
     }
 
-    __aicore__ inline void LoadKV(const FaTask& task, int64_t c0, uint32_t cols, uint32_t slot) {
-        AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
-        LoadNz(kL1_.Get<T>()[slot * kElems_], kGm_[KOffset(t_, task, c0)], cols, t_->d, t_->kStrideS, t_->s2Block);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
-        LoadNz(vL1_.Get<T>()[slot * vElems_], vGm_[VOffset(t_, task, c0)], cols, t_->dv, t_->vStrideS, t_->s2Block);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
-    }
-
-    // S = Q * K^T for one s2 block -> workspace, then tell the vector cores.
-    __aicore__ inline void ScoresStep(const FaTask& task, uint32_t cols, uint32_t step, bool firstOfTask, bool lastOfTask) {
-        const uint32_t slot = step & 1;
+    // S = Q * K^T for one step, sub-block by sub-block -> workspace, then tell the vector cores.
+    __aicore__ inline void ScoresStep(const FaTask& task, int64_t c0, uint32_t cols, uint32_t step, bool firstOfTask,
+                                      bool lastOfTask) {
         if (firstOfTask) AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
-        Operand a{qL1_.Get<T>(), m16_, false};
-        Operand b{kL1_.Get<T>()[slot * kElems_], t_->s2Block, false};
-        mm_.Run(a, b, (uint32_t)task.rows, t_->d, cols, t_->kChunkQK, t_->nChunkQK, ws_.Scores(slot), t_->s2Block);
-        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
+        for (uint32_t s0 = 0; s0 < cols; s0 += sub_) {
+            const uint32_t n = cols - s0 < sub_ ? cols - s0 : sub_;
+            const uint32_t slot = kLoads_++ & 1;
+            const AscendC::LocalTensor<T> kTile = kL1_.Get<T>()[slot * kElems_];
+            AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
+            LoadNz(kTile, kGm_[KOffset(t_, task, c0 + s0)], n, t_->d, t_->kStrideS, sub_);
+            AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
+            Operand a{qL1_.Get<T>(), m16_, false};
+            Operand b{kTile, sub_, false};
+            mm_.Run(a, b, (uint32_t)task.rows, t_->d, n, t_->kChunkQK, t_->nChunkQK, ws_.Scores(step & 1) + s0,
+                    t_->s2Block);
+            AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
+        }
         if (lastOfTask) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFlagScoresReady, step));
     }
 
-    // O_part = P * V for a step whose probabilities the vector cores have written.
+    // O_part = P * V for a step whose probabilities the vector cores have written: the sub-blocks accumulate in
+    // one L0C tile, written once.
     __aicore__ inline void ValueStep(const Pending& s) {
-        const uint32_t slot = s.step & 1;
+        const uint32_t rows = (uint32_t)s.task.rows;
         AscendC::CrossCoreWaitFlag(FlagOf(kFlagProbsReady, s.step));
         AscendC::GlobalTensor<T> probs;
-        probs.SetGlobalBuffer(ws_.template Probs<T>(slot));
-        const AscendC::LocalTensor<T> pTile = pL1_.Get<T>()[slot * pElems_];
-        LoadNz(pTile, probs, s.rows, s.cols, t_->s2Block, m16_);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
-        Operand a{pTile, m16_, false};
-        Operand b{vL1_.Get<T>()[slot * vElems_], t_->s2Block, true};  // V [s2, dv] holds B itself
-        mm_.Run(a, b, s.rows, s.cols, t_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(slot), t_->dvPad);
-        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
+        probs.SetGlobalBuffer(ws_.template Probs<T>(s.step & 1));
+        for (uint32_t s0 = 0; s0 < s.cols; s0 += sub_) {
+            const uint32_t k = s.cols - s0 < sub_ ? s.cols - s0 : sub_;
+            const uint32_t slot = vLoads_++ & 1;
+            const AscendC::LocalTensor<T> vTile = vL1_.Get<T>()[slot * vElems_];
+            const AscendC::LocalTensor<T> pTile = pL1_.Get<T>()[slot * pElems_];
+            AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
+            LoadNz(vTile, vGm_[VOffset(t_, s.task, s.c0 + s0)], k, t_->dv, t_->vStrideS, sub_);
+            AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
+            LoadNz(pTile, probs[s0], rows, k, t_->s2Block, m16_);
+            AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
+            Operand a{pTile, m16_, false};
+            Operand b{vTile, sub_, true};  // V [s2, dv] holds B itself
+            mm_.Run(a, b, rows, k, t_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(s.step & 1), t_->dvPad, s0 == 0,
+                    s0 + sub_ >= s.cols);
+            AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
+        }
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFlagOutputReady, s.step));
     }
 
@@ -161,7 +174,8 @@ private:
     __gm__ int64_t* seqInfo_ = nullptr;
     __gm__ uint8_t* blockMap_ = nullptr;
     FaWorkspace ws_;
-    uint32_t m16_ = 0, qElems_ = 0, kElems_ = 0, vElems_ = 0, pElems_ = 0;
+    uint32_t m16_ = 0, sub_ = 0, qElems_ = 0, kElems_ = 0, vElems_ = 0, pElems_ = 0;
+    uint32_t kLoads_ = 0, vLoads_ = 0;  // K / V+P sub-block loads so far: their parity picks the L1 slot
     AscendC::TBuf<AscendC::TPosition::A1> qL1_;
     AscendC::TBuf<AscendC::TPosition::B1> kL1_;
     AscendC::TBuf<AscendC::TPosition::B1> vL1_;

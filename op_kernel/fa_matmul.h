@@ -41,15 +41,20 @@ public:
     }
 
     // C[m, n] = A[m, k] * B[k, n] in (kChunk, nChunk) pieces, written as fp32 rows of pitch `ldc` to GM.
+    // Accumulation over several calls (a K dimension split across L1 tiles): the first call has `init`, the last
+    // `flush` (it writes C); all of them have n <= nChunk, so C is one L0C tile, and no other Run comes between.
     __aicore__ inline void Run(const Operand& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n, uint32_t kChunk,
-                               uint32_t nChunk, __gm__ float* dst, uint32_t ldc) {
+                               uint32_t nChunk, __gm__ float* dst, uint32_t ldc, bool init = true, bool flush = true) {
         const uint32_t mBlocks = CeilDiv(m, 16);
         for (uint32_t n0 = 0; n0 < n; n0 += nChunk) {
             const uint32_t nLen = n - n0 < nChunk ? n - n0 : nChunk;
-            const uint32_t cHalf = l0cIdx_;
-            l0cIdx_ ^= 1;
+            if (init) {
+                accHalf_ = l0cIdx_;
+                l0cIdx_ ^= 1;
+                AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(accHalf_);
+            }
+            const uint32_t cHalf = accHalf_;
             AscendC::LocalTensor<float> c = l0c_.Get<float>()[cHalf * (kL0cHalf / sizeof(float))];
-            AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(cHalf);
             for (uint32_t k0 = 0; k0 < k; k0 += kChunk) {
                 const uint32_t kLen = k - k0 < kChunk ? k - k0 : kChunk;
                 const uint32_t h = l0Idx_;
@@ -62,12 +67,13 @@ public:
                 AscendC::SetFlag<AscendC::HardEvent::MTE1_M>(h);
                 AscendC::WaitFlag<AscendC::HardEvent::MTE1_M>(h);
                 // m = 1 would switch the cube to GEMV mode (L0A read as a plain row): 16 rows, the rest zero in L1.
-                AscendC::MmadParams mp(m == 1 ? 16 : m, nLen, kLen, 0, false, k0 == 0);
+                AscendC::MmadParams mp(m == 1 ? 16 : m, nLen, kLen, 0, false, init && k0 == 0);
                 AscendC::Mmad(c, l0a, l0b, mp);
                 // The next Mmad accumulates into this L0C tile: the Mmad page's threshold, on the Mmad's m and n.
                 if ((mp.m / 16) * (mp.n / 16) < 10) AscendC::PipeBarrier<PIPE_M>();
                 AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
             }
+            if (!flush) continue;
             AscendC::SetFlag<AscendC::HardEvent::M_FIX>(cHalf);
             AscendC::WaitFlag<AscendC::HardEvent::M_FIX>(cHalf);
             AscendC::GlobalTensor<float> out;
@@ -103,6 +109,11 @@ private:
     __aicore__ inline void LoadB(const AscendC::LocalTensor<T>& dst, const Operand& b, uint32_t k1s, uint32_t k1n,
                                  uint32_t n1s, uint32_t n1n) {
         const uint32_t nzBlocks = b.nzRows / 16;
+        if (!b.transposed && n1s == 0 && n1n == nzBlocks && k1n * n1n <= 255) {  // Zn already: one contiguous run
+            AscendC::LoadData2DParams p(0, (uint8_t)(k1n * n1n), 1, 0, 0, false, 0);
+            AscendC::LoadData(dst, b.tile[k1s * nzBlocks * kFrac], p);
+            return;
+        }
         for (uint32_t k1 = 0; k1 < k1n; ++k1) {
             if (b.transposed) {  // stored [k][n]: gather along n1 and transpose each fractal
                 AscendC::LoadData2DParams p(0, (uint8_t)n1n, (uint16_t)nzBlocks, 0, 0, true, 0);
@@ -114,7 +125,7 @@ private:
         }
     }
 
-    uint32_t l0Idx_ = 0, l0cIdx_ = 0;
+    uint32_t l0Idx_ = 0, l0cIdx_ = 0, accHalf_ = 0;
     AscendC::TBuf<AscendC::TPosition::A2> l0a_;
     AscendC::TBuf<AscendC::TPosition::B2> l0b_;
     AscendC::TBuf<AscendC::TPosition::CO1> l0c_;

@@ -67,7 +67,7 @@ struct FlashAttentionTilingData {
     uint64_t oStrideB, oStrideN, oStrideS;
     // Blocks.
     uint32_t s1Block;     // query rows per task (the two AIVs take half each)
-    uint32_t s2Block;     // key columns per step (multiple of 64)
+    uint32_t s2Block;     // key columns per step (multiple of 64): one softmax pass and one P*V output per step
     uint32_t dPad;        // d rounded up to 16
     uint32_t dvPad;       // dv rounded up to 16
     uint32_t kChunkQK;    // K-dim chunk of Q*K^T in L0A/L0B
@@ -78,7 +78,7 @@ struct FlashAttentionTilingData {
     uint32_t blockDim;
     uint32_t taskTotal;
     uint32_t s1Blocks;    // tasks per (batch, head) when not varlen
-    uint32_t reserved1;
+    uint32_t kvSub;       // keys per L1 sub-block of a step (divides s2Block; the cube streams K, V and P by these)
     uint32_t coreTaskStart[kMaxCores + 1];
     uint32_t reserved2;   // keeps the 64-bit fields below 8-byte aligned without implicit padding
     // Workspace (bytes, per core; AIC -> AIV scores S, AIV -> AIC probabilities P, AIC -> AIV partial output O).
@@ -105,7 +105,7 @@ struct FlashAttentionTilingData {
 #define NPU_FA_FOLLOWS(a, b) (offsetof(FlashAttentionTilingData, b) == offsetof(FlashAttentionTilingData, a) + \
                               sizeof(FlashAttentionTilingData::a))
 static_assert(NPU_FA_FOLLOWS(sparseMode, preTokens) && NPU_FA_FOLLOWS(vecRows, qStrideB) &&
-                  NPU_FA_FOLLOWS(oStrideS, s1Block) && NPU_FA_FOLLOWS(reserved1, coreTaskStart) &&
+                  NPU_FA_FOLLOWS(oStrideS, s1Block) && NPU_FA_FOLLOWS(kvSub, coreTaskStart) &&
                   NPU_FA_FOLLOWS(coreTaskStart, reserved2) && NPU_FA_FOLLOWS(reserved2, wsPerCore) &&
                   NPU_FA_FOLLOWS(wsOffsetO, maskMode) && NPU_FA_FOLLOWS(maskHeads, maskStrideN) &&
                   NPU_FA_FOLLOWS(mapCores, mapEntries) &&
