@@ -157,13 +157,18 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         for (uint32_t s1b : {128u, 64u, 32u, 16u}) {
             const uint32_t sub = w < 128 ? w : 128;
             if (w > sub && AlignUp(s1b, 16) * t.dvPad * 4 > kL0cHalfBytes) continue;
-            if (L1Bytes(s1b, sub, t.dPad, t.dvPad) <= l1 && VecRowsThatFit(s1b, w, t.dvPad, p.denseMask, ub, t.vecRows)) {
-                t.s1Block = s1b;
-                t.s2Block = w;
-                t.kvSub = sub;
-                found = true;
-                break;
+            if (!VecRowsThatFit(s1b, w, t.dvPad, p.denseMask, ub, t.vecRows)) continue;
+            for (uint32_t g : {2u, 1u}) {  // two sub-blocks per DMA halve the loads' fixed latency
+                if ((g == 1 || w >= 2 * sub) && L1Bytes(s1b, g * sub, t.dPad, t.dvPad) <= l1) {
+                    t.s1Block = s1b;
+                    t.s2Block = w;
+                    t.kvSub = sub;
+                    t.kvGroup = g;
+                    found = true;
+                    break;
+                }
             }
+            if (found) break;
         }
         if (found) break;
     }
@@ -175,6 +180,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         t.s1Block = p.forceS1Block;
         t.s2Block = p.forceS2Block;
         t.kvSub = t.s2Block % 128 == 0 ? 128 : t.s2Block;
+        t.kvGroup = 1;
         if (!VecRowsThatFit(t.s1Block, t.s2Block, t.dvPad, p.denseMask, ub, t.vecRows)) t.vecRows = 8;  // the twin refuses
     }
     const uint32_t m16 = AlignUp(t.s1Block, 16);
@@ -182,7 +188,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     FaMatmulChunks(m16, t.kvSub, t.dvPad, t.kChunkPV, t.nChunkPV);
     if (t.kvSub < t.s2Block && t.nChunkPV < t.dvPad) return "P*V of a query block does not fit one L0C half";
     out.ubBytes = UbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, t.dvPad, p.denseMask).total;
-    out.l1Bytes = L1Bytes(t.s1Block, t.kvSub, t.dPad, t.dvPad);
+    out.l1Bytes = L1Bytes(t.s1Block, t.kvGroup * t.kvSub, t.dPad, t.dvPad);
 
     // Dense-mask block map: one group per batch when the mask (or the prefix) differs per batch, one per sequence
     // for TND (their lengths differ), else one; per group and head (when the mask differs per head) a row of

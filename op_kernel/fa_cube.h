@@ -27,18 +27,19 @@ public:
         m16_ = AlignUp(t->s1Block, 16);
         qElems_ = m16_ * t->dPad;
         sub_ = t->kvSub;
+        group_ = t->kvGroup;
         kElems_ = sub_ * t->dPad;
         vElems_ = sub_ * t->dvPad;
         pElems_ = m16_ * sub_;
         pipe->InitBuffer(qL1_, qElems_ * sizeof(T));
-        pipe->InitBuffer(kL1_, 2 * kElems_ * sizeof(T));
-        pipe->InitBuffer(vL1_, 2 * vElems_ * sizeof(T));
-        pipe->InitBuffer(pL1_, 2 * pElems_ * sizeof(T));
+        pipe->InitBuffer(kL1_, 2 * group_ * kElems_ * sizeof(T));
+        pipe->InitBuffer(vL1_, 2 * group_ * vElems_ * sizeof(T));
+        pipe->InitBuffer(pL1_, 2 * group_ * pElems_ * sizeof(T));
         mm_.Init(pipe);
         // Rows past a task's end are never loaded; zero them once so a one-row task can run a 16-row Mmad
         // (m = 1 would switch the cube to GEMV mode, which reads L0A as a plain row).
         AscendC::Fill(qL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(qElems_ * sizeof(T) / 32), 0, (T)0.0f));
-        AscendC::Fill(pL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(2 * pElems_ * sizeof(T) / 32), 0, (T)0.0f));
+        AscendC::Fill(pL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(2 * group_ * pElems_ * sizeof(T) / 32), 0, (T)0.0f));
         // The Q/P loads overwrite the filled bytes on the same pipe (MTE2): the PipeBarrier page requires a barrier.
         AscendC::PipeBarrier<PIPE_MTE2>();
         // K/V rows past `cols` up to the next 16-row boundary are never written: Mmad with the exact k/n ignores the
@@ -112,57 +113,86 @@ private:
         }
     }
 
+    // `rows` GM rows -> consecutive L1 Nz tiles of `tileRows` rows each (what loading them tile by tile gives), in one
+    // DMA when the ND-matrix strides fit their 16-bit fields.
+    __aicore__ inline void LoadNzTiles(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<T>& src,
+                                       uint32_t rows, uint32_t cols, uint64_t srcPitch, uint32_t tileRows) {
+        const uint32_t full = rows / tileRows, rest = rows % tileRows;
+        const uint64_t tileElems = (uint64_t)tileRows * AlignUp(cols, 16), srcStride = (uint64_t)tileRows * srcPitch;
+        uint32_t done = 0;
+        if (full > 1 && srcStride <= 65535 && tileElems <= 16384) {  // the Nd2NzParams field ranges
+            AscendC::Nd2NzParams p((uint16_t)full, (uint16_t)tileRows, (uint16_t)cols, (uint16_t)srcStride,
+                                   (uint16_t)srcPitch, (uint16_t)tileRows, 1, (uint16_t)tileElems);
+            AscendC::DataCopy(dst, src, p);
+            done = full;
+        }
+        for (uint32_t i = done; i < full + (rest != 0 ? 1 : 0); ++i) {
+            LoadNz(dst[i * tileElems], src[i * srcStride], i < full ? tileRows : rest, cols, srcPitch, tileRows);
+        }
+    }
+
     __aicore__ inline void LoadQ(const FaTask& task) {
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
         LoadNz(qL1_.Get<T>(), qGm_[QOffset(t_, task, task.row0)], (uint32_t)task.rows, t_->d, t_->qStrideS, m16_);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
     }
 
-    // S = Q * K^T for one step, sub-block by sub-block -> workspace, then tell the vector cores.
+    // S = Q * K^T for one step, a group of sub-blocks per K load -> workspace, then tell the vector cores.
     __aicore__ inline void ScoresStep(const FaTask& task, int64_t c0, uint32_t cols, uint32_t step, bool firstOfTask,
                                       bool lastOfTask) {
         if (firstOfTask) AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
-        for (uint32_t s0 = 0; s0 < cols; s0 += sub_) {
-            const uint32_t n = cols - s0 < sub_ ? cols - s0 : sub_;
+        for (uint32_t g0 = 0; g0 < cols; g0 += group_ * sub_) {
             const uint32_t slot = kLoads_++ & 1;
-            const AscendC::LocalTensor<T> kTile = kL1_.Get<T>()[slot * kElems_];
+            const AscendC::LocalTensor<T> kTiles = kL1_.Get<T>()[slot * group_ * kElems_];
+            const uint32_t keys = FaMin(cols - g0, group_ * sub_);
             AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
-            LoadNz(kTile, kGm_[KOffset(t_, task, c0 + s0)], n, t_->d, t_->kStrideS, sub_);
+            LoadNzTiles(kTiles, kGm_[KOffset(t_, task, c0 + g0)], keys, t_->d, t_->kStrideS, sub_);
             AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
             AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
-            Operand a{qL1_.Get<T>(), m16_, false};
-            Operand b{kTile, sub_, false};
-            mm_.Run(a, b, (uint32_t)task.rows, t_->d, n, t_->kChunkQK, t_->nChunkQK, ws_.Scores(step & 1) + s0,
-                    t_->s2Block);
+            for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
+                Operand a{qL1_.Get<T>(), m16_, false};
+                Operand b{kTiles[(s0 / sub_) * kElems_], sub_, false};
+                mm_.Run(a, b, (uint32_t)task.rows, t_->d, FaMin(keys - s0, sub_), t_->kChunkQK, t_->nChunkQK,
+                        ws_.Scores(step & 1) + g0 + s0, t_->s2Block);
+            }
             AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
         }
         if (lastOfTask) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFlagScoresReady, step));
     }
 
+    // V of the sub-block group at key g0 of a pending step -> its L1 slot (the slot's P arrives later).
+    __aicore__ inline uint32_t LoadV(const Pending& s, uint32_t g0) {
+        const uint32_t slot = vLoads_++ & 1;
+        AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
+        LoadNzTiles(vL1_.Get<T>()[slot * group_ * vElems_], vGm_[VOffset(t_, s.task, s.c0 + g0)],
+                    FaMin(s.cols - g0, group_ * sub_), t_->dv, t_->vStrideS, sub_);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
+        return slot;
+    }
+
     // O_part = P * V for a step whose probabilities the vector cores have written: the sub-blocks accumulate in
-    // one L0C tile, written once.
+    // one L0C tile, written once. The first V group loads before the wait for P.
     __aicore__ inline void ValueStep(const Pending& s) {
         const uint32_t rows = (uint32_t)s.task.rows;
+        uint32_t slot = LoadV(s, 0);
         AscendC::CrossCoreWaitFlag(FlagOf(kFlagProbsReady, s.step));
         AscendC::GlobalTensor<T> probs;
         probs.SetGlobalBuffer(ws_.template Probs<T>(s.step & 1));
-        for (uint32_t s0 = 0; s0 < s.cols; s0 += sub_) {
-            const uint32_t k = s.cols - s0 < sub_ ? s.cols - s0 : sub_;
-            const uint32_t slot = vLoads_++ & 1;
-            const AscendC::LocalTensor<T> vTile = vL1_.Get<T>()[slot * vElems_];
-            const AscendC::LocalTensor<T> pTile = pL1_.Get<T>()[slot * pElems_];
-            AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
-            LoadNz(vTile, vGm_[VOffset(t_, s.task, s.c0 + s0)], k, t_->dv, t_->vStrideS, sub_);
-            AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
-            LoadNz(pTile, probs[s0], rows, k, t_->s2Block, m16_);
+        for (uint32_t g0 = 0; g0 < s.cols; g0 += group_ * sub_) {
+            if (g0 > 0) slot = LoadV(s, g0);
+            const uint32_t keys = FaMin(s.cols - g0, group_ * sub_);
+            const AscendC::LocalTensor<T> pTiles = pL1_.Get<T>()[slot * group_ * pElems_];
+            LoadNz(pTiles, probs[g0], rows, keys, t_->s2Block, m16_);
             AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
             AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
             AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
-            Operand a{pTile, m16_, false};
-            Operand b{vTile, sub_, true};  // V [s2, dv] holds B itself
-            mm_.Run(a, b, rows, k, t_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(s.step & 1), t_->dvPad, s0 == 0,
-                    s0 + sub_ >= s.cols);
+            for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
+                Operand a{pTiles[(s0 / sub_) * pElems_], m16_, false};
+                Operand b{vL1_.Get<T>()[(slot * group_ + s0 / sub_) * vElems_], sub_, true};  // V [s2, dv] holds B
+                mm_.Run(a, b, rows, FaMin(keys - s0, sub_), t_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(s.step & 1),
+                        t_->dvPad, g0 + s0 == 0, g0 + s0 + sub_ >= s.cols);
+            }
             AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
         }
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFlagOutputReady, s.step));
@@ -174,7 +204,7 @@ private:
     __gm__ int64_t* seqInfo_ = nullptr;
     __gm__ uint8_t* blockMap_ = nullptr;
     FaWorkspace ws_;
-    uint32_t m16_ = 0, sub_ = 0, qElems_ = 0, kElems_ = 0, vElems_ = 0, pElems_ = 0;
+    uint32_t m16_ = 0, sub_ = 0, group_ = 1, qElems_ = 0, kElems_ = 0, vElems_ = 0, pElems_ = 0;
     uint32_t kLoads_ = 0, vLoads_ = 0;  // K / V+P sub-block loads so far: their parity picks the L1 slot
     AscendC::TBuf<AscendC::TPosition::A1> qL1_;
     AscendC::TBuf<AscendC::TPosition::B1> kL1_;

@@ -98,6 +98,8 @@ struct FlashAttentionTilingData {
     uint32_t mapCores;        // AIV cores of the block-map pre-pass
     uint64_t mapEntries;      // block-map bytes; an int32 visible-tile count per row follows at mapCountsOffset
     uint64_t mapCountsOffset;
+    uint32_t kvGroup;         // K/V/P sub-blocks per GM -> L1 load (one DMA moves kvGroup consecutive Nz tiles)
+    uint32_t reserved1;       // keeps the size a multiple of 8 without implicit padding
 };
 
 // No implicit padding anywhere (host and device copy the struct as raw bytes; padding bytes would be undefined):
@@ -109,7 +111,8 @@ static_assert(NPU_FA_FOLLOWS(sparseMode, preTokens) && NPU_FA_FOLLOWS(vecRows, q
                   NPU_FA_FOLLOWS(coreTaskStart, reserved2) && NPU_FA_FOLLOWS(reserved2, wsPerCore) &&
                   NPU_FA_FOLLOWS(wsOffsetO, maskMode) && NPU_FA_FOLLOWS(maskHeads, maskStrideN) &&
                   NPU_FA_FOLLOWS(mapCores, mapEntries) &&
-                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, mapCountsOffset) + sizeof(uint64_t),
+                  NPU_FA_FOLLOWS(mapCountsOffset, kvGroup) && NPU_FA_FOLLOWS(kvGroup, reserved1) &&
+                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, reserved1) + sizeof(uint32_t),
               "FlashAttentionTilingData must have no implicit padding");
 #undef NPU_FA_FOLLOWS
 
