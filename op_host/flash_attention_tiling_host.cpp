@@ -25,12 +25,22 @@ void StridesOf(const FaProblem& p, uint32_t heads, uint32_t dim, uint32_t s, uin
 
 int64_t Clamp(int64_t v) { return FaClamp(v, -kUnbounded, kUnbounded); }
 
+// Relative cube-side transfer time per score of a (s1Block, step) shape: Fixpipe moves the fp32 score and, once per
+// step, the fp32 partial output (4 + 4 dv / w bytes); GM -> L1 moves K and V once per query block and P (2 (d + dv) /
+// s1Block + 2 bytes). Rates: msopmodeling's measured 70 and 135 GiB/s per core (docs/cost_model.md).
+double StepCostPerScore(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad) {
+    const double fix = (4.0 + 4.0 * dvPad / w) / 70.0;
+    const double mte2 = (2.0 * (dPad + dvPad) / s1Block + 2.0) / 135.0;
+    return fix > mte2 ? fix : mte2;
+}
+
 // The largest vector chunk (rows per pass, a multiple of 8 up to the AIV's half of the query block) whose buffers fit
 // UB; false when not even 8 rows fit.
-bool VecRowsThatFit(uint32_t s1Block, uint32_t w, uint32_t dvPad, bool denseMask, uint32_t ub, uint32_t& vecRows) {
+bool VecRowsThatFit(uint32_t s1Block, uint32_t w, uint32_t dvPad, bool denseMask, bool band, uint32_t ub,
+                    uint32_t& vecRows) {
     const uint32_t rows = CeilDiv(s1Block, 2);
     for (uint32_t c = AlignUp(rows, 8); c >= 8; c -= 8) {
-        if (UbSizes(rows, c, w, dvPad, denseMask).total <= ub) {
+        if (UbSizes(rows, c, w, dvPad, denseMask, band).total <= ub) {
             vecRows = c;
             return true;
         }
@@ -148,29 +158,49 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.dPad = AlignUp(p.d, 16);
     t.dvPad = AlignUp(p.dv, 16);
     const uint32_t ub = UsableUb(chip), l1 = UsableL1(chip);
-    // Steps of 512 keys (S leaves Fixpipe per 128-key sub-block, P*V once per step: 5 bytes per score instead of 8
-    // at D = 128) when P*V's [s1Block, dv] fp32 tile fits one L0C half; dense masks keep 128-key tiles so the block
-    // map skips at that grain.
+    // Modes 7/8 give the last / first sequence with queries its own band (the built-in looks at Sq only).
+    int64_t firstNonEmpty = -1, lastNonEmpty = -1;
+    for (uint32_t b = 0; b < p.batch; ++b) {
+        if (seqs[b].s1 > 0) {
+            if (firstNonEmpty < 0) firstNonEmpty = b;
+            lastNonEmpty = b;
+        }
+    }
+    // Whether any tile is cut by a band (else the vector cores need no band pattern).
+    for (uint32_t b = 0; b < p.batch; ++b) {
+        const FaBand band = BandOfSequence(p, b, seqs[b].s1, seqs[b].s2, (int64_t)b == firstNonEmpty, (int64_t)b == lastNonEmpty);
+        if (seqs[b].s1 > 0 && seqs[b].s2 > 0 && !BlockFullyVisible(band, 0, seqs[b].s1, 0, seqs[b].s2)) t.bandTiles = 1;
+    }
+    const bool band = t.bandTiles != 0;
+
+    // Block shape: among the (query rows, step keys) that fit, the one with the least Fixpipe / GM->L1 time per
+    // score (StepCostPerScore). Steps longer than one 128-key sub-block accumulate P*V in L0C, so their
+    // [s1Block, dv] fp32 tile must fit one L0C half; dense masks keep 128-key tiles so the block map skips at that
+    // grain.
     bool found = false;
-    for (uint32_t w : {512u, 256u, 128u, 64u}) {
-        if (w > 128 && p.denseMask) continue;
-        for (uint32_t s1b : {128u, 64u, 32u, 16u}) {
+    double best = 0;
+    for (uint32_t s1b : {128u, 64u, 32u, 16u}) {
+        for (uint32_t w : {512u, 256u, 128u, 64u}) {  // 1024-key steps model slower (fewer steps to overlap)
+            if (w > 128 && p.denseMask) continue;
             const uint32_t sub = w < 128 ? w : 128;
             if (w > sub && AlignUp(s1b, 16) * t.dvPad * 4 > kL0cHalfBytes) continue;
-            if (!VecRowsThatFit(s1b, w, t.dvPad, p.denseMask, ub, t.vecRows)) continue;
+            uint32_t rows = 0;
+            if (!VecRowsThatFit(s1b, w, t.dvPad, p.denseMask, band, ub, rows)) continue;
+            const double cost = StepCostPerScore(s1b, w, t.dPad, t.dvPad);
+            if (found && cost >= best) continue;
             for (uint32_t g : {2u, 1u}) {  // two sub-blocks per DMA halve the loads' fixed latency
                 if ((g == 1 || w >= 2 * sub) && L1Bytes(s1b, g * sub, t.dPad, t.dvPad) <= l1) {
                     t.s1Block = s1b;
                     t.s2Block = w;
                     t.kvSub = sub;
                     t.kvGroup = g;
+                    t.vecRows = rows;
+                    best = cost;
                     found = true;
                     break;
                 }
             }
-            if (found) break;
         }
-        if (found) break;
     }
     if (!found) return "no block size fits the chip's UB/L1";
     if (p.forceS1Block != 0 || p.forceS2Block != 0) {
@@ -181,13 +211,13 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         t.s2Block = p.forceS2Block;
         t.kvSub = t.s2Block % 128 == 0 ? 128 : t.s2Block;
         t.kvGroup = 1;
-        if (!VecRowsThatFit(t.s1Block, t.s2Block, t.dvPad, p.denseMask, ub, t.vecRows)) t.vecRows = 8;  // the twin refuses
+        if (!VecRowsThatFit(t.s1Block, t.s2Block, t.dvPad, p.denseMask, band, ub, t.vecRows)) t.vecRows = 8;  // the twin refuses
     }
     const uint32_t m16 = AlignUp(t.s1Block, 16);
     FaMatmulChunks(m16, t.dPad, t.kvSub, t.kChunkQK, t.nChunkQK);
     FaMatmulChunks(m16, t.kvSub, t.dvPad, t.kChunkPV, t.nChunkPV);
     if (t.kvSub < t.s2Block && t.nChunkPV < t.dvPad) return "P*V of a query block does not fit one L0C half";
-    out.ubBytes = UbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, t.dvPad, p.denseMask).total;
+    out.ubBytes = UbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, t.dvPad, p.denseMask, band).total;
     out.l1Bytes = L1Bytes(t.s1Block, t.kvGroup * t.kvSub, t.dPad, t.dvPad);
 
     // Dense-mask block map: one group per batch when the mask (or the prefix) differs per batch, one per sequence
@@ -217,15 +247,6 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.mapEntries = mapEntries;
     t.mapCountsOffset = (mapEntries + 31) / 32 * 32;
     out.mapBytes = p.denseMask ? t.mapCountsOffset + 4 * mapRows : 0;
-
-    // Modes 7/8 give the last / first sequence with queries its own band (the built-in looks at Sq only).
-    int64_t firstNonEmpty = -1, lastNonEmpty = -1;
-    for (uint32_t b = 0; b < p.batch; ++b) {
-        if (seqs[b].s1 > 0) {
-            if (firstNonEmpty < 0) firstNonEmpty = b;
-            lastNonEmpty = b;
-        }
-    }
 
     // Tasks = (sequence, head, query block), sequence-major; each costs its visible steps plus a fixed overhead.
     // With a dense mask the kernels balance by the block map's visible-tile counts instead (known on the device).
@@ -276,9 +297,9 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     const uint64_t pBytes = align512((uint64_t)t.s1Block * t.s2Block * 2);
     const uint64_t oBytes = align512((uint64_t)t.s1Block * t.dvPad * 4);
     t.wsOffsetS = 0;
-    t.wsOffsetP = 2 * sBytes;
-    t.wsOffsetO = 2 * sBytes + 2 * pBytes;
-    t.wsPerCore = 2 * (sBytes + pBytes + oBytes);
+    t.wsOffsetP = kFaStepSlots * sBytes;
+    t.wsOffsetO = kFaStepSlots * (sBytes + pBytes);
+    t.wsPerCore = kFaStepSlots * (sBytes + pBytes + oBytes);
     out.workspaceBytes = kLibApiWorkspaceBytes + t.wsPerCore * cores;  // system part first, then the user part
     return "";
 }

@@ -15,6 +15,14 @@ constexpr uint16_t kFlagScoresReady = 0;   // AIC -> AIV, IDs 0-2: S of a step i
 constexpr uint16_t kFlagOutputReady = 3;   // AIC -> AIV, IDs 3-5: P*V of a step is in the workspace
 constexpr uint16_t kFlagProbsReady = 6;    // AIV -> AIC, IDs 6-8: both halves of P are in the workspace
 
+// The cube's P*V and the vector cores' output fold trail the scores by kStepLag steps (the cube computes S(j + 2)
+// while the vector cores work on step j), so each core keeps kWsSlots = kStepLag + 1 workspace slots in flight; a
+// signal has at most kFlagRing steps outstanding.
+constexpr uint32_t kWsSlots = kFaStepSlots;  // flash_attention_tiling.h: the host sizes the workspace by it
+constexpr uint32_t kStepLag = kWsSlots - 1;
+static_assert(kFlagRing >= kWsSlots, "each in-flight step needs its own flag ID");
+__aicore__ inline uint32_t WsSlot(uint32_t step) { return step % kWsSlots; }
+
 // The flag ID of `signal` (one of the bases above) for the core's step number `step`.
 __aicore__ inline uint16_t FlagOf(uint16_t signal, uint32_t step) { return (uint16_t)(signal + step % kFlagRing); }
 
@@ -169,7 +177,7 @@ __aicore__ inline uint64_t StatRow(const FlashAttentionTilingData* t, const FaTa
     return ((uint64_t)k.batch * t->n1 + k.head) * t->s1 + row;
 }
 
-// The workspace slots of one core (layout chosen by the host tiling); step parity picks the slot.
+// The workspace slots of one core (layout chosen by the host tiling); WsSlot(step) picks the slot.
 class FaWorkspace {
 public:
     __aicore__ inline void Init(GM_ADDR workspace, const FlashAttentionTilingData* t, uint32_t core) {

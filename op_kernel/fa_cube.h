@@ -1,8 +1,8 @@
 // Cube (AIC) half of the forward kernel: Q stays in L1 for a task; a step covers s2Block keys, streamed through
 // L1 in sub-blocks of kvSub keys (K, V and P ping-pong). Both matmuls go L1 -> L0A/L0B -> L0C and leave through
 // Fixpipe as fp32 into the GM workspace: S once per sub-block, P*V accumulated in L0C over the step's sub-blocks
-// and written once per step. Step order per core: S(0), S(1), PV(0), S(2), PV(1), ... so the vector cores'
-// softmax of step j overlaps the cube's work on steps j-1 and j+1.
+// and written once per step. Step order per core: S(0), S(1), S(2), PV(0), S(3), PV(1), ... (kStepLag = 2) so
+// the vector cores' softmax of step j overlaps the cube's work on steps j+1 and j+2.
 #ifndef NPU_FA_FA_CUBE_H
 #define NPU_FA_FA_CUBE_H
 
@@ -52,8 +52,8 @@ public:
         FaTaskIterator it;
         it.Init(t_, seqInfo_, blockMap_, core_);
         FaTask task;
-        Pending prev;
-        prev.valid = false;
+        Pending pend[kStepLag];  // steps whose P*V is still to do, oldest at pend[step % kStepLag]
+        for (uint32_t i = 0; i < kStepLag; ++i) pend[i].valid = false;
         uint32_t step = 0;
         while (it.Next(task)) {
             int64_t j = it.NextStep(task, task.stepFirst);
@@ -65,18 +65,22 @@ public:
                 const int64_t c0 = j * t_->s2Block;
                 const uint32_t cols = (uint32_t)FaMin(task.seq.s2 - c0, (int64_t)t_->s2Block);
                 ScoresStep(task, c0, cols, step, first, following >= task.stepLast);
-                if (prev.valid) ValueStep(prev);
-                prev.valid = true;
-                prev.task = task;
-                prev.c0 = c0;
-                prev.cols = cols;
-                prev.step = step;
+                Pending& oldest = pend[step % kStepLag];
+                if (oldest.valid) ValueStep(oldest);
+                oldest.valid = true;
+                oldest.task = task;
+                oldest.c0 = c0;
+                oldest.cols = cols;
+                oldest.step = step;
                 ++step;
                 first = false;
                 j = following;
             }
         }
-        if (prev.valid) ValueStep(prev);
+        for (uint32_t i = 0; i < kStepLag; ++i) {
+            const Pending& p = pend[(step + i) % kStepLag];
+            if (p.valid) ValueStep(p);
+        }
         for (int32_t id = 0; id < kFreeIds; ++id) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
         mm_.End();
     }
@@ -95,7 +99,7 @@ private:
         FaTask task;
         int64_t c0;
         uint32_t cols;
-        uint32_t step;  // the core's step number: workspace slot step & 1, flag IDs FlagOf(., step)
+        uint32_t step;  // the core's step number: workspace slot WsSlot(step), flag IDs FlagOf(., step)
     };
 
     // GM (row-major, pitch `srcPitch` elements) -> L1 Nz with `c0Stride` rows per 16-column block.
@@ -153,7 +157,7 @@ private:
                 Operand a{qL1_.Get<T>(), m16_, false};
                 Operand b{kTiles[(s0 / sub_) * kElems_], sub_, false};
                 mm_.Run(a, b, (uint32_t)task.rows, t_->d, FaMin(keys - s0, sub_), t_->kChunkQK, t_->nChunkQK,
-                        ws_.Scores(step & 1) + g0 + s0, t_->s2Block);
+                        ws_.Scores(WsSlot(step)) + g0 + s0, t_->s2Block);
             }
             AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
         }
@@ -178,7 +182,7 @@ private:
         uint32_t slot = LoadV(s, 0);
         AscendC::CrossCoreWaitFlag(FlagOf(kFlagProbsReady, s.step));
         AscendC::GlobalTensor<T> probs;
-        probs.SetGlobalBuffer(ws_.template Probs<T>(s.step & 1));
+        probs.SetGlobalBuffer(ws_.template Probs<T>(WsSlot(s.step)));
         for (uint32_t g0 = 0; g0 < s.cols; g0 += group_ * sub_) {
             if (g0 > 0) slot = LoadV(s, g0);
             const uint32_t keys = FaMin(s.cols - g0, group_ * sub_);
@@ -190,7 +194,7 @@ private:
             for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
                 Operand a{pTiles[(s0 / sub_) * pElems_], m16_, false};
                 Operand b{vL1_.Get<T>()[(slot * group_ + s0 / sub_) * vElems_], sub_, true};  // V [s2, dv] holds B
-                mm_.Run(a, b, rows, FaMin(keys - s0, sub_), t_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(s.step & 1),
+                mm_.Run(a, b, rows, FaMin(keys - s0, sub_), t_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(WsSlot(s.step)),
                         t_->dvPad, g0 + s0 == 0, g0 + s0 + sub_ >= s.cols);
             }
             AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);

@@ -73,8 +73,10 @@ private:
             // pattern gets those columns pushed below any threshold, then one compare keeps c - r <= hi.
             const uint32_t n2 = AlignUp(rows, 2) * w_;  // half count: whole 256 B blocks
             AscendC::Cast(half_, dmat_, AscendC::RoundMode::CAST_NONE, n2);
-            uint64_t mask[2] = {ColumnsBelow(prefixCols, 0), ColumnsBelow(prefixCols, 64)};
-            AscendC::Duplicate(half_, (half)-60000.0f, mask, (uint8_t)rows, 1, (uint8_t)(w_ / 16));
+            for (uint32_t c = 0; c < prefixCols; c += 128) {  // one 128-half repeat per row and column group
+                uint64_t mask[2] = {ColumnsBelow(prefixCols - c, 0), ColumnsBelow(prefixCols - c, 64)};
+                AscendC::Duplicate(half_[c], (half)-60000.0f, mask, (uint8_t)rows, 1, (uint8_t)(w_ / 16));
+            }
             AscendC::Compares(bits_, half_, (half)hiC, AscendC::CMPMODE::LE, n2);
             AscendC::Select(s, bits_, s, kMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
             return;

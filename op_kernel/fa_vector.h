@@ -30,11 +30,11 @@ public:
         dvPad_ = t->dvPad;
         rowsMax_ = CeilDiv(t->s1Block, 2);
         chunk_ = t->vecRows;
-        const FaUbSizes u = UbSizes(rowsMax_, chunk_, w_, dvPad_, t->maskMode != 0);
+        const FaUbSizes u = UbSizes(rowsMax_, chunk_, w_, dvPad_, t->maskMode != 0, t->bandTiles != 0);
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(sBuf_, u.s);
-        pipe->InitBuffer(dmatBuf_, u.dmat);
-        pipe->InitBuffer(bitsBuf_, u.bits);
+        if (u.dmat != 0) pipe->InitBuffer(dmatBuf_, u.dmat);
+        if (u.bits != 0) pipe->InitBuffer(bitsBuf_, u.bits);
         pipe->InitBuffer(foldBuf_, u.fold);
         pipe->InitBuffer(pBuf_, u.p);
         pipe->InitBuffer(opartBuf_, u.opart);
@@ -43,10 +43,12 @@ public:
         pipe->InitBuffer(rowBuf_, u.row);
         pipe->InitBuffer(statBitsBuf_, u.row);
         if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
-        BuildDiagonalPattern();
+        if (u.dmat != 0) BuildDiagonalPattern();
         // Dense-mask bytes live in opart (filled by OutputStep's MTE2, free in between: both wait and set the
-        // kIdOutput event) unless opart is too small for a tile of them.
-        mask_.Init(t, attenMask, chunk_, dmatBuf_.Get<float>(), bitsBuf_.Get<uint8_t>(), foldBuf_.Get<half>(),
+        // kIdOutput event) unless opart is too small for a tile of them. Without bands or a dense mask the masker
+        // only pads columns past the sequence end and never touches its pattern/bit buffers (fold stands in).
+        mask_.Init(t, attenMask, chunk_, u.dmat != 0 ? dmatBuf_.Get<float>() : foldBuf_.Get<float>(),
+                   u.bits != 0 ? bitsBuf_.Get<uint8_t>() : foldBuf_.Get<uint8_t>(), foldBuf_.Get<half>(),
                    u.mask != 0 ? maskBuf_.Get<uint8_t>() : opartBuf_.Get<uint8_t>(), kIdOutput);
         for (int32_t b = 0; b < 2; ++b) {
             AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
@@ -60,9 +62,9 @@ public:
         FaTaskIterator it;
         it.Init(t_, seqInfo_, blockMap_, core_);
         FaTask task;
-        Pending prev;
-        prev.valid = false;
-        uint32_t step = 0, taskParity = 0;
+        Pending pend[kStepLag];  // steps whose output fold is still to do, oldest at pend[step % kStepLag]
+        for (uint32_t i = 0; i < kStepLag; ++i) pend[i].valid = false;
+        uint32_t step = 0, taskSlot = 0;
         while (it.Next(task)) {
             Rows mine = RowsOf(task);
             int64_t j = it.NextStep(task, task.stepFirst);
@@ -73,22 +75,26 @@ public:
             bool first = true;
             while (j < task.stepLast) {
                 const int64_t following = it.NextStep(task, j + 1);
-                SoftmaxStep(task, mine, j, it.TileState(task, j), step, taskParity, first);
-                if (prev.valid) OutputStep(prev);
-                prev.valid = true;
-                prev.task = task;
-                prev.mine = mine;
-                prev.step = step;
-                prev.parity = taskParity;
-                prev.first = first;
-                prev.last = following >= task.stepLast;
+                SoftmaxStep(task, mine, j, it.TileState(task, j), step, taskSlot, first);
+                Pending& oldest = pend[step % kStepLag];
+                if (oldest.valid) OutputStep(oldest);
+                oldest.valid = true;
+                oldest.task = task;
+                oldest.mine = mine;
+                oldest.step = step;
+                oldest.taskSlot = taskSlot;
+                oldest.first = first;
+                oldest.last = following >= task.stepLast;
                 ++step;
                 first = false;
                 j = following;
             }
-            taskParity ^= 1;
+            taskSlot = (taskSlot + 1) % kWsSlots;  // a task's statistics live until its last output fold
         }
-        if (prev.valid) OutputStep(prev);
+        for (uint32_t i = 0; i < kStepLag; ++i) {
+            const Pending& p = pend[(step + i) % kStepLag];
+            if (p.valid) OutputStep(p);
+        }
         for (int32_t b = 0; b < 2; ++b) {
             AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
             AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
@@ -101,9 +107,10 @@ private:
     // Event IDs: the two score chunk buffers & partial output in (MTE2), the two probability chunk buffers (the
     // output rows use both) & statistics out (MTE3).
     static constexpr int32_t kIdScores[2] = {0, 2}, kIdOutput = 1, kIdProbs[2] = {0, 2}, kIdStats = 1;
-    // Statistic buffers inside statBuf_: running max x2 and sum x2 (task parity), rescale x2 (step parity), ...
-    static constexpr uint32_t kStatMax = 0, kStatSum = 2, kStatAlpha = 4, kStatBcast = 6, kStatRed = 7,
-                              kStatMaxOut = 8, kStatSumOut = 9;
+    // Statistic buffers inside statBuf_: running max and sum per task slot, rescale per step slot (kWsSlots each:
+    // tasks and steps in flight until their output fold), then scratch and the outputs.
+    static constexpr uint32_t kStatMax = 0, kStatSum = kWsSlots, kStatAlpha = 2 * kWsSlots, kStatBcast = 3 * kWsSlots,
+                              kStatRed = kStatBcast + 1, kStatMaxOut = kStatBcast + 2, kStatSumOut = kStatBcast + 3;
 
     struct Rows {
         uint32_t first;  // first row of this AIV inside the task
@@ -113,8 +120,8 @@ private:
         bool valid;
         FaTask task;
         Rows mine;
-        uint32_t step;  // the core's step number: workspace slot step & 1, flag IDs FlagOf(., step)
-        uint32_t parity;
+        uint32_t step;  // the core's step number: workspace slot WsSlot(step), flag IDs FlagOf(., step)
+        uint32_t taskSlot;
         bool first;
         bool last;
     };
@@ -188,8 +195,8 @@ private:
     }
 
     __aicore__ inline void SoftmaxStep(const FaTask& task, const Rows& mine, int64_t j, uint8_t tileState, uint32_t step,
-                                       uint32_t parity, bool first) {
-        const uint32_t slot = step & 1;
+                                       uint32_t taskSlot, bool first) {
+        const uint32_t slot = WsSlot(step);
         AscendC::CrossCoreWaitFlag(FlagOf(kFlagScoresReady, step));
         if (mine.count == 0) {
             AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kFlagProbsReady, step));
@@ -200,7 +207,7 @@ private:
         c.cols = (uint32_t)FaMin(task.seq.s2 - c.c0, (int64_t)w_);
         c.state = tileState;
         c.slot = slot;
-        c.parity = parity;
+        c.taskSlot = taskSlot;
         c.first = first;
         const uint32_t chunks = CeilDiv(mine.count, chunk_);
         LoadScores(mine, 0, slot);
@@ -216,7 +223,7 @@ private:
     // One chunk of an AIV's rows in a step: rows [r0, r0 + rows) of its half, key columns [c0, c0 + cols).
     struct Chunk {
         int64_t c0;
-        uint32_t cols, r0, rows, slot, parity;
+        uint32_t cols, r0, rows, slot, taskSlot;
         uint8_t state;
         bool first;
     };
@@ -245,7 +252,7 @@ private:
 
         // Running max, rescale factor alpha = exp(m_old - m_new), then p = exp(s - m_new); the chunk's rows of each
         // statistic start at row r0 (a multiple of 8: whole 32 B blocks).
-        AscendC::LocalTensor<float> mRun = Stat(kStatMax + c.parity)[c.r0 * 8];
+        AscendC::LocalTensor<float> mRun = Stat(kStatMax + c.taskSlot)[c.r0 * 8];
         AscendC::LocalTensor<float> alpha = Stat(kStatAlpha + c.slot)[c.r0 * 8];
         AscendC::LocalTensor<float> bcast = Stat(kStatBcast);
         RowReduce<true>(s, c.rows);
@@ -272,7 +279,7 @@ private:
         // Running sum l = alpha * l + rowsum(p), in fp32.
         RowReduce<false>(s, c.rows);
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
-        AscendC::LocalTensor<float> lRun = Stat(kStatSum + c.parity)[c.r0 * 8];
+        AscendC::LocalTensor<float> lRun = Stat(kStatSum + c.taskSlot)[c.r0 * 8];
         if (c.first) {
             AscendC::DataCopy(lRun, bcast, statN);
         } else {
@@ -282,7 +289,7 @@ private:
     }
 
     __aicore__ inline void OutputStep(const Pending& s) {
-        const uint32_t slot = s.step & 1;
+        const uint32_t slot = WsSlot(s.step);
         AscendC::CrossCoreWaitFlag(FlagOf(kFlagOutputReady, s.step));
         if (s.mine.count == 0) return;
         const uint32_t n = s.mine.count * dvPad_;
@@ -308,8 +315,8 @@ private:
     __aicore__ inline void Finalize(const Pending& s) {
         const uint32_t rows = s.mine.count;
         const uint32_t statN = AlignUp(rows, 8) * 8;
-        AscendC::LocalTensor<float> mRun = Stat(kStatMax + s.parity);
-        AscendC::LocalTensor<float> lRun = Stat(kStatSum + s.parity);
+        AscendC::LocalTensor<float> mRun = Stat(kStatMax + s.taskSlot);
+        AscendC::LocalTensor<float> lRun = Stat(kStatSum + s.taskSlot);
         AscendC::LocalTensor<float> divisor = Stat(kStatBcast);
         AscendC::LocalTensor<uint8_t> valid = statBitsBuf_.Get<uint8_t>();
         AscendC::Compares(valid, mRun, kMaskValue, AscendC::CMPMODE::NE, statN);

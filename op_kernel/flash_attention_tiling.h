@@ -99,7 +99,7 @@ struct FlashAttentionTilingData {
     uint64_t mapEntries;      // block-map bytes; an int32 visible-tile count per row follows at mapCountsOffset
     uint64_t mapCountsOffset;
     uint32_t kvGroup;         // K/V/P sub-blocks per GM -> L1 load (one DMA moves kvGroup consecutive Nz tiles)
-    uint32_t reserved1;       // keeps the size a multiple of 8 without implicit padding
+    uint32_t bandTiles;       // 1: some tile is cut by a band (the vector cores keep the band pattern in UB)
 };
 
 // No implicit padding anywhere (host and device copy the struct as raw bytes; padding bytes would be undefined):
@@ -111,8 +111,8 @@ static_assert(NPU_FA_FOLLOWS(sparseMode, preTokens) && NPU_FA_FOLLOWS(vecRows, q
                   NPU_FA_FOLLOWS(coreTaskStart, reserved2) && NPU_FA_FOLLOWS(reserved2, wsPerCore) &&
                   NPU_FA_FOLLOWS(wsOffsetO, maskMode) && NPU_FA_FOLLOWS(maskHeads, maskStrideN) &&
                   NPU_FA_FOLLOWS(mapCores, mapEntries) &&
-                  NPU_FA_FOLLOWS(mapCountsOffset, kvGroup) && NPU_FA_FOLLOWS(kvGroup, reserved1) &&
-                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, reserved1) + sizeof(uint32_t),
+                  NPU_FA_FOLLOWS(mapCountsOffset, kvGroup) && NPU_FA_FOLLOWS(kvGroup, bandTiles) &&
+                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, bandTiles) + sizeof(uint32_t),
               "FlashAttentionTilingData must have no implicit padding");
 #undef NPU_FA_FOLLOWS
 
@@ -209,9 +209,9 @@ FA_INLINE void FaMatmulChunks(uint32_t mPad, uint32_t k, uint32_t n, uint32_t& k
 // allocates exactly these; the tiling sizes blocks so that their sum fits the usable UB.
 struct FaUbSizes {
     uint32_t s;      // scores / probabilities in fp32, two [chunk, w] buffers (load of one overlaps work on the other)
-    uint32_t dmat;   // (column - row) pattern for band masks [chunk, w]
-    uint32_t bits;   // compare bit mask over [chunk, w]
-    uint32_t fold;   // row-reduction scratch [chunk, 64] fp32, also the mask's [chunk, w] half scratch
+    uint32_t dmat;   // (column - row) pattern for band masks [chunk, w] (only with bands)
+    uint32_t bits;   // compare bit mask over [chunk, w] (only with bands or a dense mask)
+    uint32_t fold;   // row-reduction scratch [chunk, 64] fp32, also the masks' [chunk, w] half scratch
     uint32_t p;      // probabilities in half precision, two [chunk, w] buffers; the output [rows, dvPad] at the end
     uint32_t opart;  // partial output P*V of one step, fp32 [rows, dvPad]
     uint32_t acc;    // running output, fp32 [rows, dvPad]
@@ -221,18 +221,20 @@ struct FaUbSizes {
                      // free between its uses); their half copy uses `fold`
     uint32_t total;
 };
-constexpr uint32_t kFaStatBuffers = 10;  // max x2, sum x2, alpha x2, broadcast, reduce, max out, sum out
+constexpr uint32_t kFaStepSlots = 3;      // forward steps in flight per core: workspace slots, UB statistic sets
+constexpr uint32_t kFaStatBuffers = 3 * kFaStepSlots + 4;  // max, sum, alpha per slot; broadcast, reduce, max/sum out
 
 // UB of one AIV for `rows` query rows (its half of a task) walked in chunks of `chunk` rows.
-FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t dvPad, bool denseMask) {
+FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t dvPad, bool denseMask, bool band) {
     FaUbSizes u;
     const uint32_t r = rows == 0 ? 1 : rows;
     const uint32_t c = chunk == 0 ? 1 : chunk;
     const uint32_t r8 = AlignUp(r, 8);
     u.s = 2 * c * w * 4;
-    u.dmat = c * w * 4;
-    u.bits = AlignUp(c * w / 8, 32);
-    u.fold = c * (w * 2 > 256 ? w * 2 : 256);
+    const bool masks = band || denseMask;
+    u.dmat = band ? c * w * 4 : 0;
+    u.bits = masks ? AlignUp(c * w / 8, 32) : 0;
+    u.fold = c * (masks && w * 2 > 256 ? w * 2 : 256);
     u.p = 2 * c * w * 2 > r * dvPad * 2 ? 2 * c * w * 2 : r * dvPad * 2;
     u.opart = r * dvPad * 4;
     u.acc = r * dvPad * 4;

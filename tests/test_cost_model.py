@@ -73,7 +73,7 @@ def test_double_buffering_and_serialisation(lib, rng):
 
 @pytest.fixture(scope="module")
 def fa_reports():
-    return {causal: profiler.profile(chip=CHIP, heads=3, kv_heads=1, seqlen=397, head_dim=128, dtype="bf16",
+    return {causal: profiler.profile(chip=CHIP, heads=3, kv_heads=1, seqlen=1297, head_dim=128, dtype="bf16",
                                      causal=causal, bins=50) for causal in (False, True)}
 
 
@@ -187,3 +187,94 @@ def test_hbm_shared_by_all_cores(lib, table, rng):
     wide = profiler.model_trace(lib, CHIP, overrides={"chip.hbm_bytes_per_cycle": 1e6})
     one = max(c["end"] for c in wide["cores"])
     assert cm["cycles"] > 1.5 * one  # 40 cores streaming at once are HBM-bound; alone each is not
+
+
+MEM = Path(__file__).parent / "kernels" / "costmodel" / "memory.cpp"
+
+
+@pytest.fixture(scope="module")
+def mem():
+    return twin.compile_kernel(MEM)
+
+
+def _copy_cycles(mem, rng, blocks, length, overrides=None):
+    """Modeled MTE2 and MTE3 cycles of one DataCopyPad each way of `blocks` bursts of `length` bytes."""
+    x = rng.standard_normal(blocks * length // 4).astype(np.float32)
+    out = np.zeros_like(x)
+    mem.launch("gm_read", 1, np.array([0, blocks, length, 0], np.int32), x, out, trace=True)
+    np.testing.assert_array_equal(out, x)
+    sch = _schedule(profiler.model_trace(mem, CHIP, overrides=overrides))
+    return [d for name, pipe, d in sch if pipe == "MTE2"][0], [d for name, pipe, d in sch if pipe == "MTE3"][0]
+
+
+def test_burst_size(mem, table, rng):
+    """The same bytes in bursts below dma.burst.small move at the small-burst band's rate (msopmodeling's
+    pkt_param fit), in one long burst at the path's rate; 64-255-B bursts keep the full rate unless the threshold is
+    raised to 256."""
+    lat2, lat3, bw2, bw3 = (table[k] for k in ("mte2.gm_ub.lat", "mte3.ub_gm.lat", "mte2.gm_ub.bw", "mte3.ub_gm.bw"))
+    nb, small = int(rng.integers(150, 400)), 4 * int(rng.integers(3, 16))  # 12-60 B bursts
+    b = nb * small
+    slow = _copy_cycles(mem, rng, nb, small)
+    fast = _copy_cycles(mem, rng, 1, b)
+    band = table["dma.burst.lt64.bw"]
+    assert slow == (pytest.approx(lat2 + b / min(bw2, band)), pytest.approx(lat3 + b / min(bw3, band)))
+    assert fast == (pytest.approx(lat2 + b / bw2), pytest.approx(lat3 + b / bw3))
+    raised = {"dma.burst.small": 256}
+    for lo, hi, key in ((64, 128, "dma.burst.lt128.bw"), (128, 256, "dma.burst.lt256.bw")):
+        length = 4 * int(rng.integers(lo // 4, hi // 4))
+        nb = int(rng.integers(50, 150))
+        assert _copy_cycles(mem, rng, nb, length)[0] == pytest.approx(lat2 + nb * length / bw2)  # on-device: full rate
+        assert _copy_cycles(mem, rng, nb, length, raised)[0] == pytest.approx(lat2 + nb * length / table[key])
+
+
+def _reread(mem, rng, blocks, n, tile, passes, overrides):
+    x = rng.standard_normal(blocks * n).astype(np.float32)
+    mem.launch("gm_read", blocks, np.array([1, n, tile, passes], np.int32), x, np.zeros(1, np.float32), trace=True)
+    return profiler.model_trace(mem, CHIP, overrides=overrides), x.nbytes
+
+
+def test_l2_capacity(mem, table, rng):
+    """LRU over 512-B lines: a buffer re-read after more than l2.bytes of other lines misses again, one that fits hits."""
+    assert {r["key"]: r["value"] for r in _C.cost_params("Ascend910B4")}["l2.bytes"] == 96 * 2**20
+    assert {r["key"]: r["value"] for r in _C.cost_params("Ascend910B1")}["l2.bytes"] == 192 * 2**20
+    tile = 64 * int(rng.integers(20, 40))
+    n = tile * int(rng.integers(30, 60))
+    line = 512
+    fits, x = _reread(mem, rng, 1, n, tile, 2, {"l2.bytes": 2 * 4 * n})
+    assert x <= fits["hbm_bytes"] <= x + 2 * line and fits["l2_hit_bytes"] >= x - 2 * line
+    spills, x = _reread(mem, rng, 1, n, tile, 2, {"l2.bytes": 2 * n})  # half the buffer: streaming evicts it
+    # only lines two neighbouring tiles share (tiles need not be 512-B aligned) still hit
+    assert spills["hbm_bytes"] >= 2 * x and spills["l2_hit_bytes"] <= 2 * line * n // tile
+    # 40 cores re-reading their slices in 75-150 KB DMAs: the misses run at the HBM share, the hits at the L2 share.
+    blocks, tile = 40, 64 * int(rng.integers(300, 600))
+    n = tile * int(rng.integers(2, 4))
+    hit, x = _reread(mem, rng, blocks, n, tile, 2, {"l2.bytes": 2 * 4 * n * blocks})
+    miss, _ = _reread(mem, rng, blocks, n, tile, 2, {"l2.bytes": 2 * n * blocks})
+    assert miss["hbm_bytes"] >= 2 * x > hit["hbm_bytes"]
+    assert miss["cycles"] >= 0.93 * miss["hbm_bytes"] / table["chip.hbm_bytes_per_cycle"]  # fair-share fixed point
+    assert hit["cycles"] < miss["cycles"]
+
+
+def test_l2_bandwidth_caps_many_cores(mem, table, rng):
+    """Cores re-reading L2-resident slices share the aggregate L2 bandwidth (l2.bytes_per_cycle)."""
+    blocks, tile = int(rng.integers(40, 48)), 64 * int(rng.integers(300, 600))  # 75-150 KB DMAs: near the path rate
+    n = tile * int(rng.integers(2, 4))
+    base, x = _reread(mem, rng, blocks, n, tile, 8, None)
+    assert base["l2_hit_bytes"] >= 7 * x - 2 * 512 * blocks
+    assert base["cycles"] >= 0.93 * base["l2_hit_bytes"] / table["l2.bytes_per_cycle"]
+    narrow, _ = _reread(mem, rng, blocks, n, tile, 8, {"l2.bytes_per_cycle": 1000})
+    wide, _ = _reread(mem, rng, blocks, n, tile, 8, {"l2.bytes_per_cycle": 1e9})
+    assert narrow["cycles"] >= 0.93 * narrow["l2_hit_bytes"] / 1000
+    assert wide["cycles"] < base["cycles"] < narrow["cycles"]
+    assert narrow["cycles"] > 2 * wide["cycles"]
+
+
+def test_sampled_blocks_with_small_l2():
+    """Block sampling gives the traced blocks the whole L2: with a capacity the FA working set overflows, the sampled
+    model stays close to the full one (cores of one head share its K/V, the bulk of the traffic)."""
+    kw = dict(heads=6, seqlen=2048, head_dim=128, model_only=True, bins=0, overrides={"l2.bytes": 4e6})
+    full, part = profiler.profile(**kw), profiler.profile(**kw, sample_blocks=3)
+    roomy = profiler.profile(**{**kw, "overrides": {}})
+    assert full["hbm_bytes"] > 5 * roomy["hbm_bytes"]  # the small L2 misses on the K/V re-reads
+    assert 0.75 * full["hbm_bytes"] <= part["hbm_bytes"] <= 1.25 * full["hbm_bytes"]
+    assert part["modeled_time_us"] == pytest.approx(full["modeled_time_us"], rel=0.2)

@@ -390,3 +390,18 @@ def test_work_split_balances_visible_tiles(gen):
     per_task = s2 // 128
     assert max(steps) <= -(-total // len(steps)) + per_task, steps  # within one task of an even share
     assert min(steps) >= total // len(steps) - per_task, steps
+
+
+@pytest.mark.parametrize("mode", [6, 3, 4])
+def test_wide_steps_bands_and_prefix(gen, mode):
+    """Steps of 512-1024 keys: prefix columns past the first 128 of a step, and causal / band edges inside a wide
+    step, against the reference (a prefix mask that only covered a step's first 128 columns passed with 128-key steps)."""
+    s1, s2 = int(torch.randint(200, 330, (1,), generator=gen)), int(torch.randint(900, 1300, (1,), generator=gen))
+    q, k, v = make_qkv(gen, "BNSD", 2, 2, 1, s1, s2, 64, 64, torch.bfloat16)
+    kw = dict(scale=0.125, sparse_mode=mode)
+    if mode == 6:
+        kw["prefix"] = [int(torch.randint(s2 - s1, s2 + 1, (1,), generator=gen)) for _ in range(2)]  # its range
+    if mode == 4:
+        kw.update(pre_tokens=int(torch.randint(100, 600, (1,), generator=gen)), next_tokens=300)
+    info = run_and_check(q, k, v, 2, "BNSD", **kw)["info"]
+    assert info["s2_block"] >= 512 and info["band_tiles"] == 1

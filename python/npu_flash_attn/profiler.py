@@ -61,6 +61,7 @@ def _summarize(cm: dict, chip: str, flops: float) -> dict:
             "tflops": flops / (us * 1e-6) / 1e12, "cube_peak_tflops": peak / 1e12,
             "utilization": flops / (us * 1e-6) / peak, "pipe_busy": busy, "roofline_us": bounds, "bound": bound,
             "cube_macs": cm["macs"], "gm_bytes": cm["gm_bytes"], "hbm_bytes": cm["hbm_bytes"],
+            "l2_hit_bytes": cm["l2_hit_bytes"],
             "cores": [{"name": c["name"], "end_us": c["end"] / mhz,
                        "busy": {p: v / cycles if cycles else 0.0 for p, v in c["busy"].items()}} for c in cm["cores"]]}
 
@@ -154,7 +155,7 @@ def _combine(parts: list, chip: str, flops: float) -> dict:
                cube_peak_tflops=peak / 1e12, utilization=flops / (us * 1e-6) / peak, pipe_busy=busy,
                roofline_us=bounds, bound=max(bounds, key=bounds.get),
                cube_macs=sum(p["cube_macs"] for p in parts), gm_bytes=sum(p["gm_bytes"] for p in parts),
-               hbm_bytes=sum(p["hbm_bytes"] for p in parts), cores=[],
+               hbm_bytes=sum(p["hbm_bytes"] for p in parts), l2_hit_bytes=sum(p["l2_hit_bytes"] for p in parts), cores=[],
                launches=[{k: p[k] for k in ("modeled_time_us", "pipe_busy", "roofline_us", "bound")} for p in parts])
     return rep
 

@@ -196,6 +196,12 @@ class KernelLibrary:
                                              ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
                                              ctypes.POINTER(ctypes.c_uint64), ctypes.c_int, ctypes.c_int,
                                              ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t]
+        self._lib.twin_launch_v3.restype = ctypes.c_int
+        self._lib.twin_launch_v3.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_char_p,
+                                             ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+                                             ctypes.POINTER(ctypes.c_uint64), ctypes.c_int, ctypes.c_int,
+                                             ctypes.c_uint64, ctypes.c_int, ctypes.POINTER(ctypes.c_uint32),
+                                             ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
         self._lib.twin_trace_cores.restype = ctypes.c_int
         self._lib.twin_trace_core_name.restype = ctypes.c_char_p
         self._lib.twin_trace_core_name.argtypes = [ctypes.c_int]
@@ -208,11 +214,15 @@ class KernelLibrary:
         self._output = ""
 
     def launch(self, kernel: str, block_dim: int, *buffers: Any, kernel_type: str | int = "aiv",
-               chip: str = DEFAULT_CHIP, check_gm: bool = True, trace: bool = False, tiling_key: int = 0) -> None:
+               chip: str = DEFAULT_CHIP, check_gm: bool = True, trace: bool = False, tiling_key: int = 0,
+               model_only: bool = False, sample_blocks: Sequence[int] = ()) -> None:
         """Run `kernel` over `block_dim` blocks. Buffers are passed as the kernel's GM_ADDR arguments, in order.
 
         With check_gm, any GM access outside the passed buffers raises TwinError. `tiling_key` is the value
         TILING_KEY_IS(k) compares against (g_tilingKey), as the host's SetTilingKey sets it.
+        model_only=True runs the control flow, data moves and trace without the vector/cube arithmetic (outputs
+        undefined, no hazard checks; twin::LaunchOptions::modelOnly). sample_blocks (model-only): the ascending block
+        indices to run instead of all; the kernel still sees block_dim.
         """
         try:
             fn = ctypes.cast(getattr(self._lib, kernel), ctypes.c_void_p).value
@@ -229,6 +239,7 @@ class KernelLibrary:
             raise TypeError(f"tiling_key must be an int, got {type(tiling_key).__name__}") from None
         if not 0 <= tiling_key < 2**64:
             raise ValueError(f"tiling_key must be in [0, 2**64), got {tiling_key}")
+        sample = [operator.index(b) for b in sample_blocks]  # the launch checks them (model-only, ascending)
         bufs = [_as_buffer(b) for b in buffers]
         n = len(bufs)
         args = (ctypes.c_void_p * max(n, 1))(*[b[0] or None for b in bufs])
@@ -236,8 +247,9 @@ class KernelLibrary:
         err = ctypes.create_string_buffer(4096)
         with self._launch_lock:
             self._lib.twin_print_clear()
-            rc = self._lib.twin_launch_v2(fn, kt, block_dim, chip.encode(), n, args, sizes, int(check_gm), int(trace),
-                                          tiling_key, err, len(err))
+            blocks = (ctypes.c_uint32 * max(len(sample), 1))(*sample)
+            rc = self._lib.twin_launch_v3(fn, kt, block_dim, chip.encode(), n, args, sizes, int(check_gm), int(trace),
+                                          tiling_key, int(model_only), blocks, len(sample), err, len(err))
             self._output = self._lib.twin_print_output().decode(errors="replace")
         if self._output:  # printf / DumpTensor / assert output, shown as the device's would be
             sys.stdout.write(self._output)

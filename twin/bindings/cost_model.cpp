@@ -66,6 +66,7 @@ py::dict Run(const twin::cost::Params& P, std::vector<twin::cost::CoreTrace> cor
     d["macs"] = r.macs;
     d["gm_bytes"] = r.gmBytes;
     d["hbm_bytes"] = r.hbmBytes;
+    d["l2_hit_bytes"] = r.l2HitBytes;
     py::list cl;
     for (size_t c = 0; c < cores.size(); ++c) {
         py::dict e, busy;
@@ -123,15 +124,17 @@ py::dict Run(const twin::cost::Params& P, std::vector<twin::cost::CoreTrace> cor
     return d;
 }
 
-// Standalone kernels: [(core name, address of its TraceRec array, length)] from npu_flash_attn.twin.
+// Standalone kernels: [(core name, address of its TraceRec array, length)] from npu_flash_attn.twin. block_scale:
+// launch blocks per traced block (a block-sampled model-only launch), as AddCostModel derives for the ops.
 py::dict CostModelTrace(const std::vector<std::tuple<std::string, uintptr_t, uint64_t>>& cores, const std::string& chip,
-                        const std::map<std::string, double>& overrides, int keepBlocks, int bins) {
+                        const std::map<std::string, double>& overrides, int keepBlocks, int bins, double blockScale) {
+    if (!(blockScale >= 1)) throw py::value_error("block_scale must be >= 1 (launch blocks per traced block)");
     std::vector<twin::cost::CoreTrace> cs;
     for (const auto& [name, addr, n] : cores) {
         const bool aic = name.rfind("AIC", 0) == 0;
         cs.push_back({name, aic, twin::cost::BlockOfName(name, aic), (const twin::TraceRec*)addr, (size_t)n});
     }
-    return Run(MakeParams(ChipOf(chip), overrides), cs, keepBlocks, bins);
+    return Run(MakeParams(ChipOf(chip), overrides), cs, keepBlocks, bins, blockScale);
 }
 
 py::list CostParams(const std::string& chip) {
@@ -171,7 +174,8 @@ void AddCostModel(const twin::LaunchResult& r, const npu_fa::ChipSpec& chip, py:
 void RegisterCostModel(py::module_& m) {
     m.def("cost_params", &CostParams, py::arg("chip"));
     m.def("cost_model_trace", &CostModelTrace, py::arg("cores"), py::arg("chip"),
-          py::arg("overrides") = std::map<std::string, double>{}, py::arg("keep_blocks") = 1, py::arg("bins") = 0);
+          py::arg("overrides") = std::map<std::string, double>{}, py::arg("keep_blocks") = 1, py::arg("bins") = 0,
+          py::arg("block_scale") = 1.0);
     m.def("set_cost_model",
           [](bool on, int keepBlocks, int bins, const std::map<std::string, double>& overrides, bool modelOnly,
              int sampleBlocks) {

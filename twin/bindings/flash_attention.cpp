@@ -49,6 +49,7 @@ py::dict PlanInfo(const Plan& plan) {
     info["s1_block"] = tiling.s1Block;
     info["s2_block"] = tiling.s2Block;
     info["vec_rows"] = tiling.vecRows;
+    info["band_tiles"] = tiling.bandTiles;
     info["k_chunk_qk"] = tiling.kChunkQK;
     info["n_chunk_qk"] = tiling.nChunkQK;
     info["k_chunk_pv"] = tiling.kChunkPV;

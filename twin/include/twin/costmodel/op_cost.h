@@ -1,6 +1,7 @@
 // Cost of one trace record on dav-2201: which of the core's in-order pipes runs it and for how long, from the
 // parameter table (params.h). Records are classified once per distinct op name (names are string literals).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -45,7 +46,8 @@ struct VecCoef {
 struct Rates {
     VecCoef vec[(int)Family::COUNT] = {};
     double ubcopyBw, ubcopyLat, cubeHead, cubeFractal, l0aBw, l0bBw, mte1Lat, smallBw, gmUbBw, gmUbLat, gmL1Bw, gmL1Lat,
-        fillBw, ubGmBw, ubGmLat, ubL1Bw, l1GmBw, fixGmBw, fixGmLat, fixL1Bw, smallLat, scalarIssue, scalarOp;
+        fillBw, ubGmBw, ubGmLat, ubL1Bw, l1GmBw, fixGmBw, fixGmLat, fixL1Bw, smallLat, scalarIssue, scalarOp, burstSmall;
+    double burstBw[3];  // bursts below 64, 128, 256 B
     explicit Rates(const Params& P) {
         auto v = [&](Family f, const char* k) {
             const std::string b = std::string("vec.") + k + ".";
@@ -74,6 +76,8 @@ struct Rates {
         ubGmBw = P["mte3.ub_gm.bw"], ubGmLat = P["mte3.ub_gm.lat"], ubL1Bw = P["mte3.ub_l1.bw"], l1GmBw = P["mte3.l1_gm.bw"];
         fixGmBw = P["fix.l0c_gm.bw"], fixGmLat = P["fix.l0c_gm.lat"], fixL1Bw = P["fix.l0c_l1.bw"];
         smallLat = P["dma.small.lat"], scalarIssue = P["scalar.issue"], scalarOp = P["scalar.op"];
+        burstSmall = P["dma.burst.small"];
+        burstBw[0] = P["dma.burst.lt64.bw"], burstBw[1] = P["dma.burst.lt128.bw"], burstBw[2] = P["dma.burst.lt256.bw"];
     }
 };
 
@@ -132,6 +136,23 @@ inline GmSide GmSideOf(Family f) {
 
 inline bool IsVector(Family f) { return f >= Family::VecBinary && f <= Family::UbCopy; }
 
+// Rate of a GM transfer (the part the HBM and L2 shares stretch): its path's rate, or the small-burst band's when
+// its bursts (bytes / block count: DataCopy blocks, Nd2Nz rows, Fixpipe rows) are shorter than dma.burst.small.
+inline double PathBw(const Rates& R, Family f, const TraceRec& r) {
+    double bw = 0;
+    switch (f) {
+        case Family::GmToUb: bw = R.gmUbBw; break;
+        case Family::GmToL1: bw = R.gmL1Bw; break;
+        case Family::UbToGm: bw = R.ubGmBw; break;
+        case Family::L1ToGm: bw = R.l1GmBw; break;
+        case Family::FixToGm: bw = R.fixGmBw; break;
+        default: return 0;
+    }
+    const double burst = (double)r.bytes / std::max<uint32_t>(1, r.repeats);
+    if (burst >= R.burstSmall) return bw;
+    return std::min(bw, R.burstBw[burst < 64 ? 0 : burst < 128 ? 1 : 2]);
+}
+
 // Occupancy of the pipe (cycles) for one instruction, without the vector head/tail and without HBM slowdown;
 // `l0b`: an L1->L0 load whose destination is L0B.
 inline double BodyCycles(const Rates& R, Family f, const TraceRec& r, bool l0b) {
@@ -147,29 +168,18 @@ inline double BodyCycles(const Rates& R, Family f, const TraceRec& r, bool l0b) 
         case Family::Mmad: return R.cubeFractal * r.repeats;  // repeats: fractals (M1 * N1 * K1)
         case Family::L1ToL0: return R.mte1Lat + b / (l0b ? R.l0bBw : R.l0aBw);
         case Family::L1ToSmall: return R.mte1Lat + b / R.smallBw;
-        case Family::GmToUb: return R.gmUbLat + b / R.gmUbBw;
-        case Family::GmToL1: return R.gmL1Lat + b / R.gmL1Bw;
+        case Family::GmToUb: return R.gmUbLat + b / PathBw(R, f, r);
+        case Family::GmToL1: return R.gmL1Lat + b / PathBw(R, f, r);
         case Family::L1Fill: return R.smallLat + b / R.fillBw;
-        case Family::UbToGm: return R.ubGmLat + b / R.ubGmBw;
+        case Family::UbToGm: return R.ubGmLat + b / PathBw(R, f, r);
         case Family::UbToL1: return R.smallLat + b / R.ubL1Bw;
-        case Family::L1ToGm: return R.ubGmLat + b / R.l1GmBw;
-        case Family::FixToGm: return R.fixGmLat + b / R.fixGmBw;
+        case Family::L1ToGm: return R.ubGmLat + b / PathBw(R, f, r);
+        case Family::FixToGm: return R.fixGmLat + b / PathBw(R, f, r);
         case Family::FixToL1: return R.smallLat + b / R.fixL1Bw;
         default: return R.vec[(int)f].slope * r.repeats;  // vector families
     }
 }
 
-// Rate of a GM transfer's path (the part the HBM slowdown stretches).
-inline double PathBw(const Rates& R, Family f) {
-    switch (f) {
-        case Family::GmToUb: return R.gmUbBw;
-        case Family::GmToL1: return R.gmL1Bw;
-        case Family::UbToGm: return R.ubGmBw;
-        case Family::L1ToGm: return R.l1GmBw;
-        case Family::FixToGm: return R.fixGmBw;
-        default: return 0;
-    }
-}
 
 inline const char* FamilyName(Family f) {
     static const char* n[] = {"scalar", "vec.binary", "vec.scalar", "vec.exp", "vec.div", "vec.cast", "vec.cmp",

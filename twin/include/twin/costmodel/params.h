@@ -28,8 +28,8 @@ inline const ParamRow kCoreRows[] = {
     {"scalar.op", 4, "cycle/instr", "scalar UB/GM access (GetValue/SetValue, tiling reads); no public figure", "assumed"},
     {"queue.depth", 32, "instr", "ascendc_api_and_chips.md sec.10: MTE1 and MMAD queues 32 deep (used for every pipe)", "assumed"},
     {"flag.latency", 2, "cycle", "intra-core set->wait; pto-isa: V->S->V round trip <= 10", "assumed"},
-    {"cross.latency", 200, "cycle", "CrossCoreSetFlag -> waiting core; no public number (FA fit implies <= 1000/tile)", "assumed"},
-    {"syncall.latency", 500, "cycle", "SyncAll release after the last arrival; no public number", "assumed"},
+    {"cross.latency", 200, "cycle", "CrossCoreSetFlag -> waiting core; none in pto-isa (perf-sim: 0), msopmodeling 1.0.9 (inter-core flags: 0) or the CANN ini; pto-isa FA fit implies <= 1000 per tile", "assumed"},
+    {"syncall.latency", 500, "cycle", "SyncAll release after the last arrival; no figure in pto-isa, msopmodeling 1.0.9 or the CANN ini", "assumed"},
     {"launch.cycles", 10905, "cycle", "pto-isa fa_cost_model.py launch overhead (about 6 us)", "fitted"},
 
     {"vec.binary.slope", 2, "cycle/repeat", "pto-isa 910B3 fit vadd 2.11r+24, vmax 2.01r+23, vmul 2.3r+25", "measured"},
@@ -79,17 +79,27 @@ inline const ParamRow kCoreRows[] = {
     {"mte2.gm_l1.lat", 264, "cycle", "by analogy with GM->UB", "assumed"},
     {"mte2.fill.bw", 18.6, "B/cycle", "L1 fill (create_cbuf_matrix) 32 GiB/s, pto-isa flat table", "measured"},
     {"mte3.ub_gm.bw", 109.4, "B/cycle", "msopmodeling UB->GM 1 core 188.46 GiB/s at 1.85 GHz", "measured"},
-    {"mte3.ub_gm.lat", 200, "cycle", "no on-device MTE3 latency; Hill fit K/peak 107, GM->UB 264", "assumed"},
+    {"mte3.ub_gm.lat", 185, "cycle", "msopmodeling 1.0.9 op_model/slice_v2.py: 1e-7 s head per MTE2/MTE3 transfer (185 cycles at 1.85 GHz); pto-isa Hill fit K/peak 107", "fitted"},
     {"mte3.ub_l1.bw", 113.6, "B/cycle", "msopmodeling UB->SHM 196 GiB/s at 1.85 GHz", "measured"},
     {"mte3.l1_gm.bw", 18.6, "B/cycle", "pto-isa flat table L1->GM 32 GiB/s", "measured"},
     {"fix.l0c_gm.bw", 40.6, "B/cycle", "msopmodeling L0C->GM 70 GiB/s at 1.85 GHz (see the Fixpipe caution)", "measured"},
-    {"fix.l0c_gm.lat", 200, "cycle", "no figure (Hill fit suggests about 1200, low confidence)", "assumed"},
+    {"fix.l0c_gm.lat", 200, "cycle", "no figure in msopmodeling 1.0.9 or the CANN ini; pto-isa Hill fit K/peak about 1200 (low confidence)", "assumed"},
     {"fix.l0c_l1.bw", 128, "B/cycle", "ascendc notes: L0C->L1 128 B/cycle for f16/bf16 output", "measured"},
     {"dma.small.lat", 30, "cycle", "on-core DMA latency (UB->L1, L0C->L1, L1 fills)", "assumed"},
+    // Burst (contiguous GM run: DataCopy block, Nd2Nz row, Fixpipe row) below dma.burst.small moves at the band rate
+    // (capped by the path's). msopmodeling's bands are 64/128/256 B; on-device 127-B and 254-B rows run at the full
+    // rate, so by default only the lowest band applies (dma.burst.small=256 applies all three).
+    {"dma.burst.small", 64, "B", "pto-isa 910B3 TLOAD on-device: 127-B and 254-B rows fit 264 + B/128 within 0.3 %", "fitted"},
+    {"dma.burst.lt64.bw", 1.967, "B/cycle", "msopmodeling 1.0.9 910B1.yaml pkt_param 64B (a=0.295): 1/a GiB/s at 1.85 GHz", "fitted"},
+    {"dma.burst.lt128.bw", 2.134, "B/cycle", "msopmodeling 1.0.9 910B1.yaml pkt_param 128B (a=0.272): 1/a GiB/s at 1.85 GHz", "fitted"},
+    {"dma.burst.lt256.bw", 1.802, "B/cycle", "msopmodeling 1.0.9 910B1.yaml pkt_param 256B (a=0.322): 1/a GiB/s at 1.85 GHz", "fitted"},
 
-    {"gm.line", 512, "B", "L2 line for the first-touch HBM estimate (pto-isa perf-sim L2 default)", "assumed"},
-    {"gm.bin", 500, "cycle", "time bin of the HBM fair-share fixed point", "assumed"},
+    {"gm.line", 512, "B", "L2 line of the LRU capacity model (pto-isa perf-sim L2 default)", "assumed"},
+    {"gm.bin", 500, "cycle", "time bin of the HBM and L2 fair-share fixed point", "assumed"},
 };
+
+// Aggregate L2 bandwidth of a 2201 die (chip_spec.h has only the per-core .ini rates).
+constexpr double kL2GBps = 7000;
 
 // The chip rows, derived from op_host/chip_spec.h, then every per-core row.
 inline std::vector<ParamRow> ChipRows(const npu_fa::ChipSpec& chip) {
@@ -101,6 +111,9 @@ inline std::vector<ParamRow> ChipRows(const npu_fa::ChipSpec& chip) {
         {"chip.cube_flop_per_cycle", 8192, "FLOP/cycle/AIC", "16x16x16 MAC per cycle (b16)", "measured"},
         {"chip.hbm_gbps", chip.hbmGBps, "GB/s", "op_host/chip_spec.h; msopmodeling GM<->L2 1638 GiB/s, 48-core GM->UB 1617 GiB/s", "fitted"},
         {"chip.hbm_bytes_per_cycle", chip.hbmGBps * 1e3 / chip.cubeFreqMHz, "B/cycle", "chip.hbm_gbps / chip.clock_mhz", "derived"},
+        {"l2.bytes", (double)chip.l2Size, "B", "op_host/chip_spec.h l2Size: 192 MB on 910B1/B2/B3/910_93, 96 MB on B4 (update_2026_12.md sec.1)", "measured"},
+        {"l2.gbps", kL2GBps, "GB/s", "asc-devkit docs/zh/guide, SIMD optimisation / memory access / L2 Cache split page: 192 MB L2, read/write mixed about 7 TB/s (GM 1.6 TB/s); B4 assumed the same", "measured"},
+        {"l2.bytes_per_cycle", kL2GBps * 1e3 / chip.cubeFreqMHz, "B/cycle", "l2.gbps / chip.clock_mhz, shared by all cores", "derived"},
     };
     rows.insert(rows.end(), std::begin(kCoreRows), std::end(kCoreRows));
     return rows;

@@ -2,17 +2,18 @@
 // M, FIX; AIV: S, MTE2, MTE3, V) fed in program order by the scalar unit. An instruction starts when its pipe is free,
 // its queue has room and every wait in front of it is met: SetFlag/WaitFlag events (source pipe drained -> destination
 // pipe released), PipeBarrier, CrossCoreSetFlag/WaitFlag between cores (with a latency) and SyncAll. GM transfers
-// share the chip's HBM bandwidth: 512-B lines a launch touches for the first time are HBM traffic, the rest is taken
-// as L2 hits; each transfer moves its HBM lines at a fair share of the bandwidth (a fixed point over the passes).
+// go through an LRU L2 of 512-B lines: lines not resident are HBM traffic, the rest L2 hits; each transfer moves its
+// HBM lines at a fair share of the HBM bandwidth and all its lines at a fair share of the aggregate L2 bandwidth (a
+// fixed point over the passes).
 #pragma once
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
 #include <deque>
+#include <list>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "twin/costmodel/op_cost.h"
@@ -47,9 +48,10 @@ struct Options {
     std::vector<bool> keep;   // per core: record its per-instruction schedule
     size_t keepCap = 2000000;  // at most this many schedule entries
     int bins = 0;             // per-core per-pipe busy histogram over the run (0: none)
-    int passes = 12;          // at most this many HBM fixed-point passes
-    // A block-sampled launch: each traced block stands for this many (numBlocks / sampled blocks). Its HBM transfers
-    // count that many times in the bandwidth shares, and the MAC and byte totals are scaled to the whole launch.
+    int passes = 12;          // at most this many passes of the HBM / L2 fair-share fixed point
+    // A block-sampled launch: each traced block stands for this many (numBlocks / sampled blocks). Its GM transfers
+    // count that many times in the HBM and L2 bandwidth shares (the L2 capacity is the whole chip's), and the MAC
+    // and byte totals are scaled to the whole launch.
     double blockScale = 1;
 };
 
@@ -69,7 +71,7 @@ struct Result {
     std::vector<Interval> schedule;
     std::vector<float> hist;  // [core][pipe][bin] busy fraction
     double binCycles = 0;
-    uint64_t macs = 0, gmBytes = 0, hbmBytes = 0;
+    uint64_t macs = 0, gmBytes = 0, hbmBytes = 0, l2HitBytes = 0;
     std::array<double, (int)Family::COUNT> familyCycles{};
     std::array<uint64_t, (int)Family::COUNT> familyCount{};
 };
@@ -80,6 +82,7 @@ public:
         depth_ = (size_t)P["queue.depth"];
         flagLat_ = P["flag.latency"], crossLat_ = P["cross.latency"], syncLat_ = P["syncall.latency"];
         line_ = (uint64_t)P["gm.line"], bin_ = P["gm.bin"], hbmBpc_ = P["chip.hbm_bytes_per_cycle"];
+        l2Bpc_ = P["l2.bytes_per_cycle"], l2Bytes_ = P["l2.bytes"];
         Prepare();
     }
 
@@ -98,16 +101,17 @@ public:
         }
         res.launchCycles = P_["launch.cycles"];
         res.clockMHz = P_["chip.clock_mhz"];
-        for (auto& d : dmas_) res.hbmBytes += (uint64_t)d.hbm;
+        for (auto& d : dmas_) res.hbmBytes += (uint64_t)d.hbm, res.l2HitBytes += d.bytes - std::min(d.bytes, (uint64_t)d.hbm);
         res.macs = (uint64_t)(res.macs * scale_), res.gmBytes = (uint64_t)(res.gmBytes * scale_);
-        res.hbmBytes = (uint64_t)(res.hbmBytes * scale_);
+        res.hbmBytes = (uint64_t)(res.hbmBytes * scale_), res.l2HitBytes = (uint64_t)(res.l2HitBytes * scale_);
         return res;
     }
 
 private:
-    struct Dma {  // one GM transfer: its GM range, HBM lines and share of the HBM bandwidth
+    struct Dma {  // one GM transfer: its GM range, HBM lines and shares of the HBM and L2 bandwidths
         uint64_t addr, bytes;
-        double start = 0, xferStart = 0, end = 0, hbm = 0, k = 1;  // k: transfers sharing HBM with it
+        double start = 0, xferStart = 0, end = 0, hbm = 0;
+        double k = 1, kl = 1;  // transfers sharing HBM / L2 with it
     };
     struct Sim {
         size_t pc = 0;
@@ -126,7 +130,7 @@ private:
     Rates R_;
     std::vector<CoreTrace> cores_;
     size_t depth_;
-    double flagLat_, crossLat_, syncLat_, bin_, hbmBpc_, scale_ = 1;
+    double flagLat_, crossLat_, syncLat_, bin_, hbmBpc_, l2Bpc_, l2Bytes_, scale_ = 1;
     uint64_t line_;
     std::vector<std::vector<Family>> fam_;  // per core, per record (instructions)
     std::vector<std::vector<uint8_t>> l0b_;  // per core, per record: L1->L0 load into L0B
@@ -202,45 +206,80 @@ private:
         }
     }
 
-    // HBM bytes per GM transfer: the 512-B lines it is the first to touch (HBM moves whole lines), in the order the
-    // first pass started the transfers.
+    // HBM bytes per GM transfer: its 512-B lines that are not resident in an LRU L2 of l2.bytes (reads and writes
+    // allocate; HBM moves whole lines), in the order the first pass started the transfers. A sampled launch's traced
+    // blocks see the whole capacity: right where blocks share their data (FA cores of one head share its K/V, which
+    // dominates), optimistic where each block streams data of its own.
     void AssignHbm() {
         std::vector<uint32_t> order(dmas_.size());
         for (size_t i = 0; i < order.size(); ++i) order[i] = (uint32_t)i;
         std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return dmas_[a].start < dmas_[b].start; });
-        std::unordered_set<uint64_t> seen;
+        const size_t cap = std::max<size_t>(1, (size_t)(l2Bytes_ / line_));
+        std::list<uint64_t> lru;  // most recent first
+        std::unordered_map<uint64_t, std::list<uint64_t>::iterator> where;
+        where.reserve(std::min<size_t>(cap, 1u << 22));
         for (uint32_t i : order) {
             Dma& d = dmas_[i];
-            uint64_t fresh = 0;
-            for (uint64_t l = d.addr / line_; l <= (d.addr + d.bytes - 1) / line_; ++l) fresh += seen.insert(l).second;
-            d.hbm = (double)(fresh * line_);
+            uint64_t miss = 0;
+            for (uint64_t l = d.addr / line_; l <= (d.addr + d.bytes - 1) / line_; ++l) {
+                auto it = where.find(l);
+                if (it != where.end()) {
+                    lru.splice(lru.begin(), lru, it->second);
+                    continue;
+                }
+                ++miss;
+                if (where.size() >= cap) {
+                    where.erase(lru.back());
+                    lru.pop_back();
+                }
+                lru.push_front(l);
+                where.emplace(l, lru.begin());
+            }
+            d.hbm = (double)(miss * line_);
         }
     }
 
-    // Fair share of the HBM bandwidth: each transfer's HBM lines move at most at bandwidth / k, k = the mean number of
-    // transfers with HBM lines in flight over its interval in the previous pass (itself included); k is averaged with
-    // its previous value to damp the fixed point. False when no share moved by more than 2 %.
-    bool UpdateShares() {
+    // Mean number of transfers in flight per gm.bin over the previous pass (each sampled one counted blockScale
+    // times): only those with HBM lines (hbm) or all of them (L2).
+    std::vector<double> InFlight(bool hbm) const {
         std::vector<double> active;
         for (const Dma& d : dmas_) {
-            if (d.hbm <= 0 || d.end <= d.xferStart) continue;
+            if ((hbm && d.hbm <= 0) || d.end <= d.xferStart) continue;
             for (size_t b = (size_t)(d.xferStart / bin_); b <= (size_t)(d.end / bin_); ++b) {
                 if (b >= active.size()) active.resize(b + 1, 0.0);
                 const double lo = std::max(d.xferStart, b * bin_), hi = std::min(d.end, (b + 1) * bin_);
                 if (hi > lo) active[b] += scale_ * (hi - lo) / bin_;
             }
         }
+        return active;
+    }
+
+    // Time-weighted mean of `active` over a transfer's interval (1 where it has none).
+    double MeanOver(const std::vector<double>& active, const Dma& d) const {
+        double sum = 0, w = 0;
+        for (size_t b = (size_t)(d.xferStart / bin_); b <= (size_t)(d.end / bin_) && b < active.size(); ++b) {
+            const double lo = std::max(d.xferStart, b * bin_), hi = std::min(d.end, (b + 1) * bin_);
+            if (hi > lo) sum += active[b] * (hi - lo), w += hi - lo;
+        }
+        return w > 0 ? sum / w : 1.0;
+    }
+
+    // Fair shares: each transfer moves its HBM lines at most at the HBM bandwidth / k and all its bytes at most at the
+    // L2 bandwidth / kl, k and kl = the mean number of transfers (with HBM lines / any) in flight over its interval in
+    // the previous pass (itself included); each is averaged with its previous value to damp the fixed point. False
+    // when no share moved by more than 2 %.
+    bool UpdateShares() {
+        const std::vector<double> hbm = InFlight(true), all = InFlight(false);
         bool moved = false;
+        auto damp = [&](double& k, double now) {
+            const double v = std::max(1.0, 0.5 * (k + now));
+            moved = moved || std::fabs(v - k) > 0.02 * k;
+            k = v;
+        };
         for (Dma& d : dmas_) {
-            if (d.hbm <= 0 || d.end <= d.xferStart) continue;
-            double sum = 0, w = 0;
-            for (size_t b = (size_t)(d.xferStart / bin_); b <= (size_t)(d.end / bin_) && b < active.size(); ++b) {
-                const double lo = std::max(d.xferStart, b * bin_), hi = std::min(d.end, (b + 1) * bin_);
-                if (hi > lo) sum += active[b] * (hi - lo), w += hi - lo;
-            }
-            const double k = std::max(1.0, 0.5 * (d.k + (w > 0 ? sum / w : 1.0)));
-            moved = moved || std::fabs(k - d.k) > 0.02 * d.k;
-            d.k = k;
+            if (d.end <= d.xferStart) continue;
+            damp(d.kl, MeanOver(all, d));
+            if (d.hbm > 0) damp(d.k, MeanOver(hbm, d));
         }
         return moved;
     }
@@ -456,11 +495,13 @@ private:
         const GmSide g = GmSideOf(f);
         if (g != GmSide::None && r.bytes > 0) {
             Dma& d = dmas_[dmaIdx_[c][s.dmaAt++]];
-            const double bw = PathBw(R_, f);
+            const double bw = PathBw(R_, f, r);
             const double lat = body - r.bytes / bw;
             d.start = st;
             d.xferStart = st + lat;
-            body += d.hbm / std::min(bw, hbmBpc_ / d.k) - d.hbm / bw;
+            // L2 hits at the L2 share, the HBM lines (whole lines: hbm may exceed bytes) at the smaller of the shares
+            const double l2 = std::min(bw, l2Bpc_ / d.kl), hbm = std::min(l2, hbmBpc_ / d.k);
+            body = lat + (r.bytes - d.hbm) / l2 + d.hbm / hbm;
             d.end = st + body;
             res.gmBytes += r.bytes;
         }

@@ -1,0 +1,165 @@
+"""Modeled benchmark sweep: this package's FlashAttention forward and backward against the naive unfused attention
+(python/npu_flash_attn/baseline.py: S = Q K^T to GM, a 3-pass softmax kernel, O = P V), every launch on the CPU twin in
+model-only mode and fed to the cycle model. Every number is "modeled (<chip>)", not a measurement.
+
+    python scripts/bench.py --quick --out bench_out
+    python scripts/bench.py --seqlens 1K,4K --dims 128 --causal both --passes fwd --out bench_out
+
+Per row: the case, modeled us, TFLOPS (4*B*N*S^2*D, times the visible fraction for causal; 2.5x for the backward),
+% of the cube peak, the binding roofline, and peak device memory: the bytes of every GM buffer the launches hold at once,
+from the tensor sizes: ours = Q, K, V, O + softmax_max/softmax_sum (B*N*S rows x 8 fp32 each) + the op's workspace
+(its tiling's workspaceBytes, 16 MiB of it the Ascend C library's); the backward adds dO, dQ, dK, dV. Naive forward = Q,
+K, V, O + S and P (fp16 [B, N, S, S], both alive during the softmax); naive backward = Q, K, V, O, dO, dV + P, dP, dS
+(baseline.naive_peak_bytes). Writes bench.csv (and bench.png with matplotlib) into --out.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+
+from npu_flash_attn import baseline, ops, profiler  # noqa: E402
+
+COLUMNS = ["label", "pass", "seqlen", "head_dim", "heads", "causal", "ours_us", "ours_tflops", "ours_pct_peak",
+           "ours_bound", "ours_peak_bytes", "naive_us", "naive_tflops", "naive_pct_peak", "naive_bound",
+           "naive_peak_bytes", "speedup"]
+
+
+def _size(text: str) -> int:
+    t = text.strip().upper()
+    return int(float(t[:-1]) * 1024) if t.endswith("K") else int(t)
+
+
+def _progress(done: int, total: int, what: str, t0: float) -> None:
+    width = 30
+    fill = width * done // max(total, 1)
+    sys.stderr.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {done}/{total} {time.time() - t0:6.0f} s  {what:<40}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def ours_peak_bytes(b: int, n: int, s: int, d: int, workspace: int, backward: bool) -> int:
+    tensors = 4 * b * n * s * d * 2          # Q, K, V, O (fp16/bf16)
+    stats = 2 * b * n * s * 8 * 4            # softmax_max, softmax_sum
+    grads = 4 * b * n * s * d * 2 if backward else 0  # dO, dQ, dK, dV
+    return tensors + stats + grads + workspace
+
+
+def run_case(chip: str, heads: int, s: int, d: int, causal: bool, backward: bool, sample: int, naive: bool) -> dict:
+    rep = profiler.profile(chip=chip, heads=heads, seqlen=s, head_dim=d, dtype="fp16", causal=causal,
+                           backward=backward, bins=0, model_only=True, sample_blocks=sample)
+    ws = int(ops.last_launch_info().get("workspace_bytes", 0))
+    row = {"label": f"modeled ({chip})", "pass": "bwd" if backward else "fwd", "seqlen": s, "head_dim": d,
+           "heads": heads, "causal": int(causal), "ours_us": rep["modeled_time_us"], "ours_tflops": rep["tflops"],
+           "ours_pct_peak": 100 * rep["utilization"], "ours_bound": rep["bound"],
+           "ours_peak_bytes": ours_peak_bytes(1, heads, s, d, ws, backward)}
+    if naive:
+        q = np.zeros((1, heads, s, d), np.float16)
+        kw = dict(causal=causal, chip=chip, model=True, model_only=True, sample_blocks=sample)
+        if backward:
+            _, nv = baseline.naive_attention_backward(q, q, q, q, **kw)
+        else:
+            _, nv = baseline.naive_attention(q, q, q, **kw)
+        row.update(naive_us=nv["modeled_time_us"], naive_tflops=nv["tflops"], naive_pct_peak=100 * nv["utilization"],
+                   naive_bound=nv["bound"], naive_peak_bytes=nv["peak_bytes"],
+                   speedup=nv["modeled_time_us"] / rep["modeled_time_us"])
+    return row
+
+
+def _fmt(v) -> str:
+    if v is None or v == "":
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+    return str(v)
+
+
+def print_table(rows: list[dict], chip: str) -> None:
+    print(f"All times modeled ({chip}); peak memory in MiB.")
+    print("| pass | S | D | causal | ours us | TFLOPS | % peak | bound | MiB | naive us | TFLOPS | % peak | bound | MiB "
+          "| speedup |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        mib = lambda k: _fmt(r[k] / 2**20) if r.get(k) not in (None, "") else "-"  # noqa: E731
+        print(f"| {r['pass']} | {r['seqlen']} | {r['head_dim']} | {r['causal']} | {_fmt(r['ours_us'])} | "
+              f"{_fmt(r['ours_tflops'])} | {_fmt(r['ours_pct_peak'])} | {r['ours_bound']} | {mib('ours_peak_bytes')} | "
+              f"{_fmt(r.get('naive_us'))} | {_fmt(r.get('naive_tflops'))} | {_fmt(r.get('naive_pct_peak'))} | "
+              f"{r.get('naive_bound', '-')} | {mib('naive_peak_bytes')} | {_fmt(r.get('speedup'))} |")
+
+
+def write_plot(rows: list[dict], path: Path, chip: str) -> bool:
+    try:
+        import matplotlib
+    except ImportError:
+        return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 5))
+    keys = sorted({(r["pass"], r["head_dim"], r["causal"]) for r in rows})
+    for p, d, c in keys:
+        sel = sorted((r for r in rows if (r["pass"], r["head_dim"], r["causal"]) == (p, d, c)), key=lambda r: r["seqlen"])
+        xs = [r["seqlen"] for r in sel]
+        tag = f"{p} D={d}{' causal' if c else ''}"
+        ax.plot(xs, [r["ours_tflops"] for r in sel], marker="o", label=f"ours {tag}")
+        nv = [(r["seqlen"], r["naive_tflops"]) for r in sel if r.get("naive_tflops") not in (None, "")]
+        if nv:
+            ax.plot(*zip(*nv), marker="x", linestyle="--", label=f"naive {tag}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sequence length S")
+    ax.set_ylabel("TFLOPS")
+    ax.set_title(f"modeled ({chip}): FlashAttention vs naive attention")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seqlens", default="1K,2K,4K,8K,16K,32K", help="comma list; 1K = 1024")
+    ap.add_argument("--dims", default="64,128,256")
+    ap.add_argument("--causal", choices=["0", "1", "both"], default="both")
+    ap.add_argument("--passes", choices=["fwd", "bwd", "both"], default="both")
+    ap.add_argument("--chip", default="Ascend910B2")
+    ap.add_argument("--heads", type=int, default=8, help="N (B = 1); B*N*ceil(S/128) should fill the AI cores")
+    ap.add_argument("--sample-blocks", type=int, default=2, help="AI cores simulated per launch (0: all)")
+    ap.add_argument("--no-naive", action="store_true", help="skip the naive baseline")
+    ap.add_argument("--quick", action="store_true", help="S 1K,4K; D 128; non-causal; forward")
+    ap.add_argument("--out", default="bench_out", help="directory for bench.csv / bench.png")
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.seqlens, a.dims, a.causal, a.passes = "1K,4K", "128", "0", "fwd"
+    seqlens = [_size(x) for x in a.seqlens.split(",") if x.strip()]
+    dims = [int(x) for x in a.dims.split(",") if x.strip()]
+    causals = [False, True] if a.causal == "both" else [a.causal == "1"]
+    passes = [False, True] if a.passes == "both" else [a.passes == "bwd"]
+    cases = [(s, d, c, bw) for bw in passes for d in dims for c in causals for s in seqlens]
+    rows, t0 = [], time.time()
+    for i, (s, d, c, bw) in enumerate(cases):
+        _progress(i, len(cases), f"{'bwd' if bw else 'fwd'} S={s} D={d}{' causal' if c else ''}", t0)
+        rows.append(run_case(a.chip, a.heads, s, d, c, bw, a.sample_blocks, not a.no_naive))
+    _progress(len(cases), len(cases), "done", t0)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "bench.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, restval="")
+        w.writeheader()
+        w.writerows(rows)
+    print_table(rows, a.chip)
+    png = write_plot(rows, out / "bench.png", a.chip)
+    print(f"\nwrote {out / 'bench.csv'}" + (f" and {out / 'bench.png'}" if png else " (no matplotlib: no plot)")
+          + f"; {time.time() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
