@@ -88,8 +88,8 @@ public:
 private:
     // L1 buffer event IDs, 0-5 only (6 and 7 of MTE2_MTE1 / MTE1_MTE2 are reserved). MTE2_MTE1 "ready": Q, K x2,
     // V x2, and P (set and waited back to back). MTE1_MTE2 "free": Q, K x2, and V x2, where V's also frees the P
-    // slot of the same sub-block (both are released by its P*V, and P's load follows V's on MTE2). K and V/P slots
-    // alternate by sub-block (kLoads_, vLoads_).
+    // slot of the same load group (both are released by its P*V, and P's load follows V's on MTE2). K and V/P slots
+    // alternate by load group of kvGroup sub-blocks (kLoads_, vLoads_).
     static constexpr int32_t kIdQ = 0, kIdK = 1, kIdV = 3, kIdPReady = 5, kFreeIds = 5;
 
     using Operand = typename FaCubeMatmul<T>::Operand;
@@ -209,7 +209,7 @@ private:
     __gm__ uint8_t* blockMap_ = nullptr;
     FaWorkspace ws_;
     uint32_t m16_ = 0, sub_ = 0, group_ = 1, qElems_ = 0, kElems_ = 0, vElems_ = 0, pElems_ = 0;
-    uint32_t kLoads_ = 0, vLoads_ = 0;  // K / V+P sub-block loads so far: their parity picks the L1 slot
+    uint32_t kLoads_ = 0, vLoads_ = 0;  // K / V+P group loads so far: their parity picks the L1 slot
     AscendC::TBuf<AscendC::TPosition::A1> qL1_;
     AscendC::TBuf<AscendC::TPosition::B1> kL1_;
     AscendC::TBuf<AscendC::TPosition::B1> vL1_;
