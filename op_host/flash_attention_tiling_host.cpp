@@ -166,10 +166,11 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
             lastNonEmpty = b;
         }
     }
-    // Whether any tile is cut by a band (else the vector cores need no band pattern).
+    // Each sequence's band, and whether any tile is cut by one (else the vector cores need no band pattern).
+    std::vector<FaBand> bands(p.batch);
     for (uint32_t b = 0; b < p.batch; ++b) {
-        const FaBand band = BandOfSequence(p, b, seqs[b].s1, seqs[b].s2, (int64_t)b == firstNonEmpty, (int64_t)b == lastNonEmpty);
-        if (seqs[b].s1 > 0 && seqs[b].s2 > 0 && !BlockFullyVisible(band, 0, seqs[b].s1, 0, seqs[b].s2)) t.bandTiles = 1;
+        bands[b] = BandOfSequence(p, b, seqs[b].s1, seqs[b].s2, (int64_t)b == firstNonEmpty, (int64_t)b == lastNonEmpty);
+        if (seqs[b].s1 > 0 && seqs[b].s2 > 0 && !BlockFullyVisible(bands[b], 0, seqs[b].s1, 0, seqs[b].s2)) t.bandTiles = 1;
     }
     const bool band = t.bandTiles != 0;
 
@@ -256,7 +257,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     out.visibleSteps = 0;
     for (uint32_t b = 0; b < p.batch; ++b) {
         const FaSeq& s = seqs[b];
-        const FaBand band = BandOfSequence(p, b, s.s1, s.s2, (int64_t)b == firstNonEmpty, (int64_t)b == lastNonEmpty);
+        const FaBand& band = bands[b];
         const uint32_t group = perBatchGroups ? b : 0;
         int64_t* si = &out.seqInfo[(size_t)b * kSeqInfoFields];
         si[kSeqQTok] = s.qTok;

@@ -105,15 +105,7 @@ private:
         const AscendC::LocalTensor<T> dst = Tile(id, id < kSlotted ? slot_[id] : 0);
         AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(id);
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
-        if (srcPitch <= 65535) {
-            AscendC::Nd2NzParams p(1, (uint16_t)rows, (uint16_t)cols, 0, (uint16_t)srcPitch, (uint16_t)c0Stride, 1, 0);
-            AscendC::DataCopy(dst, src, p);
-        } else {  // row pitch beyond the 16-bit srcDValue: one row at a time
-            for (uint32_t r = 0; r < rows; ++r) {
-                AscendC::Nd2NzParams p(1, 1, (uint16_t)cols, 0, (uint16_t)cols, (uint16_t)c0Stride, 1, 0);
-                AscendC::DataCopy(dst[r * 16], src[r * srcPitch], p);
-            }
-        }
+        FaLoadNz(dst, src, rows, cols, srcPitch, c0Stride);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(id);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(id);
     }

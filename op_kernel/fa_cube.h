@@ -102,21 +102,6 @@ private:
         uint32_t step;  // the core's step number: workspace slot WsSlot(step), flag IDs FlagOf(., step)
     };
 
-    // GM (row-major, pitch `srcPitch` elements) -> L1 Nz with `c0Stride` rows per 16-column block.
-    __aicore__ inline void LoadNz(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<T>& src, uint32_t rows,
-                                  uint32_t cols, uint64_t srcPitch, uint32_t c0Stride) {
-        if (srcPitch <= 65535) {
-            AscendC::Nd2NzParams p(1, (uint16_t)rows, (uint16_t)cols, 0, (uint16_t)srcPitch, (uint16_t)c0Stride, 1, 0);
-            AscendC::DataCopy(dst, src, p);
-            return;
-        }
-        // Row pitch beyond the 16-bit srcDValue (e.g. SBH with large B*H): one row at a time.
-        for (uint32_t r = 0; r < rows; ++r) {
-            AscendC::Nd2NzParams p(1, 1, (uint16_t)cols, 0, (uint16_t)cols, (uint16_t)c0Stride, 1, 0);
-            AscendC::DataCopy(dst[r * 16], src[r * srcPitch], p);
-        }
-    }
-
     // `rows` GM rows -> consecutive L1 Nz tiles of `tileRows` rows each (what loading them tile by tile gives), in one
     // DMA when the ND-matrix strides fit their 16-bit fields.
     __aicore__ inline void LoadNzTiles(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<T>& src,
@@ -131,13 +116,13 @@ private:
             done = full;
         }
         for (uint32_t i = done; i < full + (rest != 0 ? 1 : 0); ++i) {
-            LoadNz(dst[i * tileElems], src[i * srcStride], i < full ? tileRows : rest, cols, srcPitch, tileRows);
+            FaLoadNz(dst[i * tileElems], src[i * srcStride], i < full ? tileRows : rest, cols, srcPitch, tileRows);
         }
     }
 
     __aicore__ inline void LoadQ(const FaTask& task) {
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
-        LoadNz(qL1_.Get<T>(), qGm_[QOffset(t_, task, task.row0)], (uint32_t)task.rows, t_->d, t_->qStrideS, m16_);
+        FaLoadNz(qL1_.Get<T>(), qGm_[QOffset(t_, task, task.row0)], (uint32_t)task.rows, t_->d, t_->qStrideS, m16_);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
     }
 
@@ -187,7 +172,7 @@ private:
             if (g0 > 0) slot = LoadV(s, g0);
             const uint32_t keys = FaMin(s.cols - g0, group_ * sub_);
             const AscendC::LocalTensor<T> pTiles = pL1_.Get<T>()[slot * group_ * pElems_];
-            LoadNz(pTiles, probs[g0], rows, keys, t_->s2Block, m16_);
+            FaLoadNz(pTiles, probs[g0], rows, keys, t_->s2Block, m16_);
             AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
             AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
             AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);

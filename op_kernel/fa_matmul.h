@@ -8,6 +8,22 @@
 
 namespace npu_fa {
 
+// GM (row-major, pitch `srcPitch` elements) -> L1 Nz with `c0Stride` rows per 16-column block; a row pitch beyond
+// Nd2Nz's 16-bit srcDValue (e.g. SBH with large B*H) goes one row at a time.
+template <typename T>
+__aicore__ inline void FaLoadNz(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<T>& src, uint32_t rows,
+                                uint32_t cols, uint64_t srcPitch, uint32_t c0Stride) {
+    if (srcPitch <= 65535) {
+        AscendC::Nd2NzParams p(1, (uint16_t)rows, (uint16_t)cols, 0, (uint16_t)srcPitch, (uint16_t)c0Stride, 1, 0);
+        AscendC::DataCopy(dst, src, p);
+        return;
+    }
+    for (uint32_t r = 0; r < rows; ++r) {
+        AscendC::Nd2NzParams p(1, 1, (uint16_t)cols, 0, (uint16_t)cols, (uint16_t)c0Stride, 1, 0);
+        AscendC::DataCopy(dst[r * 16], src[r * srcPitch], p);
+    }
+}
+
 template <typename T>
 class FaCubeMatmul {
 public:
