@@ -7,7 +7,8 @@ namespace {
 
 uint32_t GradL1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad) {
     const uint32_t m16 = AlignUp(s1Block, 16);
-    return 2 * (2 * (m16 * (dPad + dvPad) + w * (dPad + dvPad)) + 2 * m16 * w);  // Q, dO, K, V x2, P, dS; 16-bit
+    // Q, dO, K, V x kGradSlots, P, dS; 16-bit
+    return 2 * (kGradSlots * (m16 * (dPad + dvPad) + w * (dPad + dvPad)) + 2 * m16 * w);
 }
 
 }  // namespace
@@ -18,29 +19,36 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     t.dPad = AlignUp(p.d, 16);
     t.dvPad = AlignUp(p.dv, 16);
 
-    // Blocks: the largest tile whose AIV buffers fit UB and whose six L1 tiles fit L1.
+    // Blocks: the largest tile whose S and dP fit a quarter of L0C each, whose sums fit half of L0C, whose AIV
+    // buffers fit UB and whose L1 tiles fit L1. Both dK and dV summed in one dK/dV pass when they fit, else (large
+    // head dims) one pass for each, and for each as many passes as its columns need.
     const uint32_t ub = UsableUb(chip), l1 = UsableL1(chip);
-    // Both dK and dV accumulators in one dK/dV pass when they fit, else (large head dims) one pass for each.
+    struct Shape {
+        uint32_t s1b, w;
+    };
+    static const Shape kShapes[] = {{128, 64}, {64, 128}, {64, 64}, {32, 64}, {16, 64}};
     bool found = false;
     uint32_t kvParts = kGradPartsBoth;
-    for (uint32_t parts : {(uint32_t)kGradPartsBoth, (uint32_t)kGradPartDk}) {
-        for (uint32_t w : {128u, 64u}) {
-            for (uint32_t s1b : {128u, 64u, 32u, 16u}) {
-                // (a single-gradient pass is sized by dK's accumulator: dvPad <= dPad)
-                if (GradUbSizes(CeilDiv(s1b, 2), w, CeilDiv(w, 2), t.dPad, t.dvPad, p.denseMask, parts).total <= ub &&
-                    GradL1Bytes(s1b, w, t.dPad, t.dvPad) <= l1) {
-                    t.s1Block = s1b;
-                    t.s2Block = w;
-                    kvParts = parts;
-                    found = true;
-                    break;
-                }
+    // Tiers: both sums in one pass; one pass per gradient; one gradient's columns over several passes.
+    const uint32_t tierCols[] = {t.dPad + t.dvPad, std::max(t.dPad, t.dvPad), 16};
+    for (uint32_t tier = 0; tier < 3 && !found; ++tier) {
+        const uint32_t parts = tier == 0 ? (uint32_t)kGradPartsBoth : (uint32_t)kGradPartDk;
+        for (const Shape& sh : kShapes) {
+            const uint32_t m16 = AlignUp(sh.s1b, 16);
+            const bool l0c = m16 * sh.w * 4 <= kL0cHalfBytes / 2 && m16 * t.dPad * 4 <= kL0cHalfBytes &&
+                             sh.w * tierCols[tier] * 4 <= kL0cHalfBytes;
+            if (l0c &&
+                GradUbSizes(CeilDiv(sh.s1b, 2), sh.w, CeilDiv(sh.w, 2), t.dPad, t.dvPad, p.denseMask, parts).total <= ub &&
+                GradL1Bytes(sh.s1b, sh.w, t.dPad, t.dvPad) <= l1) {
+                t.s1Block = sh.s1b;
+                t.s2Block = sh.w;
+                kvParts = parts;
+                found = true;
+                break;
             }
-            if (found) break;
         }
-        if (found) break;
     }
-    if (!found) return "no block size fits the chip's UB/L1";
+    if (!found) return "no block size fits the chip's UB/L1/L0C";
     out.ubBytes = GradUbSizes(CeilDiv(t.s1Block, 2), t.s2Block, CeilDiv(t.s2Block, 2), t.dPad, t.dvPad, p.denseMask,
                               kvParts).total;
 
@@ -115,9 +123,9 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     }
     if (costQ.size() > 0xFFFFFFFFull || costKv.size() > 0xFFFFFFFFull) return "too many tasks for one launch";
 
-    // Workspace: D for every query row ([rows, 8] fp32), the fast mode's dQ accumulator ([rows, dPad] fp32), then
-    // per core S, dP (fp32, two slots), P, dS (16-bit) tiles and the
-    // partial products (dS K or dS^T Q: [max(s1Block, s2Block), dPad]; P^T dO: [s2Block, dvPad]), 512 B aligned.
+    // Workspace: D for every query row ([rows, 8] fp32), then per core S, dP (fp32), P, dS (16-bit) tiles,
+    // kGradSlots slots each, and a task's sums (dS K or dS^T Q: [max(s1Block, s2Block), dPad]; P^T dO: [s2Block, dvPad]),
+    // 512 B aligned.
     auto align512 = [](uint64_t v) { return (v + 511) / 512 * 512; };
     const uint64_t qRows = varlen ? p.t1 : (uint64_t)p.batch * p.s1;
     const uint64_t tile32 = align512((uint64_t)t.s1Block * t.s2Block * 4);
@@ -125,48 +133,43 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     const uint64_t partA = align512((uint64_t)std::max(t.s1Block, t.s2Block) * t.dPad * 4);
     const uint64_t partB = align512((uint64_t)t.s2Block * t.dvPad * 4);
     t.wsOffsetD = 0;
-    t.wsOffsetDqAcc = align512(qRows * p.n1 * 8 * 4);
-    t.wsOffsetCore = t.wsOffsetDqAcc + (deterministic ? 0 : align512(qRows * p.n1 * t.dPad * 4));
-    t.wsOffsetS = 0;                // two slots each of S and dP
-    t.wsOffsetDp = 2 * tile32;
-    t.wsOffsetP = 4 * tile32;
-    t.wsOffsetDs = 4 * tile32 + tile16;
-    t.wsOffsetPartA = 4 * tile32 + 2 * tile16;
-    t.wsOffsetPartB = t.wsOffsetPartA + partA;
-    t.wsPerCore = t.wsOffsetPartB + partB;
+    t.wsOffsetCore = align512(qRows * p.n1 * 8 * 4);
+    const uint64_t n = kGradSlots;
+    t.wsOffsetS = 0;
+    t.wsOffsetDp = n * tile32;
+    t.wsOffsetP = 2 * n * tile32;
+    t.wsOffsetDs = 2 * n * tile32 + n * tile16;
+    t.wsOffsetSumA = 2 * n * (tile32 + tile16);
+    t.wsOffsetSumB = t.wsOffsetSumA + partA;
+    t.wsPerCore = t.wsOffsetSumB + partB;
 
-    auto launch = [&](FaGradPass pass, FaGradStage stage, uint32_t fused, const std::vector<uint64_t>& cost,
-                      uint32_t parts) {
+    auto launch = [&](FaGradPass pass, const std::vector<uint64_t>& cost, uint32_t parts, uint32_t col0 = 0,
+                      uint32_t cols = 0) {
         FlashAttentionGradTilingData l = t;
         l.pass = pass;
-        l.stage = stage;
-        l.fusedDq = fused;
         l.kvParts = parts;
+        l.sumCol0 = col0;
+        l.sumCols = cols;
         const bool dq = pass == kGradPassDq;
         l.blocksPerHead = varlen ? 0 : CeilDiv(dq ? p.s1 : p.s2, dq ? t.s1Block : t.s2Block);
-        const std::vector<uint64_t>& c = stage == kGradStageFull ? cost : std::vector<uint64_t>(cost.size(), 1);
-        l.blockDim = SplitTasksByCost(c, chip.aicNum, l.coreTaskStart);
-        l.taskTotal = (uint32_t)c.size();
+        l.blockDim = SplitTasksByCost(cost, chip.aicNum, l.coreTaskStart);
+        l.taskTotal = (uint32_t)cost.size();
         out.launches.push_back(l);
     };
+    // The dQ pass (kvParts only sizes its UB alike), then one dK/dV pass for both gradients, or (kvParts = dK
+    // only) dV passes and dK passes of at most colsMax columns each (the sums of s2Block rows in half of L0C).
+    // `deterministic` changes nothing: this schedule has no atomics.
+    (void)deterministic;
     out.launches.clear();
-    // The dK/dV pass: once for both gradients, or (kvParts = dK only) a dV pass then a dK pass; the fast schedule's
-    // atomic dQ rides on the pass that computes dK.
-    auto kvPasses = [&](uint32_t fused) {
-        if (kvParts == kGradPartsBoth) {
-            launch(kGradPassDkv, kGradStageFull, fused, costKv, kGradPartsBoth);
-        } else {
-            launch(kGradPassDkv, kGradStageFull, 0, costKv, kGradPartDv);
-            launch(kGradPassDkv, kGradStageFull, fused, costKv, kGradPartDk);
-        }
-    };
-    if (deterministic) {
-        launch(kGradPassDq, kGradStageFull, 0, costQ, kvParts);  // (dQ passes: kvParts only sizes the UB alike)
-        kvPasses(0);
+    launch(kGradPassDq, costQ, kvParts);
+    if (kvParts == kGradPartsBoth) {
+        launch(kGradPassDkv, costKv, kGradPartsBoth);
     } else {
-        launch(kGradPassDq, kGradStagePre, 0, costQ, kvParts);
-        kvPasses(1);
-        launch(kGradPassDq, kGradStagePost, 0, costQ, kvParts);
+        const uint32_t colsMax = kL0cHalfBytes / (t.s2Block * 4) / 16 * 16;
+        for (uint32_t part : {(uint32_t)kGradPartDv, (uint32_t)kGradPartDk}) {
+            const uint32_t width = part == kGradPartDv ? p.dv : p.d;
+            for (uint32_t c0 = 0; c0 < width; c0 += colsMax) launch(kGradPassDkv, costKv, part, c0, std::min(colsMax, width - c0));
+        }
     }
     uint32_t cores = 1;
     for (const FlashAttentionGradTilingData& l : out.launches) cores = std::max(cores, l.blockDim);

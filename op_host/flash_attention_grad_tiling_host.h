@@ -12,7 +12,7 @@
 namespace npu_fa {
 
 struct FaGradTilingOut {
-    // The kernel launches in order: deterministic dQ (full), dK/dV; fast dQ (pre), dK/dV + dQ (fused), dQ (post).
+    // The kernel launches in order: dQ, then dK/dV (or dV, then dK, for large head dims).
     std::vector<FlashAttentionGradTilingData> launches;
     std::vector<int64_t> seqInfo;        // kGradSeqFields per sequence (always filled)
     uint64_t workspaceBytes = 0;         // kLibApiWorkspaceBytes (system) + the user part
@@ -25,8 +25,8 @@ struct FaGradTilingOut {
     uint64_t mapBytes = 0;
 };
 
-// Fills `out`; returns an empty string on success, else what is wrong. `deterministic` picks the two-pass
-// schedule without atomics (bitwise reproducible for any core count) over the fast fused one.
+// Fills `out`; returns an empty string on success, else what is wrong. The schedule has no atomics, so every mode
+// is bitwise reproducible for any core count; `deterministic` (the op's flag) is accepted and changes nothing.
 std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& chip, bool deterministic,
                                             FaGradTilingOut& out);
 

@@ -3,7 +3,8 @@
 //
 // One step = one (query head, s1 block, s2 block) tile. The cube computes S = Q K^T and dP = dO V^T; the AIVs turn
 // them into P = exp(scale * S - max) / sum (saved forward statistics) and dS = P * (dP - D); the cube multiplies
-// them into the pass's partial products (dQ: dS K; dKV: P^T dO and dS^T Q), which the AIVs add up per task.
+// them into the pass's sums (dQ: dS K; dKV: P^T dO and dS^T Q), kept in L0C over the task's steps; at the task's
+// end the sums leave once and the AIVs scale, convert and write them.
 #ifndef NPU_FA_FA_BWD_COMMON_H
 #define NPU_FA_FA_BWD_COMMON_H
 
@@ -17,7 +18,7 @@ namespace npu_fa {
 constexpr uint16_t kGradFlagRing = 3;
 constexpr uint16_t kGradFlagScores = 0;  // AIC -> AIV: S and dP of a step are in the workspace
 constexpr uint16_t kGradFlagProbs = 3;   // AIV -> AIC: both halves of P and dS are in the workspace
-constexpr uint16_t kGradFlagPart = 6;    // AIC -> AIV: the step's partial products are in the workspace
+constexpr uint16_t kGradFlagSums = 6;    // AIC -> AIV: a task's sums are in the workspace (rotates by task)
 
 __aicore__ inline uint16_t GradFlag(uint16_t signal, uint32_t step) {
     return (uint16_t)(signal + step % kGradFlagRing);
@@ -90,7 +91,7 @@ public:
         const FaStepRange r = dq ? StepsOf(task.band, task.first, task.first + task.rows, task.seq.s2, t->s2Block)
                                  : QueryBlocksOf(task.band, task.first, task.first + task.rows, task.seq.s1, t->s1Block);
         task.blkFirst = r.first;
-        task.blkLast = dq && t->stage != kGradStageFull ? r.first : r.last;  // pre/post stages run no tiles
+        task.blkLast = r.last;
         task.outer = dq ? 1 : t->group;
         ++next_;
         return true;
@@ -177,14 +178,12 @@ class FaGradWorkspace {
 public:
     __aicore__ inline void Init(GM_ADDR workspace, const FlashAttentionGradTilingData* t, uint32_t core) {
         d_ = (__gm__ float*)(workspace + t->wsOffsetD);
-        dqAcc_ = (__gm__ float*)(workspace + t->wsOffsetDqAcc);
         base_ = workspace + t->wsOffsetCore + (uint64_t)core * t->wsPerCore;
         t_ = t;
     }
     __aicore__ inline __gm__ float* D() const { return d_; }
-    // Fast mode: the dQ accumulator, one [dPad] fp32 row per statistic row.
-    __aicore__ inline __gm__ float* DqAcc() const { return dqAcc_; }
-    // S and dP of a step, in slot `slot` (step parity): the cube writes the next step's while the AIVs read these.
+    // A step's S and dP (fp32), P and dS (input dtype) in slot `slot` (step % kGradSlots): the cube writes later
+    // steps' S and dP while the AIVs read these, and loads a step's P and dS while the AIVs write later steps'.
     __aicore__ inline __gm__ float* Scores(uint32_t slot) const {
         return (__gm__ float*)(base_ + t_->wsOffsetS + slot * Tile32());
     }
@@ -192,18 +191,20 @@ public:
         return (__gm__ float*)(base_ + t_->wsOffsetDp + slot * Tile32());
     }
     template <typename T>
-    __aicore__ inline __gm__ T* Probs() const { return (__gm__ T*)(base_ + t_->wsOffsetP); }
+    __aicore__ inline __gm__ T* Probs(uint32_t slot) const { return (__gm__ T*)(base_ + t_->wsOffsetP + slot * Tile16()); }
     template <typename T>
-    __aicore__ inline __gm__ T* DScores() const { return (__gm__ T*)(base_ + t_->wsOffsetDs); }
-    // dQ pass: dS K [qRows, dPad]; dKV pass: dS^T Q [kRows, dPad].
-    __aicore__ inline __gm__ float* PartA() const { return (__gm__ float*)(base_ + t_->wsOffsetPartA); }
-    // dKV pass: P^T dO [kRows, dvPad].
-    __aicore__ inline __gm__ float* PartB() const { return (__gm__ float*)(base_ + t_->wsOffsetPartB); }
+    __aicore__ inline __gm__ T* DScores(uint32_t slot) const {
+        return (__gm__ T*)(base_ + t_->wsOffsetDs + slot * Tile16());
+    }
+    // A task's sums: dQ pass sum dS K [qRows, dPad]; dKV pass sum dS^T Q [kRows, dPad].
+    __aicore__ inline __gm__ float* SumA() const { return (__gm__ float*)(base_ + t_->wsOffsetSumA); }
+    // dKV pass: sum P^T dO [kRows, dvPad].
+    __aicore__ inline __gm__ float* SumB() const { return (__gm__ float*)(base_ + t_->wsOffsetSumB); }
 
 private:
     __aicore__ inline uint64_t Tile32() const { return ((uint64_t)t_->s1Block * t_->s2Block * 4 + 511) / 512 * 512; }
+    __aicore__ inline uint64_t Tile16() const { return ((uint64_t)t_->s1Block * t_->s2Block * 2 + 511) / 512 * 512; }
     __gm__ float* d_ = nullptr;
-    __gm__ float* dqAcc_ = nullptr;
     __gm__ uint8_t* base_ = nullptr;
     const FlashAttentionGradTilingData* t_ = nullptr;
 };

@@ -1,9 +1,13 @@
 // Cube (AIC) half of the backward kernel. Per step: Q, dO, K, V tiles GM -> L1 Nz (the task's side once per task,
-// the other side per step, two slots each), S = Q K^T and dP = dO V^T to the workspace (fp32, two slots); after the
-// AIVs' P and dS come back, the pass's products: dQ pass dS K; dKV pass P^T dO and dS^T Q (the transposed A operand
-// is loaded with a per-fractal transpose, LoadData2D ifTranspose; fast mode adds dS K atomically into the fp32 dQ
-// accumulator). Order per core: S(0), S(1), products(0), S(2), products(1), ... so the cube's S/dP of step j+1
-// overlaps the vector cores' P/dS of step j.
+// the other side per step, kGradSlots slots each), S = Q K^T and dP = dO V^T to the workspace (fp32); after the
+// AIVs' P and dS come back, the pass's products, summed in L0C over the task's steps: dQ pass dS K; dKV pass P^T dO
+// and dS^T Q (the transposed A operand is loaded with a per-fractal transpose, LoadData2D ifTranspose). At the
+// task's last step the sums leave through Fixpipe once. Order per core: S(0), S(1), S(2), products(0), S(3),
+// products(1), ... so the vector cores' P/dS of step j overlap the cube's S/dP of steps j+1 and j+2.
+//
+// L0C (two 64 KB halves): half 0 holds the task's sums (dQ [s1Block, dPad], or dK [s2Block, dPad] then dV
+// [s2Block, dvPad]); half 1 holds S and dP of one step, 32 KB each. FIX_M event 0 guards the sums, 1 and 2 S and dP:
+// a region is written again only after Fixpipe has read it out.
 #ifndef NPU_FA_FA_BWD_CUBE_H
 #define NPU_FA_FA_BWD_CUBE_H
 
@@ -28,17 +32,18 @@ public:
         ws_.Init(workspace, t, core_);
         m16_ = AlignUp(t->s1Block, 16);
         w_ = t->s2Block;
-        // One L1 buffer, carved: Q [m16, dPad], dO [m16, dvPad], K [w, dPad], V [w, dvPad] two slots each, then
+        // One L1 buffer, carved: Q [m16, dPad], dO [m16, dvPad], K [w, dPad], V [w, dvPad] kGradSlots slots each, then
         // P and dS [m16, w].
         const uint32_t sizes[kTiles] = {m16_ * t->dPad, m16_ * t->dvPad, w_ * t->dPad, w_ * t->dvPad, m16_ * w_, m16_ * w_};
         uint32_t off = 0;
         for (int32_t i = 0; i < kTiles; ++i) {
             offs_[i] = off;
             sizes_[i] = sizes[i];
-            off += (i < kSlotted ? 2 : 1) * sizes[i];
+            off += (i < kSlotted ? kGradSlots : 1) * sizes[i];
         }
         pipe->InitBuffer(l1_, off * sizeof(T));
-        mm_.Init(pipe);
+        mm_.Init(pipe);  // sets FIX_M 0 and 1 (the sums and S regions start free)
+        AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kEvDp);
         // Tile rows/columns past a step's extent are never loaded; zero them once so that padding is finite (a
         // one-row tile runs a 16-row Mmad: m = 1 would switch the cube to GEMV mode).
         AscendC::Fill(l1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(off * sizeof(T) / 32), 0, (T)0.0f));
@@ -50,44 +55,50 @@ public:
         FaGradTaskIterator it;
         it.Init(t_, seqInfo_, blockMap_, core_);
         FaGradTask task;
-        Pending prev;
-        prev.valid = false;
+        Pending ring[kGradLag];  // steps whose S/dP are out, oldest at step % kGradLag
         uint32_t step = 0;
         const bool dq = t_->pass == kGradPassDq;
         while (it.Next(task)) {
             const int64_t steps = FaGradTaskIterator::StepCount(task);
-            bool first = true;
+            bool any = false;
             for (int64_t i = 0; i < steps; ++i) {
                 Pending cur;
-                cur.valid = true;
                 cur.task = task;
                 cur.s = FaGradTaskIterator::StepOf(t_, task, i);
                 if (it.TileState(task, cur.s) == kTileMasked) continue;  // the block map: nothing to compute
                 cur.step = step++;
-                if (first || !dq) LoadQuerySide(cur);
-                if (first || dq) LoadKeySide(cur);
-                first = false;
+                cur.first = !any;
+                cur.last = false;
+                if (!any || !dq) LoadQuerySide(cur);
+                if (!any || dq) LoadKeySide(cur);
+                any = true;
                 for (int32_t id = 0; id < kSlotted; ++id) cur.slot[id] = slot_[id];
                 ScoresStep(cur);
-                if (prev.valid) ProductStep(prev);
-                prev = cur;
+                Pending& oldest = ring[cur.step % kGradLag];
+                if (cur.step >= kGradLag) ProductStep(oldest);
+                oldest = cur;
             }
+            if (any) ring[(step - 1) % kGradLag].last = true;  // the task's last computed step flushes its sums
         }
-        if (prev.valid) ProductStep(prev);
+        for (uint32_t j = step > kGradLag ? step - kGradLag : 0; j < step; ++j) ProductStep(ring[j % kGradLag]);
+        AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kEvDp);
         mm_.End();
     }
 
 private:
     // L1 tiles; their index is also their MTE2_MTE1 / MTE1_MTE2 event ID (0-5: 6 and 7 are reserved).
     static constexpr int32_t kQ = 0, kDo = 1, kK = 2, kV = 3, kP = 4, kDs = 5, kTiles = 6;
-    static constexpr int32_t kSlotted = 4;  // Q, dO, K, V have two slots: the next step loads while this one multiplies
+    static constexpr int32_t kSlotted = 4;  // Q, dO, K, V have kGradSlots slots: later steps load while this one multiplies
+    // L0C regions (byte offsets) and their FIX_M / M_FIX event IDs.
+    static constexpr uint32_t kL0cSums = 0, kL0cS = kL0cHalfBytes, kL0cDp = kL0cHalfBytes + kL0cHalfBytes / 2;
+    static constexpr int32_t kEvSums = 0, kEvS = 1, kEvDp = 2;
 
     // A step whose S/dP are out and whose products are still to do.
     struct Pending {
-        bool valid;
         FaGradTask task;
         FaGradStep s;
-        uint32_t step;               // the core's step number: flag IDs GradFlag(., step), workspace slot step & 1
+        uint32_t step;               // the core's step number: flag IDs GradFlag(., step), workspace slot step % kGradSlots
+        bool first, last;            // the task's first / last computed step: starts / flushes the sums
         uint8_t slot[kSlotted];      // the L1 slots of its Q, dO, K, V
     };
 
@@ -101,7 +112,7 @@ private:
     // once the earlier LoadData reads are done (a set/wait pair: loads and matmuls of the cube are issued in order).
     __aicore__ inline void LoadNz(int32_t id, const AscendC::GlobalTensor<T>& src, uint32_t rows, uint32_t cols,
                                   uint64_t srcPitch, uint32_t c0Stride) {
-        if (id < kSlotted) slot_[id] ^= 1;  // a slotted tile loads into the slot its previous load did not use
+        if (id < kSlotted) slot_[id] = (slot_[id] + 1) % kGradSlots;  // the slot after its previous load's
         const AscendC::LocalTensor<T> dst = Tile(id, id < kSlotted ? slot_[id] : 0);
         AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(id);
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
@@ -126,52 +137,71 @@ private:
         return Operand{Tile(id, p.slot[id]), id == kQ || id == kDo ? m16_ : w_, transposed};
     }
 
-    // S = Q K^T and dP = dO V^T -> workspace slot step & 1, then tell the vector cores.
+    // S = Q K^T and dP = dO V^T -> workspace slot step % kGradSlots, then tell the vector cores.
     __aicore__ inline void ScoresStep(const Pending& p) {
-        const uint32_t qRows = (uint32_t)p.s.qRows, kRows = (uint32_t)p.s.kRows, ws = p.step & 1;
-        Matmul(Slotted(p, kQ, false), Slotted(p, kK, false), qRows, t_->d, kRows, ws_.Scores(ws), w_);
-        Matmul(Slotted(p, kDo, false), Slotted(p, kV, false), qRows, t_->dv, kRows, ws_.DScoresIn(ws), w_);
+        const uint32_t qRows = (uint32_t)p.s.qRows, kRows = (uint32_t)p.s.kRows, ws = p.step % kGradSlots;
+        ScoreTile(Slotted(p, kQ, false), Slotted(p, kK, false), t_->d, kL0cS, kEvS, qRows, kRows, ws_.Scores(ws));
+        ScoreTile(Slotted(p, kDo, false), Slotted(p, kV, false), t_->dv, kL0cDp, kEvDp, qRows, kRows,
+                  ws_.DScoresIn(ws));
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(GradFlag(kGradFlagScores, p.step));
     }
 
-    // Once the vector cores' P and dS are in: the pass's products -> workspace (fast mode: also dQ, atomically).
-    __aicore__ inline void ProductStep(const Pending& p) {
-        const uint32_t qRows = (uint32_t)p.s.qRows, kRows = (uint32_t)p.s.kRows;
-        AscendC::CrossCoreWaitFlag(GradFlag(kGradFlagProbs, p.step));
-        AscendC::GlobalTensor<T> ds;
-        ds.SetGlobalBuffer(ws_.template DScores<T>());
-        LoadNz(kDs, ds, qRows, w_, w_, m16_);
-        const Operand dsTile{Tile(kDs), m16_, false};
-        if (t_->pass == kGradPassDq) {
-            Matmul(dsTile, Slotted(p, kK, true), qRows, kRows, t_->d, ws_.PartA(), t_->dPad);
-        } else {
-            AscendC::GlobalTensor<T> probs;
-            probs.SetGlobalBuffer(ws_.template Probs<T>());
-            if (t_->kvParts & kGradPartDv) {
-                LoadNz(kP, probs, qRows, w_, w_, m16_);
-                Matmul(Operand{Tile(kP), m16_, true}, Slotted(p, kDo, true), kRows, qRows, t_->dv, ws_.PartB(),
-                       t_->dvPad);
-            }
-            if (t_->kvParts & kGradPartDk) {
-                Matmul(Operand{Tile(kDs), m16_, true}, Slotted(p, kQ, true), kRows, qRows, t_->d, ws_.PartA(),
-                       t_->dPad);
-            }
-            if (t_->fusedDq != 0) {  // dQ rows += dS K (fp32 atomic add; several kv tasks add to the same rows)
-                AscendC::SetAtomicAdd<float>();
-                Matmul(dsTile, Slotted(p, kK, true), qRows, kRows, t_->d,
-                       ws_.DqAcc() + GradStatRow(t_, p.task, p.s.qHead, p.s.q0) * t_->dPad, t_->dPad);
-                AscendC::DisableDmaAtomic();
-            }
-        }
-        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(GradFlag(kGradFlagPart, p.step));
+    __aicore__ inline void ScoreTile(const Operand& a, const Operand& b, uint32_t k, uint32_t region, int32_t ev,
+                                     uint32_t qRows, uint32_t kRows, __gm__ float* dst) {
+        const AscendC::LocalTensor<float> c = mm_.L0c(region);
+        AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(ev);
+        Mma(a, b, qRows, k, 0, kRows, c, true);
+        mm_.Store(c, qRows, kRows, dst, w_, ev);
+        AscendC::SetFlag<AscendC::HardEvent::FIX_M>(ev);
     }
 
-    // C[m, n] = A[m, k] * B[k, n] in the largest chunks that fit L0, written as fp32 rows of pitch `ldc` to GM.
-    __aicore__ inline void Matmul(const Operand& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n,
-                                  __gm__ float* dst, uint32_t ldc) {
+    // Once the vector cores' P and dS are in: the pass's products into the L0C sums; at the task's last step the
+    // sums -> workspace, and the vector cores are told.
+    __aicore__ inline void ProductStep(const Pending& p) {
+        const uint32_t qRows = (uint32_t)p.s.qRows, kRows = (uint32_t)p.s.kRows, ws = p.step % kGradSlots;
+        AscendC::CrossCoreWaitFlag(GradFlag(kGradFlagProbs, p.step));
+        AscendC::GlobalTensor<T> ds;
+        ds.SetGlobalBuffer(ws_.template DScores<T>(ws));
+        LoadNz(kDs, ds, qRows, w_, w_, m16_);
+        const AscendC::LocalTensor<float> sums = mm_.L0c(kL0cSums);
+        if (p.first) AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kEvSums);  // the previous task's sums are out
+        if (t_->pass == kGradPassDq) {
+            Mma(Operand{Tile(kDs), m16_, false}, Slotted(p, kK, true), qRows, kRows, 0, t_->d, sums, p.first);
+            if (p.last) mm_.Store(sums, qRows, t_->d, ws_.SumA(), t_->dPad, kEvSums);
+        } else {
+            uint32_t c0, cols;
+            if (t_->kvParts & kGradPartDv) {
+                GradSumColumns(t_, kGradPartDv, c0, cols);
+                const AscendC::LocalTensor<float> sumV = sums[DvOffset()];
+                AscendC::GlobalTensor<T> probs;
+                probs.SetGlobalBuffer(ws_.template Probs<T>(ws));
+                LoadNz(kP, probs, qRows, w_, w_, m16_);
+                Mma(Operand{Tile(kP), m16_, true}, Slotted(p, kDo, true), kRows, qRows, c0, cols, sumV, p.first);
+                if (p.last) mm_.Store(sumV, kRows, cols, ws_.SumB(), AlignUp(cols, 16), kEvSums);
+            }
+            if (t_->kvParts & kGradPartDk) {
+                GradSumColumns(t_, kGradPartDk, c0, cols);
+                Mma(Operand{Tile(kDs), m16_, true}, Slotted(p, kQ, true), kRows, qRows, c0, cols, sums, p.first);
+                if (p.last) mm_.Store(sums, kRows, cols, ws_.SumA(), AlignUp(cols, 16), kEvSums);
+            }
+        }
+        if (p.last) {
+            AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kEvSums);
+            AscendC::CrossCoreSetFlag<2, PIPE_FIX>(GradFlag(kGradFlagSums, sumsOut_++));
+        }
+    }
+
+    // dV's sum follows dK's in the sums region (fractal rows of s2Block, as Mmad leaves them).
+    __aicore__ inline uint32_t DvOffset() const {
+        return (t_->kvParts & kGradPartDk) ? AlignUp(w_, 16) * t_->dPad : 0;
+    }
+
+    // C[m, n] (+)= A[m, k] * B[k, n0 : n0 + n] into the L0C tile `c`, in the largest chunks that fit L0.
+    __aicore__ inline void Mma(const Operand& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n0, uint32_t n,
+                               const AscendC::LocalTensor<float>& c, bool init) {
         uint32_t kChunk, nChunk;
         FaMatmulChunks(a.transposed ? w_ : m16_, k, n, kChunk, nChunk);
-        mm_.Run(a, b, m, k, n, kChunk, nChunk, dst, ldc);
+        mm_.Accumulate(a, b, m, k, n0, n, kChunk, nChunk, c, init);
     }
 
     const FlashAttentionGradTilingData* t_ = nullptr;
@@ -183,7 +213,8 @@ private:
     uint32_t m16_ = 0, w_ = 0;
     uint32_t offs_[kTiles] = {0, 0, 0, 0, 0, 0};
     uint32_t sizes_[kTiles] = {0, 0, 0, 0, 0, 0};
-    uint32_t slot_[kSlotted] = {1, 1, 1, 1};  // slot of each slotted tile's latest load (the first goes to 0)
+    uint32_t slot_[kSlotted] = {kGradSlots - 1, kGradSlots - 1, kGradSlots - 1, kGradSlots - 1};  // latest loads' slots
+    uint32_t sumsOut_ = 0;                     // tasks whose sums have left: the flag ID of the next
     AscendC::TBuf<AscendC::TPosition::A1> l1_;
     FaCubeMatmul<T> mm_;
 };

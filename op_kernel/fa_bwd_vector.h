@@ -1,15 +1,13 @@
 // Vector (AIV) half of the backward kernel. Each AIV takes half of a tile's query rows for P and dS, and half of
-// the task's owned rows for the accumulation:
+// the task's owned rows for the result:
 //   dQ pass:  at task start D = rowsum(dO * O) (fp32, also stored to the workspace for the dKV pass); per step
-//             P = exp(scale * S - max) / sum, dS = P * (dP - D) -> workspace; acc += dS K; at the end
-//             dq = scale * acc.
+//             P = exp(scale * S - max) / sum, dS = P * (dP - D) -> workspace; at the end the cube's sum dS K
+//             -> dq = scale * sum.
 //   dKV pass: per step the statistics of the tile's query rows (max, sum from the forward, D from the dQ pass),
-//             P and dS as above; accK += dS^T Q, accV += P^T dO; at the end dk = scale * accK, dv = accV.
-//   Fast mode: the dQ pass runs twice without tiles, first (pre) storing D and zeroing the fp32 dQ accumulator the
-//             dKV pass adds dS K into, then (post) writing dq = scale * accumulator.
+//             P and dS as above; at the end the cube's sums -> dk = scale * sum dS^T Q, dv = sum P^T dO.
 // Masked entries (band, key columns past the sequence end) get P = 0 and dS = 0; so do rows that see no key
 // (max = -FLT_MAX). Inside an AIV the pipes hand over with set/wait pairs; the overlap is with the cube, which
-// computes the next step's S/dP meanwhile.
+// computes the next step's S/dP and the current step's products meanwhile.
 #ifndef NPU_FA_FA_BWD_VECTOR_H
 #define NPU_FA_FA_BWD_VECTOR_H
 
@@ -39,7 +37,6 @@ public:
         blockMap_ = (__gm__ uint8_t*)blockMap;
         ws_.Init(workspace, t, core_);
         dGm_.SetGlobalBuffer(ws_.D());
-        dqAccGm_.SetGlobalBuffer(ws_.DqAcc());
         w_ = t->s2Block;
         rowsMax_ = CeilDiv(t->s1Block, 2);
         const FaGradUbSizes u = GradUbSizes(rowsMax_, w_, CeilDiv(w_, 2), t->dPad, t->dvPad, t->maskMode != 0,
@@ -68,19 +65,11 @@ public:
         FaGradTaskIterator it;
         it.Init(t_, seqInfo_, blockMap_, core_);
         FaGradTask task;
-        uint32_t step = 0;
+        uint32_t step = 0, sumsIn = 0;
         const bool dq = t_->pass == kGradPassDq;
         while (it.Next(task)) {
             const Rows own = Half(task.rows);
-            if (dq && t_->stage == kGradStagePost) {
-                WriteAccumulatedDq(task, own);
-                continue;
-            }
             if (dq) TaskStatistics(task, own);
-            if (dq && t_->stage == kGradStagePre) {
-                ZeroDqAccumulator(task, own);
-                continue;
-            }
             const int64_t steps = FaGradTaskIterator::StepCount(task);
             bool any = false;
             for (int64_t i = 0; i < steps; ++i) {
@@ -89,11 +78,10 @@ public:
                 if (state == kTileMasked) continue;  // the block map: nothing to compute (the cube skips it too)
                 const Rows q = Half(s.qRows);
                 if (!dq) StepStatistics(task, s, q);
-                ScoreStep(task, s, q, step, state);
-                PartStep(own, !any, step);
-                ++step;
+                ScoreStep(task, s, q, step++, state);
                 any = true;
             }
+            if (any) LoadSums(own, sumsIn++);
             WriteTask(task, own, any);
         }
         if (t_->maskMode != 0) AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdMaskFree);
@@ -156,7 +144,7 @@ private:
     }
 
     // dQ pass, task start: D = rowsum(dO * O) of this AIV's rows (kept in Stat(kStatD) and stored for the dKV
-    // pass), and, when this pass runs the tiles, the forward's max / sum of the rows.
+    // pass), and the forward's max / sum of the rows.
     __aicore__ inline void TaskStatistics(const FaGradTask& task, const Rows& own) {
         if (own.count == 0) return;
         const uint32_t rows = own.count, dvPad = t_->dvPad;
@@ -171,12 +159,10 @@ private:
         Handover<AscendC::HardEvent::V_MTE2>();
         AscendC::DataCopyPad(dyT, dyGm_[GradOOffset(t_, task, task.head, row)], cp, pad);
         AscendC::DataCopyPad(oT, oGm_[GradOOffset(t_, task, task.head, row)], cp, pad);
-        if (t_->stage == kGradStageFull) {
-            LoadStat(kStatMax, maxGm_, stat, rows);
-            LoadStat(kStatSum, sumGm_, stat, rows);
-        }
+        LoadStat(kStatMax, maxGm_, stat, rows);
+        LoadStat(kStatSum, sumGm_, stat, rows);
         Handover<AscendC::HardEvent::MTE2_V>();
-        AscendC::LocalTensor<float> prod = accBuf_.Get<float>();  // free until the task's first step
+        AscendC::LocalTensor<float> prod = accBuf_.Get<float>();  // free until the task's end
         AscendC::LocalTensor<float> oF = partBuf_.Get<float>();
         const uint32_t n = rows * dvPad;
         AscendC::Cast(prod, dyT, AscendC::RoundMode::CAST_NONE, n);
@@ -234,9 +220,10 @@ private:
         AscendC::LocalTensor<float> dp = dpBuf_.Get<float>();
         AscendC::GlobalTensor<float> src;
         Handover<AscendC::HardEvent::V_MTE2>();
-        src.SetGlobalBuffer(ws_.Scores(step & 1) + (uint64_t)q.first * w_);
+        const uint32_t slot = step % kGradSlots;
+        src.SetGlobalBuffer(ws_.Scores(slot) + (uint64_t)q.first * w_);
         AscendC::DataCopy(x, src, n);
-        src.SetGlobalBuffer(ws_.DScoresIn(step & 1) + (uint64_t)q.first * w_);
+        src.SetGlobalBuffer(ws_.DScoresIn(slot) + (uint64_t)q.first * w_);
         AscendC::DataCopy(dp, src, n);
         Handover<AscendC::HardEvent::MTE2_V>();
         AscendC::Muls(x, x, t_->scale, (int32_t)n);
@@ -248,8 +235,8 @@ private:
         RowBroadcast<1>(x, Stat(kStatSum), rows, w_);
         RowBroadcast<0>(dp, Stat(kStatD), rows, w_);
         AscendC::Mul(dp, dp, x, (int32_t)n);
-        if (t_->pass == kGradPassDkv) StoreHalf(x, ws_.template Probs<T>() + (uint64_t)q.first * w_, n);
-        StoreHalf(dp, ws_.template DScores<T>() + (uint64_t)q.first * w_, n);
+        if (t_->pass == kGradPassDkv) StoreHalf(x, ws_.template Probs<T>(slot) + (uint64_t)q.first * w_, n);
+        StoreHalf(dp, ws_.template DScores<T>(slot) + (uint64_t)q.first * w_, n);
         AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(GradFlag(kGradFlagProbs, step));
     }
 
@@ -264,72 +251,62 @@ private:
         Handover<AscendC::HardEvent::MTE3_V>();
     }
 
-    // Adds the cube's partial products of this AIV's owned rows to the accumulators (the first step copies).
-    __aicore__ inline void PartStep(const Rows& own, bool first, uint32_t step) {
-        AscendC::CrossCoreWaitFlag(GradFlag(kGradFlagPart, step));
+    // A task's sums from the cube (this AIV's owned rows) -> acc.
+    __aicore__ inline void LoadSums(const Rows& own, uint32_t task) {
+        AscendC::CrossCoreWaitFlag(GradFlag(kGradFlagSums, task));
         if (own.count == 0) return;
         AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
-        const bool dkv = t_->pass == kGradPassDkv;
-        if (!dkv || (t_->kvParts & kGradPartDk)) {
-            Accumulate(acc, ws_.PartA() + (uint64_t)own.first * t_->dPad, own.count * t_->dPad, first);
-        }
-        if (dkv && (t_->kvParts & kGradPartDv)) {
-            Accumulate(acc[accKvOffset_], ws_.PartB() + (uint64_t)own.first * t_->dvPad, own.count * t_->dvPad, first);
-        }
-    }
-
-    __aicore__ inline void Accumulate(const AscendC::LocalTensor<float>& acc, __gm__ float* src, uint32_t n, bool first) {
-        AscendC::LocalTensor<float> part = partBuf_.Get<float>();
-        AscendC::GlobalTensor<float> g;
-        g.SetGlobalBuffer(src);
         Handover<AscendC::HardEvent::V_MTE2>();
-        AscendC::DataCopy(first ? acc : part, g, n);
+        for (uint32_t i = 0; i < 2; ++i) {
+            const Output o = OutputOf(i);
+            if (o.cols == 0) continue;
+            AscendC::GlobalTensor<float> g;
+            g.SetGlobalBuffer(o.sum + (uint64_t)own.first * o.pitch);
+            AscendC::DataCopy(acc[o.accOffset], g, own.count * o.pitch);
+        }
         Handover<AscendC::HardEvent::MTE2_V>();
-        if (!first) AscendC::Add(acc, acc, part, (int32_t)n);
     }
 
-    // Fast mode, pre stage: the dQ accumulator rows of this AIV start at 0 (the dK/dV pass adds into them).
-    __aicore__ inline void ZeroDqAccumulator(const FaGradTask& task, const Rows& own) {
-        if (own.count == 0) return;
-        const uint32_t n = own.count * t_->dPad;
-        AscendC::LocalTensor<float> zeros = partBuf_.Get<float>();
-        AscendC::Duplicate(zeros, 0.0f, (int32_t)n);
-        Handover<AscendC::HardEvent::V_MTE3>();
-        AscendC::DataCopy(dqAccGm_[GradStatRow(t_, task, task.head, task.first + own.first) * t_->dPad], zeros, n);
-        Handover<AscendC::HardEvent::MTE3_V>();
-    }
-
-    // Fast mode, post stage: dq = scale * accumulator.
-    __aicore__ inline void WriteAccumulatedDq(const FaGradTask& task, const Rows& own) {
-        if (own.count == 0) return;
-        const int64_t row = task.first + own.first;
-        AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
-        Handover<AscendC::HardEvent::V_MTE2>();
-        AscendC::DataCopy(acc, dqAccGm_[GradStatRow(t_, task, task.head, row) * t_->dPad], own.count * t_->dPad);
-        Handover<AscendC::HardEvent::MTE2_V>();
-        WriteRows(acc, dqGm_[GradQOffset(t_, task, task.head, row)], own.count, t_->d, t_->dPad, t_->qStrideS,
-                  t_->scale, true);
-    }
-
-    // Owned rows -> outputs: dQ pass dq = scale * acc; dKV pass dk = scale * accK, dv = accV. A task without steps
-    // (no query row sees its rows) writes zeros.
+    // Owned rows -> outputs: dQ pass dq = scale * sum; dKV pass dk = scale * sum, dv = sum (their columns of this
+    // pass). A task without steps (no query row sees its rows) writes zeros.
     __aicore__ inline void WriteTask(const FaGradTask& task, const Rows& own, bool any) {
         if (own.count == 0) return;
         const int64_t row = task.first + own.first;
         AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
-        if (t_->pass == kGradPassDq) {
-            WriteRows(acc, dqGm_[GradQOffset(t_, task, task.head, row)], own.count, t_->d, t_->dPad, t_->qStrideS,
-                      t_->scale, any);
-        } else {
-            if (t_->kvParts & kGradPartDk) {
-                WriteRows(acc, dkGm_[GradKOffset(t_, task, task.head, row)], own.count, t_->d, t_->dPad, t_->kStrideS,
-                          t_->scale, any);
+        for (uint32_t i = 0; i < 2; ++i) {
+            const Output o = OutputOf(i);
+            if (o.cols == 0) continue;
+            AscendC::GlobalTensor<T> dst;
+            uint64_t pitch;
+            if (t_->pass == kGradPassDq) {
+                dst = dqGm_[GradQOffset(t_, task, task.head, row)];
+                pitch = t_->qStrideS;
+            } else if (i == 0) {
+                dst = dkGm_[GradKOffset(t_, task, task.head, row) + o.col0];
+                pitch = t_->kStrideS;
+            } else {
+                dst = dvGm_[GradVOffset(t_, task, task.head, row) + o.col0];
+                pitch = t_->vStrideS;
             }
-            if (t_->kvParts & kGradPartDv) {
-                WriteRows(acc[accKvOffset_], dvGm_[GradVOffset(t_, task, task.head, row)], own.count, t_->dv,
-                          t_->dvPad, t_->vStrideS, 1.0f, any);
-            }
+            WriteRows(acc[o.accOffset], dst, own.count, o.cols, o.pitch, pitch, i == 0 ? t_->scale : 1.0f, any);
         }
+    }
+
+    // Output i of the pass (0: dq or dk, 1: dv; cols 0 = none): its workspace sum, place in acc and columns.
+    struct Output {
+        __gm__ float* sum;
+        uint32_t accOffset, col0, cols, pitch;
+    };
+    __aicore__ inline Output OutputOf(uint32_t i) const {
+        Output o{i == 0 ? ws_.SumA() : ws_.SumB(), i == 0 ? 0 : accKvOffset_, 0, 0, 0};
+        if (t_->pass == kGradPassDq) {
+            o.cols = i == 0 ? t_->d : 0;
+        } else {
+            const uint32_t part = i == 0 ? kGradPartDk : kGradPartDv;
+            if (t_->kvParts & part) GradSumColumns(t_, part, o.col0, o.cols);
+        }
+        o.pitch = AlignUp(o.cols, 16);
+        return o;
     }
 
     __aicore__ inline void WriteRows(const AscendC::LocalTensor<float>& acc, const AscendC::GlobalTensor<T>& dst,
@@ -356,7 +333,7 @@ private:
     __gm__ uint8_t* blockMap_ = nullptr;
     FaTileMask<FlashAttentionGradTilingData> mask_;
     AscendC::GlobalTensor<T> dyGm_, oGm_, dqGm_, dkGm_, dvGm_;
-    AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_, dqAccGm_;
+    AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_;
     FaGradWorkspace ws_;
     uint32_t w_ = 0, rowsMax_ = 0, statElems_ = 0, accKvOffset_ = 0;
     AscendC::TBuf<AscendC::TPosition::VECIN> scoreBuf_;

@@ -1,5 +1,6 @@
 // The cube's matmul over L1 Nz tiles, shared by the forward and backward cube halves: C[m, n] = A[m, k] * B[k, n]
-// through L0A/L0B (ping-pong halves) into L0C (ping-pong halves), written by Fixpipe as fp32 rows to GM.
+// through L0A/L0B (ping-pong halves) into L0C (ping-pong halves), written by Fixpipe as fp32 rows to GM; or L0C tiles
+// the caller keeps resident across calls.
 #ifndef NPU_FA_FA_MATMUL_H
 #define NPU_FA_FA_MATMUL_H
 
@@ -61,7 +62,6 @@ public:
     // `flush` (it writes C); all of them have n <= nChunk, so C is one L0C tile, and no other Run comes between.
     __aicore__ inline void Run(const Operand& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n, uint32_t kChunk,
                                uint32_t nChunk, __gm__ float* dst, uint32_t ldc, bool init = true, bool flush = true) {
-        const uint32_t mBlocks = CeilDiv(m, 16);
         for (uint32_t n0 = 0; n0 < n; n0 += nChunk) {
             const uint32_t nLen = n - n0 < nChunk ? n - n0 : nChunk;
             if (init) {
@@ -69,41 +69,66 @@ public:
                 l0cIdx_ ^= 1;
                 AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(accHalf_);
             }
-            const uint32_t cHalf = accHalf_;
-            AscendC::LocalTensor<float> c = l0c_.Get<float>()[cHalf * (kL0cHalf / sizeof(float))];
-            for (uint32_t k0 = 0; k0 < k; k0 += kChunk) {
-                const uint32_t kLen = k - k0 < kChunk ? k - k0 : kChunk;
-                const uint32_t h = l0Idx_;
-                l0Idx_ ^= 1;
-                AscendC::LocalTensor<T> l0a = l0a_.Get<T>()[h * (kL0Half / sizeof(T))];
-                AscendC::LocalTensor<T> l0b = l0b_.Get<T>()[h * (kL0Half / sizeof(T))];
-                AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
-                LoadA(l0a, a, mBlocks, k0 / 16, CeilDiv(kLen, 16));
-                LoadB(l0b, b, k0 / 16, CeilDiv(kLen, 16), n0 / 16, CeilDiv(nLen, 16));
-                AscendC::SetFlag<AscendC::HardEvent::MTE1_M>(h);
-                AscendC::WaitFlag<AscendC::HardEvent::MTE1_M>(h);
-                // m = 1 would switch the cube to GEMV mode (L0A read as a plain row): 16 rows, the rest zero in L1.
-                AscendC::MmadParams mp(m == 1 ? 16 : m, nLen, kLen, 0, false, init && k0 == 0);
-                AscendC::Mmad(c, l0a, l0b, mp);
-                // The next Mmad accumulates into this L0C tile: the Mmad page's threshold, on the Mmad's m and n.
-                if ((mp.m / 16) * (mp.n / 16) < 10) AscendC::PipeBarrier<PIPE_M>();
-                AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
-            }
+            const AscendC::LocalTensor<float> c = L0c(accHalf_ * kL0cHalf);
+            MmaColumns(a, b, m, k, n0, nLen, kChunk, c, init);
             if (!flush) continue;
-            AscendC::SetFlag<AscendC::HardEvent::M_FIX>(cHalf);
-            AscendC::WaitFlag<AscendC::HardEvent::M_FIX>(cHalf);
-            AscendC::GlobalTensor<float> out;
-            out.SetGlobalBuffer(dst + n0);
-            AscendC::FixpipeParamsV220 fp(nLen, m, mBlocks * 16, ldc, false);
-            fp.quantPre = QuantMode_t::NoQuant;
-            AscendC::Fixpipe<float, float, AscendC::CFG_ROW_MAJOR>(out, c, fp);
-            AscendC::SetFlag<AscendC::HardEvent::FIX_M>(cHalf);
+            Store(c, m, nLen, dst + n0, ldc, (int32_t)accHalf_);
+            AscendC::SetFlag<AscendC::HardEvent::FIX_M>(accHalf_);
         }
+    }
+
+    // For callers that keep C resident in L0C over several calls (the backward's gradient sums) and own the L0C
+    // events: the L0C tile at byte `offset`, C[m, n] (+)= A[m, k] * B[k, n0 : n0 + n] into it (fractal (n1, m1) at
+    // n1 * CeilDiv(m, 16) + m1; `init` starts the sum; n0 a multiple of 16), and its Fixpipe to GM as fp32 rows of
+    // pitch `ldc` once M is done with it (M_FIX event `id`).
+    __aicore__ inline AscendC::LocalTensor<float> L0c(uint32_t offset) {
+        return l0c_.Get<float>()[offset / sizeof(float)];
+    }
+    __aicore__ inline void Accumulate(const Operand& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n0,
+                                      uint32_t n, uint32_t kChunk, uint32_t nChunk, const AscendC::LocalTensor<float>& c,
+                                      bool init) {
+        for (uint32_t j = 0; j < n; j += nChunk) {
+            MmaColumns(a, b, m, k, n0 + j, n - j < nChunk ? n - j : nChunk, kChunk, c[j * CeilDiv(m, 16) * 16], init);
+        }
+    }
+    __aicore__ inline void Store(const AscendC::LocalTensor<float>& c, uint32_t m, uint32_t n, __gm__ float* dst,
+                                 uint32_t ldc, int32_t id) {
+        AscendC::SetFlag<AscendC::HardEvent::M_FIX>(id);
+        AscendC::WaitFlag<AscendC::HardEvent::M_FIX>(id);
+        AscendC::GlobalTensor<float> out;
+        out.SetGlobalBuffer(dst);
+        AscendC::FixpipeParamsV220 fp(n, m, CeilDiv(m, 16) * 16, ldc, false);
+        fp.quantPre = QuantMode_t::NoQuant;
+        AscendC::Fixpipe<float, float, AscendC::CFG_ROW_MAJOR>(out, c, fp);
     }
 
 private:
     static constexpr uint32_t kFrac = 256;     // elements of one 16x16 b16 fractal
     static constexpr int32_t kL0FreeId0 = 3;   // M_MTE1 IDs 0-2 belong to TPipe on the AIC
+
+    // C[m, n0 : n0 + nLen] (+)= A[m, k] * B[k, n0 : n0 + nLen] into the L0C tile `c`, through L0A/L0B halves in kChunk pieces.
+    __aicore__ inline void MmaColumns(const Operand& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n0,
+                                      uint32_t nLen, uint32_t kChunk, const AscendC::LocalTensor<float>& c, bool init) {
+        const uint32_t mBlocks = CeilDiv(m, 16);
+        for (uint32_t k0 = 0; k0 < k; k0 += kChunk) {
+            const uint32_t kLen = k - k0 < kChunk ? k - k0 : kChunk;
+            const uint32_t h = l0Idx_;
+            l0Idx_ ^= 1;
+            AscendC::LocalTensor<T> l0a = l0a_.Get<T>()[h * (kL0Half / sizeof(T))];
+            AscendC::LocalTensor<T> l0b = l0b_.Get<T>()[h * (kL0Half / sizeof(T))];
+            AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
+            LoadA(l0a, a, mBlocks, k0 / 16, CeilDiv(kLen, 16));
+            LoadB(l0b, b, k0 / 16, CeilDiv(kLen, 16), n0 / 16, CeilDiv(nLen, 16));
+            AscendC::SetFlag<AscendC::HardEvent::MTE1_M>(h);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE1_M>(h);
+            // m = 1 would switch the cube to GEMV mode (L0A read as a plain row): 16 rows, the rest zero in L1.
+            AscendC::MmadParams mp(m == 1 ? 16 : m, nLen, kLen, 0, false, init && k0 == 0);
+            AscendC::Mmad(c, l0a, l0b, mp);
+            // The next Mmad accumulates into this L0C tile: the Mmad page's threshold, on the Mmad's m and n.
+            if ((mp.m / 16) * (mp.n / 16) < 10) AscendC::PipeBarrier<PIPE_M>();
+            AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
+        }
+    }
 
     // L1 -> L0A Zz [m1][k1] for fractal columns [k1s, k1s + k1n). A plain tile is Nz [m][k] (fractal (k1, m1) at
     // k1 * nzBlocks + m1); a transposed one is Nz [k][m] (fractal (m1, k1) at m1 * nzBlocks + k1, each transposed).

@@ -1,5 +1,5 @@
 // Backward FlashAttention kernel entry (mix mode, AIC:AIV = 1:2), launched once per pass of the schedule in
-// flash_attention_grad_tiling.h; the tiling's pass/stage/fusedDq fields say which. See fa_bwd_cube.h and
+// flash_attention_grad_tiling.h; the tiling's pass and kvParts fields say which. See fa_bwd_cube.h and
 // fa_bwd_vector.h.
 #include "kernel_operator.h"
 #include "flash_attention_grad_tiling.h"

@@ -1,14 +1,14 @@
 // Tiling data of the backward FlashAttention kernel, shared by op_host (tiling) and op_kernel (device code).
-// The backward runs as two launches of one mix kernel, each with its own copy of this struct:
+// The backward runs as two launches of one mix kernel (three when the head dims need dK and dV in separate passes),
+// each with its own copy of this struct:
 //   pass kGradPassDq:  tasks (sequence, query head, s1 block); D = rowsum(dO * O) into the workspace, then
-//                      dQ = scale * sum_j dS_ij K_j over the visible s2 blocks;
+//                      dQ = scale * sum_j dS_ij K_j over the visible s2 blocks, summed in L0C;
 //   pass kGradPassDkv: tasks (sequence, kv head, s2 block); dV = sum P^T dO and dK = scale * sum dS^T Q over the
-//                      query heads of the group and the s1 blocks that see the kv block.
-// Deterministic mode runs exactly these two: every output row is owned by exactly one task, whose sum runs in a
-// fixed order, so the result does not depend on the core count or on timing (no atomics).
-// The default (fast) mode computes each tile once: a D-only dQ pass (stage kGradStagePre, which also zeroes an fp32
-// dQ accumulator), the dK/dV pass with fusedDq = 1 (the cube also atomically adds dS K into the accumulator), and
-// a dQ pass of stage kGradStagePost (dq = scale * accumulator). Atomic fp32 adds make dq's last bits order-dependent.
+//                      query heads of the group and the s1 blocks that see the kv block, summed in L0C.
+// Every output row is owned by exactly one task, whose sum runs in a fixed order, so the result does not depend on
+// the core count or on timing (no atomics): both the deterministic and the default mode run this schedule. Each
+// pass recomputes S and dP; keeping the sums in L0C is what that buys (a fused single pass would move every tile's
+// dQ, or dK and dV, through Fixpipe: docs/performance.md, "Backward").
 #ifndef NPU_FA_FLASH_ATTENTION_GRAD_TILING_H
 #define NPU_FA_FLASH_ATTENTION_GRAD_TILING_H
 
@@ -17,10 +17,14 @@
 namespace npu_fa {
 
 enum FaGradPass : uint32_t { kGradPassDq = 0, kGradPassDkv = 1 };
-enum FaGradStage : uint32_t { kGradStageFull = 0, kGradStagePre = 1, kGradStagePost = 2 };  // of the dQ pass
 enum FaGradPart : uint32_t { kGradPartDk = 1, kGradPartDv = 2, kGradPartsBoth = 3 };
 // Per sequence: the forward's seq-table fields (FaSeqField: tokens, lengths, kSeqFirstTask = first dQ task, band,
 // block-map rows and mask base, for the backward's blocks), then the first dK/dV task.
+// Steps in flight per core: the cube computes S/dP of step j+2 before the products of step j, so the vector cores'
+// P/dS of step j overlap two steps of cube work. Workspace slots and the L1 slots of Q, dO, K, V: step % 3.
+constexpr uint32_t kGradSlots = 3;
+constexpr uint32_t kGradLag = 2;
+
 constexpr uint32_t kGradSeqFirstKvTask = kSeqInfoFields;
 constexpr uint32_t kGradSeqFields = kSeqInfoFields + 1;
 
@@ -34,19 +38,16 @@ struct FlashAttentionGradTilingData {
     uint64_t vStrideB, vStrideN, vStrideS;
     uint64_t oStrideB, oStrideN, oStrideS;
     // Workspace (bytes): D = rowsum(dO * O) per query row ([rows, 8] fp32, statistic layout) at wsOffsetD, then per
-    // core at wsOffsetCore + core * wsPerCore: S and dP (fp32, two slots), P and dS (input dtype), the partial
-    // products.
+    // core at wsOffsetCore + core * wsPerCore: S and dP (fp32), P and dS (input dtype), two slots each, and a
+    // task's sums as Fixpipe leaves them (fp32).
     uint64_t wsOffsetD;
-    uint64_t wsOffsetDqAcc;  // fast mode: dQ accumulator [rows, dPad] fp32, rows in statistic order
     uint64_t wsOffsetCore;
     uint64_t wsPerCore;
-    uint64_t wsOffsetS, wsOffsetDp, wsOffsetP, wsOffsetDs, wsOffsetPartA, wsOffsetPartB;
+    uint64_t wsOffsetS, wsOffsetDp, wsOffsetP, wsOffsetDs, wsOffsetSumA, wsOffsetSumB;
     // Dense atten_mask as the forward reads it (FlashAttentionTilingData has the same fields), with its block map
     // for this kernel's blocks.
     uint64_t maskStrideN, maskStrideS;
     uint32_t pass;        // FaGradPass
-    uint32_t stage;       // FaGradStage (dQ pass)
-    uint32_t fusedDq;     // dK/dV pass: 1 = also accumulate dS K into the dQ accumulator (atomic add)
     uint32_t layout;
     uint32_t dtype;
     uint32_t batch;
@@ -65,13 +66,22 @@ struct FlashAttentionGradTilingData {
     uint32_t maskMode;       // 0 none, 1 dense
     uint32_t maskHeads;      // 1: the mask (and its block map) differs per query head
     uint32_t maskColStep;
-    uint32_t kvParts;        // dK/dV pass: which gradients it accumulates, kGradPartDk | kGradPartDv (large head
-                             // dims run one dK/dV pass per gradient so that one accumulator fits UB)
+    uint32_t kvParts;        // dK/dV pass: which gradients it sums, kGradPartDk | kGradPartDv (large head dims run
+                             // one dK/dV pass per gradient so that the sum fits half of L0C)
+    uint32_t sumCol0;        // a single-gradient pass sums its columns [sumCol0, sumCol0 + sumCols) (head dims
+    uint32_t sumCols;        // above 256 take several passes); both-gradient passes sum every column
     uint32_t coreTaskStart[kMaxCores + 1];
 };
 static_assert(sizeof(FlashAttentionGradTilingData) ==
-                  2 * sizeof(int64_t) + 24 * sizeof(uint64_t) + 27 * sizeof(uint32_t) + (kMaxCores + 1) * sizeof(uint32_t),
+                  2 * sizeof(int64_t) + 23 * sizeof(uint64_t) + 27 * sizeof(uint32_t) + (kMaxCores + 1) * sizeof(uint32_t),
               "FlashAttentionGradTilingData must have no implicit padding");
+
+// The output columns a pass sums for gradient `part` (kGradPartDk: of dK, width d; kGradPartDv: of dV, width dv), as
+// [first, first + count).
+FA_INLINE void GradSumColumns(const FlashAttentionGradTilingData* t, uint32_t part, uint32_t& first, uint32_t& count) {
+    first = t->kvParts == kGradPartsBoth ? 0 : t->sumCol0;
+    count = t->kvParts == kGradPartsBoth ? (part == kGradPartDk ? t->d : t->dv) : t->sumCols;
+}
 
 // Query rows i of a sequence that see some key column of [c0, c1): i + lo <= c1 - 1 and i + hi >= c0 (the band of
 // BandOf, read the other way round), as the range of s1 blocks [first, last).
@@ -96,9 +106,9 @@ struct FaGradUbSizes {
     uint32_t bits;   // compare bit mask over [rows, w]
     uint32_t half;   // P or dS in the input dtype [rows, w]
     uint32_t stat;   // one statistic per row broadcast to a 32 B block [rows8, 8] fp32 (max, sum, D)
-    uint32_t part;   // one partial product of the cube, fp32 [accRows, dMax]
-    uint32_t acc;    // accumulators fp32: dQ [rows, dPad] or dK and/or dV [kvRows, dPad (+) dvPad]; before the first
-                     // step of a dQ task also dO * O in fp32 [rows, dvPad]
+    uint32_t part;   // O in fp32 [rows, dvPad] for D at a dQ task's start
+    uint32_t acc;    // a task's sums as the cube leaves them, fp32: dQ [rows, dPad] or dK and/or dV [kvRows, dPad (+)
+                     // dvPad]; at a dQ task's start dO * O in fp32 [rows, dvPad]
     uint32_t out;    // an output tile in the input dtype [accRows, dMax]; also dO and O [rows, dvPad] each
     uint32_t row;    // one fp32 per row [rows8], at least 64 (the column index pattern)
     uint32_t mask;   // dense-mask bytes of a tile [rows8, w] (0 without a dense mask); their half copy uses `half`
@@ -121,8 +131,8 @@ FA_INLINE FaGradUbSizes GradUbSizes(uint32_t rows, uint32_t w, uint32_t kvRows, 
     u.bits = AlignUp(r * w / 8, 32);
     u.half = r * w * 2;
     u.stat = r8 * 8 * 4;
-    u.part = accRows * dMax * 4;
-    u.acc = accQ > accKv ? accQ : accKv;
+    u.part = r * dvPad * 4;
+    u.acc = (uint32_t)FaMax(FaMax(accQ, accKv), u.part);
     u.out = accRows * dMax * 2 > 2 * r * dvPad * 2 ? accRows * dMax * 2 : 2 * r * dvPad * 2;
     u.row = (r8 > 64 ? r8 : 64) * 4;
     u.mask = denseMask ? r8 * w : 0;

@@ -1,6 +1,6 @@
 // Twin entry of the backward FlashAttention op: tiling (op_host), then the Ascend C kernel
-// (op_kernel/flash_attention_bwd.cpp) launched two (deterministic) or three (fast) times on the emulated chip,
-// sharing one workspace (D = rowsum(dO * O), the fast mode's dQ accumulator). Every GM buffer is range-checked.
+// (op_kernel/flash_attention_bwd.cpp) launched two or three times (one per pass of its schedule) on the emulated chip,
+// sharing one workspace (D = rowsum(dO * O) between the passes). Every GM buffer is range-checked.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
