@@ -5,10 +5,10 @@
 namespace npu_fa {
 namespace {
 
-uint32_t GradL1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad) {
+// Q, dO, K, V x `slots`, P, dS x 2; 16-bit.
+uint32_t GradL1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad, uint32_t slots) {
     const uint32_t m16 = AlignUp(s1Block, 16);
-    // Q, dO, K, V x kGradSlots, P, dS; 16-bit
-    return 2 * (kGradSlots * (m16 * (dPad + dvPad) + w * (dPad + dvPad)) + 2 * m16 * w);
+    return 2 * (slots * (m16 + w) * (dPad + dvPad) + 2 * 2 * m16 * w);
 }
 
 }  // namespace
@@ -39,7 +39,8 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
                              sh.w * tierCols[tier] * 4 <= kL0cHalfBytes;
             if (l0c &&
                 GradUbSizes(CeilDiv(sh.s1b, 2), sh.w, CeilDiv(sh.w, 2), t.dPad, t.dvPad, p.denseMask, parts).total <= ub &&
-                GradL1Bytes(sh.s1b, sh.w, t.dPad, t.dvPad) <= l1) {
+                GradL1Bytes(sh.s1b, sh.w, t.dPad, t.dvPad, 3) <= l1) {
+                t.l1Slots = GradL1Bytes(sh.s1b, sh.w, t.dPad, t.dvPad, 4) <= l1 ? 4 : 3;
                 t.s1Block = sh.s1b;
                 t.s2Block = sh.w;
                 kvParts = parts;
@@ -88,7 +89,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     t.maskStrideN = ft.data.maskStrideN;
     t.maskStrideS = ft.data.maskStrideS;
     t.maskColStep = ft.data.maskColStep;
-    out.l1Bytes = GradL1Bytes(t.s1Block, t.s2Block, t.dPad, t.dvPad);
+    out.l1Bytes = GradL1Bytes(t.s1Block, t.s2Block, t.dPad, t.dvPad, t.l1Slots);
 
     // Tasks of both passes, sequence-major; a task costs its tiles plus a fixed overhead.
     std::vector<uint64_t> costQ, costKv;

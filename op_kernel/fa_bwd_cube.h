@@ -1,9 +1,13 @@
 // Cube (AIC) half of the backward kernel. Per step: Q, dO, K, V tiles GM -> L1 Nz (the task's side once per task,
-// the other side per step, kGradSlots slots each), S = Q K^T and dP = dO V^T to the workspace (fp32); after the
+// the other side per step, l1Slots slots each), S = Q K^T and dP = dO V^T to the workspace (fp32); after the
 // AIVs' P and dS come back, the pass's products, summed in L0C over the task's steps: dQ pass dS K; dKV pass P^T dO
 // and dS^T Q (the transposed A operand is loaded with a per-fractal transpose, LoadData2D ifTranspose). At the
-// task's last step the sums leave through Fixpipe once. Order per core: S(0), S(1), S(2), products(0), S(3),
-// products(1), ... so the vector cores' P/dS of step j overlap the cube's S/dP of steps j+1 and j+2.
+// task's last step the sums leave through Fixpipe once. Order per core (lag 2): S(0), S(1), S(2), products(0),
+// S(3), products(1), ... so the vector cores' P/dS of step j overlap the cube's S/dP of steps j+1 and j+2.
+//
+// L1 hand-overs: a step's loads wait (MTE1_MTE2) only for the LoadData reads of the step l1Slots before it, whose
+// slots they reuse (released after its products, two event IDs by step parity), so the loads of step c run while
+// MTE1 feeds steps c-1 ... c-3; MTE1 waits (MTE2_MTE1) for a group of loads just before it reads them.
 //
 // L0C (two 64 KB halves): half 0 holds the task's sums (dQ [s1Block, dPad], or dK [s2Block, dPad] then dV
 // [s2Block, dvPad]); half 1 holds S and dP of one step, 32 KB each. FIX_M event 0 guards the sums, 1 and 2 S and dP:
@@ -32,16 +36,17 @@ public:
         ws_.Init(workspace, t, core_);
         m16_ = AlignUp(t->s1Block, 16);
         w_ = t->s2Block;
-        // One L1 buffer, carved: Q [m16, dPad], dO [m16, dvPad], K [w, dPad], V [w, dvPad] kGradSlots slots each, then
-        // P and dS [m16, w].
+        // One L1 buffer, carved: Q [m16, dPad], dO [m16, dvPad], K [w, dPad], V [w, dvPad] l1Slots slots each, then
+        // P and dS [m16, w] two slots each (step parity).
         const uint32_t sizes[kTiles] = {m16_ * t->dPad, m16_ * t->dvPad, w_ * t->dPad, w_ * t->dvPad, m16_ * w_, m16_ * w_};
         uint32_t off = 0;
         for (int32_t i = 0; i < kTiles; ++i) {
             offs_[i] = off;
             sizes_[i] = sizes[i];
-            off += (i < kSlotted ? kGradSlots : 1) * sizes[i];
+            off += (i < kSlotted ? t->l1Slots : 2) * sizes[i];
         }
         pipe->InitBuffer(l1_, off * sizeof(T));
+        for (int32_t id = 0; id < kSlotted; ++id) slot_[id] = t->l1Slots - 1;
         mm_.Init(pipe);  // sets FIX_M 0 and 1 (the sums and S regions start free)
         AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kEvDp);
         // Tile rows/columns past a step's extent are never loaded; zero them once so that padding is finite (a
@@ -55,7 +60,8 @@ public:
         FaGradTaskIterator it;
         it.Init(t_, seqInfo_, blockMap_, core_);
         FaGradTask task;
-        Pending ring[kGradLag];  // steps whose S/dP are out, oldest at step % kGradLag
+        const uint32_t lag = t_->l1Slots - 2;
+        Pending ring[kGradMaxLag];  // steps whose S/dP are out, oldest at step % lag
         uint32_t step = 0;
         const bool dq = t_->pass == kGradPassDq;
         while (it.Next(task)) {
@@ -69,26 +75,35 @@ public:
                 cur.step = step++;
                 cur.first = !any;
                 cur.last = false;
+                AcquireSlots(cur.step);
                 if (!any || !dq) LoadQuerySide(cur);
                 if (!any || dq) LoadKeySide(cur);
+                LoadsDone(kEvLoads);
                 any = true;
                 for (int32_t id = 0; id < kSlotted; ++id) cur.slot[id] = slot_[id];
                 ScoresStep(cur);
-                Pending& oldest = ring[cur.step % kGradLag];
-                if (cur.step >= kGradLag) ProductStep(oldest);
+                Pending& oldest = ring[cur.step % lag];
+                if (cur.step >= lag) ProductStep(oldest);
                 oldest = cur;
             }
-            if (any) ring[(step - 1) % kGradLag].last = true;  // the task's last computed step flushes its sums
+            if (any) ring[(step - 1) % lag].last = true;  // the task's last computed step flushes its sums
         }
-        for (uint32_t j = step > kGradLag ? step - kGradLag : 0; j < step; ++j) ProductStep(ring[j % kGradLag]);
+        for (uint32_t j = step > lag ? step - lag : 0; j < step; ++j) {
+            AcquireSlots(j + lag);  // no step j + lag loads: its wait still guards this step's P/dS slot
+            ProductStep(ring[j % lag]);
+        }
+        for (int32_t id = 0; id < 2; ++id) {
+            if (released_[id]) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
+        }
         AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kEvDp);
         mm_.End();
     }
 
 private:
-    // L1 tiles; their index is also their MTE2_MTE1 / MTE1_MTE2 event ID (0-5: 6 and 7 are reserved).
-    static constexpr int32_t kQ = 0, kDo = 1, kK = 2, kV = 3, kP = 4, kDs = 5, kTiles = 6;
-    static constexpr int32_t kSlotted = 4;  // Q, dO, K, V have kGradSlots slots: later steps load while this one multiplies
+    static constexpr int32_t kQ = 0, kDo = 1, kK = 2, kV = 3, kP = 4, kDs = 5, kTiles = 6;  // L1 tiles
+    static constexpr int32_t kSlotted = 4;  // Q, dO, K, V have l1Slots slots: later steps load while this one multiplies
+    // MTE1_MTE2 IDs 0-1: released slots (step parity); MTE2_MTE1 IDs: a step's loads, a step's P/dS loads.
+    static constexpr int32_t kEvLoads = 0, kEvProbsLoads = 1;
     // L0C regions (byte offsets) and their FIX_M / M_FIX event IDs.
     static constexpr uint32_t kL0cSums = 0, kL0cS = kL0cHalfBytes, kL0cDp = kL0cHalfBytes + kL0cHalfBytes / 2;
     static constexpr int32_t kEvSums = 0, kEvS = 1, kEvDp = 2;
@@ -99,7 +114,7 @@ private:
         FaGradStep s;
         uint32_t step;               // the core's step number: flag IDs GradFlag(., step), workspace slot step % kGradSlots
         bool first, last;            // the task's first / last computed step: starts / flushes the sums
-        uint8_t slot[kSlotted];      // the L1 slots of its Q, dO, K, V
+        uint8_t slot[kSlotted];      // the L1 slots of its Q, dO, K, V (P and dS: step parity)
     };
 
     using Operand = typename FaCubeMatmul<T>::Operand;
@@ -108,29 +123,49 @@ private:
         return l1_.Get<T>()[offs_[i] + slot * sizes_[i]];
     }
 
-    // GM (row-major, pitch `srcPitch` elements) -> L1 tile `id` in Nz with `c0Stride` rows per 16-column block,
-    // once the earlier LoadData reads are done (a set/wait pair: loads and matmuls of the cube are issued in order).
-    __aicore__ inline void LoadNz(int32_t id, const AscendC::GlobalTensor<T>& src, uint32_t rows, uint32_t cols,
-                                  uint64_t srcPitch, uint32_t c0Stride) {
-        if (id < kSlotted) slot_[id] = (slot_[id] + 1) % kGradSlots;  // the slot after its previous load's
-        const AscendC::LocalTensor<T> dst = Tile(id, id < kSlotted ? slot_[id] : 0);
+    // GM (row-major, pitch `srcPitch` elements) -> L1 tile `id` (slot `slot`) in Nz with `c0Stride` rows per
+    // 16-column block. The caller has acquired the slot (AcquireSlots) and hands the loads to MTE1 (LoadsDone).
+    __aicore__ inline void LoadNz(int32_t id, uint32_t slot, const AscendC::GlobalTensor<T>& src, uint32_t rows,
+                                  uint32_t cols, uint64_t srcPitch, uint32_t c0Stride) {
+        FaLoadNz(Tile(id, slot), src, rows, cols, srcPitch, c0Stride);
+    }
+    __aicore__ inline uint32_t NextSlot(int32_t id) {
+        slot_[id] = (slot_[id] + 1) % t_->l1Slots;  // the slot after its previous load's
+        return slot_[id];
+    }
+    __aicore__ inline static void LoadsDone(int32_t ev) {
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(ev);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(ev);
+    }
+
+    // Step j's LoadData reads are done with its slots (after its products): MTE1_MTE2 event j % 2. Step j - 2's set
+    // of that ID has been waited by then (AcquireSlots(j + lag) comes before ProductStep(j)).
+    __aicore__ inline void ReleaseSlots(uint32_t j) {
+        const int32_t id = (int32_t)(j % 2);
         AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(id);
+        released_[id] = true;
+    }
+    // Before step c loads: its slots were step c - l1Slots's (P/dS slots: step c - lag - 2's, released earlier).
+    __aicore__ inline void AcquireSlots(uint32_t c) {
+        if (c < t_->l1Slots) return;
+        const int32_t id = (int32_t)((c - t_->l1Slots) % 2);
+        if (!released_[id]) return;
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
-        FaLoadNz(dst, src, rows, cols, srcPitch, c0Stride);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(id);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(id);
+        released_[id] = false;
     }
 
     __aicore__ inline void LoadQuerySide(const Pending& p) {
         const uint32_t rows = (uint32_t)p.s.qRows;
-        LoadNz(kQ, qGm_[GradQOffset(t_, p.task, p.s.qHead, p.s.q0)], rows, t_->d, t_->qStrideS, m16_);
-        LoadNz(kDo, dyGm_[GradOOffset(t_, p.task, p.s.qHead, p.s.q0)], rows, t_->dv, t_->oStrideS, m16_);
+        LoadNz(kQ, NextSlot(kQ), qGm_[GradQOffset(t_, p.task, p.s.qHead, p.s.q0)], rows, t_->d, t_->qStrideS, m16_);
+        LoadNz(kDo, NextSlot(kDo), dyGm_[GradOOffset(t_, p.task, p.s.qHead, p.s.q0)], rows, t_->dv, t_->oStrideS,
+               m16_);
     }
 
     __aicore__ inline void LoadKeySide(const Pending& p) {
         const uint32_t kvHead = p.s.qHead / t_->group;
-        LoadNz(kK, kGm_[GradKOffset(t_, p.task, kvHead, p.s.k0)], (uint32_t)p.s.kRows, t_->d, t_->kStrideS, w_);
-        LoadNz(kV, vGm_[GradVOffset(t_, p.task, kvHead, p.s.k0)], (uint32_t)p.s.kRows, t_->dv, t_->vStrideS, w_);
+        const uint32_t rows = (uint32_t)p.s.kRows;
+        LoadNz(kK, NextSlot(kK), kGm_[GradKOffset(t_, p.task, kvHead, p.s.k0)], rows, t_->d, t_->kStrideS, w_);
+        LoadNz(kV, NextSlot(kV), vGm_[GradVOffset(t_, p.task, kvHead, p.s.k0)], rows, t_->dv, t_->vStrideS, w_);
     }
 
     __aicore__ inline Operand Slotted(const Pending& p, int32_t id, bool transposed) {
@@ -159,32 +194,36 @@ private:
     // sums -> workspace, and the vector cores are told.
     __aicore__ inline void ProductStep(const Pending& p) {
         const uint32_t qRows = (uint32_t)p.s.qRows, kRows = (uint32_t)p.s.kRows, ws = p.step % kGradSlots;
+        const uint32_t pSlot = p.step % 2;
         AscendC::CrossCoreWaitFlag(GradFlag(kGradFlagProbs, p.step));
-        AscendC::GlobalTensor<T> ds;
+        AscendC::GlobalTensor<T> ds, probs;
         ds.SetGlobalBuffer(ws_.template DScores<T>(ws));
-        LoadNz(kDs, ds, qRows, w_, w_, m16_);
+        probs.SetGlobalBuffer(ws_.template Probs<T>(ws));
+        LoadNz(kDs, pSlot, ds, qRows, w_, w_, m16_);
+        const bool dv = t_->pass == kGradPassDkv && (t_->kvParts & kGradPartDv);
+        if (dv) LoadNz(kP, pSlot, probs, qRows, w_, w_, m16_);
+        LoadsDone(kEvProbsLoads);
+        const Operand dsTile{Tile(kDs, pSlot), m16_, false}, dsT{Tile(kDs, pSlot), m16_, true};
         const AscendC::LocalTensor<float> sums = mm_.L0c(kL0cSums);
         if (p.first) AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kEvSums);  // the previous task's sums are out
         if (t_->pass == kGradPassDq) {
-            Mma(Operand{Tile(kDs), m16_, false}, Slotted(p, kK, true), qRows, kRows, 0, t_->d, sums, p.first);
+            Mma(dsTile, Slotted(p, kK, true), qRows, kRows, 0, t_->d, sums, p.first);
             if (p.last) mm_.Store(sums, qRows, t_->d, ws_.SumA(), t_->dPad, kEvSums);
         } else {
             uint32_t c0, cols;
-            if (t_->kvParts & kGradPartDv) {
+            if (dv) {
                 GradSumColumns(t_, kGradPartDv, c0, cols);
                 const AscendC::LocalTensor<float> sumV = sums[DvOffset()];
-                AscendC::GlobalTensor<T> probs;
-                probs.SetGlobalBuffer(ws_.template Probs<T>(ws));
-                LoadNz(kP, probs, qRows, w_, w_, m16_);
-                Mma(Operand{Tile(kP), m16_, true}, Slotted(p, kDo, true), kRows, qRows, c0, cols, sumV, p.first);
+                Mma(Operand{Tile(kP, pSlot), m16_, true}, Slotted(p, kDo, true), kRows, qRows, c0, cols, sumV, p.first);
                 if (p.last) mm_.Store(sumV, kRows, cols, ws_.SumB(), AlignUp(cols, 16), kEvSums);
             }
             if (t_->kvParts & kGradPartDk) {
                 GradSumColumns(t_, kGradPartDk, c0, cols);
-                Mma(Operand{Tile(kDs), m16_, true}, Slotted(p, kQ, true), kRows, qRows, c0, cols, sums, p.first);
+                Mma(dsT, Slotted(p, kQ, true), kRows, qRows, c0, cols, sums, p.first);
                 if (p.last) mm_.Store(sums, kRows, cols, ws_.SumA(), AlignUp(cols, 16), kEvSums);
             }
         }
+        ReleaseSlots(p.step);
         if (p.last) {
             AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kEvSums);
             AscendC::CrossCoreSetFlag<2, PIPE_FIX>(GradFlag(kGradFlagSums, sumsOut_++));
@@ -213,7 +252,8 @@ private:
     uint32_t m16_ = 0, w_ = 0;
     uint32_t offs_[kTiles] = {0, 0, 0, 0, 0, 0};
     uint32_t sizes_[kTiles] = {0, 0, 0, 0, 0, 0};
-    uint32_t slot_[kSlotted] = {kGradSlots - 1, kGradSlots - 1, kGradSlots - 1, kGradSlots - 1};  // latest loads' slots
+    uint32_t slot_[kSlotted] = {0, 0, 0, 0};  // slot of each tile's latest load (Init: l1Slots - 1, the first goes to 0)
+    bool released_[2] = {false, false};       // MTE1_MTE2 ID set by ReleaseSlots and not yet waited
     uint32_t sumsOut_ = 0;                     // tasks whose sums have left: the flag ID of the next
     AscendC::TBuf<AscendC::TPosition::A1> l1_;
     FaCubeMatmul<T> mm_;

@@ -20,10 +20,11 @@ enum FaGradPass : uint32_t { kGradPassDq = 0, kGradPassDkv = 1 };
 enum FaGradPart : uint32_t { kGradPartDk = 1, kGradPartDv = 2, kGradPartsBoth = 3 };
 // Per sequence: the forward's seq-table fields (FaSeqField: tokens, lengths, kSeqFirstTask = first dQ task, band,
 // block-map rows and mask base, for the backward's blocks), then the first dK/dV task.
-// Steps in flight per core: the cube computes S/dP of step j+2 before the products of step j, so the vector cores'
-// P/dS of step j overlap two steps of cube work. Workspace slots and the L1 slots of Q, dO, K, V: step % 3.
+// Steps in flight per core: the cube computes S/dP of step j+lag before the products of step j (lag = l1Slots - 2,
+// 2 where four L1 slots of Q, dO, K, V fit, else 1), so the vector cores' P/dS of step j overlap `lag` steps of cube
+// work. Workspace slots of S, dP, P, dS: step % kGradSlots.
 constexpr uint32_t kGradSlots = 3;
-constexpr uint32_t kGradLag = 2;
+constexpr uint32_t kGradMaxLag = 2;
 
 constexpr uint32_t kGradSeqFirstKvTask = kSeqInfoFields;
 constexpr uint32_t kGradSeqFields = kSeqInfoFields + 1;
@@ -70,10 +71,12 @@ struct FlashAttentionGradTilingData {
                              // one dK/dV pass per gradient so that the sum fits half of L0C)
     uint32_t sumCol0;        // a single-gradient pass sums its columns [sumCol0, sumCol0 + sumCols) (head dims
     uint32_t sumCols;        // above 256 take several passes); both-gradient passes sum every column
+    uint32_t l1Slots;        // L1 slots of Q, dO, K, V (4 or 3): a step loads while the 3 (or 2) before it compute
+    uint32_t reserved;
     uint32_t coreTaskStart[kMaxCores + 1];
 };
 static_assert(sizeof(FlashAttentionGradTilingData) ==
-                  2 * sizeof(int64_t) + 23 * sizeof(uint64_t) + 27 * sizeof(uint32_t) + (kMaxCores + 1) * sizeof(uint32_t),
+                  2 * sizeof(int64_t) + 23 * sizeof(uint64_t) + 29 * sizeof(uint32_t) + (kMaxCores + 1) * sizeof(uint32_t),
               "FlashAttentionGradTilingData must have no implicit padding");
 
 // The output columns a pass sums for gradient `part` (kGradPartDk: of dK, width d; kGradPartDv: of dV, width dv), as
