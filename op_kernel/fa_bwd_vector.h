@@ -6,8 +6,9 @@
 //   dKV pass: per step the statistics of the tile's query rows (max, sum from the forward, D from the dQ pass),
 //             P and dS as above; at the end the cube's sums -> dk = scale * sum dS^T Q, dv = sum P^T dO.
 // Masked entries (band, key columns past the sequence end) get P = 0 and dS = 0; so do rows that see no key
-// (max = -FLT_MAX). Inside an AIV the pipes hand over with set/wait pairs; the overlap is with the cube, which
-// computes the next step's S/dP and the current step's products meanwhile.
+// (max = -FLT_MAX). A step's rows go in two chunks with their own buffers and events, so one chunk's loads and
+// stores (and the next step's first loads) overlap the other's vector work; the task-level work (D, the sums, the
+// outputs) hands over with set/wait pairs.
 #ifndef NPU_FA_FA_BWD_VECTOR_H
 #define NPU_FA_FA_BWD_VECTOR_H
 
@@ -39,6 +40,7 @@ public:
         dGm_.SetGlobalBuffer(ws_.D());
         w_ = t->s2Block;
         rowsMax_ = CeilDiv(t->s1Block, 2);
+        chunk_ = GradChunkRows(rowsMax_);
         const FaGradUbSizes u = GradUbSizes(rowsMax_, w_, CeilDiv(w_, 2), t->dPad, t->dvPad, t->maskMode != 0,
                                             t->kvParts);
         statElems_ = u.stat / sizeof(float);
@@ -47,7 +49,8 @@ public:
         pipe->InitBuffer(dmatBuf_, u.dmat);
         pipe->InitBuffer(bitsBuf_, u.bits);
         pipe->InitBuffer(halfBuf_, u.half);
-        pipe->InitBuffer(statBuf_, kGradStatBuffers * u.stat);
+        pipe->InitBuffer(maskHalfBuf_, u.maskHalf);
+        pipe->InitBuffer(statBuf_, 2 * kGradStatBuffers * u.stat);
         pipe->InitBuffer(partBuf_, u.part);
         pipe->InitBuffer(accBuf_, u.acc);
         pipe->InitBuffer(outBuf_, u.out);
@@ -55,10 +58,14 @@ public:
         accKvOffset_ = (t->kvParts & kGradPartDk) ? CeilDiv(w_, 2) * t->dPad : 0;  // dV after dK (if both)
         if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
         BuildDiagonalPattern();
-        // The half scratch of the mask is the P/dS cast buffer (used only after masking).
-        mask_.Init(t, attenMask, rowsMax_, dmatBuf_.Get<float>(), bitsBuf_.Get<uint8_t>(), halfBuf_.Get<half>(),
+        mask_.Init(t, attenMask, chunk_, dmatBuf_.Get<float>(), bitsBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(),
                    u.mask != 0 ? maskBuf_.Get<uint8_t>() : bitsBuf_.Get<uint8_t>(), kIdMaskFree);
         if (t->maskMode != 0) AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdMaskFree);
+        for (int32_t i = 0; i < 2; ++i) {  // every chunk buffer and statistic set starts free
+            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdChunk + i);
+            AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdChunk + i);
+            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdStats + i);
+        }
     }
 
     __aicore__ inline void Process() {
@@ -77,7 +84,7 @@ public:
                 const uint8_t state = it.TileState(task, s);
                 if (state == kTileMasked) continue;  // the block map: nothing to compute (the cube skips it too)
                 const Rows q = Half(s.qRows);
-                if (!dq) StepStatistics(task, s, q);
+                if (!dq) StepStatistics(task, s, q, step);
                 ScoreStep(task, s, q, step++, state);
                 any = true;
             }
@@ -85,11 +92,19 @@ public:
             WriteTask(task, own, any);
         }
         if (t_->maskMode != 0) AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdMaskFree);
+        for (int32_t i = 0; i < 2; ++i) {
+            AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdChunk + i);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdChunk + i);
+            AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdStats + i);
+        }
     }
 
 private:
     static constexpr uint32_t kStatMax = 0, kStatSum = 1, kStatD = 2;
     static constexpr int32_t kIdMaskFree = 1;  // V_MTE2: the mask-bytes buffer may be refilled (hand-overs use 0)
+    // Chunk c's buffers: V_MTE2 / MTE2_V / V_MTE3 / MTE3_V kIdChunk + c. The dK/dV pass's statistic sets (step
+    // parity): V_MTE2 kIdStats + set.
+    static constexpr int32_t kIdChunk = 2, kIdStats = 4;
 
     struct Rows {
         uint32_t first;  // first row of this AIV inside the tile / task
@@ -111,7 +126,10 @@ private:
         AscendC::WaitFlag<kEvent>(0);
     }
 
-    __aicore__ inline AscendC::LocalTensor<float> Stat(uint32_t i) { return statBuf_.Get<float>()[i * statElems_]; }
+    // Statistic i of set `set` (the dQ pass uses set 0 for the task; the dK/dV pass one set per step, by parity).
+    __aicore__ inline AscendC::LocalTensor<float> Stat(uint32_t i, uint32_t set = 0) {
+        return statBuf_.Get<float>()[(set * kGradStatBuffers + i) * statElems_];
+    }
 
     // dmat[r][c] = c - r: one Compares + Select against it masks a tile to a band.
     __aicore__ inline void BuildDiagonalPattern() {
@@ -119,7 +137,7 @@ private:
         AscendC::LocalTensor<float> dmat = dmatBuf_.Get<float>();
         for (uint32_t c = 0; c < 64; ++c) idx.SetValue(c, (float)c);
         // Columns in chunks of 64 (the row buffer holds at least 64 floats), shifted by the chunk start and the row.
-        for (uint32_t r = 0; r < rowsMax_; ++r) {
+        for (uint32_t r = 0; r < chunk_; ++r) {
             for (uint32_t c = 0; c < w_; c += 64) AscendC::Adds(dmat[r * w_ + c], idx, (float)c - (float)r, 64);
         }
     }
@@ -139,8 +157,9 @@ private:
     }
 
     // Loads `count` statistic rows (8 floats each) starting at statistic row `row` into Stat(slot).
-    __aicore__ inline void LoadStat(uint32_t slot, const AscendC::GlobalTensor<float>& src, uint64_t row, uint32_t count) {
-        AscendC::DataCopy(Stat(slot), src[row * 8], count * 8);
+    __aicore__ inline void LoadStat(uint32_t i, uint32_t set, const AscendC::GlobalTensor<float>& src, uint64_t row,
+                                    uint32_t count) {
+        AscendC::DataCopy(Stat(i, set), src[row * 8], count * 8);
     }
 
     // dQ pass, task start: D = rowsum(dO * O) of this AIV's rows (kept in Stat(kStatD) and stored for the dKV
@@ -159,8 +178,8 @@ private:
         Handover<AscendC::HardEvent::V_MTE2>();
         AscendC::DataCopyPad(dyT, dyGm_[GradOOffset(t_, task, task.head, row)], cp, pad);
         AscendC::DataCopyPad(oT, oGm_[GradOOffset(t_, task, task.head, row)], cp, pad);
-        LoadStat(kStatMax, maxGm_, stat, rows);
-        LoadStat(kStatSum, sumGm_, stat, rows);
+        LoadStat(kStatMax, 0, maxGm_, stat, rows);
+        LoadStat(kStatSum, 0, sumGm_, stat, rows);
         Handover<AscendC::HardEvent::MTE2_V>();
         AscendC::LocalTensor<float> prod = accBuf_.Get<float>();  // free until the task's end
         AscendC::LocalTensor<float> oF = partBuf_.Get<float>();
@@ -168,8 +187,9 @@ private:
         AscendC::Cast(prod, dyT, AscendC::RoundMode::CAST_NONE, n);
         AscendC::Cast(oF, oT, AscendC::RoundMode::CAST_NONE, n);
         AscendC::Mul(prod, prod, oF, (int32_t)n);
-        // Fold the 64-column chunks of each row into `fold`, then one sum per row, broadcast to 8 per row.
-        AscendC::LocalTensor<float> fold = scoreBuf_.Get<float>();
+        // Fold the 64-column chunks of each row into `fold` (O's buffer, free now: the step buffers may be loading),
+        // then one sum per row, broadcast to 8 per row.
+        AscendC::LocalTensor<float> fold = oF;
         const uint8_t rep = (uint8_t)(dvPad / 8);
         const uint64_t first = dvPad < 64 ? dvPad : 64;
         AscendC::Muls(fold, prod, 1.0f, first, (uint8_t)rows, AscendC::UnaryRepeatParams(1, 1, 8, rep));
@@ -187,15 +207,16 @@ private:
         Handover<AscendC::HardEvent::MTE3_V>();
     }
 
-    // dKV pass: the statistics of this AIV's query rows of the step's tile.
-    __aicore__ inline void StepStatistics(const FaGradTask& task, const FaGradStep& s, const Rows& q) {
+    // dKV pass: the statistics of this AIV's query rows of the step's tile, into set step % 2 once the step two
+    // before is done with it (the chunk loads' MTE2_V hand-over then covers them).
+    __aicore__ inline void StepStatistics(const FaGradTask& task, const FaGradStep& s, const Rows& q, uint32_t step) {
         if (q.count == 0) return;
+        const uint32_t set = step % 2;
         const uint64_t stat = GradStatRow(t_, task, s.qHead, s.q0 + q.first);
-        Handover<AscendC::HardEvent::V_MTE2>();
-        LoadStat(kStatMax, maxGm_, stat, q.count);
-        LoadStat(kStatSum, sumGm_, stat, q.count);
-        LoadStat(kStatD, dGm_, stat, q.count);
-        Handover<AscendC::HardEvent::MTE2_V>();
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdStats + set);
+        LoadStat(kStatMax, set, maxGm_, stat, q.count);
+        LoadStat(kStatSum, set, sumGm_, stat, q.count);
+        LoadStat(kStatD, set, dGm_, stat, q.count);
     }
 
     // dP past the sequence's last key column -> 0 (the cube wrote nothing there; P is 0 there after masking).
@@ -207,7 +228,8 @@ private:
         }
     }
 
-    // One tile: P and dS of this AIV's query rows -> workspace, then tell the cube.
+    // One tile: P and dS of this AIV's query rows -> workspace, then tell the cube. Both chunks' loads are issued
+    // first; each chunk then computes and stores on its own events.
     __aicore__ inline void ScoreStep(const FaGradTask& task, const FaGradStep& s, const Rows& q, uint32_t step,
                                      uint8_t state) {
         AscendC::CrossCoreWaitFlag(GradFlag(kGradFlagScores, step));
@@ -215,40 +237,63 @@ private:
             AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(GradFlag(kGradFlagProbs, step));
             return;
         }
-        const uint32_t rows = q.count, n = rows * w_;
-        AscendC::LocalTensor<float> x = scoreBuf_.Get<float>();
-        AscendC::LocalTensor<float> dp = dpBuf_.Get<float>();
-        AscendC::GlobalTensor<float> src;
-        Handover<AscendC::HardEvent::V_MTE2>();
         const uint32_t slot = step % kGradSlots;
-        src.SetGlobalBuffer(ws_.Scores(slot) + (uint64_t)q.first * w_);
-        AscendC::DataCopy(x, src, n);
-        src.SetGlobalBuffer(ws_.DScoresIn(slot) + (uint64_t)q.first * w_);
-        AscendC::DataCopy(dp, src, n);
-        Handover<AscendC::HardEvent::MTE2_V>();
-        AscendC::Muls(x, x, t_->scale, (int32_t)n);
-        RowBroadcast<0>(x, Stat(kStatMax), rows, w_);
-        const FaMaskTile tile{task.band, task.maskBase, s.qHead, s.q0 + q.first, rows, s.k0, (uint32_t)s.kRows, state};
-        mask_.Apply(x, tile);
-        ZeroTailColumns(dp, rows, (uint32_t)s.kRows);
-        AscendC::Exp(x, x, (int32_t)n);
-        RowBroadcast<1>(x, Stat(kStatSum), rows, w_);
-        RowBroadcast<0>(dp, Stat(kStatD), rows, w_);
-        AscendC::Mul(dp, dp, x, (int32_t)n);
-        if (t_->pass == kGradPassDkv) StoreHalf(x, ws_.template Probs<T>(slot) + (uint64_t)q.first * w_, n);
-        StoreHalf(dp, ws_.template DScores<T>(slot) + (uint64_t)q.first * w_, n);
+        const bool dkv = t_->pass == kGradPassDkv;
+        for (uint32_t c = 0; c < 2; ++c) {
+            const uint32_t r0 = c * chunk_, rows = ChunkRows(q.count, c);
+            if (rows == 0) continue;
+            const uint64_t off = (uint64_t)(q.first + r0) * w_;
+            AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdChunk + c);
+            AscendC::DataCopy(ChunkS(c), Gm(ws_.Scores(slot) + off), rows * w_);
+            AscendC::DataCopy(ChunkDp(c), Gm(ws_.DScoresIn(slot) + off), rows * w_);
+            AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdChunk + c);
+        }
+        const uint32_t set = dkv ? step % 2 : 0;
+        for (uint32_t c = 0; c < 2; ++c) {
+            const uint32_t r0 = c * chunk_, rows = ChunkRows(q.count, c), n = rows * w_;
+            if (rows == 0) continue;
+            const AscendC::LocalTensor<float> x = ChunkS(c), dp = ChunkDp(c);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdChunk + c);
+            AscendC::Muls(x, x, t_->scale, (int32_t)n);
+            RowBroadcast<0>(x, Stat(kStatMax, set)[r0 * 8], rows, w_);
+            const FaMaskTile tile{task.band, task.maskBase, s.qHead, s.q0 + q.first + r0, rows, s.k0,
+                                  (uint32_t)s.kRows, state};
+            mask_.Apply(x, tile);
+            ZeroTailColumns(dp, rows, (uint32_t)s.kRows);
+            AscendC::Exp(x, x, (int32_t)n);
+            RowBroadcast<1>(x, Stat(kStatSum, set)[r0 * 8], rows, w_);
+            RowBroadcast<0>(dp, Stat(kStatD, set)[r0 * 8], rows, w_);
+            AscendC::Mul(dp, dp, x, (int32_t)n);
+            const AscendC::LocalTensor<T> hp = ChunkHalf(c, 0), hds = ChunkHalf(c, 1);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdChunk + c);
+            if (dkv) AscendC::Cast(hp, x, AscendC::RoundMode::CAST_RINT, n);
+            AscendC::Cast(hds, dp, AscendC::RoundMode::CAST_RINT, n);
+            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdChunk + c);
+            AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdChunk + c);
+            AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdChunk + c);
+            const uint64_t off = (uint64_t)(q.first + r0) * w_;
+            if (dkv) AscendC::DataCopy(Gm(ws_.template Probs<T>(slot) + off), hp, n);
+            AscendC::DataCopy(Gm(ws_.template DScores<T>(slot) + off), hds, n);
+            AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdChunk + c);
+        }
+        if (dkv) AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdStats + set);
         AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(GradFlag(kGradFlagProbs, step));
     }
 
-    // fp32 tile -> input dtype -> GM.
-    __aicore__ inline void StoreHalf(const AscendC::LocalTensor<float>& src, __gm__ T* dst, uint32_t n) {
-        AscendC::LocalTensor<T> h = halfBuf_.Get<T>();
-        AscendC::Cast(h, src, AscendC::RoundMode::CAST_RINT, n);
-        Handover<AscendC::HardEvent::V_MTE3>();
-        AscendC::GlobalTensor<T> g;
-        g.SetGlobalBuffer(dst);
-        AscendC::DataCopy(g, h, n);
-        Handover<AscendC::HardEvent::MTE3_V>();
+    __aicore__ inline uint32_t ChunkRows(uint32_t rows, uint32_t c) const {
+        const uint32_t first = rows < chunk_ ? rows : chunk_;
+        return c == 0 ? first : rows - first;
+    }
+    __aicore__ inline AscendC::LocalTensor<float> ChunkS(uint32_t c) { return scoreBuf_.Get<float>()[c * chunk_ * w_]; }
+    __aicore__ inline AscendC::LocalTensor<float> ChunkDp(uint32_t c) { return dpBuf_.Get<float>()[c * chunk_ * w_]; }
+    __aicore__ inline AscendC::LocalTensor<T> ChunkHalf(uint32_t c, uint32_t which) {
+        return halfBuf_.Get<T>()[(2 * c + which) * chunk_ * w_];
+    }
+    template <typename U>
+    __aicore__ inline static AscendC::GlobalTensor<U> Gm(__gm__ U* p) {
+        AscendC::GlobalTensor<U> g;
+        g.SetGlobalBuffer(p);
+        return g;
     }
 
     // A task's sums from the cube (this AIV's owned rows) -> acc.
@@ -260,9 +305,7 @@ private:
         for (uint32_t i = 0; i < 2; ++i) {
             const Output o = OutputOf(i);
             if (o.cols == 0) continue;
-            AscendC::GlobalTensor<float> g;
-            g.SetGlobalBuffer(o.sum + (uint64_t)own.first * o.pitch);
-            AscendC::DataCopy(acc[o.accOffset], g, own.count * o.pitch);
+            AscendC::DataCopy(acc[o.accOffset], Gm(o.sum + (uint64_t)own.first * o.pitch), own.count * o.pitch);
         }
         Handover<AscendC::HardEvent::MTE2_V>();
     }
@@ -335,12 +378,13 @@ private:
     AscendC::GlobalTensor<T> dyGm_, oGm_, dqGm_, dkGm_, dvGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_;
     FaGradWorkspace ws_;
-    uint32_t w_ = 0, rowsMax_ = 0, statElems_ = 0, accKvOffset_ = 0;
+    uint32_t w_ = 0, rowsMax_ = 0, chunk_ = 0, statElems_ = 0, accKvOffset_ = 0;
     AscendC::TBuf<AscendC::TPosition::VECIN> scoreBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> dpBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> dmatBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> bitsBuf_;
     AscendC::TBuf<AscendC::TPosition::VECOUT> halfBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> maskHalfBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> statBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> partBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> accBuf_;

@@ -100,47 +100,54 @@ FA_INLINE FaStepRange QueryBlocksOf(const FaBand& band, int64_t c0, int64_t c1, 
     return r;
 }
 
-// UB buffers of one AIV (bytes) for query tile rows `rows` (this AIV's half), key tile width `w`, key rows per AIV
-// `kvRows` and padded head dims. The kernel allocates exactly these; the tiling picks blocks whose total fits.
+// UB buffers of one AIV (bytes) for query tile rows `rows` (this AIV's half), walked in two chunks of `chunk` rows
+// (GradChunkRows) so that one chunk's loads and stores overlap the other's vector work; key tile width `w`, key
+// rows per AIV `kvRows` and padded head dims. The kernel allocates exactly these; the tiling picks blocks whose
+// total fits.
 struct FaGradUbSizes {
-    uint32_t score;  // S, later P, fp32 [rows, w]
-    uint32_t dp;     // dP, later dS, fp32 [rows, w]
-    uint32_t dmat;   // (column - row) pattern for band masks [rows, w]
-    uint32_t bits;   // compare bit mask over [rows, w]
-    uint32_t half;   // P or dS in the input dtype [rows, w]
+    uint32_t score;  // S, later P, fp32 [chunk, w] per chunk
+    uint32_t dp;     // dP, later dS, fp32 [chunk, w] per chunk
+    uint32_t dmat;   // (column - row) pattern for band masks [chunk, w]
+    uint32_t bits;   // compare bit mask over [chunk, w]
+    uint32_t half;   // P and dS in the input dtype [chunk, w] each, per chunk
+    uint32_t maskHalf;  // the masks' half-precision scratch [chunk, w]
     uint32_t stat;   // one statistic per row broadcast to a 32 B block [rows8, 8] fp32 (max, sum, D)
-    uint32_t part;   // O in fp32 [rows, dvPad] for D at a dQ task's start
+    uint32_t part;   // O in fp32 [rows, dvPad] for D at a dQ task's start, then its row fold [rows, 64]
     uint32_t acc;    // a task's sums as the cube leaves them, fp32: dQ [rows, dPad] or dK and/or dV [kvRows, dPad (+)
                      // dvPad]; at a dQ task's start dO * O in fp32 [rows, dvPad]
     uint32_t out;    // an output tile in the input dtype [accRows, dMax]; also dO and O [rows, dvPad] each
     uint32_t row;    // one fp32 per row [rows8], at least 64 (the column index pattern)
-    uint32_t mask;   // dense-mask bytes of a tile [rows8, w] (0 without a dense mask); their half copy uses `half`
+    uint32_t mask;   // dense-mask bytes of a chunk [chunk8, w] (0 without a dense mask)
     uint32_t total;
 };
-constexpr uint32_t kGradStatBuffers = 3;
+constexpr uint32_t kGradStatBuffers = 3;  // max, sum, D; two sets (step parity) in the dK/dV pass
+
+FA_INLINE uint32_t GradChunkRows(uint32_t rows) { return AlignUp(CeilDiv(rows == 0 ? 1 : rows, 2), 8); }
 
 FA_INLINE FaGradUbSizes GradUbSizes(uint32_t rows, uint32_t w, uint32_t kvRows, uint32_t dPad, uint32_t dvPad,
                                     bool denseMask, uint32_t kvParts) {
     FaGradUbSizes u;
     const uint32_t r = rows == 0 ? 1 : rows;
     const uint32_t r8 = AlignUp(r, 8);
+    const uint32_t c = GradChunkRows(r);
     const uint32_t dMax = dPad > dvPad ? dPad : dvPad;
     const uint32_t accRows = r > kvRows ? r : kvRows;
     const uint32_t accQ = r * dPad * 4;
     const uint32_t accKv = kvRows * (((kvParts & kGradPartDk) ? dPad : 0) + ((kvParts & kGradPartDv) ? dvPad : 0)) * 4;
-    u.score = r * w * 4;
-    u.dp = r * w * 4;
-    u.dmat = r * w * 4;
-    u.bits = AlignUp(r * w / 8, 32);
-    u.half = r * w * 2;
+    u.score = 2 * c * w * 4;
+    u.dp = 2 * c * w * 4;
+    u.dmat = c * w * 4;
+    u.bits = AlignUp(c * w / 8, 32);
+    u.half = 2 * 2 * c * w * 2;
+    u.maskHalf = c * w * 2;
     u.stat = r8 * 8 * 4;
-    u.part = r * dvPad * 4;
-    u.acc = (uint32_t)FaMax(FaMax(accQ, accKv), u.part);
+    u.part = r * (dvPad > 64 ? dvPad : 64) * 4;
+    u.acc = (uint32_t)FaMax(FaMax(accQ, accKv), r * dvPad * 4);
     u.out = accRows * dMax * 2 > 2 * r * dvPad * 2 ? accRows * dMax * 2 : 2 * r * dvPad * 2;
     u.row = (r8 > 64 ? r8 : 64) * 4;
-    u.mask = denseMask ? r8 * w : 0;
-    u.total = u.score + u.dp + u.dmat + u.bits + u.half + kGradStatBuffers * u.stat + u.part + u.acc + u.out + u.row +
-              u.mask;
+    u.mask = denseMask ? AlignUp(c, 8) * w : 0;
+    u.total = u.score + u.dp + u.dmat + u.bits + u.half + u.maskHalf + 2 * kGradStatBuffers * u.stat + u.part + u.acc +
+              u.out + u.row + u.mask;
     return u;
 }
 
