@@ -116,11 +116,11 @@ def test_profile_json_and_files(fa_reports, tmp_path, capsys):
 
 def test_backward_is_modeled_launch_by_launch():
     fwd = profiler.profile(heads=2, seqlen=200, head_dim=64)
-    for deterministic, launches in ((False, 3), (True, 2)):
+    for deterministic in (False, True):  # one schedule for both: a dQ pass, a dK/dV pass
         rep = profiler.profile(heads=2, seqlen=200, head_dim=64, backward=True, deterministic=deterministic)
-        assert len(rep["launches"]) == launches
+        assert len(rep["launches"]) == 2
         assert rep["modeled_time_us"] == pytest.approx(sum(p["modeled_time_us"] for p in rep["launches"]))
-        assert rep["modeled_time_us"] > fwd["modeled_time_us"]  # 5 (fast) or 7 matmuls per tile against 2
+        assert rep["modeled_time_us"] > fwd["modeled_time_us"]  # 7 matmuls per tile against 2
         assert rep["flops"] == pytest.approx(2.5 * fwd["flops"])
         for bound in rep["roofline_us"].values():
             assert rep["modeled_time_us"] >= bound  # never faster than a roofline bound

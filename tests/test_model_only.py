@@ -78,7 +78,7 @@ def test_sampled_blocks_match_full_model():
         assert full["modeled_time_us"] <= part["modeled_time_us"] <= 1.08 * full["modeled_time_us"]  # 6.4 % at S=2K
         assert part["cube_macs"] == pytest.approx(full["cube_macs"], rel=1e-6)
         assert len(part["cores"]) == 3 * k
-    kw = dict(heads=4, seqlen=1024, head_dim=128, model_only=True, backward=True, bins=0)
+    kw = dict(heads=12, seqlen=1024, head_dim=128, model_only=True, backward=True, bins=0)  # 4 and 8 tasks per core
     back, back_part = profiler.profile(**kw), profiler.profile(**kw, sample_blocks=2)
     assert back_part["modeled_time_us"] == pytest.approx(back["modeled_time_us"], rel=0.03)
 
