@@ -82,9 +82,11 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def print_table(rows: list[dict], chip: str) -> None:
-    print(f"All times modeled ({chip}); peak memory in MiB.")
-    print("| pass | S | D | causal | ours us | TFLOPS | % peak | bound | MiB | naive us | TFLOPS | % peak | bound | MiB "
+def print_table(rows: list[dict], chip: str, title: str = "", other: str = "naive") -> None:
+    """The markdown table of `rows` (COLUMNS); `other` names what the naive_* columns hold (scripts/bench_npu.py:
+    the built-in op)."""
+    print(title or f"All times modeled ({chip}); peak memory in MiB.")
+    print(f"| pass | S | D | causal | ours us | TFLOPS | % peak | bound | MiB | {other} us | TFLOPS | % peak | bound | MiB "
           "| speedup |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
