@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-import bench  # noqa: E402  (grid defaults, CSV columns and table writer)
+import bench  # noqa: E402  (grid options, CSV columns and table writer)
 
 
 def npu_missing() -> str:
@@ -103,15 +103,10 @@ def run_case(heads: int, s: int, d: int, causal: bool, backward: bool, warmup: i
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seqlens", default="1K,2K,4K,8K,16K,32K", help="comma list; 1K = 1024")
-    ap.add_argument("--dims", default="64,128,256")
-    ap.add_argument("--causal", choices=["0", "1", "both"], default="both")
-    ap.add_argument("--passes", choices=["fwd", "bwd", "both"], default="both")
-    ap.add_argument("--heads", type=int, default=8, help="N (B = 1)")
+    bench.add_grid_args(ap)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--device", default="npu:0")
-    ap.add_argument("--quick", action="store_true", help="S 1K,4K; D 128; non-causal; forward")
     ap.add_argument("--out", default="bench_npu_out", help="directory for bench.csv")
     a = ap.parse_args(argv)
     missing = npu_missing()
@@ -120,13 +115,7 @@ def main(argv=None) -> int:
               "and the adapter built (README: Build and install on an Ascend machine); for modeled numbers without "
               "an NPU use scripts/bench.py.", file=sys.stderr)
         return 2
-    if a.quick:
-        a.seqlens, a.dims, a.causal, a.passes = "1K,4K", "128", "0", "fwd"
-    seqlens = [bench._size(x) for x in a.seqlens.split(",") if x.strip()]
-    dims = [int(x) for x in a.dims.split(",") if x.strip()]
-    causals = [False, True] if a.causal == "both" else [a.causal == "1"]
-    passes = [False, True] if a.passes == "both" else [a.passes == "bwd"]
-    cases = [(s, d, c, bw) for bw in passes for d in dims for c in causals for s in seqlens]
+    cases = bench.grid_cases(a)
     rows, t0 = [], time.time()
     for i, (s, d, c, bw) in enumerate(cases):
         bench._progress(i, len(cases), f"{'bwd' if bw else 'fwd'} S={s} D={d}{' causal' if c else ''}", t0)

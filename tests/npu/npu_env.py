@@ -43,3 +43,9 @@ def npu_kwargs(kw: dict) -> dict:
     if out.get("atten_mask") is not None:
         out["atten_mask"] = out["atten_mask"].to(DEVICE)
     return out
+
+
+def mask_case(names: list, name: str):
+    """(layout, dtype) of a dense-mask case, rotating through layouts and dtypes as the twin's mask tests do."""
+    i = list(names).index(name)
+    return ["BSND", "BNSD", "BSH", "SBH", "BSND", "BNSD"][i % 6], (torch.float16, torch.bfloat16)[i % 2]

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from npu_env import npu_kwargs, requires_npu, to_cpu, to_npu
+from npu_env import mask_case, npu_kwargs, requires_npu, to_cpu, to_npu
 from npu_flash_attn.reference import flash_attention_lowprec, flash_attention_reference
 from test_fa_backward import CASES, DT, SPARSE, _assert_grads, _case_id, _grads64, _lowprec_grads, _shape
 from test_fa_backward_masks import B, N1, N2, REF_ARGS, S1, S2, SHAPES
@@ -59,8 +59,7 @@ def test_grad_tnd_with_empty_sequences_on_npu(deterministic, gen):
 
 @pytest.mark.parametrize("name", list(SHAPES))
 def test_grad_dense_masks_through_autograd_on_npu(name, gen):
-    layout = ["BSND", "BNSD", "BSH", "SBH", "BSND", "BNSD"][list(SHAPES).index(name)]
-    dtype = (torch.float16, torch.bfloat16)[list(SHAPES).index(name) % 2]
+    layout, dtype = mask_case(SHAPES, name)
     q, k, v = make_qkv(gen, layout, B, N1, N2, S1, S2, 64, 64, dtype)
     m = torch.rand(SHAPES[name], generator=gen) < 0.4
     kw = dict(scale=0.125, sparse_mode=1, atten_mask=m)

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from npu_env import npu_kwargs, requires_npu, to_cpu, to_npu
+from npu_env import mask_case, npu_kwargs, requires_npu, to_cpu, to_npu
 from npu_flash_attn.reference import (assert_close_fa, assert_stats_close, flash_attention_lowprec,
                                       flash_attention_reference)
 from test_fa_backward_masks import B, N1, N2, S1, S2, SHAPES
@@ -59,8 +59,7 @@ def test_forward_grid_on_npu(case, gen):
 @pytest.mark.parametrize("name", list(SHAPES))
 def test_dense_masks_on_npu(gen, name):
     # query_pad ([B, 1, S1, 1]) takes the column-broadcast path: 128-byte rows read with column step 0
-    layout = ["BSND", "BNSD", "BSH", "SBH", "BSND", "BNSD"][list(SHAPES).index(name)]
-    dtype = (torch.float16, torch.bfloat16)[list(SHAPES).index(name) % 2]
+    layout, dtype = mask_case(SHAPES, name)
     q, k, v = make_qkv(gen, layout, B, N1, N2, S1, S2, 64, 64, dtype)
     m = torch.rand(SHAPES[name], generator=gen) < 0.4
     for mode, extra in ((1, {}), (0, dict(pre_tokens=60, next_tokens=10))):
