@@ -1,8 +1,11 @@
 """Builds npu_flash_attn._C: the CPU twin of Ascend C with our op_kernel/ kernels and op_host/ tiling, as a
-pybind11 extension. The twin headers are also shipped inside the package so standalone kernels can be compiled."""
+pybind11 extension. The twin headers are also shipped inside the package so standalone kernels can be compiled.
+With CANN and torch_npu present it also builds the torch_npu adapter library (setup_npu.py); else it says why not
+in one line and installs the twin only."""
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -11,6 +14,9 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+import setup_npu  # noqa: E402
+
 SHIPPED = ["twin/include", "twin/src", "op_host", "op_kernel"]
 
 
@@ -38,6 +44,19 @@ class BuildPyWithTwin(build_py):
                 shutil.copytree(src, dest / rel, dirs_exist_ok=True)
 
 
+class BuildExtWithNpuAdapter(build_ext):
+    """The twin extension, then the NPU adapter library when CANN and torch_npu are there (setup_npu.py)."""
+
+    def run(self):
+        super().run()
+        build, why = setup_npu.adapter_decision()
+        if not build:
+            print(why)
+            return
+        package_dir = Path(self.get_ext_fullpath("npu_flash_attn._C")).parent
+        print(f"NPU adapter: {setup_npu.build_adapter(package_dir)}")
+
+
 ext = Pybind11Extension(
     "npu_flash_attn._C",
     sorted(str(p.relative_to(ROOT)) for d in ("twin/bindings", "op_kernel", "op_host") for p in (ROOT / d).glob("*.cpp")),
@@ -49,4 +68,4 @@ ext = Pybind11Extension(
     extra_link_args=["-pthread"],
 )
 
-setup(ext_modules=[ext], cmdclass={"build_ext": build_ext, "build_py": BuildPyWithTwin}, package_dir={"": "python"})
+setup(ext_modules=[ext], cmdclass={"build_ext": BuildExtWithNpuAdapter, "build_py": BuildPyWithTwin}, package_dir={"": "python"})

@@ -5,11 +5,13 @@
 // aclnn API on the current NPU stream with workspaces from the caching allocator:
 //   forward:  [FlashAttentionNpuFaBlockMap (dense mask)] -> FlashAttentionNpuFa
 //   backward: [FlashAttentionNpuFaBlockMap (dense mask, backward blocks)] -> FlashAttentionNpuFaGrad, once per launch
-//             of the schedule (2 deterministic, 3 fast), all with one workspace buffer.
-// Not yet run on hardware.
+//             the grad tiling returns (FaGradTilingOut::launches), all with one workspace buffer.
+// Block maps are cached per mask (block_map_cache.h). The argument checks with Python's messages run before
+// dispatch (python/npu_flash_attn/dispatch.py); the ones here guard the structure. Not yet run on hardware.
 #include <torch/library.h>
 #include <ATen/ATen.h>
 
+#include <iterator>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "torch_npu/csrc/core/npu/NPUStream.h"
 #include "op_plugin/utils/op_api_common.h"
 
+#include "block_map_cache.h"
 #include "cann/fa_op_args.h"
 #include "cann/fa_platform.h"
 #include "flash_attention_grad_tiling_host.h"
@@ -79,13 +82,15 @@ std::vector<int64_t> Vec(at::OptionalIntArrayRef v) { return v.has_value() ? v->
 struct Call {
     fa::FaOpAttrs attrs;
     fa::FaOpShapes shapes;
-    at::Tensor mask;  // dense masks only: contiguous, broadcast dimensions of size 1 (TND: 2-D)
+    at::Tensor userMask;  // dense masks only: the caller's atten_mask (the block-map cache's key)
+    at::Tensor mask;      // ... and its kernel view: contiguous, broadcast dimensions of size 1 (TND: 2-D)
     npu_fa::FaProblem p;
     npu_fa::ChipSpec chip{};
 };
 
-// The dense mask as the kernels read it in place: stride-0 (expanded) dimensions become size 1, a broadcast last
-// dimension is materialised (the op reads mask columns at stride 1).
+// The dense mask as the kernels read it: stride-0 (expanded) dimensions become size 1 and a broadcast last
+// dimension becomes rows of kColumnBroadcastWidth equal bytes (read with column step 0, as on the twin path:
+// O(rows) bytes, never S2 columns). The op takes contiguous masks, so a strided one is copied once in that shape.
 at::Tensor MaskView(const at::Tensor& m, bool tnd, int64_t s2) {
     if (tnd) return m.contiguous();
     at::Tensor v = m;
@@ -93,7 +98,7 @@ at::Tensor MaskView(const at::Tensor& m, bool tnd, int64_t s2) {
     for (int64_t d = 0; d < 4; ++d) {
         if (v.size(d) > 1 && v.stride(d) == 0) v = v.narrow(d, 0, 1);
     }
-    if (v.size(3) == 1 && s2 > 1) v = v.expand({v.size(0), v.size(1), v.size(2), s2});
+    if (v.size(3) == 1 && s2 > 1) v = v.expand({v.size(0), v.size(1), v.size(2), fa::kColumnBroadcastWidth});
     return v.contiguous();
 }
 
@@ -122,6 +127,7 @@ void Plan(Call& c, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
     if (mask.has_value() && (mode == 0 || mode == 1 || mode == 5)) {
         TORCH_CHECK(mask->scalar_type() == at::kBool || mask->scalar_type() == at::kByte,
                     "atten_mask dtype must be bool or uint8 (True/1 = masked out), got ", mask->scalar_type());
+        c.userMask = *mask;
         c.mask = MaskView(*mask, layout == npu_fa::kTND, c.p.s2);
         c.shapes.hasMask = true;
         c.shapes.mask = c.mask.sizes().vec();
@@ -141,9 +147,43 @@ at::Tensor SeqInfoTensor(const std::vector<int64_t>& rows, uint32_t fields, cons
     return host.to(like.device());
 }
 
-// Dense masks: the block map for blocks (s1Block, s2Block); `tiling` is the forward tiling for those blocks.
+using MapCache = npu_fa_adapter::BlockMapCache<at::Tensor, c10::weak_intrusive_ptr<c10::StorageImpl>>;
+constexpr size_t kMapCacheEntries = 32;  // as many as the Python package keeps
+
+MapCache& Maps() {
+    static MapCache cache(kMapCacheEntries);
+    return cache;
+}
+
+// What the map of the caller's mask depends on: the mask (identity, version, geometry), the device and stream the
+// map was written on, and the map's problem: blocks, map rows and bytes, the mask view's strides, and the
+// per-sequence table (lengths, bands, prefix, map rows, mask bases).
+npu_fa_adapter::BlockMapKey MapKey(const Call& c, const npu_fa::FaTilingOut& t) {
+    const at::Tensor& m = c.userMask;
+    const npu_fa::FaProblem& p = c.p;
+    npu_fa_adapter::BlockMapKey k;
+    k.storage = m.storage().unsafeGetStorageImpl();
+    k.data = m.data_ptr();
+    k.version = m._version();
+    k.fields = {m.device().index(), (int64_t)c10_npu::getCurrentNPUStream().id(), (int64_t)m.scalar_type(), m.dim(),
+                m.storage_offset()};
+    k.fields.insert(k.fields.end(), m.sizes().begin(), m.sizes().end());
+    k.fields.insert(k.fields.end(), m.strides().begin(), m.strides().end());
+    const int64_t problem[] = {t.data.s1Block, t.data.s2Block, t.data.mapRows, (int64_t)t.mapBytes, (int64_t)p.layout,
+                               p.n1, p.sparseMode, (int64_t)p.maskStrideB, (int64_t)p.maskStrideN,
+                               (int64_t)p.maskStrideS, p.maskColStep, p.maskTndGlobal, p.maskPerBatch, p.maskPerHead};
+    k.fields.insert(k.fields.end(), std::begin(problem), std::end(problem));
+    k.fields.insert(k.fields.end(), t.seqInfo.begin(), t.seqInfo.end());
+    return k;
+}
+
+// Dense masks: the block map for blocks (s1Block, s2Block); `tiling` is the forward tiling for those blocks. From
+// the cache when the same mask comes back unchanged, else built by the pre-pass and cached.
 at::Tensor BlockMap(const Call& c, const npu_fa::FaTilingOut& tiling, const at::Tensor& like) {
-    at::Tensor map = at::zeros({(int64_t)tiling.mapBytes}, like.options().dtype(at::kByte));
+    const npu_fa_adapter::BlockMapKey key = MapKey(c, tiling);
+    at::Tensor map;
+    if (Maps().Get(key, map)) return map;
+    map = at::zeros({(int64_t)tiling.mapBytes}, like.options().dtype(at::kByte));
     if (tiling.data.mapRows == 0) return map;
     const at::Tensor seqInfo = SeqInfoTensor(tiling.seqInfo, npu_fa::kSeqInfoFields, like);
     AclArgs acl;
@@ -160,6 +200,7 @@ at::Tensor BlockMap(const Call& c, const npu_fa::FaTilingOut& tiling, const at::
                 acl.A(c.shapes.value), c.shapes.bf16 ? 1 : 0, acl.T(map), size, exec);
         },
         aclnnFlashAttentionNpuFaBlockMap, workspace, like, true);
+    Maps().Put(key, c.userMask.storage().getWeakStorageImpl(), map);
     return map;
 }
 
@@ -291,6 +332,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
     std::string layout = c.attrs.inputLayout;
     const fa::FaOpAttrs& a = c.attrs;
     at::Tensor workspace;  // shared by the launches: D and the fast mode's dQ accumulator live there between them
+    // As many launches as the grad tiling returns (the schedule may change; the TilingFunc refuses other indices).
     for (size_t launch = 0; launch < t.launches.size(); ++launch) {
         AclArgs acl;
         RunAclnn(

@@ -82,9 +82,11 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def print_table(rows: list[dict], chip: str) -> None:
-    print(f"All times modeled ({chip}); peak memory in MiB.")
-    print("| pass | S | D | causal | ours us | TFLOPS | % peak | bound | MiB | naive us | TFLOPS | % peak | bound | MiB "
+def print_table(rows: list[dict], chip: str, title: str = "", other: str = "naive") -> None:
+    """The markdown table of `rows` (COLUMNS); `other` names what the naive_* columns hold (scripts/bench_npu.py:
+    the built-in op)."""
+    print(title or f"All times modeled ({chip}); peak memory in MiB.")
+    print(f"| pass | S | D | causal | ours us | TFLOPS | % peak | bound | MiB | {other} us | TFLOPS | % peak | bound | MiB "
           "| speedup |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
@@ -123,26 +125,36 @@ def write_plot(rows: list[dict], path: Path, chip: str) -> bool:
     return True
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_grid_args(ap: argparse.ArgumentParser) -> None:
+    """The benchmark grid's options (also scripts/bench_npu.py's)."""
     ap.add_argument("--seqlens", default="1K,2K,4K,8K,16K,32K", help="comma list; 1K = 1024")
     ap.add_argument("--dims", default="64,128,256")
     ap.add_argument("--causal", choices=["0", "1", "both"], default="both")
     ap.add_argument("--passes", choices=["fwd", "bwd", "both"], default="both")
-    ap.add_argument("--chip", default="Ascend910B2")
     ap.add_argument("--heads", type=int, default=8, help="N (B = 1); B*N*ceil(S/128) should fill the AI cores")
-    ap.add_argument("--sample-blocks", type=int, default=2, help="AI cores simulated per launch (0: all)")
-    ap.add_argument("--no-naive", action="store_true", help="skip the naive baseline")
     ap.add_argument("--quick", action="store_true", help="S 1K,4K; D 128; non-causal; forward")
-    ap.add_argument("--out", default="bench_out", help="directory for bench.csv / bench.png")
-    a = ap.parse_args(argv)
+
+
+def grid_cases(a: argparse.Namespace) -> list[tuple[int, int, bool, bool]]:
+    """(S, D, causal, backward) for each case of the grid the options select."""
     if a.quick:
         a.seqlens, a.dims, a.causal, a.passes = "1K,4K", "128", "0", "fwd"
     seqlens = [_size(x) for x in a.seqlens.split(",") if x.strip()]
     dims = [int(x) for x in a.dims.split(",") if x.strip()]
     causals = [False, True] if a.causal == "both" else [a.causal == "1"]
     passes = [False, True] if a.passes == "both" else [a.passes == "bwd"]
-    cases = [(s, d, c, bw) for bw in passes for d in dims for c in causals for s in seqlens]
+    return [(s, d, c, bw) for bw in passes for d in dims for c in causals for s in seqlens]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_grid_args(ap)
+    ap.add_argument("--chip", default="Ascend910B2")
+    ap.add_argument("--sample-blocks", type=int, default=2, help="AI cores simulated per launch (0: all)")
+    ap.add_argument("--no-naive", action="store_true", help="skip the naive baseline")
+    ap.add_argument("--out", default="bench_out", help="directory for bench.csv / bench.png")
+    a = ap.parse_args(argv)
+    cases = grid_cases(a)
     rows, t0 = [], time.time()
     for i, (s, d, c, bw) in enumerate(cases):
         _progress(i, len(cases), f"{'bwd' if bw else 'fwd'} S={s} D={d}{' causal' if c else ''}", t0)

@@ -55,11 +55,18 @@ struct FaOpAttrs {
     int64_t s1Block = 0, s2Block = 0;
 };
 
+// A column-broadcast mask ([..., S1, 1]) travels as rows of this many equal bytes, at least every s2 block (the
+// twin path's rule, python/npu_flash_attn/masks.py COLUMN_BROADCAST_WIDTH): the kernels read it with column step
+// 0, so it costs 128 bytes per row instead of S2.
+constexpr int64_t kColumnBroadcastWidth = 128;
+
 struct FaOpShapes {
     std::vector<int64_t> query, key, value;
     bool bf16 = false;
     bool hasMask = false;
-    std::vector<int64_t> mask;  // the mask as the op reads it: contiguous, broadcast dimensions of size 1
+    // The mask as the op reads it: contiguous, broadcast dimensions of size 1, a broadcast last dimension widened
+    // to kColumnBroadcastWidth.
+    std::vector<int64_t> mask;
 };
 
 inline std::string ShapeStr(const std::vector<int64_t>& s) {
@@ -144,7 +151,9 @@ inline std::string DimsOf(const FaOpShapes& s, int64_t headNum, FaProblem& p) {
     return "";
 }
 
-// Dense mask as read in place: a contiguous [b', n', s', S2] (TND: [R, C]) whose broadcast dimensions are 1.
+// Dense mask as read in place: a contiguous [b', n', s', S2] (TND: [R, C]) whose broadcast dimensions are 1, or
+// [b', n', s', kColumnBroadcastWidth] for a column-broadcast one (read with column step 0; when S2 is that width
+// both readings see the same bytes and the column step stays 1).
 inline std::string MaskOf(const FaOpShapes& s, FaProblem& p, uint32_t s1max, uint32_t s2max) {
     const std::vector<int64_t>& m = s.mask;
     p.denseMask = true;
@@ -168,7 +177,11 @@ inline std::string MaskOf(const FaOpShapes& s, FaProblem& p, uint32_t s1max, uin
             return "atten_mask " + ShapeStr(m) + " is not broadcastable to [B, N1, S1, S2]";
         }
     }
-    if (m4[3] != target[3]) return "atten_mask's last dimension must equal S2 (expand a broadcast one): " + ShapeStr(m);
+    if (m4[3] != target[3] && m4[3] != kColumnBroadcastWidth) {
+        return "atten_mask's last dimension must equal S2 (or be " + std::to_string(kColumnBroadcastWidth) +
+               ": a column-broadcast mask as rows of equal bytes): " + ShapeStr(m);
+    }
+    if (m4[3] != target[3]) p.maskColStep = 0;
     const uint64_t strideS = (uint64_t)m4[3], strideN = strideS * (uint64_t)m4[2], strideB = strideN * (uint64_t)m4[1];
     p.maskStrideS = m4[2] > 1 ? strideS : 0;
     p.maskStrideN = m4[1] > 1 ? strideN : 0;

@@ -112,7 +112,7 @@ public:
         for (const char* out : {"dq", "dk", "dv"}) Param(this->Output(out), REQUIRED, kQkv);
         CommonAttrs(*this);
         this->Attr("deterministic").AttrType(OPTIONAL).Bool(false);
-        // The backward is 2 (deterministic) or 3 kernel launches sharing one workspace: which one this call is.
+        // The backward is the grad tiling's kernel launches, sharing one workspace: which one this call is.
         this->Attr("launch").AttrType(OPTIONAL).Int(0);
         this->SetInferShape(InferShapeFlashAttentionNpuFaGrad).SetInferDataType(InferDataTypeFlashAttentionNpuFaGrad);
         BindKernel(*this, optiling::TilingFlashAttentionNpuFaGrad, "flash_attention_bwd");

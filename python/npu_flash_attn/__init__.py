@@ -1,7 +1,8 @@
 """npu-flash-attn: FlashAttention for Ascend NPUs, with a CPU twin of Ascend C for development without hardware.
 
 `import npu_flash_attn` registers `torch.ops.npu.flash_attention` (see `npu_flash_attn.ops`); CPU tensors run the
-Ascend C kernel on the CPU twin (results labelled "twin").
+Ascend C kernel on the CPU twin (results labelled "twin"). When torch_npu is importable, it also loads the torch_npu
+adapter library for NPU tensors (`npu_flash_attn.npu`; not yet run on hardware).
 """
 from . import twin  # noqa: F401
 from . import ops  # noqa: F401  (registers torch.ops.npu.flash_attention)
@@ -9,5 +10,8 @@ from . import backward  # noqa: F401  (registers torch.ops.npu.flash_attention_g
 from .ops import flash_attention, get_chip, last_launch_info, set_chip  # noqa: F401
 from .masks import block_mask_cache_info, clear_block_mask_cache, precompute_block_mask  # noqa: F401
 from .twin import TwinError  # noqa: F401
+from . import npu  # noqa: F401
+
+npu.status()  # after the schemas exist: loads the NPU adapter library when torch_npu and the library are there
 
 __version__ = "0.1.0"

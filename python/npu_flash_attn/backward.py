@@ -29,7 +29,8 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
   core's UB, the dK/dV pass runs twice (dV, then dK).
 
 Autograd: `torch.ops.npu.flash_attention` gets a backward through this op (saving query, key, value, the output
-and the two statistics; never P); softmax_max/softmax_sum are not differentiable.
+and the two statistics; never P); softmax_max/softmax_sum are not differentiable. The same registration serves
+NPU tensors, whose kernels come from the torch_npu adapter (`npu.py`); the checks run before dispatch on both.
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from typing import Any, Optional
 import torch
 
 from . import masks, ops
+from .dispatch import check_before_dispatch, require_device
 from .ops import INT32_MAX
 
 __all__ = ["flash_attention_grad", "GRAD_SCHEMA"]
@@ -103,21 +105,29 @@ def _zero_tnd_tails(p: ops.FAProblem, dq, dk, dv) -> None:
     dv[used_kv:].zero_()
 
 
+def _check_call(query, key, value, dy, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
+                softmax_max=None, softmax_sum=None, attention_in=None, scale=1.0, keep_prob=1.0,
+                pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None,
+                actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None, deterministic=False):
+    """Every check of a call on real tensors, run before dispatch on every device (`dispatch.py`)."""
+    p = _validate_grad(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max,
+                       softmax_sum, attention_in, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
+                       actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, sink, deterministic)
+    require_device(query.device, "npu::flash_attention_grad")
+    ops.check_input_values(p, query, key, value)
+    _check_finite(dy=dy, attention_in=attention_in)
+
+
 def _grad_impl(query, key, value, dy, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
                softmax_max=None, softmax_sum=None, attention_in=None, scale=1.0, keep_prob=1.0,
                pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None,
                actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None, deterministic=False):
+    """The CPU (twin) kernel. `_check_call` ran before dispatch; this re-derives the problem without the data
+    checks."""
     p = _validate_grad(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max,
                        softmax_sum, attention_in, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
-                       actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, sink, deterministic)
-    dev = query.device
-    if dev.type == "npu":
-        raise NotImplementedError("NPU path comes with the CANN operator package issue")
-    if dev.type != "cpu":
-        raise ValueError(f"query is on device {dev}; npu::flash_attention_grad runs on CPU tensors (CPU twin) or NPU "
-                         "tensors")
-    ops.check_input_values(p, query, key, value)
-    _check_finite(dy=dy, attention_in=attention_in)
+                       actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, sink, deterministic,
+                       check_values=False)
     empty = torch.empty(0, dtype=query.dtype)
     if not p.has_work():
         zeros = tuple(t.new_zeros(t.shape) for t in (query, key, value))
@@ -196,8 +206,11 @@ def _register():
         return None
     except (AttributeError, RuntimeError):
         pass
-    op = torch.library.custom_op("npu::flash_attention_grad", _grad_impl, mutates_args=(), schema=GRAD_SCHEMA)
+    # CPU only: NPU tensors dispatch to the adapter's PrivateUse1 kernel (npu.py); both are checked first.
+    op = torch.library.custom_op("npu::flash_attention_grad", _grad_impl, mutates_args=(), schema=GRAD_SCHEMA,
+                                 device_types="cpu")
     op.register_fake(_grad_fake)
+    check_before_dispatch("npu::flash_attention_grad", _check_call)
     torch.library.register_autograd("npu::flash_attention", _backward, setup_context=_setup_context)
     return op
 

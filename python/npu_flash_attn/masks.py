@@ -167,9 +167,19 @@ def _check_compressed(m: torch.Tensor, mode: int, check_values: bool) -> None:
     if tuple(m.shape) != shape:
         raise ValueError(f"atten_mask shape {tuple(m.shape)} is not supported for sparse_mode={mode} "
                          f"({_MODE_NAMES[mode]}): pass None or the compressed {list(shape)} mask, {what}")
-    if check_values and m.device.type == "cpu" and not _is_fake(m):
-        if not torch.equal(m, ref(m.dtype)):
+    if check_values and not _is_fake(m):
+        if not torch.equal(m, _on_device(ref(m.dtype), m.device)):
             raise ValueError(f"atten_mask for sparse_mode={mode} must equal {what}")
+
+
+def _on_device(ref: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A compressed reference mask on `device` (copied once per device and dtype)."""
+    if device.type == "cpu":
+        return ref
+    key = ("device", ref.data_ptr(), str(device))
+    if key not in _ref_cache:
+        _ref_cache[key] = ref.to(device)
+    return _ref_cache[key]
 
 
 def _check_band_mode0(pre: int, nxt: int, S1, S2) -> None:
@@ -406,6 +416,7 @@ def precompute_block_mask(query: torch.Tensor, key: torch.Tensor, value: torch.T
         raise ValueError(f"precompute_block_mask: sparse_mode={sparse_mode} with this atten_mask reads no dense mask "
                          "(only sparse_mode 0, 1 and 5 with a mask do)")
     if atten_mask.device.type != "cpu":
-        raise NotImplementedError("precompute_block_mask on NPU tensors comes with the CANN operator package")
+        raise NotImplementedError(f"precompute_block_mask takes CPU (twin) masks, got one on {atten_mask.device}; on "
+                                  "the NPU the adapter builds and caches block maps itself at the first call")
     view = mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global)
     return build_block_map(atten_mask, view, problem_dict(p, view), get_chip())

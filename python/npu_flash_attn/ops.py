@@ -48,7 +48,9 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
 
 Devices: CPU tensors run the Ascend C kernel on the CPU twin (label results "twin"); the emulated chip is chosen by
 `set_chip(name)`, else the environment variable NPU_FA_CHIP, else "Ascend910B2". `last_launch_info()` returns the
-tiling facts of the last kernel launch. NPU tensors raise NotImplementedError until the CANN operator package lands.
+tiling facts of the last CPU kernel launch. NPU tensors run the CANN operators through the torch_npu adapter's
+PrivateUse1 kernel when `npu.py` loaded it (not yet run on hardware), else raise RuntimeError naming what is
+missing. Every check above runs before dispatch, for both devices (`check_call`, `dispatch.py`).
 The autograd formula (through `torch.ops.npu.flash_attention_grad`) is registered in `npu_flash_attn.backward`.
 """
 from __future__ import annotations
@@ -62,6 +64,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 
+from .dispatch import check_before_dispatch, require_device
 from .masks import build_block_map, check_masks, mask_view
 
 __all__ = [
@@ -384,8 +387,8 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
                              check_values: bool = True) -> FAProblem:
     """Checks every argument of npu::flash_attention (raising ValueError/TypeError naming the argument, the value and
     the rule, or NotImplementedError for features not built yet) and returns the validated problem. Reads no
-    tensor data except a CPU `atten_mask` (compared with the compressed causal mask; skipped when check_values is
-    False, as in the fake kernel); touches nothing."""
+    tensor data except a compressed `atten_mask` of modes 2-4/6-8 (compared with the built-in's compressed mask, on
+    its device; skipped when check_values is False, as in the fake kernel); touches nothing."""
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -568,20 +571,28 @@ def _launch(p: FAProblem, q, k, v, atten_mask, out, smax, ssum) -> dict:
     return info
 
 
+def check_call(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None, scale=1.0,
+               keep_prob=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0, prefix=None,
+               actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None) -> FAProblem:
+    """Every check of a call on real tensors, run before dispatch on every device (`dispatch.py`): the argument and
+    mask rules, the device (CPU, or NPU with the adapter loaded), and the data checks (finite q/k/v, scale)."""
+    p = validate_flash_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
+                                 keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
+                                 actual_seq_kvlen, sparse_mode, seed, offset, sink)
+    require_device(query.device, "npu::flash_attention")
+    check_input_values(p, query, key, value)
+    return p
+
+
 def _flash_attention_impl(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
                           scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0,
                           prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0,
                           sink=None):
+    """The CPU (twin) kernel. `check_call` ran before dispatch; this re-derives the problem without the data
+    checks."""
     p = validate_flash_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
                                  keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
-                                 actual_seq_kvlen, sparse_mode, seed, offset, sink)
-    dev = query.device
-    if dev.type == "npu":
-        raise NotImplementedError("NPU path comes with the CANN operator package issue")
-    if dev.type != "cpu":
-        raise ValueError(f"query is on device {dev}; npu::flash_attention runs on CPU tensors (CPU twin) or NPU "
-                         "tensors")
-    check_input_values(p, query, key, value)
+                                 actual_seq_kvlen, sparse_mode, seed, offset, sink, check_values=False)
     out = torch.empty(p.out_shape, dtype=query.dtype)
     smax = torch.empty(p.stats_shape, dtype=torch.float32)
     ssum = torch.empty(p.stats_shape, dtype=torch.float32)
@@ -620,8 +631,10 @@ def _register():
         return
     except (AttributeError, RuntimeError):
         pass
-    op = torch.library.custom_op(ns_op, _flash_attention_impl, mutates_args=(), schema=SCHEMA)
+    # CPU only: NPU tensors dispatch to the adapter's PrivateUse1 kernel (npu.py); both are checked first.
+    op = torch.library.custom_op(ns_op, _flash_attention_impl, mutates_args=(), schema=SCHEMA, device_types="cpu")
     op.register_fake(_flash_attention_fake)
+    check_before_dispatch(ns_op, check_call)
     return op
 
 

@@ -1,0 +1,69 @@
+"""The package's argument checks run before the device kernel, for CPU and NPU tensors alike.
+
+The CPU (twin) kernels are Python (`device_types="cpu"`); the NPU kernels are the adapter's C++ PrivateUse1
+kernels (`npu.py`). So that both get the same checks with the same messages, each op also has a kernel at the
+BackendSelect dispatch key, which the dispatcher runs after autograd and before any backend kernel, in every grad
+mode (inference mode included): it binds the arguments by the schema, runs the op's check (which raises
+ValueError / TypeError / NotImplementedError naming the argument, the value and the rule, or RuntimeError when an
+NPU call has no adapter) and redispatches to the backend. Fake and meta tensors skip it: the fake kernels check
+the same rules without reading data.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from . import npu
+
+__all__ = ["bind_arguments", "require_device", "check_before_dispatch"]
+
+_libs: dict[str, torch.library.Library] = {}  # kept alive: dropping a Library removes its registrations
+
+
+def bind_arguments(schema: torch._C.FunctionSchema, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """{argument name: value} for a call as the dispatcher hands it over (trailing defaults may be left out)."""
+    out = {}
+    for i, a in enumerate(schema.arguments):
+        if i < len(args):
+            out[a.name] = args[i]
+        elif a.name in kwargs:
+            out[a.name] = kwargs[a.name]
+        else:
+            out[a.name] = a.default_value
+    return out
+
+
+def require_device(device: torch.device, op: str) -> None:
+    """CPU runs the twin; NPU needs the adapter (RuntimeError naming what is missing); anything else is refused."""
+    if device.type == "cpu":
+        return
+    if device.type == "npu":
+        npu.require_adapter(op)
+        return
+    raise ValueError(f"query is on device {device}; {op} runs on CPU tensors (CPU twin) or NPU tensors (torch_npu "
+                     "adapter)")
+
+
+def _is_fake(t: Any) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+    return isinstance(t, FakeTensor) or (isinstance(t, torch.Tensor) and t.device.type == "meta")
+
+
+def check_before_dispatch(qualname: str, check: Callable[..., Any]) -> None:
+    """Registers `check(**arguments)` to run before the backend kernel of `qualname` ("ns::name")."""
+    ns, name = qualname.split("::")
+    op = getattr(getattr(torch.ops, ns), name).default
+    schema = op._schema
+    first = schema.arguments[0].name
+
+    def kernel(keyset, *args, **kwargs):
+        bound = bind_arguments(schema, args, kwargs)
+        if not _is_fake(bound[first]):
+            check(**bound)
+        return op.redispatch(keyset.remove(torch._C.DispatchKey.BackendSelect), *args, **kwargs)
+
+    lib = _libs.get(ns)
+    if lib is None:
+        lib = _libs[ns] = torch.library.Library(ns, "FRAGMENT")
+    lib.impl(name, kernel, "BackendSelect", with_keyset=True)
