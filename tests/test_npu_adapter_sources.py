@@ -154,9 +154,10 @@ def test_adapter_runs_every_launch_the_grad_tiling_returns():
     assert "t.launches.size()" in func  # the TilingFunc bounds the launch index by the same list
 
 
-@pytest.mark.parametrize("D,deterministic,launches", [(64, False, 3), (64, True, 2), (512, False, 4)])
+@pytest.mark.parametrize("D,deterministic,launches", [(64, False, 2), (64, True, 2), (192, False, 3), (512, True, 5)])
 def test_launch_counts_vary(gen, D, deterministic, launches):
-    # why the adapter must not hard-code them: the twin's grad tiling returns 2, 3 or 4 launches
+    # why the adapter must not hard-code them: the twin's grad tiling returns 2, 3 or 5 launches (dQ; dK/dV, or
+    # dV and dK passes of at most 256 columns each)
     q = torch.randn(1, 40, 2, D, generator=gen).to(torch.bfloat16)
     k = torch.randn(1, 50, 1, D, generator=gen).to(torch.bfloat16)
     out, smax, ssum = torch.ops.npu.flash_attention(q, k, k, 2, "BSND", scale=D ** -0.5)

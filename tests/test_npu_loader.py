@@ -159,3 +159,16 @@ def test_bind_arguments_fills_defaults_by_schema():
     got = dispatch.bind_arguments(schema, (q, q, q, 2, "BSND"), {"sparse_mode": 3})
     assert got["head_num"] == 2 and got["sparse_mode"] == 3 and got["scale"] == 1.0 and got["atten_mask"] is None
     assert list(got) == [a.name for a in schema.arguments]
+
+
+def test_value_checks_are_opt_in_on_npu(monkeypatch):
+    from types import SimpleNamespace
+
+    from npu_flash_attn.dispatch import value_checks
+    cpu, npu_dev = torch.device("cpu"), SimpleNamespace(type="npu")
+    monkeypatch.delenv("NPU_FA_CHECK_VALUES", raising=False)
+    assert value_checks(cpu) and not value_checks(npu_dev)
+    monkeypatch.setenv("NPU_FA_CHECK_VALUES", "1")
+    assert value_checks(cpu) and value_checks(npu_dev)
+    monkeypatch.setenv("NPU_FA_CHECK_VALUES", "0")
+    assert not value_checks(npu_dev)

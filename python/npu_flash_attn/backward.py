@@ -39,7 +39,7 @@ from typing import Any, Optional
 import torch
 
 from . import masks, ops
-from .dispatch import check_before_dispatch, require_device
+from .dispatch import check_before_dispatch, require_device, value_checks
 from .ops import INT32_MAX
 
 __all__ = ["flash_attention_grad", "GRAD_SCHEMA"]
@@ -109,13 +109,17 @@ def _check_call(query, key, value, dy, head_num, input_layout, pse=None, padding
                 softmax_max=None, softmax_sum=None, attention_in=None, scale=1.0, keep_prob=1.0,
                 pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None,
                 actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None, deterministic=False):
-    """Every check of a call on real tensors, run before dispatch on every device (`dispatch.py`)."""
+    """Every check of a call on real tensors, run before dispatch on every device (`dispatch.py`; the data checks on
+    NPU only with NPU_FA_CHECK_VALUES=1)."""
+    values = value_checks(query.device)
     p = _validate_grad(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max,
                        softmax_sum, attention_in, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
-                       actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, sink, deterministic)
+                       actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, sink, deterministic,
+                       check_values=values)
     require_device(query.device, "npu::flash_attention_grad")
-    ops.check_input_values(p, query, key, value)
-    _check_finite(dy=dy, attention_in=attention_in)
+    if values:
+        ops.check_input_values(p, query, key, value)
+        _check_finite(dy=dy, attention_in=attention_in)
 
 
 def _grad_impl(query, key, value, dy, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,

@@ -7,16 +7,21 @@ mode (inference mode included): it binds the arguments by the schema, runs the o
 ValueError / TypeError / NotImplementedError naming the argument, the value and the rule, or RuntimeError when an
 NPU call has no adapter) and redispatches to the backend. Fake and meta tensors skip it: the fake kernels check
 the same rules without reading data.
+
+Checks that read tensor contents (finite q/k/v/dy, the scale overflow bound, a compressed mask's content) run
+for CPU tensors always, and for NPU tensors only with `NPU_FA_CHECK_VALUES=1`: on the device each costs extra
+kernels and a host sync per call, which a training step should not pay (the built-in does not check either).
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 import torch
 
 from . import npu
 
-__all__ = ["bind_arguments", "require_device", "check_before_dispatch"]
+__all__ = ["bind_arguments", "require_device", "check_before_dispatch", "value_checks"]
 
 _libs: dict[str, torch.library.Library] = {}  # kept alive: dropping a Library removes its registrations
 
@@ -43,6 +48,11 @@ def require_device(device: torch.device, op: str) -> None:
         return
     raise ValueError(f"query is on device {device}; {op} runs on CPU tensors (CPU twin) or NPU tensors (torch_npu "
                      "adapter)")
+
+
+def value_checks(device: torch.device) -> bool:
+    """Whether the checks that read tensor contents run for tensors on `device` (see the module docstring)."""
+    return device.type == "cpu" or os.environ.get("NPU_FA_CHECK_VALUES") == "1"
 
 
 def _is_fake(t: Any) -> bool:

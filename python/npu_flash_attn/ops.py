@@ -64,7 +64,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from .dispatch import check_before_dispatch, require_device
+from .dispatch import check_before_dispatch, require_device, value_checks
 from .masks import build_block_map, check_masks, mask_view
 
 __all__ = [
@@ -575,12 +575,15 @@ def check_call(query, key, value, head_num, input_layout, pse=None, padding_mask
                keep_prob=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0, prefix=None,
                actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None) -> FAProblem:
     """Every check of a call on real tensors, run before dispatch on every device (`dispatch.py`): the argument and
-    mask rules, the device (CPU, or NPU with the adapter loaded), and the data checks (finite q/k/v, scale)."""
+    mask rules, the device (CPU, or NPU with the adapter loaded), and the data checks (finite q/k/v, scale; on NPU
+    only with NPU_FA_CHECK_VALUES=1, see dispatch.value_checks)."""
+    values = value_checks(query.device)
     p = validate_flash_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
                                  keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
-                                 actual_seq_kvlen, sparse_mode, seed, offset, sink)
+                                 actual_seq_kvlen, sparse_mode, seed, offset, sink, check_values=values)
     require_device(query.device, "npu::flash_attention")
-    check_input_values(p, query, key, value)
+    if values:
+        check_input_values(p, query, key, value)
     return p
 
 
