@@ -19,14 +19,13 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
   recomputed from the saved statistics (P = exp(scale * S - max) / sum), D = rowsum(dy * attention_in),
   dS = P * (dP - D); every sum accumulates in fp32, P and dS enter the cube's products in the input dtype. Rows
   that see no key (softmax_max = -FLT_MAX) get P = 0, so zero dq and no contribution to dk/dv.
-* `deterministic=True`: two kernel passes (dQ, then dK/dV), every output element written by exactly one core in a
-  fixed order, so results are bitwise reproducible run to run and for any core count. `False` (default): each tile
-  is computed once, dK/dV owned per core as before and dQ accumulated by fp32 atomic adds (about 25 % less twin
-  time; dq's last bits depend on the order the cores' adds land). The autograd passes
+* Two kernel passes (dQ, then dK/dV), every output element written by exactly one core in a fixed order (no
+  atomics), so results are bitwise reproducible run to run and for any core count whatever `deterministic` says;
+  the flag is accepted for the built-in's signature and the autograd passes
   `torch.are_deterministic_algorithms_enabled()`.
 * pse / sink -> NotImplementedError, keep_prob < 1 -> NotImplementedError, padding_mask -> ValueError (reserved).
-  Head dims up to 512 like the forward: when the dK and dV accumulators of a key block do not both fit a vector
-  core's UB, the dK/dV pass runs twice (dV, then dK).
+  Head dims up to 512 like the forward: when the dK and dV sums of a key block do not both fit half of the cube's
+  L0C (D + Dv > 256), a dV pass and a dK pass run instead, each in passes of at most 256 columns.
 
 Autograd: `torch.ops.npu.flash_attention` gets a backward through this op (saving query, key, value, the output
 and the two statistics; never P); softmax_max/softmax_sum are not differentiable. The same registration serves
