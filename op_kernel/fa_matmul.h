@@ -135,34 +135,42 @@ private:
     __aicore__ inline void LoadA(const AscendC::LocalTensor<T>& dst, const Operand& a, uint32_t mBlocks, uint32_t k1s,
                                  uint32_t k1n) {
         const uint32_t nzBlocks = a.nzRows / 16;
-        for (uint32_t m1 = 0; m1 < mBlocks; ++m1) {
-            if (a.transposed) {
-                AscendC::LoadData2DParams p(0, (uint8_t)k1n, 1, 0, 0, true, 0);
-                AscendC::LoadData(dst[m1 * k1n * kFrac], a.tile[(m1 * nzBlocks + k1s) * kFrac], p);
-            } else {
-                AscendC::LoadData2DParams p(0, (uint8_t)k1n, (uint16_t)nzBlocks, 0, 0, false, 0);
-                AscendC::LoadData(dst[m1 * k1n * kFrac], a.tile[(k1s * nzBlocks + m1) * kFrac], p);
-            }
+        if (a.transposed) {
+            LoadFractals(dst, a.tile[k1s * kFrac], mBlocks, k1n, nzBlocks, 1, true);
+        } else {
+            LoadFractals(dst, a.tile[k1s * nzBlocks * kFrac], mBlocks, k1n, 1, nzBlocks, false);
         }
     }
 
-    // L1 -> L0B Zn [k1][n1] for fractal rows [k1s, k1s + k1n) and columns [n1s, n1s + n1n).
+    // L1 -> L0B Zn [k1][n1] for fractal rows [k1s, k1s + k1n) and columns [n1s, n1s + n1n). A plain tile holds B^T
+    // as Nz [n][k] (fractal (k1, n1) at k1 * nzBlocks + n1: Zn already); a transposed one holds B as Nz [k][n]
+    // (fractal (n1, k1) at n1 * nzBlocks + k1, each transposed).
     __aicore__ inline void LoadB(const AscendC::LocalTensor<T>& dst, const Operand& b, uint32_t k1s, uint32_t k1n,
                                  uint32_t n1s, uint32_t n1n) {
         const uint32_t nzBlocks = b.nzRows / 16;
-        if (!b.transposed && n1s == 0 && n1n == nzBlocks && k1n * n1n <= 255) {  // Zn already: one contiguous run
-            AscendC::LoadData2DParams p(0, (uint8_t)(k1n * n1n), 1, 0, 0, false, 0);
-            AscendC::LoadData(dst, b.tile[k1s * nzBlocks * kFrac], p);
-            return;
+        if (b.transposed) {
+            LoadFractals(dst, b.tile[(n1s * nzBlocks + k1s) * kFrac], k1n, n1n, 1, nzBlocks, true);
+        } else {
+            LoadFractals(dst, b.tile[(k1s * nzBlocks + n1s) * kFrac], k1n, n1n, nzBlocks, 1, false);
         }
-        for (uint32_t k1 = 0; k1 < k1n; ++k1) {
-            if (b.transposed) {  // stored [k][n]: gather along n1 and transpose each fractal
-                AscendC::LoadData2DParams p(0, (uint8_t)n1n, (uint16_t)nzBlocks, 0, 0, true, 0);
-                AscendC::LoadData(dst[k1 * n1n * kFrac], b.tile[(n1s * nzBlocks + k1s + k1) * kFrac], p);
-            } else {  // stored [n][k]: already Zn, contiguous along n1
-                AscendC::LoadData2DParams p(0, (uint8_t)n1n, 1, 0, 0, false, 0);
-                AscendC::LoadData(dst[k1 * n1n * kFrac], b.tile[((k1s + k1) * nzBlocks + n1s) * kFrac], p);
-            }
+    }
+
+    // rows x cols fractals -> dst in row-major fractal order (dst fractal r * cols + c), fractal (r, c) read at
+    // src + r * rowStride + c * colStride fractals, in the fewest LoadData calls: one when the source is contiguous
+    // in that order, else one per row or one per column (srcStride along it, dstGap over the others), whichever
+    // is fewer (each call costs its issue latency on MTE1).
+    __aicore__ inline void LoadFractals(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
+                                        uint32_t rows, uint32_t cols, uint32_t rowStride, uint32_t colStride,
+                                        bool transpose) {
+        if (colStride == 1 && rowStride == cols && rows * cols <= 255) {
+            AscendC::LoadData2DParams p(0, (uint8_t)(rows * cols), 1, 0, 0, transpose, 0);
+            AscendC::LoadData(dst, src, p);
+        } else if (rows <= cols) {
+            AscendC::LoadData2DParams p(0, (uint8_t)cols, (uint16_t)colStride, 0, 0, transpose, 0);
+            for (uint32_t r = 0; r < rows; ++r) AscendC::LoadData(dst[r * cols * kFrac], src[r * rowStride * kFrac], p);
+        } else {
+            AscendC::LoadData2DParams p(0, (uint8_t)rows, (uint16_t)rowStride, 0, (uint16_t)(cols - 1), transpose, 0);
+            for (uint32_t c = 0; c < cols; ++c) AscendC::LoadData(dst[c * kFrac], src[c * colStride * kFrac], p);
         }
     }
 
