@@ -313,7 +313,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
     at::Tensor dk = at::empty_like(key, at::MemoryFormat::Contiguous);
     at::Tensor dv = at::empty_like(value, at::MemoryFormat::Contiguous);
     npu_fa::FaGradTilingOut t;
-    std::string err = npu_fa::ComputeFlashAttentionGradTiling(c.p, c.chip, deterministic, t);
+    std::string err = npu_fa::ComputeFlashAttentionGradTiling(c.p, c.chip, t);
     TORCH_CHECK(err.empty(), "flash_attention_grad tiling: ", err);
     const uint32_t s1Block = t.launches[0].s1Block, s2Block = t.launches[0].s2Block;
     at::Tensor map;

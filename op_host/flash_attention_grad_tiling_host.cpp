@@ -13,8 +13,7 @@ uint32_t GradL1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad
 
 }  // namespace
 
-std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& chip, bool deterministic,
-                                            FaGradTilingOut& out) {
+std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut& out) {
     FlashAttentionGradTilingData t{};
     t.dPad = AlignUp(p.d, 16);
     t.dvPad = AlignUp(p.dv, 16);
@@ -159,8 +158,6 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     };
     // The dQ pass (kvParts only sizes its UB alike), then one dK/dV pass for both gradients, or (kvParts = dK
     // only) dV passes and dK passes of at most colsMax columns each (the sums of s2Block rows in half of L0C).
-    // `deterministic` changes nothing: this schedule has no atomics.
-    (void)deterministic;
     out.launches.clear();
     launch(kGradPassDq, costQ, kvParts);
     if (kvParts == kGradPartsBoth) {

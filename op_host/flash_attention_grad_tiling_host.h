@@ -25,9 +25,8 @@ struct FaGradTilingOut {
     uint64_t mapBytes = 0;
 };
 
-// Fills `out`; returns an empty string on success, else what is wrong. The schedule has no atomics, so every mode
-// is bitwise reproducible for any core count; `deterministic` (the op's flag) is accepted and changes nothing.
-std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& chip, bool deterministic,
-                                            FaGradTilingOut& out);
+// Fills `out`; returns an empty string on success, else what is wrong. The schedule has no atomics, so the result
+// is bitwise reproducible for any core count: the op's `deterministic` flag needs no tiling of its own.
+std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut& out);
 
 }  // namespace npu_fa

@@ -47,6 +47,11 @@ public:
         }
         pipe->InitBuffer(l1_, off * sizeof(T));
         for (int32_t id = 0; id < kSlotted; ++id) slot_[id] = t->l1Slots - 1;
+        // The dK/dV pass's columns of each gradient; dV's sum follows dK's in the sums region (fractal rows of
+        // s2Block, as Mmad leaves them).
+        GradSumColumns(t, kGradPartDk, dkCol0_, dkCols_);
+        GradSumColumns(t, kGradPartDv, dvCol0_, dvCols_);
+        dvOffset_ = (t->kvParts & kGradPartDk) ? AlignUp(w_, 16) * t->dPad : 0;
         mm_.Init(pipe);  // sets FIX_M 0 and 1 (the sums and S regions start free)
         AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kEvDp);
         // Tile rows/columns past a step's extent are never loaded; zero them once so that padding is finite (a
@@ -210,17 +215,15 @@ private:
             Mma(dsTile, Slotted(p, kK, true), qRows, kRows, 0, t_->d, sums, p.first);
             if (p.last) mm_.Store(sums, qRows, t_->d, ws_.SumA(), t_->dPad, kEvSums);
         } else {
-            uint32_t c0, cols;
             if (dv) {
-                GradSumColumns(t_, kGradPartDv, c0, cols);
-                const AscendC::LocalTensor<float> sumV = sums[DvOffset()];
-                Mma(Operand{Tile(kP, pSlot), m16_, true}, Slotted(p, kDo, true), kRows, qRows, c0, cols, sumV, p.first);
-                if (p.last) mm_.Store(sumV, kRows, cols, ws_.SumB(), AlignUp(cols, 16), kEvSums);
+                const AscendC::LocalTensor<float> sumV = sums[dvOffset_];
+                Mma(Operand{Tile(kP, pSlot), m16_, true}, Slotted(p, kDo, true), kRows, qRows, dvCol0_, dvCols_, sumV,
+                    p.first);
+                if (p.last) mm_.Store(sumV, kRows, dvCols_, ws_.SumB(), AlignUp(dvCols_, 16), kEvSums);
             }
             if (t_->kvParts & kGradPartDk) {
-                GradSumColumns(t_, kGradPartDk, c0, cols);
-                Mma(dsT, Slotted(p, kQ, true), kRows, qRows, c0, cols, sums, p.first);
-                if (p.last) mm_.Store(sums, kRows, cols, ws_.SumA(), AlignUp(cols, 16), kEvSums);
+                Mma(dsT, Slotted(p, kQ, true), kRows, qRows, dkCol0_, dkCols_, sums, p.first);
+                if (p.last) mm_.Store(sums, kRows, dkCols_, ws_.SumA(), AlignUp(dkCols_, 16), kEvSums);
             }
         }
         ReleaseSlots(p.step);
@@ -228,11 +231,6 @@ private:
             AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kEvSums);
             AscendC::CrossCoreSetFlag<2, PIPE_FIX>(GradFlag(kGradFlagSums, sumsOut_++));
         }
-    }
-
-    // dV's sum follows dK's in the sums region (fractal rows of s2Block, as Mmad leaves them).
-    __aicore__ inline uint32_t DvOffset() const {
-        return (t_->kvParts & kGradPartDk) ? AlignUp(w_, 16) * t_->dPad : 0;
     }
 
     // C[m, n] (+)= A[m, k] * B[k, n0 : n0 + n] into the L0C tile `c`, in the largest chunks that fit L0.
@@ -254,6 +252,7 @@ private:
     uint32_t sizes_[kTiles] = {0, 0, 0, 0, 0, 0};
     uint32_t slot_[kSlotted] = {0, 0, 0, 0};  // slot of each tile's latest load (Init: l1Slots - 1, the first goes to 0)
     bool released_[2] = {false, false};       // MTE1_MTE2 ID set by ReleaseSlots and not yet waited
+    uint32_t dkCol0_ = 0, dkCols_ = 0, dvCol0_ = 0, dvCols_ = 0, dvOffset_ = 0;
     uint32_t sumsOut_ = 0;                     // tasks whose sums have left: the flag ID of the next
     AscendC::TBuf<AscendC::TPosition::A1> l1_;
     FaCubeMatmul<T> mm_;

@@ -156,12 +156,12 @@ ge::graphStatus TilingFlashAttentionNpuFaGrad(gert::TilingContext* context) {
         return ge::GRAPH_FAILED;
     }
     const gert::RuntimeAttrs* attrs = context->GetAttrs();
-    const bool* deterministic = attrs->GetBool(fa::kGradAttrDeterministic);
+    // (the `deterministic` attribute needs no tiling of its own: the schedule has no atomics)
     const int64_t* launch = attrs->GetInt(fa::kGradAttrLaunch);
-    if (deterministic == nullptr || launch == nullptr) return fa::Refuse(context, "missing deterministic/launch");
+    if (launch == nullptr) return fa::Refuse(context, "missing launch");
     if (!fa::HasWork(p)) return fa::Refuse(context, "no query row sees a key: the caller answers without a launch");
     npu_fa::FaGradTilingOut t;
-    std::string err = npu_fa::ComputeFlashAttentionGradTiling(p, chip, *deterministic, t);
+    std::string err = npu_fa::ComputeFlashAttentionGradTiling(p, chip, t);
     if (err.empty() && (*launch < 0 || (size_t)*launch >= t.launches.size())) {
         err = "launch " + std::to_string(*launch) + " is outside the schedule's " + std::to_string(t.launches.size());
     }

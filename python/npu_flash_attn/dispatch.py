@@ -21,7 +21,7 @@ import torch
 
 from . import npu
 
-__all__ = ["bind_arguments", "require_device", "check_before_dispatch", "value_checks"]
+__all__ = ["bind_arguments", "require_device", "check_before_dispatch", "value_checks", "is_fake"]
 
 _libs: dict[str, torch.library.Library] = {}  # kept alive: dropping a Library removes its registrations
 
@@ -55,7 +55,8 @@ def value_checks(device: torch.device) -> bool:
     return device.type == "cpu" or os.environ.get("NPU_FA_CHECK_VALUES") == "1"
 
 
-def _is_fake(t: Any) -> bool:
+def is_fake(t: Any) -> bool:
+    """Fake (tracing) or meta tensors: checks that read data skip them."""
     from torch._subclasses.fake_tensor import FakeTensor
     return isinstance(t, FakeTensor) or (isinstance(t, torch.Tensor) and t.device.type == "meta")
 
@@ -69,7 +70,7 @@ def check_before_dispatch(qualname: str, check: Callable[..., Any]) -> None:
 
     def kernel(keyset, *args, **kwargs):
         bound = bind_arguments(schema, args, kwargs)
-        if not _is_fake(bound[first]):
+        if not is_fake(bound[first]):
             check(**bound)
         return op.redispatch(keyset.remove(torch._C.DispatchKey.BackendSelect), *args, **kwargs)
 

@@ -25,6 +25,8 @@ from typing import Any, Optional, Sequence
 
 import torch
 
+from .dispatch import is_fake
+
 __all__ = ["COMPRESSED_MASK_SIZE", "PREFIX_MASK_SHAPE", "MaskView", "BlockMaskInfo", "compressed_causal_mask",
            "compressed_prefix_mask", "precompute_block_mask", "block_mask_cache_info", "clear_block_mask_cache"]
 
@@ -58,11 +60,6 @@ def compressed_prefix_mask(dtype: torch.dtype = torch.bool) -> torch.Tensor:
         bottom[:, n // 2:] = True
         _ref_cache[key] = torch.cat([compressed_causal_mask(torch.bool), bottom]).to(dtype)
     return _ref_cache[key]
-
-
-def _is_fake(t: torch.Tensor) -> bool:
-    from torch._subclasses.fake_tensor import FakeTensor
-    return isinstance(t, FakeTensor) or t.device.type == "meta"
 
 
 def _lengths(cu: Sequence[int]) -> list[int]:
@@ -167,7 +164,7 @@ def _check_compressed(m: torch.Tensor, mode: int, check_values: bool) -> None:
     if tuple(m.shape) != shape:
         raise ValueError(f"atten_mask shape {tuple(m.shape)} is not supported for sparse_mode={mode} "
                          f"({_MODE_NAMES[mode]}): pass None or the compressed {list(shape)} mask, {what}")
-    if check_values and not _is_fake(m):
+    if check_values and not is_fake(m):
         if not torch.equal(m, _on_device(ref(m.dtype), m.device)):
             raise ValueError(f"atten_mask for sparse_mode={mode} must equal {what}")
 

@@ -375,11 +375,6 @@ def _max_abs_score(p: FAProblem, query: torch.Tensor, key: torch.Tensor) -> floa
     return peak
 
 
-def _is_fake(t: torch.Tensor) -> bool:
-    from torch._subclasses.fake_tensor import FakeTensor
-    return isinstance(t, FakeTensor) or t.device.type == "meta"
-
-
 def validate_flash_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None,
                              atten_mask=None, scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX,
                              next_tokens=INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None,

@@ -55,7 +55,7 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
     if (chip == nullptr) throw py::value_error("chip '" + chipName + "' is not in the chip table");
     const npu_fa::FaProblem p = twin_bindings::ParseProblem(problem);
     npu_fa::FaGradTilingOut t;
-    const std::string err = npu_fa::ComputeFlashAttentionGradTiling(p, *chip, deterministic, t);
+    const std::string err = npu_fa::ComputeFlashAttentionGradTiling(p, *chip, t);
     if (!err.empty()) throw py::value_error("flash_attention_grad tiling: " + err);
 
     const bool varlen = p.layout == npu_fa::kTND;
