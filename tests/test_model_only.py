@@ -90,3 +90,30 @@ def test_bad_settings():
         _C.set_cost_model(True, 1, 0, {}, True, -1)
     with pytest.raises(ValueError, match="sample_blocks needs model_only=True"):
         profiler.profile(heads=2, seqlen=128, sample_blocks=2)
+
+
+def test_modeled_time_ignores_host_placement(gen):
+    # The L2 model counts 512-B lines; a host buffer may start anywhere, an NPU one on a 512-B boundary. The model
+    # places the launch buffers as the NPU would, so the same problem at other host offsets models the same HBM
+    # traffic and time (the workspace is a fresh host allocation every launch: unplaced, the modeled time varied).
+    args, kw = _problem(gen)
+
+    def shifted(t, elems):
+        base = torch.empty(t.numel() + elems, dtype=t.dtype)
+        out = base[elems:].view(t.shape)
+        out.copy_(t)
+        return out
+
+    def model(a):
+        _C.set_cost_model(True, 1, 0, {}, True)
+        try:
+            ops.flash_attention(*a, **kw)
+            m = ops.last_launch_info()["cost_model"]
+        finally:
+            _C.set_cost_model(False)
+        return m["cycles"], m["hbm_bytes"], m["l2_hit_bytes"]
+
+    ref = model(args)
+    for elems in (1, 32, 160):  # 2, 64 and 320 bytes past a torch allocation's start
+        moved = (shifted(args[0], elems), shifted(args[1], 3 * elems), shifted(args[2], 5 * elems), *args[3:])
+        assert model(moved) == ref

@@ -44,9 +44,10 @@ twin::cost::Params MakeParams(const npu_fa::ChipSpec& chip, const std::map<std::
 }
 
 py::dict Run(const twin::cost::Params& P, std::vector<twin::cost::CoreTrace> cores, int keepBlocks, int bins,
-             double blockScale = 1) {
+             double blockScale = 1, const std::vector<twin::GmRange>& gm = {}) {
     using namespace twin::cost;
     Options o;
+    for (const twin::GmRange& g : gm) o.gm.push_back({(uint64_t)(uintptr_t)g.begin, g.bytes});
     o.bins = bins;
     o.blockScale = blockScale;
     for (const CoreTrace& c : cores) o.keep.push_back(c.block < keepBlocks);
@@ -160,12 +161,13 @@ std::vector<uint32_t> SampledBlocks(uint32_t numBlocks) {
     return b;
 }
 
-void AddCostModel(const twin::LaunchResult& r, const npu_fa::ChipSpec& chip, py::dict& info) {
+void AddCostModel(const twin::LaunchResult& r, const std::vector<twin::GmRange>& gm, const npu_fa::ChipSpec& chip,
+                  py::dict& info) {
     std::vector<twin::cost::CoreTrace> cores = twin::cost::CoresOf(r);
     std::set<int64_t> blocks;
     for (const auto& c : cores) blocks.insert(c.block);
     const double scale = blocks.empty() ? 1.0 : (double)r.numBlocks / (double)blocks.size();
-    py::dict d = Run(MakeParams(chip, g_ops.overrides), std::move(cores), g_ops.keepBlocks, g_ops.bins, scale);
+    py::dict d = Run(MakeParams(chip, g_ops.overrides), std::move(cores), g_ops.keepBlocks, g_ops.bins, scale, gm);
     d["sampled_blocks"] = blocks.size();
     d["num_blocks"] = r.numBlocks;
     info["cost_model"] = d;

@@ -14,4 +14,6 @@ bool CostModelOnly();  // the launches run model-only (twin::LaunchOptions::mode
 // The blocks a model-only launch of numBlocks runs: all (empty) unless set_cost_model(sample_blocks=k) asked for k
 // evenly spaced ones, the first and the last included.
 std::vector<uint32_t> SampledBlocks(uint32_t numBlocks);
-void AddCostModel(const twin::LaunchResult& r, const npu_fa::ChipSpec& chip, pybind11::dict& info);
+// gm: the launch buffers (LaunchOptions::gm), placed as on the NPU (twin::cost::Options::gm).
+void AddCostModel(const twin::LaunchResult& r, const std::vector<twin::GmRange>& gm, const npu_fa::ChipSpec& chip,
+                  pybind11::dict& info);

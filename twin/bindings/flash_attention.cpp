@@ -176,7 +176,7 @@ py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName,
     info["twin_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (countOps) AddOpCounts(r, info);
     if (o.trace) info["trace_digest"] = twin::TraceDigest(r, o.gm);
-    if (CostModelOn()) AddCostModel(r, *plan.chip, info);
+    if (CostModelOn()) AddCostModel(r, o.gm, *plan.chip, info);
     return info;
 }
 

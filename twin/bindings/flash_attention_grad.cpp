@@ -114,7 +114,7 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
             }
             if (model) {
                 py::dict one;
-                AddCostModel(r, *chip, one);
+                AddCostModel(r, o.gm, *chip, one);
                 models.append(one["cost_model"]);
                 digests.append(twin::TraceDigest(r, o.gm));
             }

@@ -14,6 +14,7 @@
 #include <list>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "twin/costmodel/op_cost.h"
@@ -53,6 +54,12 @@ struct Options {
     // count that many times in the HBM and L2 bandwidth shares (the L2 capacity is the whole chip's), and the MAC
     // and byte totals are scaled to the whole launch.
     double blockScale = 1;
+    // The launch's GM buffers (begin, bytes), in argument order. The L2 model counts 512-B lines, so a transfer's line
+    // count depends on where its buffer starts; host allocations start anywhere (64-B aligned for torch), NPU ones on
+    // 512-B boundaries. Given the buffers, the model places them as the NPU allocator would: each group of
+    // overlapping buffers (views of one allocation) from its own 512-B-aligned base, in argument order, so the modeled
+    // time does not depend on the host heap. Empty: the host addresses as they are.
+    std::vector<std::pair<uint64_t, uint64_t>> gm;
 };
 
 struct Interval {
@@ -92,7 +99,7 @@ public:
         for (int pass = 0; pass < std::max(1, o.passes); ++pass) {
             const bool last = pass + 1 >= o.passes;
             res = Pass(last ? &o : nullptr, last ? res.cycles : 0);
-            if (pass == 0) AssignHbm();
+            if (pass == 0) PlaceGm(o.gm), AssignHbm();
             if (last) break;
             if (!UpdateShares()) {  // the shares settled: this pass is final
                 res = Pass(&o, res.cycles);
@@ -203,6 +210,47 @@ private:
         const bool aHigh = aSrc >= split;
         for (size_t i = 0; i < t.n; ++i) {
             if (t.recs[i].kind == TraceKind::Instr && fam_[c][i] == Family::L1ToL0) l0b_[c][i] = (t.recs[i].dst >= split) != aHigh;
+        }
+    }
+
+    // Options::gm: rebases each transfer into its buffer group's NPU-like placement (transfers outside every buffer
+    // keep their address).
+    void PlaceGm(const std::vector<std::pair<uint64_t, uint64_t>>& gm) {
+        if (gm.empty()) return;
+        struct Group {
+            uint64_t lo, hi, base;
+        };
+        std::vector<Group> groups;  // argument order of each group's first buffer
+        for (const auto& [b, n] : gm) {
+            if (b == 0) continue;  // a null tensor
+            const uint64_t lo = b, hi = b + std::max<uint64_t>(n, 1);
+            std::vector<Group> keep;
+            Group g{lo, hi, 0};
+            size_t at = groups.size();
+            for (size_t i = 0; i < groups.size(); ++i) {
+                if (groups[i].lo < g.hi && g.lo < groups[i].hi) {
+                    g.lo = std::min(g.lo, groups[i].lo), g.hi = std::max(g.hi, groups[i].hi);
+                    at = std::min(at, keep.size());
+                } else {
+                    keep.push_back(groups[i]);
+                }
+            }
+            keep.insert(keep.begin() + (std::ptrdiff_t)std::min(at, keep.size()), g);
+            groups.swap(keep);
+        }
+        const uint64_t align = 512;
+        uint64_t next = 1ull << 32;
+        for (Group& g : groups) {
+            g.base = next;
+            next = (next + (g.hi - g.lo) + align - 1) / align * align;
+        }
+        for (Dma& d : dmas_) {
+            for (const Group& g : groups) {
+                if (d.addr >= g.lo && d.addr < g.hi) {
+                    d.addr = g.base + (d.addr - g.lo);
+                    break;
+                }
+            }
         }
     }
 
