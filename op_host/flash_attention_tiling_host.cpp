@@ -25,12 +25,43 @@ void StridesOf(const FaProblem& p, uint32_t heads, uint32_t dim, uint32_t s, uin
 
 int64_t Clamp(int64_t v) { return FaClamp(v, -kUnbounded, kUnbounded); }
 
-// Relative cube-side transfer time per score of a (s1Block, step) shape: Fixpipe moves the fp32 score and, once per
-// step, the fp32 partial output (4 + 4 dv / w bytes); GM -> L1 moves K and V once per query block and P (2 (d + dv) /
-// s1Block + 2 bytes). Rates: msopmodeling's measured 70 and 135 GiB/s per core (docs/cost_model.md).
-double StepCostPerScore(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad) {
-    const double fix = (4.0 + 4.0 * dvPad / w) / 70.0;
-    const double mte2 = (2.0 * (dPad + dvPad) / s1Block + 2.0) / 135.0;
+// Where a (s1Block, step) shape keeps its L0C tiles (FlashAttentionTilingData::l0cSlot0 / l0cSlotBytes / l0cOut) and
+// the S tile width that fits; false when the shape does not fit L0C. Steps of one sub-block write P*V like an S
+// tile; longer ones accumulate it over the step, in the next S slot when its [m16, dv] fp32 tile fits half of L0C,
+// else in its own tile with one S slot of a whole sub-block in the rest (1024-B aligned: the Mmad page's L0C
+// rule). Measured at 80 rows, dv = 256: one 40 KB slot of 128-column S tiles 50.8 %, two 24 KB slots of 64
+// columns 41.7 % (twice the L1 -> L0 loads bind MTE1); 96-column tiles at dv = 160 were slower than 64 rows.
+struct L0cPlan {
+    uint32_t slot0, slotBytes, out, nChunkQK, nChunkPV;
+};
+bool PlanL0c(uint32_t m16, uint32_t w, uint32_t sub, uint32_t dPad, uint32_t dvPad, L0cPlan& plan) {
+    const uint32_t oBytes = m16 * dvPad * 4;
+    uint32_t sBytes = kL0cHalfBytes;
+    if (w <= sub || oBytes <= kL0cHalfBytes) {
+        plan = L0cPlan{0, kL0cHalfBytes, kFaL0cRing, 0, 0};
+    } else {
+        const uint32_t o = AlignUp(oBytes, 1024);
+        if (o + m16 * sub * 4 > 2 * kL0cHalfBytes) return false;  // S tiles as wide as a sub-block (see above)
+        sBytes = (2 * kL0cHalfBytes - o) / 1024 * 1024;
+        plan = L0cPlan{o, 0, 0, 0, 0};
+    }
+    uint32_t kChunk = 0;
+    FaMatmulChunks(m16, dPad, sub, kChunk, plan.nChunkQK, sBytes);
+    FaMatmulChunks(m16, sub, dvPad, kChunk, plan.nChunkPV, plan.out == kFaL0cRing ? kL0cHalfBytes : 2 * kL0cHalfBytes);
+    return true;
+}
+
+// Modeled cube-side cycles per score of a (s1Block, step) shape: Fixpipe moves the fp32 score and, once per step,
+// the fp32 partial output (4 + 4 dv / w bytes at 40.6 B/cycle, plus about 200 cycles per Fixpipe: one per S tile of
+// m16 x nChunkQK scores, and per step one per P*V column chunk of nChunkPV); GM -> L1 moves K and V once per query
+// block and P (2 (d + dv) / s1Block + 2 bytes at 78.4 B/cycle). Rates and latency: the cost model's
+// (docs/cost_model.md).
+double StepCostPerScore(uint32_t s1Block, uint32_t w, uint32_t nChunkQK, uint32_t nChunkPV, uint32_t dPad,
+                        uint32_t dvPad) {
+    const double m16 = AlignUp(s1Block, 16);
+    const double outFixpipes = CeilDiv(dvPad, nChunkPV);
+    const double fix = (4.0 + 4.0 * dvPad / w) / 40.6 + 200.0 / (m16 * nChunkQK) + 200.0 * outFixpipes / (m16 * w);
+    const double mte2 = (2.0 * (dPad + dvPad) / s1Block + 2.0) / 78.4;
     return fix > mte2 ? fix : mte2;
 }
 
@@ -175,19 +206,20 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     const bool band = t.bandTiles != 0;
 
     // Block shape: among the (query rows, step keys) that fit, the one with the least Fixpipe / GM->L1 time per
-    // score (StepCostPerScore). Steps longer than one 128-key sub-block accumulate P*V in L0C, so their
-    // [s1Block, dv] fp32 tile must fit one L0C half; dense masks keep 128-key tiles so the block map skips at that
-    // grain.
+    // score (StepCostPerScore). 80 rows is for dv = 256, whose [128, 256] fp32 P*V tile does not fit beside S
+    // tiles but an [80, 256] one does (PlanL0c). Dense masks keep 128-key tiles so the block map skips at that grain.
     bool found = false;
     double best = 0;
-    for (uint32_t s1b : {128u, 64u, 32u, 16u}) {
+    L0cPlan plan{};
+    for (uint32_t s1b : {128u, 80u, 64u, 32u, 16u}) {
         for (uint32_t w : {512u, 256u, 128u, 64u}) {  // 1024-key steps model slower (fewer steps to overlap)
             if (w > 128 && p.denseMask) continue;
             const uint32_t sub = w < 128 ? w : 128;
-            if (w > sub && AlignUp(s1b, 16) * t.dvPad * 4 > kL0cHalfBytes) continue;
+            L0cPlan l0c{};
+            if (!PlanL0c(AlignUp(s1b, 16), w, sub, t.dPad, t.dvPad, l0c)) continue;
             uint32_t rows = 0;
             if (!VecRowsThatFit(s1b, w, t.dvPad, p.denseMask, band, ub, rows)) continue;
-            const double cost = StepCostPerScore(s1b, w, t.dPad, t.dvPad);
+            const double cost = StepCostPerScore(s1b, w, l0c.nChunkQK, l0c.nChunkPV, t.dPad, t.dvPad);
             if (found && cost >= best) continue;
             for (uint32_t g : {2u, 1u}) {  // two sub-blocks per DMA halve the loads' fixed latency
                 if ((g == 1 || w >= 2 * sub) && L1Bytes(s1b, g * sub, t.dPad, t.dvPad) <= l1) {
@@ -196,6 +228,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
                     t.kvSub = sub;
                     t.kvGroup = g;
                     t.vecRows = rows;
+                    plan = l0c;
                     best = cost;
                     found = true;
                     break;
@@ -213,11 +246,15 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         t.kvSub = t.s2Block % 128 == 0 ? 128 : t.s2Block;
         t.kvGroup = 1;
         if (!VecRowsThatFit(t.s1Block, t.s2Block, t.dvPad, p.denseMask, band, ub, t.vecRows)) t.vecRows = 8;  // the twin refuses
+        if (!PlanL0c(AlignUp(t.s1Block, 16), t.s2Block, t.kvSub, t.dPad, t.dvPad, plan)) return "forced blocks do not fit L0C";
     }
     const uint32_t m16 = AlignUp(t.s1Block, 16);
-    FaMatmulChunks(m16, t.dPad, t.kvSub, t.kChunkQK, t.nChunkQK);
-    FaMatmulChunks(m16, t.kvSub, t.dvPad, t.kChunkPV, t.nChunkPV);
-    if (t.kvSub < t.s2Block && t.nChunkPV < t.dvPad) return "P*V of a query block does not fit one L0C half";
+    t.l0cSlot0 = plan.slot0;
+    t.l0cSlotBytes = plan.slotBytes;
+    t.l0cOut = plan.out;
+    FaMatmulChunks(m16, t.dPad, t.kvSub, t.kChunkQK, t.nChunkQK, plan.nChunkQK * m16 * 4);
+    FaMatmulChunks(m16, t.kvSub, t.dvPad, t.kChunkPV, t.nChunkPV, plan.nChunkPV * m16 * 4);
+    if (t.kvSub < t.s2Block && t.nChunkPV < t.dvPad) return "P*V of a query block does not fit its L0C tile";
     out.ubBytes = UbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, t.dvPad, p.denseMask, band).total;
     out.l1Bytes = L1Bytes(t.s1Block, t.kvGroup * t.kvSub, t.dPad, t.dvPad);
 

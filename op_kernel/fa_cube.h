@@ -1,8 +1,10 @@
 // Cube (AIC) half of the forward kernel: Q stays in L1 for a task; a step covers s2Block keys, streamed through
 // L1 in sub-blocks of kvSub keys (K, V and P ping-pong). Both matmuls go L1 -> L0A/L0B -> L0C and leave through
 // Fixpipe as fp32 into the GM workspace: S once per sub-block, P*V accumulated in L0C over the step's sub-blocks
-// and written once per step. Step order per core: S(0), S(1), S(2), PV(0), S(3), PV(1), ... (kStepLag = 2) so
-// the vector cores' softmax of step j overlaps the cube's work on steps j+1 and j+2.
+// and written once per step (in an S slot, or in its own tile when it is larger than half of L0C: the tiling's
+// L0C plan). Step order per core: S(0), S(1), S(2), PV(0), S(3), PV(1), ... (kStepLag = 2) so the vector cores'
+// softmax of step j overlaps the cube's work on steps j+1 and j+2; with P*V in its own tile, S(j+2) and PV(j)
+// interleave by load group.
 #ifndef NPU_FA_FA_CUBE_H
 #define NPU_FA_FA_CUBE_H
 
@@ -35,7 +37,8 @@ public:
         pipe->InitBuffer(kL1_, 2 * group_ * kElems_ * sizeof(T));
         pipe->InitBuffer(vL1_, 2 * group_ * vElems_ * sizeof(T));
         pipe->InitBuffer(pL1_, 2 * group_ * pElems_ * sizeof(T));
-        mm_.Init(pipe);
+        mm_.Init(pipe, t->l0cSlot0, t->l0cSlotBytes);
+        ownOut_ = t->l0cOut != kFaL0cRing;
         // Rows past a task's end are never loaded; zero them once so a one-row task can run a 16-row Mmad
         // (m = 1 would switch the cube to GEMV mode, which reads L0A as a plain row).
         AscendC::Fill(qL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(qElems_ * sizeof(T) / 32), 0, (T)0.0f));
@@ -46,6 +49,7 @@ public:
         // padding of a partial fractal (Mmad page: tail data takes fractal space but no part in the result).
         // Every buffer starts free: its "free" event is set once here and waited once at the end.
         for (int32_t id = 0; id < kFreeIds; ++id) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(id);
+        if (ownOut_) AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kIdOut);
     }
 
     __aicore__ inline void Process() {
@@ -64,14 +68,10 @@ public:
                 const int64_t following = it.NextStep(task, j + 1);
                 const int64_t c0 = j * t_->s2Block;
                 const uint32_t cols = (uint32_t)FaMin(task.seq.s2 - c0, (int64_t)t_->s2Block);
-                ScoresStep(task, c0, cols, step, first, following >= task.stepLast);
                 Pending& oldest = pend[step % kStepLag];
-                if (oldest.valid) ValueStep(oldest);
-                oldest.valid = true;
-                oldest.task = task;
-                oldest.c0 = c0;
-                oldest.cols = cols;
-                oldest.step = step;
+                const Pending cur{true, task, c0, cols, step};
+                Step(cur, first, following >= task.stepLast, oldest);
+                oldest = cur;
                 ++step;
                 first = false;
                 j = following;
@@ -79,9 +79,11 @@ public:
         }
         for (uint32_t i = 0; i < kStepLag; ++i) {
             const Pending& p = pend[(step + i) % kStepLag];
-            if (p.valid) ValueStep(p);
+            if (!p.valid) continue;
+            for (uint32_t g0 = 0; g0 < p.cols; g0 += group_ * sub_) ValuesGroup(p, g0);
         }
         for (int32_t id = 0; id < kFreeIds; ++id) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
+        if (ownOut_) AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kIdOut);
         mm_.End();
     }
 
@@ -91,6 +93,8 @@ private:
     // slot of the same load group (both are released by its P*V, and P's load follows V's on MTE2). K and V/P slots
     // alternate by load group of kvGroup sub-blocks (kLoads_, vLoads_).
     static constexpr int32_t kIdQ = 0, kIdK = 1, kIdV = 3, kIdPReady = 5, kFreeIds = 5;
+    // FIX_M / M_FIX ID of P*V's own L0C tile (l0cOut); 0 and 1 are the S slots' (FaCubeMatmul::Run).
+    static constexpr int32_t kIdOut = 2;
 
     using Operand = typename FaCubeMatmul<T>::Operand;
 
@@ -126,65 +130,80 @@ private:
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
     }
 
-    // S = Q * K^T for one step, a group of sub-blocks per K load -> workspace, then tell the vector cores.
-    __aicore__ inline void ScoresStep(const FaTask& task, int64_t c0, uint32_t cols, uint32_t step, bool firstOfTask,
-                                      bool lastOfTask) {
+    // One step: S = Q * K^T of step `cur`, and O_part = P * V of the oldest pending step (`old`, if valid). With P*V
+    // in its own L0C tile the two go load group by load group, so M has P*V work while Fixpipe drains an S tile;
+    // with P*V in an S slot its accumulation must not be split by S tiles (FaCubeMatmul::Run), so it follows.
+    __aicore__ inline void Step(const Pending& cur, bool firstOfTask, bool lastOfTask, const Pending& old) {
         if (firstOfTask) AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
-        for (uint32_t g0 = 0; g0 < cols; g0 += group_ * sub_) {
-            const uint32_t slot = kLoads_++ & 1;
-            const AscendC::LocalTensor<T> kTiles = kL1_.Get<T>()[slot * group_ * kElems_];
-            const uint32_t keys = FaMin(cols - g0, group_ * sub_);
-            AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
-            LoadNzTiles(kTiles, kGm_[KOffset(t_, task, c0 + g0)], keys, t_->d, t_->kStrideS, sub_);
-            AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
-            AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
-            for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
-                Operand a{qL1_.Get<T>(), m16_, false};
-                Operand b{kTiles[(s0 / sub_) * kElems_], sub_, false};
-                mm_.Run(a, b, (uint32_t)task.rows, t_->d, FaMin(keys - s0, sub_), t_->kChunkQK, t_->nChunkQK,
-                        ws_.Scores(WsSlot(step)) + g0 + s0, t_->s2Block);
-            }
-            AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
+        const uint32_t keys = group_ * sub_;
+        const uint32_t nS = CeilDiv(cur.cols, keys), nV = old.valid ? CeilDiv(old.cols, keys) : 0;
+        const uint32_t together = ownOut_ ? FaMin(nS, nV) : 0;
+        for (uint32_t i = 0; i < together; ++i) {
+            ScoresGroup(cur, i * keys);
+            ValuesGroup(old, i * keys);
         }
+        for (uint32_t i = together; i < nS; ++i) ScoresGroup(cur, i * keys);
         if (lastOfTask) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
-        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFlagScoresReady, step));
+        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFlagScoresReady, cur.step));
+        for (uint32_t i = together; i < nV; ++i) ValuesGroup(old, i * keys);
     }
 
-    // V of the sub-block group at key g0 of a pending step -> its L1 slot (the slot's P arrives later).
-    __aicore__ inline uint32_t LoadV(const Pending& s, uint32_t g0) {
-        const uint32_t slot = vLoads_++ & 1;
-        AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
-        LoadNzTiles(vL1_.Get<T>()[slot * group_ * vElems_], vGm_[VOffset(t_, s.task, s.c0 + g0)],
-                    FaMin(s.cols - g0, group_ * sub_), t_->dv, t_->vStrideS, sub_);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
-        return slot;
+    // S of the sub-block group at key g0 of a step -> workspace (one K load).
+    __aicore__ inline void ScoresGroup(const Pending& s, uint32_t g0) {
+        const uint32_t slot = kLoads_++ & 1;
+        const AscendC::LocalTensor<T> kTiles = kL1_.Get<T>()[slot * group_ * kElems_];
+        const uint32_t keys = FaMin(s.cols - g0, group_ * sub_);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
+        LoadNzTiles(kTiles, kGm_[KOffset(t_, s.task, s.c0 + g0)], keys, t_->d, t_->kStrideS, sub_);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
+        for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
+            Operand a{qL1_.Get<T>(), m16_, false};
+            Operand b{kTiles[(s0 / sub_) * kElems_], sub_, false};
+            mm_.Run(a, b, (uint32_t)s.task.rows, t_->d, FaMin(keys - s0, sub_), t_->kChunkQK, t_->nChunkQK,
+                    ws_.Scores(WsSlot(s.step)) + g0 + s0, t_->s2Block);
+        }
+        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
     }
 
-    // O_part = P * V for a step whose probabilities the vector cores have written: the sub-blocks accumulate in
-    // one L0C tile, written once. The first V group loads before the wait for P.
-    __aicore__ inline void ValueStep(const Pending& s) {
+    // O_part of the sub-block group at key g0 of a step whose probabilities the vector cores write: the groups
+    // accumulate in one L0C tile, written once after the last; the vector cores are told then. The first group's
+    // V loads before the wait for P.
+    __aicore__ inline void ValuesGroup(const Pending& s, uint32_t g0) {
         const uint32_t rows = (uint32_t)s.task.rows;
-        uint32_t slot = LoadV(s, 0);
-        AscendC::CrossCoreWaitFlag(FlagOf(kFlagProbsReady, s.step));
+        const uint32_t slot = vLoads_++ & 1;
+        const uint32_t keys = FaMin(s.cols - g0, group_ * sub_);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
+        LoadNzTiles(vL1_.Get<T>()[slot * group_ * vElems_], vGm_[VOffset(t_, s.task, s.c0 + g0)], keys, t_->dv,
+                    t_->vStrideS, sub_);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
+        if (g0 == 0) AscendC::CrossCoreWaitFlag(FlagOf(kFlagProbsReady, s.step));
         AscendC::GlobalTensor<T> probs;
         probs.SetGlobalBuffer(ws_.template Probs<T>(WsSlot(s.step)));
-        for (uint32_t g0 = 0; g0 < s.cols; g0 += group_ * sub_) {
-            if (g0 > 0) slot = LoadV(s, g0);
-            const uint32_t keys = FaMin(s.cols - g0, group_ * sub_);
-            const AscendC::LocalTensor<T> pTiles = pL1_.Get<T>()[slot * group_ * pElems_];
-            FaLoadNz(pTiles, probs[g0], rows, keys, t_->s2Block, m16_);
-            AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
-            AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
-            AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
-            for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
-                Operand a{pTiles[(s0 / sub_) * pElems_], m16_, false};
-                Operand b{vL1_.Get<T>()[(slot * group_ + s0 / sub_) * vElems_], sub_, true};  // V [s2, dv] holds B
-                mm_.Run(a, b, rows, FaMin(keys - s0, sub_), t_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(WsSlot(s.step)),
-                        t_->dvPad, g0 + s0 == 0, g0 + s0 + sub_ >= s.cols);
+        const AscendC::LocalTensor<T> pTiles = pL1_.Get<T>()[slot * group_ * pElems_];
+        FaLoadNz(pTiles, probs[g0], rows, keys, t_->s2Block, m16_);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
+        for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
+            Operand a{pTiles[(s0 / sub_) * pElems_], m16_, false};
+            Operand b{vL1_.Get<T>()[(slot * group_ + s0 / sub_) * vElems_], sub_, true};  // V [s2, dv] holds B
+            const bool init = g0 + s0 == 0, flush = g0 + s0 + sub_ >= s.cols;
+            const uint32_t k = FaMin(keys - s0, sub_);
+            if (!ownOut_) {
+                mm_.Run(a, b, rows, k, t_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(WsSlot(s.step)), t_->dvPad,
+                        init, flush);
+                continue;
             }
-            AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
+            const AscendC::LocalTensor<float> c = mm_.L0c(t_->l0cOut);
+            if (init) AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kIdOut);
+            mm_.Accumulate(a, b, rows, k, 0, t_->dv, t_->kChunkPV, t_->nChunkPV, c, init);
+            if (!flush) continue;
+            mm_.Store(c, rows, t_->dv, ws_.Output(WsSlot(s.step)), t_->dvPad, kIdOut);
+            AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kIdOut);
         }
-        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFlagOutputReady, s.step));
+        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
+        if (g0 + group_ * sub_ >= s.cols) AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFlagOutputReady, s.step));
     }
 
     const FlashAttentionTilingData* t_ = nullptr;
@@ -195,6 +214,7 @@ private:
     FaWorkspace ws_;
     uint32_t m16_ = 0, sub_ = 0, group_ = 1, qElems_ = 0, kElems_ = 0, vElems_ = 0, pElems_ = 0;
     uint32_t kLoads_ = 0, vLoads_ = 0;  // K / V+P group loads so far: their parity picks the L1 slot
+    bool ownOut_ = false;               // P*V accumulates in its own L0C tile (l0cOut), not in an S slot
     AscendC::TBuf<AscendC::TPosition::A1> qL1_;
     AscendC::TBuf<AscendC::TPosition::B1> kL1_;
     AscendC::TBuf<AscendC::TPosition::B1> vL1_;

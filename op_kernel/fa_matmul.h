@@ -1,5 +1,5 @@
 // The cube's matmul over L1 Nz tiles, shared by the forward and backward cube halves: C[m, n] = A[m, k] * B[k, n]
-// through L0A/L0B (ping-pong halves) into L0C (ping-pong halves), written by Fixpipe as fp32 rows to GM; or L0C tiles
+// through L0A/L0B (ping-pong halves) into L0C (two ping-pong slots), written by Fixpipe as fp32 rows to GM; or L0C tiles
 // the caller keeps resident across calls.
 #ifndef NPU_FA_FA_MATMUL_H
 #define NPU_FA_FA_MATMUL_H
@@ -39,8 +39,11 @@ public:
         bool transposed;
     };
 
-    // Every L0 half starts free: its "free" event is set once here and waited once in End().
-    __aicore__ inline void Init(AscendC::TPipe* pipe) {
+    // Every L0 half starts free: its "free" event is set once here and waited once in End(). Run's L0C tiles
+    // alternate between two slots, `slotBytes` apart from byte `slot0` (default: the two halves; 0: one slot).
+    __aicore__ inline void Init(AscendC::TPipe* pipe, uint32_t slot0 = 0, uint32_t slotBytes = kL0cHalf) {
+        slot0_ = slot0;
+        slotBytes_ = slotBytes;
         pipe->InitBuffer(l0a_, kL0Half * 2);
         pipe->InitBuffer(l0b_, kL0Half * 2);
         pipe->InitBuffer(l0c_, kL0cHalf * 2);
@@ -66,10 +69,10 @@ public:
             const uint32_t nLen = n - n0 < nChunk ? n - n0 : nChunk;
             if (init) {
                 accHalf_ = l0cIdx_;
-                l0cIdx_ ^= 1;
+                l0cIdx_ = slotBytes_ == 0 ? 0 : l0cIdx_ ^ 1;  // slotBytes 0: one slot
                 AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(accHalf_);
             }
-            const AscendC::LocalTensor<float> c = L0c(accHalf_ * kL0cHalf);
+            const AscendC::LocalTensor<float> c = L0c(slot0_ + accHalf_ * slotBytes_);
             MmaColumns(a, b, m, k, n0, nLen, kChunk, c, init);
             if (!flush) continue;
             Store(c, m, nLen, dst + n0, ldc, (int32_t)accHalf_);
@@ -174,7 +177,7 @@ private:
         }
     }
 
-    uint32_t l0Idx_ = 0, l0cIdx_ = 0, accHalf_ = 0;
+    uint32_t l0Idx_ = 0, l0cIdx_ = 0, accHalf_ = 0, slot0_ = 0, slotBytes_ = kL0cHalf;
     AscendC::TBuf<AscendC::TPosition::A2> l0a_;
     AscendC::TBuf<AscendC::TPosition::B2> l0b_;
     AscendC::TBuf<AscendC::TPosition::CO1> l0c_;

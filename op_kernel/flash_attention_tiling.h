@@ -100,6 +100,14 @@ struct FlashAttentionTilingData {
     uint64_t mapCountsOffset;
     uint32_t kvGroup;         // K/V/P sub-blocks per GM -> L1 load (one DMA moves kvGroup consecutive Nz tiles)
     uint32_t bandTiles;       // 1: some tile is cut by a band (the vector cores keep the band pattern in UB)
+    // L0C plan of the cube (bytes): S tiles alternate between two slots l0cSlotBytes apart from l0cSlot0 (0: one
+    // slot); a step's P*V accumulates in the next of those slots (l0cOut == kFaL0cRing) or, when its [s1Block, dv]
+    // fp32 tile is larger than half of L0C, in a tile of its own at l0cOut (80 rows at dv = 256: O 80 KB at 0, one
+    // 40 KB S slot after it).
+    uint32_t l0cSlot0;
+    uint32_t l0cSlotBytes;
+    uint32_t l0cOut;
+    uint32_t reserved3;       // keeps the size a multiple of 8 without implicit padding
 };
 
 // No implicit padding anywhere (host and device copy the struct as raw bytes; padding bytes would be undefined):
@@ -112,7 +120,8 @@ static_assert(NPU_FA_FOLLOWS(sparseMode, preTokens) && NPU_FA_FOLLOWS(vecRows, q
                   NPU_FA_FOLLOWS(wsOffsetO, maskMode) && NPU_FA_FOLLOWS(maskHeads, maskStrideN) &&
                   NPU_FA_FOLLOWS(mapCores, mapEntries) &&
                   NPU_FA_FOLLOWS(mapCountsOffset, kvGroup) && NPU_FA_FOLLOWS(kvGroup, bandTiles) &&
-                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, bandTiles) + sizeof(uint32_t),
+                  NPU_FA_FOLLOWS(bandTiles, l0cSlot0) && NPU_FA_FOLLOWS(l0cOut, reserved3) &&
+                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, reserved3) + sizeof(uint32_t),
               "FlashAttentionTilingData must have no implicit padding");
 #undef NPU_FA_FOLLOWS
 
@@ -188,6 +197,7 @@ FA_INLINE uint32_t AlignUp(uint32_t a, uint32_t b) { return CeilDiv(a, b) * b; }
 // Cube matmul pieces (fa_matmul.h): L0A/L0B and L0C are used as two ping-pong halves each.
 constexpr uint32_t kL0HalfBytes = 32 * 1024;
 constexpr uint32_t kL0cHalfBytes = 64 * 1024;
+constexpr uint32_t kFaL0cRing = 0xFFFFFFFFu;  // FlashAttentionTilingData::l0cOut: P*V uses the S slots
 
 // Chunk of a dimension of `total` elements: the largest multiple of 16 not above `limit` (at least 16), capped at
 // `total` rounded up to 16.
@@ -197,10 +207,11 @@ FA_INLINE uint32_t FaChunk(uint32_t total, uint32_t limit) {
     return c < t ? c : t;
 }
 
-// The N and K chunks of C[m, n] = A[m, k] * B[k, n] that fit an L0C half and the L0A / L0B halves, for an A
-// operand of `mPad` rows (its row count rounded up to 16).
-FA_INLINE void FaMatmulChunks(uint32_t mPad, uint32_t k, uint32_t n, uint32_t& kChunk, uint32_t& nChunk) {
-    nChunk = FaChunk(n, kL0cHalfBytes / (mPad * 4));
+// The N and K chunks of C[m, n] = A[m, k] * B[k, n] that fit an L0C tile of l0cTileBytes and the L0A / L0B halves,
+// for an A operand of `mPad` rows (its row count rounded up to 16).
+FA_INLINE void FaMatmulChunks(uint32_t mPad, uint32_t k, uint32_t n, uint32_t& kChunk, uint32_t& nChunk,
+                              uint32_t l0cTileBytes = kL0cHalfBytes) {
+    nChunk = FaChunk(n, l0cTileBytes / (mPad * 4));
     const uint32_t limA = kL0HalfBytes / (mPad * 2), limB = kL0HalfBytes / (nChunk * 2);
     kChunk = FaChunk(k, limA < limB ? limA : limB);
 }

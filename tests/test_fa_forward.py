@@ -282,7 +282,7 @@ def test_varlen_nothing_to_compute_needs_no_launch(gen):
 # ---------------------------------------------------------------------------------------------------------------
 # shapes and options the grid does not cover
 # ---------------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("D,Dv", [(192, 128), (64, 40), (512, 512), (512, 64)])
+@pytest.mark.parametrize("D,Dv", [(192, 128), (64, 40), (512, 512), (512, 64), (320, 320), (256, 200)])
 @pytest.mark.parametrize("layout", ["BSH", "BNSD", "TND"])
 def test_value_head_dim_and_large_d(gen, D, Dv, layout):
     kw = dict(scale=D ** -0.5, sparse_mode=3)

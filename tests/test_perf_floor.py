@@ -9,7 +9,7 @@ from npu_flash_attn import profiler
 CASES = [  # (problem, floor on utilisation)
     (dict(seqlen=4096), 0.34),                         # reached 36.8 %
     (dict(seqlen=4096, causal=True), 0.28),            # 31.2 %
-    (dict(seqlen=4096, head_dim=256), 0.40),           # 43.1 %
+    (dict(seqlen=4096, head_dim=256), 0.44),           # 46.9 % (80-row tasks, P*V in its own L0C tile)
     (dict(seqlen=4096, heads=32, kv_heads=4), 0.36),   # GQA 8:1, 39.7 %
     (dict(seqlen=2048, backward=True), 0.19),          # 20.9 % (deterministic=True: the same schedule)
     (dict(seqlen=2048, backward=True, causal=True), 0.15),  # 16.9 %
