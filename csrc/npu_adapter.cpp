@@ -107,7 +107,8 @@ void Plan(Call& c, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
           const c10::optional<at::Tensor>& sink) {
     TORCH_CHECK(!paddingMask.has_value(), "padding_mask is reserved and not supported; pass None");
     TORCH_CHECK_NOT_IMPLEMENTED(!pse.has_value(), "pse is not implemented yet in npu_flash_attn");
-    TORCH_CHECK_NOT_IMPLEMENTED(!sink.has_value(), "sink is not implemented yet in npu_flash_attn");
+    TORCH_CHECK(!sink.has_value() || (sink->scalar_type() == at::kFloat && sink->dim() == 1),
+                "sink must be a float32 tensor of shape [head_num]");
     TORCH_CHECK(q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16,
                 "query dtype must be float16 or bfloat16, got ", q.scalar_type());
     TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(),
@@ -236,15 +237,27 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
     c.attrs = Attrs(head_num, input_layout, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
                     actual_seq_qlen, actual_seq_kvlen, sparse_mode);
     Plan(c, query, key, value, atten_mask, pse, padding_mask, sink);
+    c.p.sink = sink.has_value();
     std::vector<int64_t> outShape, statShape;
     fa::FwdOutputShapes(c.p, c.shapes.query, outShape, statShape);
     at::Tensor out = at::empty(outShape, query.options());
     at::Tensor smax = at::empty(statShape, query.options().dtype(at::kFloat));
     at::Tensor ssum = at::empty(statShape, query.options().dtype(at::kFloat));
-    if (!fa::HasWork(c.p)) {  // every row is invalid: no launch
+    if (!fa::HasWork(c.p)) {  // every row is invalid (with sinks: max = the head's sink, sum = 1): no launch
         out.zero_();
-        smax.fill_(-kFltMax);
-        ssum.fill_(kFltMax);
+        if (sink.has_value()) {
+            const bool tnd = c.p.layout == npu_fa::kTND;
+            smax.copy_(sink->view(tnd ? at::IntArrayRef{1, -1, 1} : at::IntArrayRef{1, -1, 1, 1}).expand_as(smax));
+            ssum.fill_(1.0);
+        } else {
+            smax.fill_(-kFltMax);
+            ssum.fill_(kFltMax);
+        }
+        if (c.p.layout == npu_fa::kTND) {
+            const int64_t used = UsedTokens(c.p.cuSeqQ);
+            smax.narrow(0, used, query.size(0) - used).fill_(-kFltMax);
+            ssum.narrow(0, used, query.size(0) - used).fill_(kFltMax);
+        }
         return {out, smax, ssum};
     }
     npu_fa::FaTilingOut t;
@@ -253,6 +266,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
     const at::Tensor seqInfo = SeqInfoTensor(t.seqInfo, npu_fa::kSeqInfoFields, query);
     const at::Tensor map = c.p.denseMask ? BlockMap(c, t, query) : at::Tensor();
     const at::Tensor q = query.contiguous(), k = key.contiguous(), v = value.contiguous();
+    const at::Tensor sinkLogits = sink.has_value() ? sink->contiguous() : at::Tensor();
     AclArgs acl;
     std::string layout = c.attrs.inputLayout;
     const fa::FaOpAttrs& a = c.attrs;
@@ -261,7 +275,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
         "aclnnFlashAttentionNpuFa",
         [&](uint64_t* size, aclOpExecutor** exec) {
             return aclnnFlashAttentionNpuFaGetWorkspaceSize(
-                acl.T(q), acl.T(k), acl.T(v), acl.T(c.mask), acl.T(map), acl.T(seqInfo), a.headNum, &layout[0],
+                acl.T(q), acl.T(k), acl.T(v), acl.T(c.mask), acl.T(map), acl.T(seqInfo), acl.T(sinkLogits), a.headNum,
+                &layout[0],
                 a.scale, a.keepProb, a.preTokens, a.nextTokens, a.innerPrecise, acl.A(a.prefix),
                 acl.A(a.actualSeqQlen), acl.A(a.actualSeqKvlen), a.sparseMode, seed, offset, t.data.s1Block,
                 t.data.s2Block, acl.T(out), acl.T(smax), acl.T(ssum), size, exec);
@@ -288,6 +303,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
     int64_t seed, int64_t offset, const c10::optional<at::Tensor>& sink, bool deterministic) {
     TORCH_CHECK(softmax_max.has_value() && softmax_sum.has_value() && attention_in.has_value(),
                 "flash_attention_grad needs the forward's softmax_max, softmax_sum and attention_in");
+    TORCH_CHECK_NOT_IMPLEMENTED(!sink.has_value(), "dsink (the gradient of the sink logits) is not implemented yet in "
+                                "npu_flash_attn; pass sink=None: dq/dk/dv need only the forward's statistics");
     Call c;
     c.attrs = Attrs(head_num, input_layout, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
                     actual_seq_qlen, actual_seq_kvlen, sparse_mode);

@@ -180,6 +180,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.preTokens = p.preTokens;
     t.nextTokens = p.nextTokens;
     t.scale = p.scale;
+    t.sinkMode = p.sink ? 1 : 0;
     StridesOf(p, p.n1, p.d, p.s1, t.qStrideB, t.qStrideN, t.qStrideS);
     StridesOf(p, p.n2, p.d, p.s2, t.kStrideB, t.kStrideN, t.kStrideS);
     StridesOf(p, p.n2, p.dv, p.s2, t.vStrideB, t.vStrideN, t.vStrideS);

@@ -33,6 +33,7 @@ struct FaProblem {
     uint32_t forceS1Block = 0, forceS2Block = 0;
     uint64_t maskStrideB = 0, maskStrideN = 0, maskStrideS = 0;
     uint32_t maskColStep = 1;
+    bool sink = false;                  // per-query-head sink logits (the op's `sink`, fp32 [N1])
 };
 
 struct FaTilingOut {

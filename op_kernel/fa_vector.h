@@ -15,7 +15,7 @@ template <typename T>
 class FaVector {
 public:
     __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR attenMask, GM_ADDR blockMap, GM_ADDR seqInfo,
-                                GM_ADDR out, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR workspace,
+                                GM_ADDR sink, GM_ADDR out, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR workspace,
                                 AscendC::TPipe* pipe) {
         t_ = t;
         core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
@@ -25,6 +25,7 @@ public:
         outGm_.SetGlobalBuffer((__gm__ T*)out);
         maxGm_.SetGlobalBuffer((__gm__ float*)softmaxMax);
         sumGm_.SetGlobalBuffer((__gm__ float*)softmaxSum);
+        if (t->sinkMode != 0) sinkGm_.SetGlobalBuffer((__gm__ float*)sink);
         ws_.Init(workspace, t, core_);
         w_ = t->s2Block;
         dvPad_ = t->dvPad;
@@ -312,33 +313,54 @@ private:
     }
 
     // out = acc / l; rows that saw no key keep max = -FLT_MAX and get out = 0, sum = FLT_MAX (zero LSE weight).
+    // With a sink logit z the row's softmax also has exp(z - max'): max' = max(m, z), l' = l e + exp(z - max') and
+    // acc' = acc e for e = exp(m - max'); a row that saw no key then has e = 0: out 0, max' = z, l' = 1.
     __aicore__ inline void Finalize(const Pending& s) {
         const uint32_t rows = s.mine.count;
         const uint32_t statN = AlignUp(rows, 8) * 8;
         AscendC::LocalTensor<float> mRun = Stat(kStatMax + s.taskSlot);
         AscendC::LocalTensor<float> lRun = Stat(kStatSum + s.taskSlot);
-        AscendC::LocalTensor<float> divisor = Stat(kStatBcast);
-        AscendC::LocalTensor<uint8_t> valid = statBitsBuf_.Get<uint8_t>();
-        AscendC::Compares(valid, mRun, kMaskValue, AscendC::CMPMODE::NE, statN);
-        AscendC::Select(divisor, valid, lRun, PositiveInfinity(), AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
         AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
-        RowBroadcast<2>(acc, divisor, rows, dvPad_);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
-        AscendC::DataCopy(Stat(kStatMaxOut), mRun, statN);
-        AscendC::Select(Stat(kStatSumOut), valid, lRun, kFltMax, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
+        if (t_->sinkMode != 0) {
+            AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);  // the statistic outputs are free
+            const float z = sinkGm_.GetValue(s.task.head);
+            AscendC::LocalTensor<float> mOut = Stat(kStatMaxOut), lOut = Stat(kStatSumOut);
+            AscendC::LocalTensor<float> e = Stat(kStatBcast), ez = Stat(kStatRed);
+            AscendC::Maxs(mOut, mRun, z, (int32_t)statN);
+            AscendC::Sub(e, mRun, mOut, (int32_t)statN);
+            AscendC::Exp(e, e, (int32_t)statN);
+            AscendC::Muls(ez, mOut, -1.0f, (int32_t)statN);
+            AscendC::Adds(ez, ez, z, (int32_t)statN);
+            AscendC::Exp(ez, ez, (int32_t)statN);
+            AscendC::Mul(lOut, lRun, e, (int32_t)statN);
+            AscendC::Add(lOut, lOut, ez, (int32_t)statN);
+            RowBroadcast<1>(acc, e, rows, dvPad_);
+            RowBroadcast<2>(acc, lOut, rows, dvPad_);
+        } else {
+            AscendC::LocalTensor<float> divisor = Stat(kStatBcast);
+            AscendC::LocalTensor<uint8_t> valid = statBitsBuf_.Get<uint8_t>();
+            AscendC::Compares(valid, mRun, kMaskValue, AscendC::CMPMODE::NE, statN);
+            AscendC::Select(divisor, valid, lRun, PositiveInfinity(), AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
+            RowBroadcast<2>(acc, divisor, rows, dvPad_);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+            AscendC::DataCopy(Stat(kStatMaxOut), mRun, statN);
+            AscendC::Select(Stat(kStatSumOut), valid, lRun, kFltMax, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
+        }
         AscendC::LocalTensor<T> o = pBuf_.Get<T>();
         WaitProbBuffers();
         AscendC::Cast(o, acc, AscendC::RoundMode::CAST_RINT, rows * dvPad_);
         WriteRows(s.task, s.mine);
     }
 
-    // Rows of a task that sees no key at all: zero output, max = -FLT_MAX, sum = FLT_MAX.
+    // Rows of a task that sees no key at all: zero output, max = -FLT_MAX, sum = FLT_MAX; with a sink logit z
+    // (the only term of their softmax) max = z, sum = 1.
     __aicore__ inline void WriteEmptyRows(const FaTask& task, const Rows& mine) {
         if (mine.count == 0) return;
         const uint32_t statN = AlignUp(mine.count, 8) * 8;
+        const bool sink = t_->sinkMode != 0;
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
-        AscendC::Duplicate(Stat(kStatMaxOut), kMaskValue, (int32_t)statN);
-        AscendC::Duplicate(Stat(kStatSumOut), kFltMax, (int32_t)statN);
+        AscendC::Duplicate(Stat(kStatMaxOut), sink ? sinkGm_.GetValue(task.head) : kMaskValue, (int32_t)statN);
+        AscendC::Duplicate(Stat(kStatSumOut), sink ? 1.0f : kFltMax, (int32_t)statN);
         WaitProbBuffers();
         AscendC::Duplicate(pBuf_.Get<T>(), (T)0.0f, (int32_t)(mine.count * dvPad_));
         WriteRows(task, mine);
@@ -377,7 +399,7 @@ private:
     __gm__ uint8_t* blockMap_ = nullptr;
     FaTileMask<FlashAttentionTilingData> mask_;
     AscendC::GlobalTensor<T> outGm_;
-    AscendC::GlobalTensor<float> maxGm_, sumGm_;
+    AscendC::GlobalTensor<float> maxGm_, sumGm_, sinkGm_;
     FaWorkspace ws_;
     uint32_t w_ = 0, dvPad_ = 0, rowsMax_ = 0, chunk_ = 0, statElems_ = 0;
     uint32_t chunkLoads_ = 0, chunkUses_ = 0;  // score chunks loaded / computed so far: their parity picks the buffer

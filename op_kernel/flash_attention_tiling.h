@@ -107,7 +107,7 @@ struct FlashAttentionTilingData {
     uint32_t l0cSlot0;
     uint32_t l0cSlotBytes;
     uint32_t l0cOut;
-    uint32_t reserved3;       // keeps the size a multiple of 8 without implicit padding
+    uint32_t sinkMode;        // 1: the sink input holds one fp32 logit per query head that joins every softmax row
 };
 
 // No implicit padding anywhere (host and device copy the struct as raw bytes; padding bytes would be undefined):
@@ -120,8 +120,8 @@ static_assert(NPU_FA_FOLLOWS(sparseMode, preTokens) && NPU_FA_FOLLOWS(vecRows, q
                   NPU_FA_FOLLOWS(wsOffsetO, maskMode) && NPU_FA_FOLLOWS(maskHeads, maskStrideN) &&
                   NPU_FA_FOLLOWS(mapCores, mapEntries) &&
                   NPU_FA_FOLLOWS(mapCountsOffset, kvGroup) && NPU_FA_FOLLOWS(kvGroup, bandTiles) &&
-                  NPU_FA_FOLLOWS(bandTiles, l0cSlot0) && NPU_FA_FOLLOWS(l0cOut, reserved3) &&
-                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, reserved3) + sizeof(uint32_t),
+                  NPU_FA_FOLLOWS(bandTiles, l0cSlot0) && NPU_FA_FOLLOWS(l0cOut, sinkMode) &&
+                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, sinkMode) + sizeof(uint32_t),
               "FlashAttentionTilingData must have no implicit padding");
 #undef NPU_FA_FOLLOWS
 

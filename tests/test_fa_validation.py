@@ -229,7 +229,11 @@ def test_sparse_mode_range(mode):
 def test_pse_prefix_padding_mask():
     q, k, v = qkv()
     check_raises(NotImplementedError, r"^pse ", q, k, v, 4, "BSND", pse=torch.zeros(2, 4, 5, 7, dtype=F16))
-    check_raises(NotImplementedError, r"^sink ", q, k, v, 4, "BSND", sink=torch.zeros(4))
+    check_raises(TypeError, r"^sink dtype torch.float16 must be torch.float32", q, k, v, 4, "BSND",
+                 sink=torch.zeros(4, dtype=F16))
+    check_raises(ValueError, r"^sink shape \(3,\) must be \(4,\)", q, k, v, 4, "BSND", sink=torch.zeros(3))
+    check_raises(ValueError, r"^sink contains NaN or Inf \(first at index 2", q, k, v, 4, "BSND",
+                 sink=torch.tensor([0.0, 1.0, float("inf"), 2.0]))
     check_raises(ValueError, r"^prefix=\[3, 4\] is only used by sparse_mode 5 and 6, got sparse_mode=0", q, k, v, 4,
                  "BSND", prefix=[3, 4])
     check_raises(ValueError, r"^padding_mask is reserved and not supported", q, k, v, 4, "BSND",

@@ -21,8 +21,9 @@ extern "C" {
 
 aclnnStatus aclnnFlashAttentionNpuFaGetWorkspaceSize(
     const aclTensor *query, const aclTensor *key, const aclTensor *value, const aclTensor *attenMaskOptional,
-    const aclTensor *blockMapOptional, const aclTensor *seqInfo, NPU_FA_STANDIN_COMMON_ATTRS,
-    const aclTensor *attentionOutOut, const aclTensor *softmaxMaxOut, const aclTensor *softmaxSumOut,
+    const aclTensor *blockMapOptional, const aclTensor *seqInfo, const aclTensor *sinkOptional,
+    NPU_FA_STANDIN_COMMON_ATTRS, const aclTensor *attentionOutOut, const aclTensor *softmaxMaxOut,
+    const aclTensor *softmaxSumOut,
     uint64_t *workspaceSize, aclOpExecutor **executor);
 aclnnStatus aclnnFlashAttentionNpuFa(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                                      aclrtStream stream);

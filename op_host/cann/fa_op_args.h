@@ -23,7 +23,7 @@ constexpr const char* kMapOp = "FlashAttentionNpuFaBlockMap";
 constexpr const char* kGradOp = "FlashAttentionNpuFaGrad";
 
 // Inputs, in kernel-argument order (op_kernel/flash_attention_fwd.cpp, _block_map.cpp, _bwd.cpp).
-enum FwdInput : uint32_t { kFwdQuery = 0, kFwdKey, kFwdValue, kFwdAttenMask, kFwdBlockMap, kFwdSeqInfo };
+enum FwdInput : uint32_t { kFwdQuery = 0, kFwdKey, kFwdValue, kFwdAttenMask, kFwdBlockMap, kFwdSeqInfo, kFwdSink };
 enum FwdOutput : uint32_t { kFwdAttentionOut = 0, kFwdSoftmaxMax, kFwdSoftmaxSum };
 enum MapInput : uint32_t { kMapAttenMask = 0, kMapSeqInfo };
 enum GradInput : uint32_t {

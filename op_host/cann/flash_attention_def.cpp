@@ -73,6 +73,7 @@ public:
         In(this->Input("atten_mask"), OPTIONAL, kMask);
         In(this->Input("block_map"), OPTIONAL, kU8);
         In(this->Input("seq_info"), REQUIRED, kI64);
+        In(this->Input("sink"), OPTIONAL, kF32);
         Param(this->Output("attention_out"), REQUIRED, kQkv);
         Param(this->Output("softmax_max"), REQUIRED, kF32);
         Param(this->Output("softmax_sum"), REQUIRED, kF32);

@@ -98,6 +98,9 @@ ge::graphStatus TilingFlashAttentionNpuFa(gert::TilingContext* context) {
         return ge::GRAPH_FAILED;
     }
     if (!fa::HasWork(p)) return fa::Refuse(context, "no query row sees a key: the caller answers without a launch");
+    const gert::StorageShape* sink = context->GetOptionalInputShape(fa::kFwdSink);
+    p.sink = sink != nullptr;
+    if (p.sink && CheckSize(context, sink, "sink", p.n1) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
     npu_fa::FaTilingOut t;
     std::string err = npu_fa::ComputeFlashAttentionTiling(p, chip, t);
     if (err.empty()) err = fa::CheckPlannedBlocks(a, t.data.s1Block, t.data.s2Block);

@@ -23,7 +23,10 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
   atomics), so results are bitwise reproducible run to run and for any core count whatever `deterministic` says;
   the flag is accepted for the built-in's signature and the autograd passes
   `torch.are_deterministic_algorithms_enabled()`.
-* pse / sink -> NotImplementedError, keep_prob < 1 -> NotImplementedError, padding_mask -> ValueError (reserved).
+* Sinks: the forward's statistics already hold each row's sink term, so dq/dk/dv of a forward with `sink` come
+  from this op called with sink=None (the autograd does so when the sink does not require grad); passing a sink
+  (asking for dsink) raises NotImplementedError, as does the autograd when the sink requires grad.
+* pse -> NotImplementedError, keep_prob < 1 -> NotImplementedError, padding_mask -> ValueError (reserved).
   Head dims up to 512 like the forward: when the dK and dV sums of a key block do not both fit half of the cube's
   L0C (D + Dv > 256), a dV pass and a dK pass run instead, each in passes of at most 256 columns.
 
@@ -43,6 +46,12 @@ from .ops import INT32_MAX
 
 __all__ = ["flash_attention_grad", "GRAD_SCHEMA"]
 
+# dq/dk/dv with sinks need nothing but the forward's statistics (which include the sink); dsink from
+# rowsum(dy * attention_in) alone is not accurate enough in bf16 (the rounded output), so it waits for a kernel-side
+# sum of P * dP.
+DSINK_TODO = ("dsink (the gradient of the sink logits) is not implemented yet in npu_flash_attn; "
+              "flash_attention_grad takes sink=None: dq/dk/dv need only the forward's statistics, which include the sink")
+
 GRAD_SCHEMA = (
     "(Tensor query, Tensor key, Tensor value, Tensor dy, int head_num, str input_layout, Tensor? pse=None, "
     "Tensor? padding_mask=None, Tensor? atten_mask=None, Tensor? softmax_max=None, Tensor? softmax_sum=None, "
@@ -59,9 +68,9 @@ def _validate_grad(query, key, value, dy, head_num, input_layout, pse, padding_m
                    check_values: bool = True) -> ops.FAProblem:
     p = ops.validate_flash_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
                                      keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
-                                     actual_seq_kvlen, sparse_mode, seed, offset, check_values=check_values)
+                                     actual_seq_kvlen, sparse_mode, seed, offset, sink, check_values=check_values)
     if sink is not None:
-        raise NotImplementedError("sink (attention sink logits) is not implemented yet in npu_flash_attn")
+        raise NotImplementedError(DSINK_TODO)
     if not isinstance(deterministic, bool):
         raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}")
     named = (("dy", dy, p.out_shape, query.dtype, "the forward output's shape"),
@@ -181,19 +190,21 @@ _NON_TENSOR = ("head_num", "input_layout", "scale", "keep_prob", "pre_tokens", "
 
 
 def _setup_context(ctx, inputs, output):
-    args = dict(zip(_FWD_NAMES + ["sink"], inputs))  # a trailing `sink` argument, once the schema has it
+    args = dict(zip(_FWD_NAMES, inputs))
     out, smax, ssum = output
-    ctx.save_for_backward(args["query"], args["key"], args["value"], out, smax, ssum, args["atten_mask"])
+    ctx.save_for_backward(args["query"], args["key"], args["value"], out, smax, ssum, args["atten_mask"], args["sink"])
     ctx.fwd_args = {n: args[n] for n in _NON_TENSOR}
     ctx.num_inputs = len(inputs)
     ctx.mark_non_differentiable(smax, ssum)
 
 
 def _backward(ctx, d_out, _d_max, _d_sum):
-    query, key, value, out, smax, ssum, atten_mask = ctx.saved_tensors
+    query, key, value, out, smax, ssum, atten_mask, sink = ctx.saved_tensors
     if d_out is None:
         d_out = torch.zeros_like(out)
     a = ctx.fwd_args
+    if sink is not None and ctx.needs_input_grad[_FWD_NAMES.index("sink")]:
+        raise NotImplementedError(DSINK_TODO + " (freeze the sink, e.g. sink.detach(), to train the rest)")
     dq, dk, dv, _, _ = torch.ops.npu.flash_attention_grad(
         query, key, value, d_out, a["head_num"], a["input_layout"], atten_mask=atten_mask, softmax_max=smax,
         softmax_sum=ssum, attention_in=out, scale=a["scale"], keep_prob=a["keep_prob"], pre_tokens=a["pre_tokens"],

@@ -43,8 +43,13 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   expand()ed tensor of huge logical shape), NaN/Inf anywhere in query/key/value (the cube is never fed non-finite
   values; the message names the tensor and the first bad index), and a `scale` for which scale * q.k of some
   (query, key) pair of a head would exceed FLT_MAX / 2 (the online softmax's max-subtraction would overflow).
-* `padding_mask` is reserved (also unsupported by the built-in): passing one raises ValueError. `pse`, dropout
-  (keep_prob < 1) and `sink` raise NotImplementedError. `seed`/`offset` are accepted and unused (no dropout).
+* `sink` (float32 `[N1]`, torch_npu's attention sinks): one logit per query head that joins the softmax of every
+  row of that head and attends no value: out = sum_j exp(s_j - m) v_j / (sum_j exp(s_j - m) + exp(sink - m)),
+  softmax_max = m = max(max_j s_j, sink), softmax_sum includes the sink's term. Rows that see no key then have
+  out = 0, softmax_max = sink, softmax_sum = 1 (TND padding tokens past the last sequence stay invalid rows). The
+  gradient of the sink itself is not built yet (`backward`).
+* `padding_mask` is reserved (also unsupported by the built-in): passing one raises ValueError. `pse` and dropout
+  (keep_prob < 1) raise NotImplementedError. `seed`/`offset` are accepted and unused (no dropout).
 
 Devices: CPU tensors run the Ascend C kernel on the CPU twin (label results "twin"); the emulated chip is chosen by
 `set_chip(name)`, else the environment variable NPU_FA_CHIP, else "Ascend910B2". `last_launch_info()` returns the
@@ -194,6 +199,7 @@ class FAProblem:
     prefix: tuple = ()         # sparse_mode 5/6: per batch
     dense_mask: bool = False   # a dense atten_mask is read (sparse_mode 0, 1, 5 with a mask)
     mask_tnd_global: bool = False  # TND dense mask [sum Sq, sum Skv] read at global token positions
+    sink: bool = False         # per-query-head sink logits (float32 [N1]) join every softmax row
 
     @property
     def dtype_name(self) -> str:
@@ -403,7 +409,7 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
     for name, t in (("atten_mask", atten_mask), ("sink", sink)):
         if t is not None and not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor or None, got {type(t).__name__}")
-    for name, t in (("key", key), ("value", value), ("atten_mask", atten_mask)):
+    for name, t in (("key", key), ("value", value), ("atten_mask", atten_mask), ("sink", sink)):
         if t is not None and t.device != query.device:
             raise ValueError(f"{name} is on device {t.device} but query is on {query.device}; all tensors must "
                              "be on the same device")
@@ -470,7 +476,12 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
     if keep_prob < 1.0:
         raise NotImplementedError(f"dropout (keep_prob={keep_prob} < 1) is not implemented yet in npu_flash_attn")
     if sink is not None:
-        raise NotImplementedError("sink (attention sinks) is not implemented yet in npu_flash_attn")
+        if sink.dtype != torch.float32:
+            raise TypeError(f"sink dtype {sink.dtype} must be torch.float32 (one logit per query head, as the "
+                            "built-in's sink)")
+        if tuple(sink.shape) != (N1,):
+            raise ValueError(f"sink shape {tuple(sink.shape)} must be ({N1},): one logit per query head "
+                             f"(head_num={N1})")
     # masks, sparse modes, prefix
     rules = check_masks(atten_mask, sparse_mode, pre_tokens, next_tokens, prefix, layout, B, N1, S1, S2, cu_q, cu_kv,
                         check_values)
@@ -490,7 +501,7 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
                      scale=scale, sparse_mode=rules.sparse_mode, pre_tokens=rules.pre_tokens,
                      next_tokens=rules.next_tokens, cu_seqlens_q=tuple(cu_q), cu_seqlens_kv=tuple(cu_kv),
                      out_shape=out_shape, stats_shape=stats_shape, prefix=rules.prefix, dense_mask=rules.dense,
-                     mask_tnd_global=rules.tnd_global)
+                     mask_tnd_global=rules.tnd_global, sink=sink is not None)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -506,13 +517,24 @@ def _fill_invalid_tail(p: FAProblem, out: torch.Tensor, smax: torch.Tensor, ssum
     ssum.view(-1)[used * p.N1 * 8:].fill_(FLT_MAX)
 
 
+def fill_rows_without_keys(p: FAProblem, sink: Optional[torch.Tensor], smax: torch.Tensor, ssum: torch.Tensor) -> None:
+    """Statistics of rows that see no key: max -FLT_MAX, sum FLT_MAX; with sink logits max = the head's sink, sum 1."""
+    if sink is None:
+        smax.fill_(-FLT_MAX)
+        ssum.fill_(FLT_MAX)
+        return
+    heads = sink.detach().to(smax.device).view((1, -1, 1) if p.layout == "TND" else (1, -1, 1, 1))
+    smax.copy_(heads.expand(smax.shape))
+    ssum.fill_(1.0)
+
+
 def problem_dict(p: FAProblem, view=None) -> dict:
     """The validated problem as the extension's tiling reads it (`view`: the dense mask's MaskView, if any)."""
     d = {"dtype": p.dtype_name, "layout": p.layout, "B": int(p.B), "N1": int(p.N1), "N2": int(p.N2),
          "S1": int(p.S1), "S2": int(p.S2), "D": int(p.D), "Dv": int(p.Dv), "scale": float(p.scale),
          "sparse_mode": int(p.sparse_mode), "pre_tokens": int(p.pre_tokens), "next_tokens": int(p.next_tokens),
          "cu_seqlens_q": list(p.cu_seqlens_q), "cu_seqlens_kv": list(p.cu_seqlens_kv), "T1": int(p.T1),
-         "T2": int(p.T2), "prefix": list(p.prefix), "dense_mask": False}
+         "T2": int(p.T2), "prefix": list(p.prefix), "dense_mask": False, "sink": bool(p.sink)}
     if view is not None:
         d.update(view.problem_fields())
     if _block_override is not None:
@@ -542,7 +564,7 @@ def set_op_counting(enabled: bool) -> None:
     _count_ops = bool(enabled)
 
 
-def _launch(p: FAProblem, q, k, v, atten_mask, out, smax, ssum) -> dict:
+def _launch(p: FAProblem, q, k, v, atten_mask, sink, out, smax, ssum) -> dict:
     ext = _ext()
     if not hasattr(ext, "flash_attention_plan"):
         raise RuntimeError("npu_flash_attn._C has no flash_attention_plan (stale build?): rebuild with "
@@ -557,8 +579,8 @@ def _launch(p: FAProblem, q, k, v, atten_mask, out, smax, ssum) -> dict:
         mask_ptr, mask_bytes = view.tensor.data_ptr(), view.extent
         map_ptr, map_bytes = block.block_map.data_ptr(), block.block_map.numel()
     info = dict(ext.flash_attention_fwd(problem, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), mask_ptr, mask_bytes,
-                                        map_ptr, map_bytes, out.data_ptr(), smax.data_ptr(), ssum.data_ptr(),
-                                        _count_ops))
+                                        map_ptr, map_bytes, 0 if sink is None else sink.data_ptr(), out.data_ptr(),
+                                        smax.data_ptr(), ssum.data_ptr(), _count_ops))
     if block is not None:
         shared = view.tensor.untyped_storage().data_ptr() == atten_mask.untyped_storage().data_ptr()
         info.update(tiles_masked=block.tiles_masked, tiles_mixed=block.tiles_mixed, tiles_visible=block.tiles_visible,
@@ -579,6 +601,10 @@ def check_call(query, key, value, head_num, input_layout, pse=None, padding_mask
     require_device(query.device, "npu::flash_attention")
     if values:
         check_input_values(p, query, key, value)
+        if sink is not None and not bool(torch.isfinite(sink).all()):
+            bad = int((~torch.isfinite(sink)).nonzero()[0])
+            raise ValueError(f"sink contains NaN or Inf (first at index {bad}: {sink[bad].item()}); the sink logits "
+                             "must be finite")
     return p
 
 
@@ -595,14 +621,17 @@ def _flash_attention_impl(query, key, value, head_num, input_layout, pse=None, p
     smax = torch.empty(p.stats_shape, dtype=torch.float32)
     ssum = torch.empty(p.stats_shape, dtype=torch.float32)
     if not p.has_work():
-        # No query row sees a key (or there are no rows): every row is invalid; no launch needed.
+        # No query row sees a key (or there are no rows): every row is invalid (with sinks: the sink is the only
+        # term of its softmax, max = sink, sum = 1); no launch needed.
         out.zero_()
-        smax.fill_(-FLT_MAX)
-        ssum.fill_(FLT_MAX)
+        fill_rows_without_keys(p, sink, smax, ssum)
+        if p.layout == "TND":
+            _fill_invalid_tail(p, out, smax, ssum)
         return out, smax, ssum
     # contiguous copies keep the pointers valid for the duration of the call
     q, k, v = query.detach().contiguous(), key.detach().contiguous(), value.detach().contiguous()
-    info = _launch(p, q, k, v, atten_mask, out, smax, ssum)
+    sk = None if sink is None else sink.detach().contiguous()
+    info = _launch(p, q, k, v, atten_mask, sk, out, smax, ssum)
     if p.layout == "TND":
         _fill_invalid_tail(p, out, smax, ssum)
     record_launch(info)

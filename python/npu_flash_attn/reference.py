@@ -171,9 +171,9 @@ def _head_counts(query, key, value, head_num: int, layout: str) -> tuple[int, in
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis_of: Callable[[int, int], torch.Tensor],
-            scale: float, lowprec: Optional[torch.dtype]):
+            scale: float, lowprec: Optional[torch.dtype], sink: Optional[torch.Tensor] = None):
     """One sequence: q [N1,Sq,D], k [N2,Skv,D], v [N2,Skv,Dv]; vis_of(h0, h1) is the visibility of query heads
-    h0:h1, bool [Sq,Skv] or [h1-h0 or 1, Sq, Skv].
+    h0:h1, bool [Sq,Skv] or [h1-h0 or 1, Sq, Skv]. sink: [N1] logits that join every row's softmax (no value).
 
     Returns out [N1,Sq,Dv] and (float64 path only) max/sum [N1,Sq]."""
     n1, sq, _ = q.shape
@@ -186,6 +186,9 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis_of: Callable[
     else:
         out = torch.zeros(n1, sq, dv, dtype=lowprec)
         mx = sm = None
+    if sink is not None and lowprec is None:  # rows that see no key: the sink is their softmax's only term
+        mx = sink.double().unsqueeze(1).expand(n1, sq).clone()
+        sm = torch.ones(n1, sq, dtype=torch.float64)
     if sq == 0 or skv == 0:
         return out, mx, sm
     chunk = max(1, _CHUNK_ELEMS // max(1, sq * skv))
@@ -196,10 +199,19 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis_of: Callable[
             vis = vis.unsqueeze(0)
         valid = vis.any(dim=2)  # [h or 1, Sq]
         if not bool(valid.any()):
-            continue
+            continue  # every row sees no key: out 0, statistics as initialised
         kv_idx = torch.arange(h0, h1) // group
         qh, kh, vh = q[h0:h1], k[kv_idx], v[kv_idx]
-        if lowprec is None:
+        if lowprec is None and sink is not None:
+            z = sink[h0:h1].double().view(-1, 1)
+            s = scale * torch.matmul(qh.double(), kh.double().transpose(1, 2))
+            s = s.masked_fill(~vis, -math.inf)
+            m = torch.maximum(s.amax(dim=2), z)  # z on rows that see no key
+            e = torch.where(vis, torch.exp(s - m.unsqueeze(2)), torch.zeros((), dtype=torch.float64))
+            l = e.sum(dim=2) + torch.exp(z - m)
+            out[h0:h1] = torch.matmul(e, vh.double()) / l.unsqueeze(2)
+            mx[h0:h1], sm[h0:h1] = m, l
+        elif lowprec is None:
             s = scale * torch.matmul(qh.double(), kh.double().transpose(1, 2))
             s = s.masked_fill(~vis, -math.inf)
             m = s.amax(dim=2)  # -inf on invalid rows
@@ -216,7 +228,11 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis_of: Callable[
             s = torch.matmul(qh.float(), kh.float().transpose(1, 2)).to(dt)
             s = (s.float() * scale).to(dt)
             s = s.float().masked_fill(~vis, -math.inf)
-            p = torch.softmax(s, dim=2)
+            if sink is not None:  # softmax over the keys and the sink column, which is then dropped
+                z = sink[h0:h1].float().view(-1, 1, 1).expand(s.shape[0], sq, 1)
+                p = torch.softmax(torch.cat([s, z], dim=2), dim=2)[..., :skv]
+            else:
+                p = torch.softmax(s, dim=2)
             p = torch.where(valid.unsqueeze(2), p, torch.zeros((), dtype=p.dtype)).to(dt)
             o = torch.matmul(p.float(), vh.float()).to(dt)
             out[h0:h1] = o
@@ -261,7 +277,7 @@ def _prefix_of(prefix, sparse_mode: int, b: int) -> Optional[int]:
 
 
 def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_tokens, next_tokens,
-         actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, lowprec: Optional[torch.dtype]):
+         actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, lowprec: Optional[torch.dtype], sink=None):
     layout = input_layout.upper()
     n1 = int(head_num)
     n2, _ = _head_counts(query, key, value, n1, layout)
@@ -284,7 +300,7 @@ def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_toke
                                (mask[q0:q1, k0:k1] if global_form else mask[:sq, :skv]),
                                prefix=_prefix_of(prefix, sparse_mode, b), band=b == band_b)
             o, m, l = _attend(query[q0:q1].transpose(0, 1), key[k0:k1].transpose(0, 1),
-                              value[k0:k1].transpose(0, 1), lambda h0, h1, vis=vis: vis, scale, lowprec)
+                              value[k0:k1].transpose(0, 1), lambda h0, h1, vis=vis: vis, scale, lowprec, sink)
             out[q0:q1] = o.transpose(0, 1)
             if lowprec is None:
                 base = q0 * n1 * 8
@@ -309,7 +325,7 @@ def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_toke
         def vis_of(h0, h1, mb=mb, pfx=_prefix_of(prefix, sparse_mode, bi)):
             mh = None if mb is None else (mb[h0:h1] if mb.shape[0] > 1 else mb)
             return visible_mask(s1, s2, sparse_mode, pre_tokens, next_tokens, atten_mask=mh, prefix=pfx)
-        o, m, l = _attend(q[bi], k[bi], v[bi], vis_of, scale, lowprec)
+        o, m, l = _attend(q[bi], k[bi], v[bi], vis_of, scale, lowprec, sink)
         out[bi] = o
         if lowprec is None:
             smax[bi], ssum[bi] = m, l
@@ -323,13 +339,15 @@ def flash_attention_reference(query: torch.Tensor, key: torch.Tensor, value: tor
                               pre_tokens: int = _INT32_MAX, next_tokens: int = _INT32_MAX,
                               actual_seq_qlen: Optional[Sequence[int]] = None,
                               actual_seq_kvlen: Optional[Sequence[int]] = None,
-                              atten_mask: Optional[torch.Tensor] = None, prefix: Optional[Sequence[int]] = None):
+                              atten_mask: Optional[torch.Tensor] = None, prefix: Optional[Sequence[int]] = None,
+                              sink: Optional[torch.Tensor] = None):
     """float64 (out, softmax_max, softmax_sum) in the op's layouts and shapes (see the module docstring).
 
-    Differentiable with torch autograd for float64 inputs that require grad. Inputs are not validated beyond what
-    the arithmetic needs (mask dtype / shape, prefix present for modes 5 / 6); pass arguments the op accepts."""
+    Differentiable with torch autograd for float64 inputs that require grad (the sink logits included). Inputs are
+    not validated beyond what the arithmetic needs (mask dtype / shape, prefix present for modes 5 / 6); pass
+    arguments the op accepts."""
     return _run(query, key, value, head_num, input_layout, float(scale), int(sparse_mode), int(pre_tokens),
-                int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, None)
+                int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, None, sink)
 
 
 def flash_attention_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
@@ -338,14 +356,15 @@ def flash_attention_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch
                             actual_seq_qlen: Optional[Sequence[int]] = None,
                             actual_seq_kvlen: Optional[Sequence[int]] = None,
                             atten_mask: Optional[torch.Tensor] = None,
-                            prefix: Optional[Sequence[int]] = None) -> torch.Tensor:
+                            prefix: Optional[Sequence[int]] = None,
+                            sink: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Attention output computed like plain torch in the input dtype (fp32 accumulation, each op's result rounded
     to query.dtype): the baseline of the FlashAttention criterion. Invalid rows give 0."""
     dt = query.dtype
     if dt not in (torch.float16, torch.bfloat16):
         raise TypeError(f"flash_attention_lowprec: query dtype {dt} is not fp16/bf16")
     out, _, _ = _run(query, key, value, head_num, input_layout, float(scale), int(sparse_mode), int(pre_tokens),
-                     int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, dt)
+                     int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, dt, sink)
     return out
 
 

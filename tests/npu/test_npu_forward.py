@@ -96,3 +96,16 @@ def test_python_checks_run_for_npu_tensors(gen):
         op(q, k, v, 2, "BSND")
     with pytest.raises(ValueError, match=r"head_num=3 must equal"):
         op(q.nan_to_num(0.0), k, v, 3, "BSND")
+
+
+@pytest.mark.parametrize("layout,mode", [("BNSD", 0), ("BSH", 3), ("TND", 3)])
+def test_sink_on_npu(gen, layout, mode):
+    q, k, v = make_qkv(gen, layout, 2, 4, 2, 150, 230, 64, 64, torch.bfloat16, [70, 0, 80], [90, 40, 230])
+    kw = dict(scale=0.125, sparse_mode=mode)
+    if layout == "TND":
+        kw.update(actual_seq_qlen=cumsum([70, 0, 80]), actual_seq_kvlen=cumsum([90, 40, 230]))
+    sink = math.log(230) + torch.randn(4, generator=gen)
+    out, smax, ssum = to_cpu(*op(*to_npu(q, k, v), 4, layout, sink=sink.npu(), **npu_kwargs(kw)))
+    ref_o, ref_m, ref_s = flash_attention_reference(q, k, v, 4, layout, sink=sink.double(), **kw)
+    assert_close_fa(out, ref_o, flash_attention_lowprec(q, k, v, 4, layout, sink=sink, **kw), what="sink (NPU)")
+    assert_stats_close(smax, ssum, ref_m, ref_s)

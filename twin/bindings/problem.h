@@ -52,6 +52,7 @@ inline npu_fa::FaProblem ParseProblem(const py::dict& d) {
     p.t2 = Get<uint64_t>(d, "T2");
     p.prefix = Get<std::vector<int64_t>>(d, "prefix");
     p.denseMask = Get<bool>(d, "dense_mask");
+    p.sink = d.contains("sink") && d["sink"].cast<bool>();
     if (p.denseMask) {
         p.maskPerBatch = Get<bool>(d, "mask_per_batch");
         p.maskPerHead = Get<bool>(d, "mask_per_head");
