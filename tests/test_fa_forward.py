@@ -402,11 +402,13 @@ def _entry_args(q, k, v, out, m, s, **over):
              prefix=[], dense_mask=False)
     a.update(over)
     chip = a.pop("chip", "Ascend910B2")
-    return (a, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), 0, 0, 0, 0, out.data_ptr(), m.data_ptr(), s.data_ptr())
+    return (a, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), 0, 0, 0, 0, 0, out.data_ptr(), m.data_ptr(),
+            s.data_ptr())  # no mask, no block map, no sink
 
 
 @pytest.mark.parametrize("bad", [dict(chip="Ascend999"), dict(layout="XYZ"), dict(sparse_mode=9), dict(N2=3),
-                                 dict(D=0), dict(Dv=65), dict(dtype="fp32")], ids=lambda d: next(iter(d)))
+                                 dict(D=0), dict(Dv=65), dict(dtype="fp32"), dict(sink=True)],
+                         ids=lambda d: next(iter(d)))  # sink=True: the problem has sinks, the buffer is null
 def test_entry_errors_leave_outputs_untouched(gen, bad):
     assert issubclass(_C.TwinError, RuntimeError)
     q, k, v = make_qkv(gen, "BNSD", 1, 2, 1, 33, 40, 64, 64, torch.float16)
