@@ -245,9 +245,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
     at::Tensor ssum = at::empty(statShape, query.options().dtype(at::kFloat));
     if (!fa::HasWork(c.p)) {  // every row is invalid (with sinks: max = the head's sink, sum = 1): no launch
         out.zero_();
-        if (sink.has_value()) {
-            const bool tnd = c.p.layout == npu_fa::kTND;
-            smax.copy_(sink->view(tnd ? at::IntArrayRef{1, -1, 1} : at::IntArrayRef{1, -1, 1, 1}).expand_as(smax));
+        if (sink.has_value() && c.p.layout != npu_fa::kTND) {
+            smax.copy_(sink->view({1, -1, 1, 1}).expand_as(smax));
+            ssum.fill_(1.0);
+        } else if (sink.has_value()) {  // batch-major rows: sequence b's [head][token] block from cu_q[b-1] * N1
+            at::Tensor rows = smax.view({-1, 8});
+            int64_t q0 = 0;
+            for (int64_t q1 : c.p.cuSeqQ) {
+                if (q1 > q0) rows.narrow(0, q0 * c.p.n1, (q1 - q0) * c.p.n1).copy_(
+                                 sink->view({-1, 1, 1}).expand({(int64_t)c.p.n1, q1 - q0, 8}).reshape({-1, 8}));
+                q0 = q1;
+            }
             ssum.fill_(1.0);
         } else {
             smax.fill_(-kFltMax);

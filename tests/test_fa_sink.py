@@ -158,3 +158,15 @@ def test_opcheck_with_sink(gen):
     k = torch.randn(1, 50, 2, 64, generator=gen).half().requires_grad_()
     torch.library.opcheck(fwd.default, (q, k, k.detach().clone(), 2, "BSND"),
                           dict(scale=0.125, sparse_mode=3, sink=torch.randn(2, generator=gen)))
+
+
+def test_tnd_without_keys_keeps_the_batch_major_rows(gen):
+    # No key anywhere: no launch; the statistics still follow TND's batch-major row order (sequence, head, token).
+    q = torch.randn(60, 3, 64, generator=gen).bfloat16()
+    k = torch.randn(4, 3, 64, generator=gen).bfloat16()
+    sink = torch.tensor([0.5, -1.0, 2.0])
+    out, smax, ssum = fwd(q, k, k, 3, "TND", actual_seq_qlen=[25, 57], actual_seq_kvlen=[0, 0], sink=sink)
+    _, ref_m, ref_s = flash_attention_reference(q.double(), k.double(), k.double(), 3, "TND", actual_seq_qlen=[25, 57],
+                                                actual_seq_kvlen=[0, 0], sink=sink.double())
+    assert torch.all(out == 0)
+    assert torch.equal(smax.double(), ref_m) and torch.equal(ssum.double(), ref_s)

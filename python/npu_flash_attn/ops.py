@@ -523,9 +523,15 @@ def fill_rows_without_keys(p: FAProblem, sink: Optional[torch.Tensor], smax: tor
         smax.fill_(-FLT_MAX)
         ssum.fill_(FLT_MAX)
         return
-    heads = sink.detach().to(smax.device).view((1, -1, 1) if p.layout == "TND" else (1, -1, 1, 1))
-    smax.copy_(heads.expand(smax.shape))
+    z = sink.detach().to(smax.device)
     ssum.fill_(1.0)
+    if p.layout != "TND":
+        smax.copy_(z.view(1, -1, 1, 1).expand(smax.shape))
+        return
+    # TND statistics are batch-major: sequence b's rows are [head][token] from cu_q[b-1] * N1 (module docstring)
+    rows = smax.view(-1, 8)
+    for q0, q1 in zip((0,) + tuple(p.cu_seqlens_q[:-1]), p.cu_seqlens_q):
+        rows[q0 * p.N1:q1 * p.N1] = z.view(-1, 1, 1).expand(p.N1, q1 - q0, 8).reshape(-1, 8)
 
 
 def problem_dict(p: FAProblem, view=None) -> dict:
