@@ -32,22 +32,23 @@ int64_t Clamp(int64_t v) { return FaClamp(v, -kUnbounded, kUnbounded); }
 // rule). Measured at 80 rows, dv = 256: one 40 KB slot of 128-column S tiles 50.8 %, two 24 KB slots of 64
 // columns 41.7 % (twice the L1 -> L0 loads bind MTE1); 96-column tiles at dv = 160 were slower than 64 rows.
 struct L0cPlan {
-    uint32_t slot0, slotBytes, out, nChunkQK, nChunkPV;
+    uint32_t slot0, slotBytes, out;
+    uint32_t kChunkQK, nChunkQK, kChunkPV, nChunkPV;  // the matmul chunks that fit those tiles
 };
 bool PlanL0c(uint32_t m16, uint32_t w, uint32_t sub, uint32_t dPad, uint32_t dvPad, L0cPlan& plan) {
     const uint32_t oBytes = m16 * dvPad * 4;
     uint32_t sBytes = kL0cHalfBytes;
     if (w <= sub || oBytes <= kL0cHalfBytes) {
-        plan = L0cPlan{0, kL0cHalfBytes, kFaL0cRing, 0, 0};
+        plan = L0cPlan{0, kL0cHalfBytes, kFaL0cRing, 0, 0, 0, 0};
     } else {
         const uint32_t o = AlignUp(oBytes, 1024);
         if (o + m16 * sub * 4 > 2 * kL0cHalfBytes) return false;  // S tiles as wide as a sub-block (see above)
         sBytes = (2 * kL0cHalfBytes - o) / 1024 * 1024;
-        plan = L0cPlan{o, 0, 0, 0, 0};
+        plan = L0cPlan{o, 0, 0, 0, 0, 0, 0};
     }
-    uint32_t kChunk = 0;
-    FaMatmulChunks(m16, dPad, sub, kChunk, plan.nChunkQK, sBytes);
-    FaMatmulChunks(m16, sub, dvPad, kChunk, plan.nChunkPV, plan.out == kFaL0cRing ? kL0cHalfBytes : 2 * kL0cHalfBytes);
+    FaMatmulChunks(m16, dPad, sub, plan.kChunkQK, plan.nChunkQK, sBytes);
+    FaMatmulChunks(m16, sub, dvPad, plan.kChunkPV, plan.nChunkPV,
+                   plan.out == kFaL0cRing ? kL0cHalfBytes : 2 * kL0cHalfBytes);
     return true;
 }
 
@@ -249,12 +250,13 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         if (!VecRowsThatFit(t.s1Block, t.s2Block, t.dvPad, p.denseMask, band, ub, t.vecRows)) t.vecRows = 8;  // the twin refuses
         if (!PlanL0c(AlignUp(t.s1Block, 16), t.s2Block, t.kvSub, t.dPad, t.dvPad, plan)) return "forced blocks do not fit L0C";
     }
-    const uint32_t m16 = AlignUp(t.s1Block, 16);
     t.l0cSlot0 = plan.slot0;
     t.l0cSlotBytes = plan.slotBytes;
     t.l0cOut = plan.out;
-    FaMatmulChunks(m16, t.dPad, t.kvSub, t.kChunkQK, t.nChunkQK, plan.nChunkQK * m16 * 4);
-    FaMatmulChunks(m16, t.kvSub, t.dvPad, t.kChunkPV, t.nChunkPV, plan.nChunkPV * m16 * 4);
+    t.kChunkQK = plan.kChunkQK;
+    t.nChunkQK = plan.nChunkQK;
+    t.kChunkPV = plan.kChunkPV;
+    t.nChunkPV = plan.nChunkPV;
     if (t.kvSub < t.s2Block && t.nChunkPV < t.dvPad) return "P*V of a query block does not fit its L0C tile";
     out.ubBytes = UbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, t.dvPad, p.denseMask, band).total;
     out.l1Bytes = L1Bytes(t.s1Block, t.kvGroup * t.kvSub, t.dPad, t.dvPad);

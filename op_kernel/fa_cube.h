@@ -79,8 +79,7 @@ public:
         }
         for (uint32_t i = 0; i < kStepLag; ++i) {
             const Pending& p = pend[(step + i) % kStepLag];
-            if (!p.valid) continue;
-            for (uint32_t g0 = 0; g0 < p.cols; g0 += group_ * sub_) ValuesGroup(p, g0);
+            if (p.valid) ValuesFrom(p, 0);
         }
         for (int32_t id = 0; id < kFreeIds; ++id) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
         if (ownOut_) AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kIdOut);
@@ -145,7 +144,12 @@ private:
         for (uint32_t i = together; i < nS; ++i) ScoresGroup(cur, i * keys);
         if (lastOfTask) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFlagScoresReady, cur.step));
-        for (uint32_t i = together; i < nV; ++i) ValuesGroup(old, i * keys);
+        if (together < nV) ValuesFrom(old, together * keys);
+    }
+
+    // The P*V load groups of a step from key g0 on.
+    __aicore__ inline void ValuesFrom(const Pending& s, uint32_t g0) {
+        for (; g0 < s.cols; g0 += group_ * sub_) ValuesGroup(s, g0);
     }
 
     // S of the sub-block group at key g0 of a step -> workspace (one K load).

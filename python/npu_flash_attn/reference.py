@@ -202,22 +202,17 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis_of: Callable[
             continue  # every row sees no key: out 0, statistics as initialised
         kv_idx = torch.arange(h0, h1) // group
         qh, kh, vh = q[h0:h1], k[kv_idx], v[kv_idx]
-        if lowprec is None and sink is not None:
-            z = sink[h0:h1].double().view(-1, 1)
-            s = scale * torch.matmul(qh.double(), kh.double().transpose(1, 2))
-            s = s.masked_fill(~vis, -math.inf)
-            m = torch.maximum(s.amax(dim=2), z)  # z on rows that see no key
-            e = torch.where(vis, torch.exp(s - m.unsqueeze(2)), torch.zeros((), dtype=torch.float64))
-            l = e.sum(dim=2) + torch.exp(z - m)
-            out[h0:h1] = torch.matmul(e, vh.double()) / l.unsqueeze(2)
-            mx[h0:h1], sm[h0:h1] = m, l
-        elif lowprec is None:
+        if lowprec is None:
             s = scale * torch.matmul(qh.double(), kh.double().transpose(1, 2))
             s = s.masked_fill(~vis, -math.inf)
             m = s.amax(dim=2)  # -inf on invalid rows
+            if sink is not None:  # the sink is a term of every row: no row is invalid
+                z = sink[h0:h1].double().view(-1, 1)
+                m = torch.maximum(m, z)
+                valid = torch.ones(m.shape, dtype=torch.bool)
             m_safe = torch.where(valid, m, torch.zeros_like(m))
             e = torch.where(vis, torch.exp(s - m_safe.unsqueeze(2)), torch.zeros((), dtype=torch.float64))
-            l = e.sum(dim=2)
+            l = e.sum(dim=2) if sink is None else e.sum(dim=2) + torch.exp(z - m_safe)
             l_safe = torch.where(valid, l, torch.ones_like(l))
             o = torch.matmul(e, vh.double()) / l_safe.unsqueeze(2)
             out[h0:h1] = torch.where(valid.unsqueeze(2), o, torch.zeros((), dtype=torch.float64))
