@@ -197,7 +197,7 @@ at::Tensor BlockMap(const Call& c, const npu_fa::FaTilingOut& tiling, const at::
             return aclnnFlashAttentionNpuFaBlockMapGetWorkspaceSize(
                 acl.T(c.mask), acl.T(seqInfo), a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens, a.nextTokens,
                 a.innerPrecise, acl.A(a.prefix), acl.A(a.actualSeqQlen), acl.A(a.actualSeqKvlen), a.sparseMode, 0, 0,
-                tiling.data.s1Block, tiling.data.s2Block, acl.A(c.shapes.query), acl.A(c.shapes.key),
+                a.softcap, tiling.data.s1Block, tiling.data.s2Block, acl.A(c.shapes.query), acl.A(c.shapes.key),
                 acl.A(c.shapes.value), c.shapes.bf16 ? 1 : 0, acl.T(map), size, exec);
         },
         aclnnFlashAttentionNpuFaBlockMap, workspace, like, true);
@@ -207,8 +207,17 @@ at::Tensor BlockMap(const Call& c, const npu_fa::FaTilingOut& tiling, const at::
 
 fa::FaOpAttrs Attrs(int64_t headNum, c10::string_view layout, double scale, double keepProb, int64_t pre,
                     int64_t next, int64_t innerPrecise, at::OptionalIntArrayRef prefix, at::OptionalIntArrayRef cuQ,
-                    at::OptionalIntArrayRef cuKv, int64_t sparseMode) {
+                    at::OptionalIntArrayRef cuKv, int64_t sparseMode, c10::optional<double> softcap, int64_t pseType,
+                    at::OptionalIntArrayRef qStartIdx, at::OptionalIntArrayRef kvStartIdx,
+                    const c10::optional<at::Tensor>& dropoutMask) {
+    TORCH_CHECK(!softcap.has_value() || *softcap > 0.0, "softcap must be finite and > 0 (None turns it off), got ",
+                softcap.value_or(0.0));
+    TORCH_CHECK_NOT_IMPLEMENTED(pseType == 1, "pse_type other than 1 is not implemented yet in npu_flash_attn");
+    TORCH_CHECK_NOT_IMPLEMENTED(!qStartIdx.has_value() && !kvStartIdx.has_value(),
+                                "q_start_idx / kv_start_idx (ALiBi offsets) are not implemented yet in npu_flash_attn");
+    TORCH_CHECK_NOT_IMPLEMENTED(!dropoutMask.has_value(), "dropout_mask is not implemented yet in npu_flash_attn");
     fa::FaOpAttrs a;
+    a.softcap = (float)softcap.value_or(0.0);
     a.headNum = headNum;
     a.inputLayout = std::string(layout.data(), layout.size());
     a.scale = (float)scale;
@@ -232,10 +241,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
     const c10::optional<at::Tensor>& atten_mask, double scale, double keep_prob, int64_t pre_tokens,
     int64_t next_tokens, int64_t inner_precise, at::OptionalIntArrayRef prefix, at::OptionalIntArrayRef actual_seq_qlen,
     at::OptionalIntArrayRef actual_seq_kvlen, int64_t sparse_mode, int64_t seed, int64_t offset,
-    const c10::optional<at::Tensor>& sink) {
+    const c10::optional<at::Tensor>& sink,
+    c10::optional<double> softcap, int64_t pse_type, at::OptionalIntArrayRef q_start_idx,
+    at::OptionalIntArrayRef kv_start_idx, const c10::optional<at::Tensor>& dropout_mask) {
     Call c;
     c.attrs = Attrs(head_num, input_layout, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
-                    actual_seq_qlen, actual_seq_kvlen, sparse_mode);
+                    actual_seq_qlen, actual_seq_kvlen, sparse_mode, softcap, pse_type, q_start_idx, kv_start_idx,
+                    dropout_mask);
     Plan(c, query, key, value, atten_mask, pse, padding_mask, sink);
     c.p.sink = sink.has_value();
     std::vector<int64_t> outShape, statShape;
@@ -286,7 +298,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
                 acl.T(q), acl.T(k), acl.T(v), acl.T(c.mask), acl.T(map), acl.T(seqInfo), acl.T(sinkLogits), a.headNum,
                 &layout[0],
                 a.scale, a.keepProb, a.preTokens, a.nextTokens, a.innerPrecise, acl.A(a.prefix),
-                acl.A(a.actualSeqQlen), acl.A(a.actualSeqKvlen), a.sparseMode, seed, offset, t.data.s1Block,
+                acl.A(a.actualSeqQlen), acl.A(a.actualSeqKvlen), a.sparseMode, seed, offset, a.softcap, t.data.s1Block,
                 t.data.s2Block, acl.T(out), acl.T(smax), acl.T(ssum), size, exec);
         },
         aclnnFlashAttentionNpuFa, workspace, query, true);
@@ -308,14 +320,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
     const c10::optional<at::Tensor>& softmax_sum, const c10::optional<at::Tensor>& attention_in, double scale,
     double keep_prob, int64_t pre_tokens, int64_t next_tokens, int64_t inner_precise, at::OptionalIntArrayRef prefix,
     at::OptionalIntArrayRef actual_seq_qlen, at::OptionalIntArrayRef actual_seq_kvlen, int64_t sparse_mode,
-    int64_t seed, int64_t offset, const c10::optional<at::Tensor>& sink, bool deterministic) {
+    int64_t seed, int64_t offset, const c10::optional<at::Tensor>& sink, bool deterministic,
+    c10::optional<double> softcap, int64_t pse_type, at::OptionalIntArrayRef q_start_idx,
+    at::OptionalIntArrayRef kv_start_idx, const c10::optional<at::Tensor>& dropout_mask) {
     TORCH_CHECK(softmax_max.has_value() && softmax_sum.has_value() && attention_in.has_value(),
                 "flash_attention_grad needs the forward's softmax_max, softmax_sum and attention_in");
     TORCH_CHECK_NOT_IMPLEMENTED(!sink.has_value(), "dsink (the gradient of the sink logits) is not implemented yet in "
                                 "npu_flash_attn; pass sink=None: dq/dk/dv need only the forward's statistics");
     Call c;
     c.attrs = Attrs(head_num, input_layout, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
-                    actual_seq_qlen, actual_seq_kvlen, sparse_mode);
+                    actual_seq_qlen, actual_seq_kvlen, sparse_mode, softcap, pse_type, q_start_idx, kv_start_idx,
+                    dropout_mask);
     Plan(c, query, key, value, atten_mask, pse, padding_mask, sink);
     std::vector<int64_t> outShape, statShape;
     fa::FwdOutputShapes(c.p, c.shapes.query, outShape, statShape);
@@ -367,7 +382,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
                     acl.T(q), acl.T(k), acl.T(v), acl.T(g), acl.T(o), acl.T(mx), acl.T(sm), acl.T(c.mask), acl.T(map),
                     acl.T(seqInfo), a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens, a.nextTokens,
                     a.innerPrecise, acl.A(a.prefix), acl.A(a.actualSeqQlen), acl.A(a.actualSeqKvlen), a.sparseMode,
-                    seed, offset, s1Block, s2Block, deterministic, (int64_t)launch, acl.T(dq), acl.T(dk), acl.T(dv),
+                    seed, offset, a.softcap, s1Block, s2Block, deterministic, (int64_t)launch, acl.T(dq), acl.T(dk), acl.T(dv),
                     size, exec);
             },
             aclnnFlashAttentionNpuFaGrad, workspace, query, launch == 0);

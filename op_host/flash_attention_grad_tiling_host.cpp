@@ -76,6 +76,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     t.preTokens = f.preTokens;
     t.nextTokens = f.nextTokens;
     t.scale = f.scale;
+    t.softcap = f.softcap;
     t.qStrideB = f.qStrideB, t.qStrideN = f.qStrideN, t.qStrideS = f.qStrideS;
     t.kStrideB = f.kStrideB, t.kStrideN = f.kStrideN, t.kStrideS = f.kStrideS;
     t.vStrideB = f.vStrideB, t.vStrideN = f.vStrideN, t.vStrideS = f.vStrideS;

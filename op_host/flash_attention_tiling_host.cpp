@@ -143,6 +143,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     if (p.batch == 0 || p.n1 == 0 || p.n2 == 0 || p.n1 % p.n2 != 0) return "n1 must be a positive multiple of n2";
     if (p.d < 1 || p.d > 512 || p.dv < 1 || p.dv > p.d) return "need 1 <= dv <= d <= 512";
     if (p.sparseMode > 8) return "sparse mode must be in [0, 8]";
+    if (!(p.softcap >= 0.0f && p.softcap <= 3.4028234663852886e38f)) return "softcap must be finite and >= 0 (0: off)";
     if ((p.sparseMode == 5 || p.sparseMode == 6) && p.prefix.size() != p.batch) return "prefix needs one entry per batch";
     const bool varlen = p.layout == kTND;
 
@@ -182,6 +183,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.nextTokens = p.nextTokens;
     t.scale = p.scale;
     t.sinkMode = p.sink ? 1 : 0;
+    t.softcap = p.softcap;
     StridesOf(p, p.n1, p.d, p.s1, t.qStrideB, t.qStrideN, t.qStrideS);
     StridesOf(p, p.n2, p.d, p.s2, t.kStrideB, t.kStrideN, t.kStrideS);
     StridesOf(p, p.n2, p.dv, p.s2, t.vStrideB, t.vStrideN, t.vStrideS);

@@ -34,6 +34,7 @@ struct FaProblem {
     uint64_t maskStrideB = 0, maskStrideN = 0, maskStrideS = 0;
     uint32_t maskColStep = 1;
     bool sink = false;                  // per-query-head sink logits (the op's `sink`, fp32 [N1])
+    float softcap = 0.0f;               // > 0: logit soft-capping (the op's `softcap`)
 };
 
 struct FaTilingOut {

@@ -1,7 +1,8 @@
 // Vector (AIV) half of the backward kernel. Each AIV takes half of a tile's query rows for P and dS, and half of
 // the task's owned rows for the result:
 //   dQ pass:  at task start D = rowsum(dO * O) (fp32, also stored to the workspace for the dKV pass); per step
-//             P = exp(scale * S - max) / sum, dS = P * (dP - D) -> workspace; at the end the cube's sum dS K
+//             P = exp(scale * S - max) / sum, dS = P * (dP - D) -> workspace (with softcap, y = cap tanh(scale S /
+//             cap) replaces scale * S and dS is multiplied by the cap's slope 1 - (y / cap)^2); at the end the cube's sum dS K
 //             -> dq = scale * sum.
 //   dKV pass: per step the statistics of the tile's query rows (max, sum from the forward, D from the dQ pass),
 //             P and dS as above; at the end the cube's sums -> dk = scale * sum dS^T Q, dv = sum P^T dO.
@@ -14,6 +15,7 @@
 
 #include "fa_bwd_common.h"
 #include "fa_mask.h"
+#include "fa_softcap.h"
 
 namespace npu_fa {
 
@@ -219,12 +221,13 @@ private:
         LoadStat(kStatD, set, dGm_, stat, q.count);
     }
 
-    // dP past the sequence's last key column -> 0 (the cube wrote nothing there; P is 0 there after masking).
-    __aicore__ inline void ZeroTailColumns(const AscendC::LocalTensor<float>& dp, uint32_t rows, uint32_t cols) {
+    // Columns of a [rows, w] tile past the sequence's last key -> 0 (the cube wrote nothing there; P is 0 there
+    // after masking).
+    __aicore__ inline void ZeroTailColumns(const AscendC::LocalTensor<float>& x, uint32_t rows, uint32_t cols) {
         for (uint32_t c = (cols / 64) * 64; c < w_; c += 64) {
             const uint32_t keep = cols > c ? cols - c : 0;
             uint64_t mask[2] = {keep == 0 ? ~0ULL : (~0ULL << keep), 0};
-            AscendC::Duplicate(dp[c], 0.0f, mask, (uint8_t)rows, 1, (uint8_t)(w_ / 8));
+            AscendC::Duplicate(x[c], 0.0f, mask, (uint8_t)rows, 1, (uint8_t)(w_ / 8));
         }
     }
 
@@ -253,8 +256,21 @@ private:
             const uint32_t r0 = c * chunk_, rows = ChunkRows(q.count, c), n = rows * w_;
             if (rows == 0) continue;
             const AscendC::LocalTensor<float> x = ChunkS(c), dp = ChunkDp(c);
+            const AscendC::LocalTensor<T> hp = ChunkHalf(c, 0), hds = ChunkHalf(c, 1);
             AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdChunk + c);
-            AscendC::Muls(x, x, t_->scale, (int32_t)n);
+            const bool capped = t_->softcap > 0.0f;
+            // With softcap, the cap's slope at each score waits in the chunk's half buffers (one fp32 [rows, w]),
+            // which are free once their last store is done. Columns past the last key hold no score (the cube
+            // wrote none): zeroed first, so that their slope is finite and their dS = 0 * slope stays 0.
+            const AscendC::LocalTensor<float> slope = hp.template ReinterpretCast<float>();
+            if (capped) {
+                AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdChunk + c);
+                ZeroTailColumns(x, rows, (uint32_t)s.kRows);
+                SoftCap(x, rowBuf_.Get<float>(), t_->scale, t_->softcap, n);
+                SoftCapSlope(slope, x, t_->softcap, n);
+            } else {
+                AscendC::Muls(x, x, t_->scale, (int32_t)n);
+            }
             RowBroadcast<0>(x, Stat(kStatMax, set)[r0 * 8], rows, w_);
             const FaMaskTile tile{task.band, task.maskBase, s.qHead, s.q0 + q.first + r0, rows, s.k0,
                                   (uint32_t)s.kRows, state};
@@ -264,8 +280,11 @@ private:
             RowBroadcast<1>(x, Stat(kStatSum, set)[r0 * 8], rows, w_);
             RowBroadcast<0>(dp, Stat(kStatD, set)[r0 * 8], rows, w_);
             AscendC::Mul(dp, dp, x, (int32_t)n);
-            const AscendC::LocalTensor<T> hp = ChunkHalf(c, 0), hds = ChunkHalf(c, 1);
-            AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdChunk + c);
+            if (capped) {
+                AscendC::Mul(dp, dp, slope, (int32_t)n);  // dS with respect to the uncapped scaled score
+            } else {
+                AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdChunk + c);
+            }
             if (dkv) AscendC::Cast(hp, x, AscendC::RoundMode::CAST_RINT, n);
             AscendC::Cast(hds, dp, AscendC::RoundMode::CAST_RINT, n);
             AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdChunk + c);

@@ -1,6 +1,6 @@
 // Vector (AIV) half of the forward kernel: each of the two AIVs owns half of a task's query rows. Per step it
-// walks its rows in chunks of vecRows (the next chunk's scores load while this one computes): scales and masks
-// the scores, runs the online-softmax update in fp32 (running max/sum, rescale factor) and hands P back to the
+// walks its rows in chunks of vecRows (the next chunk's scores load while this one computes): scales (and
+// soft-caps) and masks the scores, runs the online-softmax update in fp32 (running max/sum, rescale factor) and hands P back to the
 // cube in the input precision; then it folds the cube's P*V into its running output. The division by the row
 // sum is deferred to the end of the task.
 #ifndef NPU_FA_FA_VECTOR_H
@@ -8,6 +8,7 @@
 
 #include "fa_common.h"
 #include "fa_mask.h"
+#include "fa_softcap.h"
 
 namespace npu_fa {
 
@@ -247,7 +248,11 @@ private:
         AscendC::LocalTensor<float> s = sBuf_.Get<float>()[b * chunk_ * w_];
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdScores[b]);
 
-        AscendC::Muls(s, s, t_->scale, (int32_t)n);
+        if (t_->softcap > 0.0f) {
+            SoftCap(s, Stat(kStatRed), t_->scale, t_->softcap, n);
+        } else {
+            AscendC::Muls(s, s, t_->scale, (int32_t)n);
+        }
         FaMaskTile tile{task.band, task.maskBase, task.head, task.row0 + mine.first + c.r0, c.rows, c.c0, c.cols, c.state};
         mask_.Apply(s, tile);
 

@@ -72,7 +72,7 @@ struct FlashAttentionGradTilingData {
     uint32_t sumCol0;        // a single-gradient pass sums its columns [sumCol0, sumCol0 + sumCols) (head dims
     uint32_t sumCols;        // above 256 take several passes); both-gradient passes sum every column
     uint32_t l1Slots;        // L1 slots of Q, dO, K, V (4 or 3): a step loads while the 3 (or 2) before it compute
-    uint32_t reserved;
+    float softcap;           // > 0: the forward soft-capped its scaled scores (fa_softcap.h)
     uint32_t coreTaskStart[kMaxCores + 1];
 };
 static_assert(sizeof(FlashAttentionGradTilingData) ==

@@ -108,6 +108,8 @@ struct FlashAttentionTilingData {
     uint32_t l0cSlotBytes;
     uint32_t l0cOut;
     uint32_t sinkMode;        // 1: the sink input holds one fp32 logit per query head that joins every softmax row
+    float softcap;            // > 0: scaled scores x become softcap * tanh(x / softcap) before bias, masks, softmax
+    uint32_t reserved3;       // keeps the size a multiple of 8 bytes
 };
 
 // No implicit padding anywhere (host and device copy the struct as raw bytes; padding bytes would be undefined):
@@ -121,7 +123,8 @@ static_assert(NPU_FA_FOLLOWS(sparseMode, preTokens) && NPU_FA_FOLLOWS(vecRows, q
                   NPU_FA_FOLLOWS(mapCores, mapEntries) &&
                   NPU_FA_FOLLOWS(mapCountsOffset, kvGroup) && NPU_FA_FOLLOWS(kvGroup, bandTiles) &&
                   NPU_FA_FOLLOWS(bandTiles, l0cSlot0) && NPU_FA_FOLLOWS(l0cOut, sinkMode) &&
-                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, sinkMode) + sizeof(uint32_t),
+                  NPU_FA_FOLLOWS(sinkMode, softcap) && NPU_FA_FOLLOWS(softcap, reserved3) &&
+                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, reserved3) + sizeof(uint32_t),
               "FlashAttentionTilingData must have no implicit padding");
 #undef NPU_FA_FOLLOWS
 

@@ -13,85 +13,38 @@ import math
 import pytest
 import torch
 
+from feature_problems import CASES, case_id, check_forward, check_grads, fwd, problem
 from npu_flash_attn import ops
-from npu_flash_attn.reference import (assert_close_fa, assert_stats_close, flash_attention_lowprec,
-                                      flash_attention_reference)
-
-fwd = torch.ops.npu.flash_attention
-DT = {"fp16": torch.float16, "bf16": torch.bfloat16}
-
-# (layout, dtype, B, S1, S2, N1, N2, D, extra kwargs); sizes off the block grid, invalid rows in the mode-3 (S1 > S2)
-# and band cases, a dense mask, GQA and MQA, TND with a zero-length key sequence.
-CASES = [
-    ("BNSD", "bf16", 2, 130, 257, 4, 2, 64, {}),
-    ("BSH", "fp16", 1, 200, 90, 2, 1, 128, dict(sparse_mode=3)),
-    ("SBH", "bf16", 2, 77, 140, 3, 3, 80, dict(sparse_mode=4, pre_tokens=50, next_tokens=-20)),
-    ("BSND", "fp16", 1, 96, 300, 4, 4, 256, dict(sparse_mode=2)),
-    ("BNSD", "fp16", 1, 65, 190, 2, 2, 96, dict(atten_mask="dense")),
-    ("TND", "bf16", 3, 0, 0, 4, 2, 64, dict(actual_seq_qlen=[40, 40, 173], actual_seq_kvlen=[81, 200, 200],
-                                             sparse_mode=3)),
-]
-
-
-def _shape(layout, B, S, N, D):
-    return {"BSH": (B, S, N * D), "SBH": (S, B, N * D), "BSND": (B, S, N, D), "BNSD": (B, N, S, D)}[layout]
-
+from npu_flash_attn.reference import flash_attention_reference
 
 def _problem(case, gen):
-    layout, dt, B, S1, S2, N1, N2, D, extra = case
-    dt = DT[dt]
-    kw = dict(extra, scale=1 / math.sqrt(D))
-    if layout == "TND":
-        T1, T2 = kw["actual_seq_qlen"][-1] + 3, kw["actual_seq_kvlen"][-1]  # 3 padding query tokens
-        shapes = ((T1, N1, D), (T2, N2, D), (T2, N2, D))
-    else:
-        shapes = (_shape(layout, B, S1, N1, D), _shape(layout, B, S2, N2, D), _shape(layout, B, S2, N2, D))
-    q, k, v = (torch.randn(s, generator=gen).to(dt) for s in shapes)
-    if kw.get("atten_mask") == "dense":
-        kw["atten_mask"] = torch.rand(B, 1, S1, S2, generator=gen) > 0.7
+    args, kw = problem(case, gen)
+    S2 = case[4] if case[0] != "TND" else max(b - a for a, b in zip([0] + kw["actual_seq_kvlen"][:-1],
+                                                                      kw["actual_seq_kvlen"]))
     # about as heavy as the keys (a row's log-sum-exp is near log S2): the sink takes a sizeable share of each row
-    sink = math.log(max(S2, 100)) + torch.randn(N1, generator=gen)
-    return (q, k, v, N1, layout), kw, sink
+    sink = math.log(max(S2, 100)) + torch.randn(args[3], generator=gen)
+    return args, kw, sink
 
 
-def _id(c):
-    return f"{c[0]}-{c[1]}-n{c[5]}/{c[6]}-d{c[7]}-" + ("-".join(f"{k}" for k in c[8]) or "full")
-
-
-@pytest.mark.parametrize("case", CASES, ids=_id)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_forward_with_sink_matches_reference(case, gen):
     args, kw, sink = _problem(case, gen)
-    out, smax, ssum = fwd(*args, sink=sink, **kw)
-    q, k, v, n1, layout = args
-    ro, rm, rs = flash_attention_reference(q.double(), k.double(), v.double(), n1, layout, sink=sink.double(), **kw)
-    assert_close_fa(out, ro, flash_attention_lowprec(q, k, v, n1, layout, sink=sink, **kw))
-    assert_stats_close(smax, ssum, rm, rs)
+    out, ro = check_forward(args, dict(kw, sink=sink))
     # the sink changes the result: the same call without it differs from the reference with it
     plain = fwd(*args, **kw)[0]
     assert (plain.double() - ro).abs().max() > 4 * (out.double() - ro).abs().max()
 
 
-@pytest.mark.parametrize("case", CASES, ids=_id)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_grads_with_frozen_sink_match_float64(case, gen):
     # dq/dk/dv of a forward with sinks: the backward needs only the statistics, which hold the sink's term.
     args, kw, sink = _problem(case, gen)
-    q, k, v, n1, layout = args
-    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
-    out = fwd(*leaves, n1, layout, sink=sink, **kw)[0]
-    dy = torch.randn(out.shape, generator=gen).to(out.dtype)
-    out.backward(dy)
-    ref = [t.detach().double().requires_grad_() for t in (q, k, v)]
-    flash_attention_reference(*ref, n1, layout, sink=sink.double(), **kw)[0].backward(dy.double())
-    low = [t.detach().clone().requires_grad_() for t in (q, k, v)]
-    (flash_attention_lowprec(*low, n1, layout, sink=sink, **kw).double() * dy.double()).sum().backward()
-    for name, g, r, l in zip(("dq", "dk", "dv"), leaves, ref, low):
-        err = (g.grad.double() - r.grad).abs().max().item()
-        base = (l.grad.double() - r.grad).abs().max().item()
-        assert err <= 3 * base + 1e-5, f"{name}: max|g - g64| = {err:.3e} > 3 * {base:.3e} + 1e-5"
+    grads, ref, dy = check_grads(args, dict(kw, sink=sink), gen)
     # without the sink the gradients are those of another function
+    q, k, v, n1, layout = args
     plain = [t.clone().requires_grad_() for t in (q, k, v)]
     fwd(*plain, n1, layout, **kw)[0].backward(dy)
-    assert (plain[0].grad.double() - ref[0].grad).abs().max() > 2 * (leaves[0].grad.double() - ref[0].grad).abs().max()
+    assert (plain[0].grad.double() - ref[0]).abs().max() > 2 * (grads[0].double() - ref[0]).abs().max()
 
 
 def test_dsink_is_not_built_yet(gen):

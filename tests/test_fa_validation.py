@@ -44,7 +44,8 @@ def test_schema_is_the_public_contract():
         "Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1., float keep_prob=1., "
         "int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, int[]? prefix=None, "
         "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, "
-        "Tensor? sink=None) -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)")
+        "Tensor? sink=None, float? softcap=None, int pse_type=1, int[]? q_start_idx=None, int[]? kv_start_idx=None, "
+        "Tensor? dropout_mask=None) -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -218,6 +219,15 @@ def test_keep_prob_range(keep_prob):
 def test_dropout_not_implemented():
     q, k, v = qkv()
     check_raises(NotImplementedError, r"dropout \(keep_prob=0.9 < 1\)", q, k, v, 4, "BSND", keep_prob=0.9)
+
+
+def test_features_not_built_yet_raise():
+    q, k, v = qkv()
+    check_raises(NotImplementedError, r"^dropout_mask .* not implemented yet", q, k, v, 4, "BSND",
+                 dropout_mask=torch.ones(2, 4, 5, 7, dtype=torch.bool))
+    check_raises(NotImplementedError, r"^pse_type=2 .* not implemented yet", q, k, v, 4, "BSND", pse_type=2)
+    check_raises(NotImplementedError, r"^q_start_idx .* not implemented yet", q, k, v, 4, "BSND", q_start_idx=[3])
+    check_raises(ValueError, r"^pse_type=4 must be 0, 1, 2 or 3", q, k, v, 4, "BSND", pse_type=4)
 
 
 @pytest.mark.parametrize("mode", [-1, 9, 100])

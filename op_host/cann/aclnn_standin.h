@@ -17,7 +17,7 @@ extern "C" {
     int64_t headNum, char *inputLayout, double scale, double keepProb, int64_t preTokens, int64_t nextTokens,     \
         int64_t innerPrecise, const aclIntArray *prefixOptional, const aclIntArray *actualSeqQlenOptional,        \
         const aclIntArray *actualSeqKvlenOptional, int64_t sparseMode, int64_t seed, int64_t offset,              \
-        int64_t s1Block, int64_t s2Block
+        double softcap, int64_t s1Block, int64_t s2Block
 
 aclnnStatus aclnnFlashAttentionNpuFaGetWorkspaceSize(
     const aclTensor *query, const aclTensor *key, const aclTensor *value, const aclTensor *attenMaskOptional,

@@ -38,7 +38,7 @@ enum GradOutput : uint32_t { kGradDq = 0, kGradDk, kGradDv };
 enum Attr : uint32_t {
     kAttrHeadNum = 0, kAttrInputLayout, kAttrScale, kAttrKeepProb, kAttrPreTokens, kAttrNextTokens,
     kAttrInnerPrecise, kAttrPrefix, kAttrActualSeqQlen, kAttrActualSeqKvlen, kAttrSparseMode, kAttrSeed,
-    kAttrOffset, kAttrS1Block, kAttrS2Block, kCommonAttrs
+    kAttrOffset, kAttrSoftcap, kAttrS1Block, kAttrS2Block, kCommonAttrs
 };
 // The block-map op has no q/k/v inputs: their shapes and dtype come as attributes after the common ones.
 enum MapAttr : uint32_t { kMapAttrQueryShape = kCommonAttrs, kMapAttrKeyShape, kMapAttrValueShape, kMapAttrDtype };
@@ -49,6 +49,7 @@ struct FaOpAttrs {
     int64_t headNum = 0;
     std::string inputLayout;
     float scale = 1.0f, keepProb = 1.0f;
+    float softcap = 0.0f;  // the schema's None
     int64_t preTokens = kInt32Max, nextTokens = kInt32Max, innerPrecise = 0;
     std::vector<int64_t> prefix, actualSeqQlen, actualSeqKvlen;
     int64_t sparseMode = 0;
@@ -205,6 +206,8 @@ inline std::string BuildFaProblem(const FaOpShapes& s, const FaOpAttrs& a, FaPro
     std::string err = DimsOf(s, a.headNum, p);
     if (!err.empty()) return err;
     p.scale = a.scale;
+    if (!(a.softcap >= 0.0f && a.softcap <= 3.4028234663852886e38f)) return "softcap must be finite and > 0";
+    p.softcap = a.softcap;
     uint32_t s1max = p.s1, s2max = p.s2;
     if (p.layout == kTND) {
         if (!(err = EnabledCumulative("actual_seq_qlen", a.actualSeqQlen, p.cuSeqQ)).empty()) return err;

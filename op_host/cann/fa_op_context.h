@@ -34,10 +34,13 @@ inline bool ReadAttrs(const gert::RuntimeAttrs* attrs, FaOpAttrs& a) {
     const char* layout = attrs->GetStr(kAttrInputLayout);
     const float* scale = attrs->GetFloat(kAttrScale);
     const float* keepProb = attrs->GetFloat(kAttrKeepProb);
+    const float* softcap = attrs->GetFloat(kAttrSoftcap);
     const int64_t* ints[] = {attrs->GetInt(kAttrPreTokens), attrs->GetInt(kAttrNextTokens),
                              attrs->GetInt(kAttrInnerPrecise), attrs->GetInt(kAttrSparseMode),
                              attrs->GetInt(kAttrS1Block), attrs->GetInt(kAttrS2Block)};
-    if (headNum == nullptr || layout == nullptr || scale == nullptr || keepProb == nullptr) return false;
+    if (headNum == nullptr || layout == nullptr || scale == nullptr || keepProb == nullptr || softcap == nullptr) {
+        return false;
+    }
     for (const int64_t* v : ints) {
         if (v == nullptr) return false;
     }
@@ -45,6 +48,7 @@ inline bool ReadAttrs(const gert::RuntimeAttrs* attrs, FaOpAttrs& a) {
     a.inputLayout = layout;
     a.scale = *scale;
     a.keepProb = *keepProb;
+    a.softcap = *softcap;
     a.preTokens = *ints[0];
     a.nextTokens = *ints[1];
     a.innerPrecise = *ints[2];

@@ -47,6 +47,7 @@ void CommonAttrs(OpDef& def) {
     def.Attr("sparse_mode").AttrType(OPTIONAL).Int(0);
     def.Attr("seed").AttrType(OPTIONAL).Int(0);
     def.Attr("offset").AttrType(OPTIONAL).Int(0);
+    def.Attr("softcap").AttrType(OPTIONAL).Float(0.0f);  // the schema's None
     def.Attr("s1_block").AttrType(OPTIONAL).Int(0);
     def.Attr("s2_block").AttrType(OPTIONAL).Int(0);
 }

@@ -7,7 +7,8 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
         Tensor? softmax_sum=None, Tensor? attention_in=None, float scale=1.0, float keep_prob=1.0,
         int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, int[]? prefix=None,
         int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0,
-        Tensor? sink=None, bool deterministic=False)
+        Tensor? sink=None, bool deterministic=False, float? softcap=None, int pse_type=1,
+        int[]? q_start_idx=None, int[]? kv_start_idx=None, Tensor? dropout_mask=None)
       -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, Tensor dsink)
 
 * The shared arguments are checked by `ops.validate_flash_attention` (same rules, same messages); every mask the
@@ -41,8 +42,7 @@ from typing import Any, Optional
 import torch
 
 from . import masks, ops
-from .dispatch import check_before_dispatch, require_device, value_checks
-from .ops import INT32_MAX
+from .dispatch import bind_arguments, check_before_dispatch, require_device, value_checks
 
 __all__ = ["flash_attention_grad", "GRAD_SCHEMA"]
 
@@ -58,26 +58,30 @@ GRAD_SCHEMA = (
     "Tensor? attention_in=None, float scale=1.0, float keep_prob=1.0, int pre_tokens=2147483647, "
     "int next_tokens=2147483647, int inner_precise=0, int[]? prefix=None, int[]? actual_seq_qlen=None, "
     "int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, Tensor? sink=None, "
-    "bool deterministic=False) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, Tensor dsink)"
+    "bool deterministic=False, float? softcap=None, int pse_type=1, int[]? q_start_idx=None, "
+    "int[]? kv_start_idx=None, Tensor? dropout_mask=None) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, "
+    "Tensor dsink)"
 )
 
 
-def _validate_grad(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max,
-                   softmax_sum, attention_in, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
-                   actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, sink, deterministic,
-                   check_values: bool = True) -> ops.FAProblem:
-    p = ops.validate_flash_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
-                                     keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
-                                     actual_seq_kvlen, sparse_mode, seed, offset, sink, check_values=check_values)
-    if sink is not None:
+_GRAD_ONLY = ("dy", "softmax_max", "softmax_sum", "attention_in", "deterministic")
+
+
+def _validate_grad(a: dict, check_values: bool = True) -> ops.FAProblem:
+    """The forward's rules on the shared arguments (`a`: every argument by name) and the grad's own."""
+    fwd = {n: v for n, v in a.items() if n not in _GRAD_ONLY}
+    p = ops.validate_flash_attention(**fwd, check_values=check_values)
+    query, deterministic = a["query"], a["deterministic"]
+    if a["sink"] is not None:
         raise NotImplementedError(DSINK_TODO)
     if not isinstance(deterministic, bool):
         raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}")
-    named = (("dy", dy, p.out_shape, query.dtype, "the forward output's shape"),
-             ("attention_in", attention_in, p.out_shape, query.dtype, "the forward output's shape"),
-             ("softmax_max", softmax_max, p.stats_shape, torch.float32, "the forward statistics' shape"),
-             ("softmax_sum", softmax_sum, p.stats_shape, torch.float32, "the forward statistics' shape"))
-    for name, t, shape, dtype, what in named:
+    named = (("dy", p.out_shape, query.dtype, "the forward output's shape"),
+             ("attention_in", p.out_shape, query.dtype, "the forward output's shape"),
+             ("softmax_max", p.stats_shape, torch.float32, "the forward statistics' shape"),
+             ("softmax_sum", p.stats_shape, torch.float32, "the forward statistics' shape"))
+    for name, shape, dtype, what in named:
+        t = a[name]
         if t is None:
             raise ValueError(f"{name} is required by flash_attention_grad (pass the forward's {name})"
                              if name != "dy" else "dy is required")
@@ -113,48 +117,44 @@ def _zero_tnd_tails(p: ops.FAProblem, dq, dk, dv) -> None:
     dv[used_kv:].zero_()
 
 
-def _check_call(query, key, value, dy, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
-                softmax_max=None, softmax_sum=None, attention_in=None, scale=1.0, keep_prob=1.0,
-                pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None,
-                actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None, deterministic=False):
+def _bind(args: tuple, kwargs: dict) -> dict[str, Any]:
+    return bind_arguments(torch.ops.npu.flash_attention_grad.default._schema, args, kwargs)
+
+
+def _check_call(**a):
     """Every check of a call on real tensors, run before dispatch on every device (`dispatch.py`; the data checks on
     NPU only with NPU_FA_CHECK_VALUES=1)."""
+    query = a["query"]
     values = value_checks(query.device)
-    p = _validate_grad(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max,
-                       softmax_sum, attention_in, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
-                       actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, sink, deterministic,
-                       check_values=values)
+    p = _validate_grad(a, check_values=values)
     require_device(query.device, "npu::flash_attention_grad")
     if values:
-        ops.check_input_values(p, query, key, value)
-        _check_finite(dy=dy, attention_in=attention_in)
+        ops.check_input_values(p, query, a["key"], a["value"])
+        _check_finite(dy=a["dy"], attention_in=a["attention_in"])
 
 
-def _grad_impl(query, key, value, dy, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
-               softmax_max=None, softmax_sum=None, attention_in=None, scale=1.0, keep_prob=1.0,
-               pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None,
-               actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None, deterministic=False):
+def _grad_impl(*args, **kwargs):
     """The CPU (twin) kernel. `_check_call` ran before dispatch; this re-derives the problem without the data
     checks."""
-    p = _validate_grad(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max,
-                       softmax_sum, attention_in, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
-                       actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, sink, deterministic,
-                       check_values=False)
+    a = _bind(args, kwargs)
+    p = _validate_grad(a, check_values=False)
+    query, key, value = a["query"], a["key"], a["value"]
     empty = torch.empty(0, dtype=query.dtype)
     if not p.has_work():
         zeros = tuple(t.new_zeros(t.shape) for t in (query, key, value))
         return zeros + (empty, empty.clone())
     q, k, v = (t.detach().contiguous() for t in (query, key, value))
-    do, o = dy.detach().contiguous(), attention_in.detach().contiguous()
-    smax, ssum = softmax_max.detach().contiguous(), softmax_sum.detach().contiguous()
+    do, o = a["dy"].detach().contiguous(), a["attention_in"].detach().contiguous()
+    smax, ssum = a["softmax_max"].detach().contiguous(), a["softmax_sum"].detach().contiguous()
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     entry = getattr(ops._ext(), "flash_attention_grad", None)
     if entry is None:
         raise RuntimeError("npu_flash_attn._C has no flash_attention_grad (stale build?): rebuild with "
                            "`pip install -e .`")
+    atten_mask = a["atten_mask"]
     view = masks.mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global) if p.dense_mask else None
     mask_ptr, mask_bytes = (view.tensor.data_ptr(), view.extent) if view is not None else (0, 0)
-    info = entry(ops.problem_dict(p, view), ops.get_chip(), bool(deterministic), q.data_ptr(), k.data_ptr(),
+    info = entry(ops.problem_dict(p, view), ops.get_chip(), bool(a["deterministic"]), q.data_ptr(), k.data_ptr(),
                  v.data_ptr(), do.data_ptr(), o.data_ptr(), smax.data_ptr(), ssum.data_ptr(), mask_ptr, mask_bytes,
                  dq.data_ptr(), dk.data_ptr(), dv.data_ptr())
     if p.layout == "TND":
@@ -163,14 +163,10 @@ def _grad_impl(query, key, value, dy, head_num, input_layout, pse=None, padding_
     return dq, dk, dv, empty, empty.clone()
 
 
-def _grad_fake(query, key, value, dy, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
-               softmax_max=None, softmax_sum=None, attention_in=None, scale=1.0, keep_prob=1.0,
-               pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None,
-               actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None, deterministic=False):
-    _validate_grad(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max,
-                   softmax_sum, attention_in, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
-                   actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, sink, deterministic,
-                   check_values=False)
+def _grad_fake(*args, **kwargs):
+    a = _bind(args, kwargs)
+    _validate_grad(a, check_values=False)
+    query, key, value = a["query"], a["key"], a["value"]
     return (query.new_empty(query.shape), key.new_empty(key.shape), value.new_empty(value.shape),
             query.new_empty((0,)), query.new_empty((0,)))
 
@@ -186,7 +182,8 @@ def _forward_arg_names() -> list[str]:
 
 _FWD_NAMES = _forward_arg_names()
 _NON_TENSOR = ("head_num", "input_layout", "scale", "keep_prob", "pre_tokens", "next_tokens", "inner_precise",
-               "prefix", "actual_seq_qlen", "actual_seq_kvlen", "sparse_mode", "seed", "offset")
+               "prefix", "actual_seq_qlen", "actual_seq_kvlen", "sparse_mode", "seed", "offset", "softcap",
+               "pse_type", "q_start_idx", "kv_start_idx")
 
 
 def _setup_context(ctx, inputs, output):
@@ -205,12 +202,10 @@ def _backward(ctx, d_out, _d_max, _d_sum):
     a = ctx.fwd_args
     if sink is not None and ctx.needs_input_grad[_FWD_NAMES.index("sink")]:
         raise NotImplementedError(DSINK_TODO + " (freeze the sink, e.g. sink.detach(), to train the rest)")
+    shared = {n: v for n, v in a.items() if n not in ("head_num", "input_layout")}
     dq, dk, dv, _, _ = torch.ops.npu.flash_attention_grad(
         query, key, value, d_out, a["head_num"], a["input_layout"], atten_mask=atten_mask, softmax_max=smax,
-        softmax_sum=ssum, attention_in=out, scale=a["scale"], keep_prob=a["keep_prob"], pre_tokens=a["pre_tokens"],
-        next_tokens=a["next_tokens"], inner_precise=a["inner_precise"], prefix=a["prefix"],
-        actual_seq_qlen=a["actual_seq_qlen"], actual_seq_kvlen=a["actual_seq_kvlen"], sparse_mode=a["sparse_mode"],
-        seed=a["seed"], offset=a["offset"], deterministic=torch.are_deterministic_algorithms_enabled())
+        softmax_sum=ssum, attention_in=out, deterministic=torch.are_deterministic_algorithms_enabled(), **shared)
     return (dq, dk, dv) + (None,) * (ctx.num_inputs - 3)
 
 

@@ -6,7 +6,8 @@ Schema (compatible in spirit with `torch_npu.npu_fusion_attention`, spelled `pre
         Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1.0,
         float keep_prob=1.0, int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0,
         int[]? prefix=None, int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None,
-        int sparse_mode=0, int seed=0, int offset=0, Tensor? sink=None)
+        int sparse_mode=0, int seed=0, int offset=0, Tensor? sink=None, float? softcap=None, int pse_type=1,
+        int[]? q_start_idx=None, int[]? kv_start_idx=None, Tensor? dropout_mask=None)
       -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)
 
 Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly this):
@@ -48,8 +49,12 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   softmax_max = m = max(max_j s_j, sink), softmax_sum includes the sink's term. Rows that see no key then have
   out = 0, softmax_max = sink, softmax_sum = 1 (TND padding tokens past the last sequence stay invalid rows). The
   gradient of the sink itself is not built yet (`backward`).
-* `padding_mask` is reserved (also unsupported by the built-in): passing one raises ValueError. `pse` and dropout
-  (keep_prob < 1) raise NotImplementedError. `seed`/`offset` are accepted and unused (no dropout).
+* `softcap` (flash_attn's logit soft-capping, Gemma 2; None = off, else a finite value > 0): the scaled scores
+  x = scale * q.k become softcap * tanh(x / softcap) before the masks and the softmax (softmax_max is the max of the
+  capped scores).
+* `padding_mask` is reserved (also unsupported by the built-in): passing one raises ValueError. `pse`, `pse_type`
+  other than 1, `q_start_idx`/`kv_start_idx`, dropout (keep_prob < 1) and `dropout_mask` raise
+  NotImplementedError. `seed`/`offset` are accepted and unused (no dropout).
 
 Devices: CPU tensors run the Ascend C kernel on the CPU twin (label results "twin"); the emulated chip is chosen by
 `set_chip(name)`, else the environment variable NPU_FA_CHIP, else "Ascend910B2". `last_launch_info()` returns the
@@ -69,7 +74,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from .dispatch import check_before_dispatch, require_device, value_checks
+from .dispatch import bind_arguments, check_before_dispatch, require_device, value_checks
 from .masks import build_block_map, check_masks, mask_view
 
 __all__ = [
@@ -100,7 +105,8 @@ SCHEMA = (
     "Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1.0, float keep_prob=1.0, "
     "int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, int[]? prefix=None, "
     "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, "
-    "Tensor? sink=None) -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)"
+    "Tensor? sink=None, float? softcap=None, int pse_type=1, int[]? q_start_idx=None, int[]? kv_start_idx=None, "
+    "Tensor? dropout_mask=None) -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)"
 )
 
 
@@ -200,6 +206,7 @@ class FAProblem:
     dense_mask: bool = False   # a dense atten_mask is read (sparse_mode 0, 1, 5 with a mask)
     mask_tnd_global: bool = False  # TND dense mask [sum Sq, sum Skv] read at global token positions
     sink: bool = False         # per-query-head sink logits (float32 [N1]) join every softmax row
+    softcap: Optional[float] = None  # > 0: logit soft-capping of the scaled scores
 
     @property
     def dtype_name(self) -> str:
@@ -384,7 +391,8 @@ def _max_abs_score(p: FAProblem, query: torch.Tensor, key: torch.Tensor) -> floa
 def validate_flash_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None,
                              atten_mask=None, scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX,
                              next_tokens=INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None,
-                             actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None, *,
+                             actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None, softcap=None,
+                             pse_type=1, q_start_idx=None, kv_start_idx=None, dropout_mask=None, *,
                              check_values: bool = True) -> FAProblem:
     """Checks every argument of npu::flash_attention (raising ValueError/TypeError naming the argument, the value and
     the rule, or NotImplementedError for features not built yet) and returns the validated problem. Reads no
@@ -442,6 +450,15 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
             raise ValueError(f"{name}={v} must fit in int32 [{INT32_MIN}, {INT32_MAX}]")
     _as_int("seed", seed)
     _as_int("offset", offset)
+    pse_type = _as_int("pse_type", pse_type)
+    if not (0 <= pse_type <= 3):
+        raise ValueError(f"pse_type={pse_type} must be 0, 1, 2 or 3")
+    if softcap is not None:
+        if not isinstance(softcap, (int, float)) or isinstance(softcap, bool):
+            raise TypeError(f"softcap must be a float or None, got {type(softcap).__name__}")
+        softcap = float(softcap)
+        if not (math.isfinite(softcap) and softcap > 0.0):
+            raise ValueError(f"softcap={softcap} must be finite and > 0 (None turns soft-capping off)")
     # varlen lists
     cu_q: list[int] = []
     cu_kv: list[int] = []
@@ -473,8 +490,17 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
     # features of later issues
     if pse is not None:
         raise NotImplementedError("pse (positional bias / ALiBi) is not implemented yet in npu_flash_attn")
+    if pse_type != 1:
+        raise NotImplementedError(f"pse_type={pse_type} (ALiBi generated in the kernel or an outer pse) is not "
+                                  "implemented yet in npu_flash_attn")
+    for name, x in (("q_start_idx", q_start_idx), ("kv_start_idx", kv_start_idx)):
+        if x is not None:
+            raise NotImplementedError(f"{name} (ALiBi position offsets) is not implemented yet in npu_flash_attn")
     if keep_prob < 1.0:
         raise NotImplementedError(f"dropout (keep_prob={keep_prob} < 1) is not implemented yet in npu_flash_attn")
+    if dropout_mask is not None:
+        raise NotImplementedError("dropout_mask (a user-supplied dropout keep-mask) is not implemented yet in "
+                                  "npu_flash_attn")
     if sink is not None:
         if sink.dtype != torch.float32:
             raise TypeError(f"sink dtype {sink.dtype} must be torch.float32 (one logit per query head, as the "
@@ -501,7 +527,7 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
                      scale=scale, sparse_mode=rules.sparse_mode, pre_tokens=rules.pre_tokens,
                      next_tokens=rules.next_tokens, cu_seqlens_q=tuple(cu_q), cu_seqlens_kv=tuple(cu_kv),
                      out_shape=out_shape, stats_shape=stats_shape, prefix=rules.prefix, dense_mask=rules.dense,
-                     mask_tnd_global=rules.tnd_global, sink=sink is not None)
+                     mask_tnd_global=rules.tnd_global, sink=sink is not None, softcap=softcap)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -540,7 +566,8 @@ def problem_dict(p: FAProblem, view=None) -> dict:
          "S1": int(p.S1), "S2": int(p.S2), "D": int(p.D), "Dv": int(p.Dv), "scale": float(p.scale),
          "sparse_mode": int(p.sparse_mode), "pre_tokens": int(p.pre_tokens), "next_tokens": int(p.next_tokens),
          "cu_seqlens_q": list(p.cu_seqlens_q), "cu_seqlens_kv": list(p.cu_seqlens_kv), "T1": int(p.T1),
-         "T2": int(p.T2), "prefix": list(p.prefix), "dense_mask": False, "sink": bool(p.sink)}
+         "T2": int(p.T2), "prefix": list(p.prefix), "dense_mask": False, "sink": bool(p.sink),
+         "softcap": p.softcap}
     if view is not None:
         d.update(view.problem_fields())
     if _block_override is not None:
@@ -594,17 +621,23 @@ def _launch(p: FAProblem, q, k, v, atten_mask, sink, out, smax, ssum) -> dict:
     return info
 
 
-def check_call(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None, scale=1.0,
-               keep_prob=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0, prefix=None,
-               actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None) -> FAProblem:
+def _bind(args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The op's arguments by name, as the dispatcher passes them (trailing defaults may be left out)."""
+    return bind_arguments(_custom_op_schema(), args, kwargs)
+
+
+def _custom_op_schema() -> torch._C.FunctionSchema:
+    return torch.ops.npu.flash_attention.default._schema
+
+
+def check_call(query, key, value, head_num, input_layout, **kwargs) -> FAProblem:
     """Every check of a call on real tensors, run before dispatch on every device (`dispatch.py`): the argument and
     mask rules, the device (CPU, or NPU with the adapter loaded), and the data checks (finite q/k/v, scale; on NPU
     only with NPU_FA_CHECK_VALUES=1, see dispatch.value_checks)."""
     values = value_checks(query.device)
-    p = validate_flash_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
-                                 keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
-                                 actual_seq_kvlen, sparse_mode, seed, offset, sink, check_values=values)
+    p = validate_flash_attention(query, key, value, head_num, input_layout, **kwargs, check_values=values)
     require_device(query.device, "npu::flash_attention")
+    sink = kwargs.get("sink")
     if values:
         check_input_values(p, query, key, value)
         if sink is not None and not bool(torch.isfinite(sink).all()):
@@ -614,15 +647,12 @@ def check_call(query, key, value, head_num, input_layout, pse=None, padding_mask
     return p
 
 
-def _flash_attention_impl(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
-                          scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0,
-                          prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0,
-                          sink=None):
+def _flash_attention_impl(*args, **kwargs):
     """The CPU (twin) kernel. `check_call` ran before dispatch; this re-derives the problem without the data
     checks."""
-    p = validate_flash_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
-                                 keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
-                                 actual_seq_kvlen, sparse_mode, seed, offset, sink, check_values=False)
+    a = _bind(args, kwargs)
+    p = validate_flash_attention(**a, check_values=False)
+    query, sink = a["query"], a["sink"]
     out = torch.empty(p.out_shape, dtype=query.dtype)
     smax = torch.empty(p.stats_shape, dtype=torch.float32)
     ssum = torch.empty(p.stats_shape, dtype=torch.float32)
@@ -635,22 +665,19 @@ def _flash_attention_impl(query, key, value, head_num, input_layout, pse=None, p
             _fill_invalid_tail(p, out, smax, ssum)
         return out, smax, ssum
     # contiguous copies keep the pointers valid for the duration of the call
-    q, k, v = query.detach().contiguous(), key.detach().contiguous(), value.detach().contiguous()
+    q, k, v = (a[n].detach().contiguous() for n in ("query", "key", "value"))
     sk = None if sink is None else sink.detach().contiguous()
-    info = _launch(p, q, k, v, atten_mask, sk, out, smax, ssum)
+    info = _launch(p, q, k, v, a["atten_mask"], sk, out, smax, ssum)
     if p.layout == "TND":
         _fill_invalid_tail(p, out, smax, ssum)
     record_launch(info)
     return out, smax, ssum
 
 
-def _flash_attention_fake(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
-                          scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0,
-                          prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0,
-                          sink=None):
-    p = validate_flash_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
-                                 keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
-                                 actual_seq_kvlen, sparse_mode, seed, offset, sink, check_values=False)
+def _flash_attention_fake(*args, **kwargs):
+    a = _bind(args, kwargs)
+    p = validate_flash_attention(**a, check_values=False)
+    query = a["query"]
     out = query.new_empty(p.out_shape)
     smax = query.new_empty(p.stats_shape, dtype=torch.float32)
     ssum = query.new_empty(p.stats_shape, dtype=torch.float32)
@@ -675,16 +702,7 @@ _custom_op = _register()
 
 
 def flash_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int, input_layout: str,
-                    pse: Optional[torch.Tensor] = None, padding_mask: Optional[torch.Tensor] = None,
-                    atten_mask: Optional[torch.Tensor] = None, scale: float = 1.0, keep_prob: float = 1.0,
-                    pre_tokens: int = INT32_MAX, next_tokens: int = INT32_MAX, inner_precise: int = 0,
-                    prefix: Optional[list] = None, actual_seq_qlen: Optional[list] = None,
-                    actual_seq_kvlen: Optional[list] = None, sparse_mode: int = 0, seed: int = 0, offset: int = 0,
-                    sink: Optional[torch.Tensor] = None):
-    """Python convenience wrapper: `torch.ops.npu.flash_attention(...)` (see the module docstring)."""
-    return torch.ops.npu.flash_attention(query, key, value, head_num, input_layout, pse=pse,
-                                         padding_mask=padding_mask, atten_mask=atten_mask, scale=scale,
-                                         keep_prob=keep_prob, pre_tokens=pre_tokens, next_tokens=next_tokens,
-                                         inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
-                                         actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode, seed=seed,
-                                         offset=offset, sink=sink)
+                    **kwargs: Any):
+    """Python convenience wrapper: `torch.ops.npu.flash_attention(query, key, value, head_num, input_layout,
+    **kwargs)`, the keyword arguments as in the schema (see the module docstring)."""
+    return torch.ops.npu.flash_attention(query, key, value, head_num, input_layout, **kwargs)

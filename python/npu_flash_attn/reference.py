@@ -1,10 +1,11 @@
 """Independent float64 reference of `torch.ops.npu.flash_attention` (forward), plus the FlashAttention test criterion.
 
 `flash_attention_reference(query, key, value, head_num, input_layout, *, scale, sparse_mode, pre_tokens,
-next_tokens, actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix)` returns float64 `(out, softmax_max,
+next_tokens, actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, sink, softcap)` returns float64 `(out, softmax_max,
 softmax_sum)` in exactly the op's layouts and shapes:
 
-* scores s[i, j] = scale * q_i . k_j (float64), query head n uses key/value head n // (N1 / N2) (GQA/MQA);
+* scores s[i, j] = scale * q_i . k_j (float64), query head n uses key/value head n // (N1 / N2) (GQA/MQA); with
+  `softcap`, s = softcap * tanh(s / softcap) (before masking); `sink` [N1] logits join every row's softmax;
 * visible keys per sparse_mode (per sequence for TND; i, j positions inside the sequence, d = S2 - S1 of that
   sequence, m = atten_mask, nonzero / True = masked out); docs/masks.md is the user-facing table:
   0 without a mask: all; with a mask: m == 0 and i - pre_tokens <= j <= i + next_tokens (top-left origin);
@@ -171,9 +172,11 @@ def _head_counts(query, key, value, head_num: int, layout: str) -> tuple[int, in
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis_of: Callable[[int, int], torch.Tensor],
-            scale: float, lowprec: Optional[torch.dtype], sink: Optional[torch.Tensor] = None):
+            scale: float, lowprec: Optional[torch.dtype], sink: Optional[torch.Tensor] = None,
+            softcap: Optional[float] = None):
     """One sequence: q [N1,Sq,D], k [N2,Skv,D], v [N2,Skv,Dv]; vis_of(h0, h1) is the visibility of query heads
     h0:h1, bool [Sq,Skv] or [h1-h0 or 1, Sq, Skv]. sink: [N1] logits that join every row's softmax (no value).
+    softcap: the scaled scores x become softcap * tanh(x / softcap) before masking.
 
     Returns out [N1,Sq,Dv] and (float64 path only) max/sum [N1,Sq]."""
     n1, sq, _ = q.shape
@@ -204,6 +207,8 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis_of: Callable[
         qh, kh, vh = q[h0:h1], k[kv_idx], v[kv_idx]
         if lowprec is None:
             s = scale * torch.matmul(qh.double(), kh.double().transpose(1, 2))
+            if softcap is not None:
+                s = softcap * torch.tanh(s / softcap)
             s = s.masked_fill(~vis, -math.inf)
             m = s.amax(dim=2)  # -inf on invalid rows
             if sink is not None:  # the sink is a term of every row: no row is invalid
@@ -222,6 +227,8 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis_of: Callable[
             dt = lowprec
             s = torch.matmul(qh.float(), kh.float().transpose(1, 2)).to(dt)
             s = (s.float() * scale).to(dt)
+            if softcap is not None:
+                s = torch.tanh(s / softcap) * softcap
             s = s.float().masked_fill(~vis, -math.inf)
             if sink is not None:  # softmax over the keys and the sink column, which is then dropped
                 z = sink[h0:h1].float().view(-1, 1, 1).expand(s.shape[0], sq, 1)
@@ -272,7 +279,8 @@ def _prefix_of(prefix, sparse_mode: int, b: int) -> Optional[int]:
 
 
 def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_tokens, next_tokens,
-         actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, lowprec: Optional[torch.dtype], sink=None):
+         actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, lowprec: Optional[torch.dtype], sink=None,
+         softcap=None):
     layout = input_layout.upper()
     n1 = int(head_num)
     n2, _ = _head_counts(query, key, value, n1, layout)
@@ -295,7 +303,8 @@ def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_toke
                                (mask[q0:q1, k0:k1] if global_form else mask[:sq, :skv]),
                                prefix=_prefix_of(prefix, sparse_mode, b), band=b == band_b)
             o, m, l = _attend(query[q0:q1].transpose(0, 1), key[k0:k1].transpose(0, 1),
-                              value[k0:k1].transpose(0, 1), lambda h0, h1, vis=vis: vis, scale, lowprec, sink)
+                              value[k0:k1].transpose(0, 1), lambda h0, h1, vis=vis: vis, scale, lowprec, sink,
+                              softcap)
             out[q0:q1] = o.transpose(0, 1)
             if lowprec is None:
                 base = q0 * n1 * 8
@@ -320,7 +329,7 @@ def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_toke
         def vis_of(h0, h1, mb=mb, pfx=_prefix_of(prefix, sparse_mode, bi)):
             mh = None if mb is None else (mb[h0:h1] if mb.shape[0] > 1 else mb)
             return visible_mask(s1, s2, sparse_mode, pre_tokens, next_tokens, atten_mask=mh, prefix=pfx)
-        o, m, l = _attend(q[bi], k[bi], v[bi], vis_of, scale, lowprec, sink)
+        o, m, l = _attend(q[bi], k[bi], v[bi], vis_of, scale, lowprec, sink, softcap)
         out[bi] = o
         if lowprec is None:
             smax[bi], ssum[bi] = m, l
@@ -335,14 +344,14 @@ def flash_attention_reference(query: torch.Tensor, key: torch.Tensor, value: tor
                               actual_seq_qlen: Optional[Sequence[int]] = None,
                               actual_seq_kvlen: Optional[Sequence[int]] = None,
                               atten_mask: Optional[torch.Tensor] = None, prefix: Optional[Sequence[int]] = None,
-                              sink: Optional[torch.Tensor] = None):
+                              sink: Optional[torch.Tensor] = None, softcap: Optional[float] = None):
     """float64 (out, softmax_max, softmax_sum) in the op's layouts and shapes (see the module docstring).
 
     Differentiable with torch autograd for float64 inputs that require grad (the sink logits included). Inputs are
     not validated beyond what the arithmetic needs (mask dtype / shape, prefix present for modes 5 / 6); pass
     arguments the op accepts."""
     return _run(query, key, value, head_num, input_layout, float(scale), int(sparse_mode), int(pre_tokens),
-                int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, None, sink)
+                int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, None, sink, softcap)
 
 
 def flash_attention_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
@@ -352,14 +361,14 @@ def flash_attention_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch
                             actual_seq_kvlen: Optional[Sequence[int]] = None,
                             atten_mask: Optional[torch.Tensor] = None,
                             prefix: Optional[Sequence[int]] = None,
-                            sink: Optional[torch.Tensor] = None) -> torch.Tensor:
+                            sink: Optional[torch.Tensor] = None, softcap: Optional[float] = None) -> torch.Tensor:
     """Attention output computed like plain torch in the input dtype (fp32 accumulation, each op's result rounded
     to query.dtype): the baseline of the FlashAttention criterion. Invalid rows give 0."""
     dt = query.dtype
     if dt not in (torch.float16, torch.bfloat16):
         raise TypeError(f"flash_attention_lowprec: query dtype {dt} is not fp16/bf16")
     out, _, _ = _run(query, key, value, head_num, input_layout, float(scale), int(sparse_mode), int(pre_tokens),
-                     int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, dt, sink)
+                     int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, dt, sink, softcap)
     return out
 
 

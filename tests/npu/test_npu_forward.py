@@ -109,3 +109,16 @@ def test_sink_on_npu(gen, layout, mode):
     ref_o, ref_m, ref_s = flash_attention_reference(q, k, v, 4, layout, sink=sink.double(), **kw)
     assert_close_fa(out, ref_o, flash_attention_lowprec(q, k, v, 4, layout, sink=sink, **kw), what="sink (NPU)")
     assert_stats_close(smax, ssum, ref_m, ref_s)
+
+
+@pytest.mark.parametrize("layout,mode", [("BNSD", 0), ("TND", 3)])
+def test_softcap_on_npu(gen, layout, mode):
+    q, k, v = make_qkv(gen, layout, 2, 4, 2, 150, 230, 64, 64, torch.bfloat16, [70, 0, 80], [90, 40, 230])
+    q = (q.float() * 4).to(q.dtype)  # scores of several units: the cap bends them
+    kw = dict(scale=0.125, sparse_mode=mode, softcap=2.5)
+    if layout == "TND":
+        kw.update(actual_seq_qlen=cumsum([70, 0, 80]), actual_seq_kvlen=cumsum([90, 40, 230]))
+    out, smax, ssum = to_cpu(*op(*to_npu(q, k, v), 4, layout, **npu_kwargs(kw)))
+    ref_o, ref_m, ref_s = flash_attention_reference(q, k, v, 4, layout, **kw)
+    assert_close_fa(out, ref_o, flash_attention_lowprec(q, k, v, 4, layout, **kw), what="softcap (NPU)")
+    assert_stats_close(smax, ssum, ref_m, ref_s)

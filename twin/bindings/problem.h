@@ -53,6 +53,7 @@ inline npu_fa::FaProblem ParseProblem(const py::dict& d) {
     p.prefix = Get<std::vector<int64_t>>(d, "prefix");
     p.denseMask = Get<bool>(d, "dense_mask");
     p.sink = d.contains("sink") && d["sink"].cast<bool>();
+    if (d.contains("softcap") && !d["softcap"].is_none()) p.softcap = d["softcap"].cast<float>();
     if (p.denseMask) {
         p.maskPerBatch = Get<bool>(d, "mask_per_batch");
         p.maskPerHead = Get<bool>(d, "mask_per_head");
