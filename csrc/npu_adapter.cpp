@@ -232,6 +232,21 @@ fa::FaOpAttrs Attrs(int64_t headNum, c10::string_view layout, double scale, doub
     return a;
 }
 
+// Per query head, the sum of a per-row quantity in the statistics' layout ([B, N1, S1, 8], or TND's batch-major
+// rows: sequence b's (head, token) rows from cu_q[b-1] * N1), one of the 8 copies per row (backward.py's
+// sum_rows_per_head).
+at::Tensor SumRowsPerHead(const npu_fa::FaProblem& p, const at::Tensor& rows) {
+    if (p.layout != npu_fa::kTND) return rows.select(-1, 0).sum({0, 2});
+    const at::Tensor flat = rows.reshape({-1, 8}).select(1, 0);
+    at::Tensor out = at::zeros({(int64_t)p.n1}, rows.options());
+    int64_t q0 = 0;
+    for (const int64_t q1 : p.cuSeqQ) {
+        if (q1 > q0) out += flat.narrow(0, q0 * p.n1, (q1 - q0) * p.n1).view({(int64_t)p.n1, q1 - q0}).sum(1);
+        q0 = q1;
+    }
+    return out;
+}
+
 // TND: tokens after the last enabled sequence belong to no sequence.
 int64_t UsedTokens(const std::vector<int64_t>& cu) { return cu.empty() ? 0 : cu.back(); }
 
@@ -325,8 +340,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
     at::OptionalIntArrayRef kv_start_idx, const c10::optional<at::Tensor>& dropout_mask) {
     TORCH_CHECK(softmax_max.has_value() && softmax_sum.has_value() && attention_in.has_value(),
                 "flash_attention_grad needs the forward's softmax_max, softmax_sum and attention_in");
-    TORCH_CHECK_NOT_IMPLEMENTED(!sink.has_value(), "dsink (the gradient of the sink logits) is not implemented yet in "
-                                "npu_flash_attn; pass sink=None: dq/dk/dv need only the forward's statistics");
     Call c;
     c.attrs = Attrs(head_num, input_layout, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
                     actual_seq_qlen, actual_seq_kvlen, sparse_mode, softcap, pse_type, q_start_idx, kv_start_idx,
@@ -345,9 +358,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
                     " (the forward's)");
         TORCH_CHECK(s.t.scalar_type() == dtype, s.name, " dtype ", s.t.scalar_type(), " must be ", dtype);
     }
-    const at::Tensor none = at::empty({0}, query.options());  // dpse, dsink: no pse, no sink
-    if (!fa::HasWork(c.p)) {
-        return {at::zeros_like(query), at::zeros_like(key), at::zeros_like(value), none, none.clone()};
+    const at::Tensor none = at::empty({0}, query.options());  // dpse: no pse; dsink without a sink
+    c.p.sink = sink.has_value();
+    if (!fa::HasWork(c.p)) {  // no row sees a key: every sink's probability is 1, dsink = 0
+        return {at::zeros_like(query), at::zeros_like(key), at::zeros_like(value), none,
+                sink.has_value() ? at::zeros({c.p.n1}, sink->options()) : none.clone()};
     }
     at::Tensor dq = at::empty_like(query, at::MemoryFormat::Contiguous);  // the kernels write every row
     at::Tensor dk = at::empty_like(key, at::MemoryFormat::Contiguous);
@@ -369,6 +384,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
     const at::Tensor seqInfo = SeqInfoTensor(t.seqInfo, npu_fa::kGradSeqFields, query);
     const at::Tensor q = query.contiguous(), k = key.contiguous(), v = value.contiguous(), g = dy.contiguous();
     const at::Tensor o = attention_in->contiguous(), mx = softmax_max->contiguous(), sm = softmax_sum->contiguous();
+    const at::Tensor sinkLogits = sink.has_value() ? sink->contiguous() : at::Tensor();
+    // rows of no task (TND padding) must read 0
+    at::Tensor dsinkRows = sink.has_value() ? at::zeros(statShape, mx.options()) : at::empty({8}, mx.options());
     std::string layout = c.attrs.inputLayout;
     const fa::FaOpAttrs& a = c.attrs;
     at::Tensor workspace;  // shared by the launches: D and the fast mode's dQ accumulator live there between them
@@ -380,10 +398,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
             [&](uint64_t* size, aclOpExecutor** exec) {
                 return aclnnFlashAttentionNpuFaGradGetWorkspaceSize(
                     acl.T(q), acl.T(k), acl.T(v), acl.T(g), acl.T(o), acl.T(mx), acl.T(sm), acl.T(c.mask), acl.T(map),
-                    acl.T(seqInfo), a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens, a.nextTokens,
-                    a.innerPrecise, acl.A(a.prefix), acl.A(a.actualSeqQlen), acl.A(a.actualSeqKvlen), a.sparseMode,
-                    seed, offset, a.softcap, s1Block, s2Block, deterministic, (int64_t)launch, acl.T(dq), acl.T(dk), acl.T(dv),
-                    size, exec);
+                    acl.T(seqInfo), acl.T(sinkLogits), a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens,
+                    a.nextTokens, a.innerPrecise, acl.A(a.prefix), acl.A(a.actualSeqQlen), acl.A(a.actualSeqKvlen),
+                    a.sparseMode, seed, offset, a.softcap, s1Block, s2Block, deterministic, (int64_t)launch, acl.T(dq),
+                    acl.T(dk), acl.T(dv), acl.T(dsinkRows), size, exec);
             },
             aclnnFlashAttentionNpuFaGrad, workspace, query, launch == 0);
     }
@@ -395,7 +413,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
             dv.narrow(0, usedKv, key.size(0) - usedKv).zero_();
         }
     }
-    return {dq, dk, dv, none, none.clone()};
+    return {dq, dk, dv, none, sink.has_value() ? -SumRowsPerHead(c.p, dsinkRows) : none.clone()};
 }
 
 }  // namespace

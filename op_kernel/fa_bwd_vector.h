@@ -24,8 +24,8 @@ class FaBwdVector {
 public:
     __aicore__ inline void Init(const FlashAttentionGradTilingData* t, GM_ADDR dy, GM_ADDR attentionIn,
                                 GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR attenMask, GM_ADDR blockMap,
-                                GM_ADDR seqInfo, GM_ADDR dq, GM_ADDR dk,
-                                GM_ADDR dv, GM_ADDR workspace, AscendC::TPipe* pipe) {
+                                GM_ADDR seqInfo, GM_ADDR sink, GM_ADDR dq, GM_ADDR dk, GM_ADDR dv,
+                                GM_ADDR dsinkRows, GM_ADDR workspace, AscendC::TPipe* pipe) {
         t_ = t;
         core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
         sub_ = (uint32_t)AscendC::GetSubBlockIdx();
@@ -36,6 +36,11 @@ public:
         dqGm_.SetGlobalBuffer((__gm__ T*)dq);
         dkGm_.SetGlobalBuffer((__gm__ T*)dk);
         dvGm_.SetGlobalBuffer((__gm__ T*)dv);
+        sinkRows_ = t->sinkMode != 0 && t->pass == kGradPassDq;
+        if (sinkRows_) {
+            sinkGm_.SetGlobalBuffer((__gm__ float*)sink);
+            dsinkGm_.SetGlobalBuffer((__gm__ float*)dsinkRows);
+        }
         seqInfo_ = (__gm__ int64_t*)seqInfo;
         blockMap_ = (__gm__ uint8_t*)blockMap;
         ws_.Init(workspace, t, core_);
@@ -79,6 +84,7 @@ public:
         while (it.Next(task)) {
             const Rows own = Half(task.rows);
             if (dq) TaskStatistics(task, own);
+            if (sinkRows_ && own.count != 0) AscendC::Duplicate(SinkSums(), 0.0f, (int32_t)(own.count * 64));
             const int64_t steps = FaGradTaskIterator::StepCount(task);
             bool any = false;
             for (int64_t i = 0; i < steps; ++i) {
@@ -92,6 +98,7 @@ public:
             }
             if (any) LoadSums(own, sumsIn++);
             WriteTask(task, own, any);
+            if (sinkRows_) SinkRows(task, own);
         }
         if (t_->maskMode != 0) AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdMaskFree);
         for (int32_t i = 0; i < 2; ++i) {
@@ -280,6 +287,7 @@ private:
             RowBroadcast<1>(x, Stat(kStatSum, set)[r0 * 8], rows, w_);
             RowBroadcast<0>(dp, Stat(kStatD, set)[r0 * 8], rows, w_);
             AscendC::Mul(dp, dp, x, (int32_t)n);
+            if (sinkRows_) AddSinkSums(dp, r0, rows);
             if (capped) {
                 AscendC::Mul(dp, dp, slope, (int32_t)n);  // dS with respect to the uncapped scaled score
             } else {
@@ -389,13 +397,52 @@ private:
         Handover<AscendC::HardEvent::MTE3_V>();
     }
 
+    // dQ pass with sinks. dL/dz of a head's sink z is -sum_i ps_i sum_j P_ij dP_ij over its rows, ps = exp(z - max)
+    // / sum the sink's probability; sum_j P_ij dP_ij = rowsum(dS) + D (1 - ps) (the keys' P sum to 1 - ps), in which
+    // the rounded output's error in D cancels. The steps add dS into a [rows, 64] fold (the O buffer, free between
+    // task starts); the task's end writes c_i = ps_i (rowsum(dS) + D (1 - ps)) per row to dsinkRows in the
+    // statistics' layout, and the host sums them per head (dsink = -sum c).
+    __aicore__ inline AscendC::LocalTensor<float> SinkSums() { return partBuf_.Get<float>(); }
+
+    __aicore__ inline void AddSinkSums(const AscendC::LocalTensor<float>& ds, uint32_t r0, uint32_t rows) {
+        const AscendC::LocalTensor<float> acc = SinkSums()[r0 * 64];
+        const AscendC::BinaryRepeatParams p(1, 1, 1, 8, 8, (uint8_t)(w_ / 8));
+        for (uint32_t c = 0; c < w_; c += 64) AscendC::Add(acc, acc, ds[c], (uint64_t)64, (uint8_t)rows, p);
+    }
+
+    __aicore__ inline void SinkRows(const FaGradTask& task, const Rows& own) {
+        if (own.count == 0) return;
+        const uint32_t rows = own.count, rows8 = AlignUp(rows, 8), statN = rows8 * 8;
+        const float z = sinkGm_.GetValue(task.head);
+        AscendC::LocalTensor<float> sums = rowBuf_.Get<float>();
+        // set 1 of the statistics is free in the dQ pass
+        AscendC::LocalTensor<float> ps = Stat(kStatMax, 1), c = Stat(kStatSum, 1), rs = Stat(kStatD, 1);
+        AscendC::Duplicate(sums, 0.0f, (int32_t)rows8);
+        AscendC::WholeReduceSum(sums, SinkSums(), 64, (int32_t)rows, 1, 1, 8);
+        AscendC::Brcb(rs, sums, (uint8_t)(rows8 / 8), AscendC::BrcbRepeatParams(1, 8));
+        AscendC::Muls(ps, Stat(kStatMax), -1.0f, (int32_t)statN);
+        AscendC::Adds(ps, ps, z, (int32_t)statN);
+        AscendC::Exp(ps, ps, (int32_t)statN);
+        AscendC::Div(ps, ps, Stat(kStatSum), (int32_t)statN);
+        AscendC::Muls(c, ps, -1.0f, (int32_t)statN);
+        AscendC::Adds(c, c, 1.0f, (int32_t)statN);
+        AscendC::Mul(c, c, Stat(kStatD), (int32_t)statN);
+        AscendC::Add(c, c, rs, (int32_t)statN);
+        AscendC::Mul(c, c, ps, (int32_t)statN);
+        Handover<AscendC::HardEvent::V_MTE3>();
+        const uint64_t stat = GradStatRow(t_, task, task.head, task.first + own.first);
+        AscendC::DataCopy(dsinkGm_[stat * 8], c, rows * 8);
+        Handover<AscendC::HardEvent::MTE3_V>();
+    }
+
     const FlashAttentionGradTilingData* t_ = nullptr;
+    bool sinkRows_ = false;
     uint32_t core_ = 0, sub_ = 0;
     __gm__ int64_t* seqInfo_ = nullptr;
     __gm__ uint8_t* blockMap_ = nullptr;
     FaTileMask<FlashAttentionGradTilingData> mask_;
     AscendC::GlobalTensor<T> dyGm_, oGm_, dqGm_, dkGm_, dvGm_;
-    AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_;
+    AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_, sinkGm_, dsinkGm_;
     FaGradWorkspace ws_;
     uint32_t w_ = 0, rowsMax_ = 0, chunk_ = 0, statElems_ = 0, accKvOffset_ = 0;
     AscendC::TBuf<AscendC::TPosition::VECIN> scoreBuf_;

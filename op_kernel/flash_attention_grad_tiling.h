@@ -73,10 +73,12 @@ struct FlashAttentionGradTilingData {
     uint32_t sumCols;        // above 256 take several passes); both-gradient passes sum every column
     uint32_t l1Slots;        // L1 slots of Q, dO, K, V (4 or 3): a step loads while the 3 (or 2) before it compute
     float softcap;           // > 0: the forward soft-capped its scaled scores (fa_softcap.h)
+    uint32_t sinkMode;       // 1: the forward had sink logits; the dQ pass writes each row's share of dsink
+    uint32_t reserved;       // an even number of 32-bit fields
     uint32_t coreTaskStart[kMaxCores + 1];
 };
 static_assert(sizeof(FlashAttentionGradTilingData) ==
-                  2 * sizeof(int64_t) + 23 * sizeof(uint64_t) + 29 * sizeof(uint32_t) + (kMaxCores + 1) * sizeof(uint32_t),
+                  2 * sizeof(int64_t) + 23 * sizeof(uint64_t) + 31 * sizeof(uint32_t) + (kMaxCores + 1) * sizeof(uint32_t),
               "FlashAttentionGradTilingData must have no implicit padding");
 
 // The output columns a pass sums for gradient `part` (kGradPartDk: of dK, width d; kGradPartDv: of dV, width dv), as

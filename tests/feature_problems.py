@@ -64,20 +64,27 @@ def check_forward(args, kw):
     return out, ro
 
 
-def check_grads(args, kw, gen):
-    """dq/dk/dv through the op's autograd against float64 autograd of the reference, within 3x the error of the same
-    program in the input dtype; returns the op's gradients and the float64 ones."""
+def check_grads(args, kw, gen, train_sink: bool = False):
+    """dq/dk/dv (and dsink when train_sink) through the op's autograd against float64 autograd of the reference,
+    within 3x the error of the same program in the input dtype; returns the op's gradients, the float64 ones and
+    the output gradient used."""
     q, k, v, n1, layout = args
-    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
-    out = fwd(*leaves, n1, layout, **kw)[0]
+    names = ("dq", "dk", "dv") + (("dsink",) if train_sink else ())
+    base = (q, k, v) + ((kw["sink"],) if train_sink else ())
+
+    def run(ts, f, cast):
+        extra = dict(kw, sink=ts[3]) if train_sink else {n: cast(x) for n, x in kw.items()}
+        return f(*ts[:3], n1, layout, **extra)
+    leaves = [t.clone().requires_grad_() for t in base]
+    out = run(leaves, fwd, lambda x: x)[0]
     dy = torch.randn(out.shape, generator=gen).to(out.dtype)
     out.backward(dy)
-    ref = [t.detach().double().requires_grad_() for t in (q, k, v)]
-    flash_attention_reference(*ref, n1, layout, **_double(kw))[0].backward(dy.double())
-    low = [t.detach().clone().requires_grad_() for t in (q, k, v)]
-    (flash_attention_lowprec(*low, n1, layout, **kw).double() * dy.double()).sum().backward()
-    for name, g, r, lo in zip(("dq", "dk", "dv"), leaves, ref, low):
+    ref = [t.detach().double().requires_grad_() for t in base]
+    run(ref, flash_attention_reference, lambda x: _double({"x": x})["x"])[0].backward(dy.double())
+    low = [t.detach().clone().requires_grad_() for t in base]
+    (run(low, flash_attention_lowprec, lambda x: x).double() * dy.double()).sum().backward()
+    for name, g, r, lo in zip(names, leaves, ref, low):
         err = (g.grad.double() - r.grad).abs().max().item()
-        base = (lo.grad.double() - r.grad).abs().max().item()
-        assert err <= 3 * base + 1e-5, f"{name}: max|g - g64| = {err:.3e} > 3 * {base:.3e} + 1e-5"
+        base_err = (lo.grad.double() - r.grad).abs().max().item()
+        assert err <= 3 * base_err + 1e-5, f"{name}: max|g - g64| = {err:.3e} > 3 * {base_err:.3e} + 1e-5"
     return [g.grad for g in leaves], [r.grad for r in ref], dy

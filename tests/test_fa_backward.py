@@ -386,8 +386,10 @@ def test_bad_inputs_name_the_argument(gen):
         call(padding_mask=torch.zeros(1, dtype=torch.bool))
     with pytest.raises(NotImplementedError, match="pse"):
         call(pse=torch.zeros(1, 2, 19, 23, dtype=q.dtype))
-    with pytest.raises(NotImplementedError, match="sink"):
-        call(sink=torch.zeros(2, dtype=torch.float32))
+    with pytest.raises(ValueError, match=r"sink shape \(3,\) must be \(2,\)"):
+        call(sink=torch.zeros(3, dtype=torch.float32))
+    with pytest.raises(TypeError, match="sink dtype"):
+        call(sink=torch.zeros(2, dtype=torch.float16))
     with pytest.raises(NotImplementedError, match="dropout"):
         call(keep_prob=0.9)
 

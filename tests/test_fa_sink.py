@@ -2,10 +2,10 @@
 no value, as torch_npu's `sink`), forward and backward, on the CPU twin.
 
 Forward against the float64 reference (FA criterion, statistics to fp32 rounding); dq/dk/dv of a forward with a
-(frozen) sink against float64 autograd with 3x the error of the same program in the input dtype; dsink is not built
-yet and raises NotImplementedError; rows that see no key (their softmax is the sink alone: output 0, softmax_max =
-sink, softmax_sum = 1) through the kernel and through the no-launch path; bad sink arguments raise naming the
-argument."""
+frozen sink, and dq/dk/dv/dsink with a trained one, against float64 autograd with 3x the error of the same program
+in the input dtype; dsink bitwise reproducible across runs and core counts; rows that see no key (their softmax is
+the sink alone: output 0, softmax_max = sink, softmax_sum = 1, no dsink) through the kernel and through the
+no-launch path; bad sink arguments raise naming the argument."""
 from __future__ import annotations
 
 import math
@@ -47,15 +47,64 @@ def test_grads_with_frozen_sink_match_float64(case, gen):
     assert (plain[0].grad.double() - ref[0]).abs().max() > 2 * (grads[0].double() - ref[0]).abs().max()
 
 
-def test_dsink_is_not_built_yet(gen):
-    q = torch.randn(1, 2, 40, 64, generator=gen).half().requires_grad_()
-    sink = torch.zeros(2, requires_grad=True)
-    out, smax, ssum = fwd(q, q, q, 2, "BNSD", sink=sink)
-    with pytest.raises(NotImplementedError, match="dsink .* not implemented yet"):
-        out.sum().backward()
-    with pytest.raises(NotImplementedError, match="dsink .* not implemented yet"):
-        torch.ops.npu.flash_attention_grad(q, q, q, torch.ones_like(out), 2, "BNSD", softmax_max=smax,
-                                           softmax_sum=ssum, attention_in=out, sink=sink)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_dsink_matches_float64(case, gen):
+    # dsink through the autograd (a sink that requires grad) with dq/dk/dv, against float64 autograd of the
+    # reference, within 3x the error of the same program in the input dtype (whose dsink is nearly fp32)
+    args, kw, sink = _problem(case, gen)
+    grads, ref, _ = check_grads(args, dict(kw, sink=sink), gen, train_sink=True)
+    assert grads[3].dtype == torch.float32 and grads[3].shape == (args[3],)
+    assert (ref[3].abs() > 1e-3).any()  # the sinks matter: a zero gradient would not pass the check above
+
+
+def test_dsink_from_the_grad_op_is_bitwise_reproducible(gen):
+    q = torch.randn(2, 300, 6, 64, generator=gen).bfloat16()
+    k, v = (torch.randn(2, 333, 2, 64, generator=gen).bfloat16() for _ in range(2))
+    sink = torch.randn(6, generator=gen) + 3.0
+    kw = dict(scale=0.125, sparse_mode=3, sink=sink)
+    out, smax, ssum = fwd(q, k, v, 6, "BSND", **kw)
+    dy = torch.randn(out.shape, generator=gen).bfloat16()
+
+    def grad():
+        return torch.ops.npu.flash_attention_grad(q, k, v, dy, 6, "BSND", softmax_max=smax, softmax_sum=ssum,
+                                                  attention_in=out, **kw)
+    first = grad()
+    assert first[4].shape == (6,) and first[3].numel() == 0
+    assert torch.equal(grad()[4], first[4])
+    try:
+        ops.set_chip("Ascend910B4")  # another core count: another task split
+        assert all(torch.equal(a, b) for a, b in zip(grad(), first))
+    finally:
+        ops.set_chip(None)
+    # the same call without the sink: the same dq/dk/dv, no dsink
+    plain = torch.ops.npu.flash_attention_grad(q, k, v, dy, 6, "BSND", softmax_max=smax, softmax_sum=ssum,
+                                               attention_in=out, scale=0.125, sparse_mode=3)
+    assert all(torch.equal(a, b) for a, b in zip(plain[:3], first[:3])) and plain[4].numel() == 0
+
+
+def test_dsink_of_rows_without_keys_is_zero(gen):
+    # a row that sees no key holds the sink alone (probability 1, output 0): it adds nothing to dsink
+    q = torch.randn(1, 2, 200, 64, generator=gen).half()
+    k = torch.randn(1, 2, 50, 64, generator=gen).half()
+    sink = torch.tensor([0.5, -1.0], requires_grad=True)
+    out = fwd(q, k, k, 2, "BNSD", scale=0.125, sparse_mode=3, sink=sink)[0]
+    dy = torch.randn(out.shape, generator=gen).half()
+    dy[:, :, 150:] = 0  # only rows without keys carry a gradient
+    out.backward(dy)
+    assert torch.equal(sink.grad, torch.zeros(2))
+    none = torch.tensor([0.5, -1.0], requires_grad=True)  # no key at all: answered without a launch
+    out = fwd(q, k[:, :, :0], k[:, :, :0], 2, "BNSD", sink=none)[0]
+    out.sum().backward()
+    assert torch.equal(none.grad, torch.zeros(2))
+
+
+def test_reference_dsink_matches_finite_differences(gen):
+    q, k, v = (torch.randn(1, 2, 9, 8, generator=gen, dtype=torch.float64) for _ in range(3))
+    sink = torch.randn(2, generator=gen, dtype=torch.float64).requires_grad_()
+
+    def f(z):
+        return flash_attention_reference(q, k, v, 2, "BNSD", scale=0.5, sparse_mode=3, sink=z)[0]
+    assert torch.autograd.gradcheck(f, (sink,))
 
 
 def test_rows_without_keys_hold_the_sink(gen):
@@ -110,7 +159,7 @@ def test_opcheck_with_sink(gen):
     q = torch.randn(1, 40, 2, 64, generator=gen).half().requires_grad_()
     k = torch.randn(1, 50, 2, 64, generator=gen).half().requires_grad_()
     torch.library.opcheck(fwd.default, (q, k, k.detach().clone(), 2, "BSND"),
-                          dict(scale=0.125, sparse_mode=3, sink=torch.randn(2, generator=gen)))
+                          dict(scale=0.125, sparse_mode=3, sink=torch.randn(2, generator=gen).requires_grad_()))
 
 
 def test_tnd_without_keys_keeps_the_batch_major_rows(gen):

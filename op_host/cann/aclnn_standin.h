@@ -39,8 +39,9 @@ aclnnStatus aclnnFlashAttentionNpuFaGradGetWorkspaceSize(
     const aclTensor *query, const aclTensor *key, const aclTensor *value, const aclTensor *dy,
     const aclTensor *attentionIn, const aclTensor *softmaxMax, const aclTensor *softmaxSum,
     const aclTensor *attenMaskOptional, const aclTensor *blockMapOptional, const aclTensor *seqInfo,
-    NPU_FA_STANDIN_COMMON_ATTRS, bool deterministic, int64_t launch, const aclTensor *dqOut, const aclTensor *dkOut,
-    const aclTensor *dvOut, uint64_t *workspaceSize, aclOpExecutor **executor);
+    const aclTensor *sinkOptional, NPU_FA_STANDIN_COMMON_ATTRS, bool deterministic, int64_t launch,
+    const aclTensor *dqOut, const aclTensor *dkOut, const aclTensor *dvOut, const aclTensor *dsinkRowsOut,
+    uint64_t *workspaceSize, aclOpExecutor **executor);
 aclnnStatus aclnnFlashAttentionNpuFaGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                                          aclrtStream stream);
 

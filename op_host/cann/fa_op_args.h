@@ -28,9 +28,11 @@ enum FwdOutput : uint32_t { kFwdAttentionOut = 0, kFwdSoftmaxMax, kFwdSoftmaxSum
 enum MapInput : uint32_t { kMapAttenMask = 0, kMapSeqInfo };
 enum GradInput : uint32_t {
     kGradQuery = 0, kGradKey, kGradValue, kGradDy, kGradAttentionIn, kGradSoftmaxMax, kGradSoftmaxSum,
-    kGradAttenMask, kGradBlockMap, kGradSeqInfo
+    kGradAttenMask, kGradBlockMap, kGradSeqInfo, kGradSink
 };
-enum GradOutput : uint32_t { kGradDq = 0, kGradDk, kGradDv };
+// dsink_rows: with a sink, each query row's share of dsink in the statistics' layout (the caller sums them per head);
+// without one a single unused block.
+enum GradOutput : uint32_t { kGradDq = 0, kGradDk, kGradDv, kGradDsinkRows };
 
 // Attributes shared by the three ops, in declaration order (= GetAttrs() index). Names and defaults are the torch
 // schema's (python/npu_flash_attn/ops.py SCHEMA); s1_block/s2_block are the blocks the caller built seq_info (and

@@ -111,7 +111,9 @@ public:
         In(this->Input("atten_mask"), OPTIONAL, kMask);
         In(this->Input("block_map"), OPTIONAL, kU8);
         In(this->Input("seq_info"), REQUIRED, kI64);
+        In(this->Input("sink"), OPTIONAL, kF32);
         for (const char* out : {"dq", "dk", "dv"}) Param(this->Output(out), REQUIRED, kQkv);
+        Param(this->Output("dsink_rows"), REQUIRED, kF32);
         CommonAttrs(*this);
         this->Attr("deterministic").AttrType(OPTIONAL).Bool(false);
         // The backward is the grad tiling's kernel launches, sharing one workspace: which one this call is.

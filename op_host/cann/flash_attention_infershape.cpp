@@ -72,6 +72,15 @@ ge::graphStatus InferShapeFlashAttentionNpuFaGrad(gert::InferShapeContext* conte
         if (in == nullptr || out == nullptr) return fa::Refuse(context, "missing query/key/value or dq/dk/dv shapes");
         *out = *in;
     }
+    // dsink_rows: the statistics' shape with a sink, else one 8-float block
+    const gert::Shape* stats = context->GetInputShape(fa::kGradSoftmaxMax);
+    gert::Shape* rows = context->GetOutputShape(fa::kGradDsinkRows);
+    if (stats == nullptr || rows == nullptr) return fa::Refuse(context, "missing softmax_max or dsink_rows shapes");
+    if (context->GetOptionalInputShape(fa::kGradSink) != nullptr) {
+        *rows = *stats;
+    } else {
+        SetShape(rows, {8});
+    }
     return ge::GRAPH_SUCCESS;
 }
 
@@ -90,6 +99,7 @@ ge::graphStatus InferDataTypeFlashAttentionNpuFaBlockMap(gert::InferDataTypeCont
 ge::graphStatus InferDataTypeFlashAttentionNpuFaGrad(gert::InferDataTypeContext* context) {
     const ge::DataType dt = context->GetInputDataType(fa::kGradQuery);
     for (uint32_t out : {fa::kGradDq, fa::kGradDk, fa::kGradDv}) context->SetOutputDataType(out, dt);
+    context->SetOutputDataType(fa::kGradDsinkRows, ge::DT_FLOAT);
     return ge::GRAPH_SUCCESS;
 }
 

@@ -163,6 +163,13 @@ ge::graphStatus TilingFlashAttentionNpuFaGrad(gert::TilingContext* context) {
     const int64_t* launch = attrs->GetInt(fa::kGradAttrLaunch);
     if (launch == nullptr) return fa::Refuse(context, "missing launch");
     if (!fa::HasWork(p)) return fa::Refuse(context, "no query row sees a key: the caller answers without a launch");
+    const gert::StorageShape* sink = context->GetOptionalInputShape(fa::kGradSink);
+    p.sink = sink != nullptr;  // dsink wanted: the dQ pass writes dsink_rows
+    if (p.sink && (CheckSize(context, sink, "sink", p.n1) != ge::GRAPH_SUCCESS ||
+                   CheckGeometry(context, p, s, {{context->GetOutputShape(fa::kGradDsinkRows), true}}) !=
+                       ge::GRAPH_SUCCESS)) {
+        return ge::GRAPH_FAILED;
+    }
     npu_fa::FaGradTilingOut t;
     std::string err = npu_fa::ComputeFlashAttentionGradTiling(p, chip, t);
     if (err.empty() && (*launch < 0 || (size_t)*launch >= t.launches.size())) {

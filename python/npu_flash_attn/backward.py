@@ -16,7 +16,7 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
   forward's block-map pre-pass runs for the backward's blocks, so fully masked tiles are skipped). `softmax_max`/`softmax_sum`
   (the forward's float32 `[B, N1, S1, 8]` / TND `[T1, N1, 8]` statistics) and `attention_in` (the forward output)
   are required; `dy` has the forward output's shape and the query's dtype.
-* dq/dk/dv have the shapes and dtype of query/key/value; dpse and dsink are empty (no pse, no sink). P is
+* dq/dk/dv have the shapes and dtype of query/key/value; dpse is empty (no pse). P is
   recomputed from the saved statistics (P = exp(scale * S - max) / sum), D = rowsum(dy * attention_in),
   dS = P * (dP - D); every sum accumulates in fp32, P and dS enter the cube's products in the input dtype. Rows
   that see no key (softmax_max = -FLT_MAX) get P = 0, so zero dq and no contribution to dk/dv.
@@ -24,9 +24,13 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
   atomics), so results are bitwise reproducible run to run and for any core count whatever `deterministic` says;
   the flag is accepted for the built-in's signature and the autograd passes
   `torch.are_deterministic_algorithms_enabled()`.
-* Sinks: the forward's statistics already hold each row's sink term, so dq/dk/dv of a forward with `sink` come
-  from this op called with sink=None (the autograd does so when the sink does not require grad); passing a sink
-  (asking for dsink) raises NotImplementedError, as does the autograd when the sink requires grad.
+* Sinks: the forward's statistics already hold each row's sink term, so dq/dk/dv of a forward with `sink` need
+  only them; passing the forward's `sink` also returns dsink (float32 [N1]; empty without a sink):
+  dsink_h = -sum_i ps_i * sum_j P_ij dP_ij over the head's rows, ps = exp(sink - max) / sum the sink's probability.
+  The kernel's dQ pass forms sum_j P_ij dP_ij as rowsum(dS) + D (1 - ps), so the rounding of attention_in, which
+  enters D, cancels; each row's term goes to a buffer in the statistics' layout and is summed per head in a fixed
+  order (bitwise reproducible). The autograd passes the sink only when it requires grad.
+* softcap: the forward's `softcap`; dS is taken through the cap (times 1 - (y / softcap)^2 at the capped score y).
 * pse -> NotImplementedError, keep_prob < 1 -> NotImplementedError, padding_mask -> ValueError (reserved).
   Head dims up to 512 like the forward: when the dK and dV sums of a key block do not both fit half of the cube's
   L0C (D + Dv > 256), a dV pass and a dK pass run instead, each in passes of at most 256 columns.
@@ -45,12 +49,6 @@ from . import masks, ops
 from .dispatch import bind_arguments, check_before_dispatch, require_device, value_checks
 
 __all__ = ["flash_attention_grad", "GRAD_SCHEMA"]
-
-# dq/dk/dv with sinks need nothing but the forward's statistics (which include the sink); dsink from
-# rowsum(dy * attention_in) alone is not accurate enough in bf16 (the rounded output), so it waits for a kernel-side
-# sum of P * dP.
-DSINK_TODO = ("dsink (the gradient of the sink logits) is not implemented yet in npu_flash_attn; "
-              "flash_attention_grad takes sink=None: dq/dk/dv need only the forward's statistics, which include the sink")
 
 GRAD_SCHEMA = (
     "(Tensor query, Tensor key, Tensor value, Tensor dy, int head_num, str input_layout, Tensor? pse=None, "
@@ -72,8 +70,6 @@ def _validate_grad(a: dict, check_values: bool = True) -> ops.FAProblem:
     fwd = {n: v for n, v in a.items() if n not in _GRAD_ONLY}
     p = ops.validate_flash_attention(**fwd, check_values=check_values)
     query, deterministic = a["query"], a["deterministic"]
-    if a["sink"] is not None:
-        raise NotImplementedError(DSINK_TODO)
     if not isinstance(deterministic, bool):
         raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}")
     named = (("dy", p.out_shape, query.dtype, "the forward output's shape"),
@@ -140,13 +136,16 @@ def _grad_impl(*args, **kwargs):
     p = _validate_grad(a, check_values=False)
     query, key, value = a["query"], a["key"], a["value"]
     empty = torch.empty(0, dtype=query.dtype)
-    if not p.has_work():
+    if not p.has_work():  # no row sees a key: P = 0 everywhere, and every sink's probability is 1 (dsink = 0)
         zeros = tuple(t.new_zeros(t.shape) for t in (query, key, value))
-        return zeros + (empty, empty.clone())
+        return zeros + (empty, empty.clone() if a["sink"] is None else torch.zeros(p.N1))
     q, k, v = (t.detach().contiguous() for t in (query, key, value))
     do, o = a["dy"].detach().contiguous(), a["attention_in"].detach().contiguous()
     smax, ssum = a["softmax_max"].detach().contiguous(), a["softmax_sum"].detach().contiguous()
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    sink = a["sink"]
+    sk = None if sink is None else sink.detach().contiguous()
+    dsink_rows = None if sink is None else torch.zeros(p.stats_shape, dtype=torch.float32)  # rows of no task: 0
     entry = getattr(ops._ext(), "flash_attention_grad", None)
     if entry is None:
         raise RuntimeError("npu_flash_attn._C has no flash_attention_grad (stale build?): rebuild with "
@@ -156,19 +155,37 @@ def _grad_impl(*args, **kwargs):
     mask_ptr, mask_bytes = (view.tensor.data_ptr(), view.extent) if view is not None else (0, 0)
     info = entry(ops.problem_dict(p, view), ops.get_chip(), bool(a["deterministic"]), q.data_ptr(), k.data_ptr(),
                  v.data_ptr(), do.data_ptr(), o.data_ptr(), smax.data_ptr(), ssum.data_ptr(), mask_ptr, mask_bytes,
-                 dq.data_ptr(), dk.data_ptr(), dv.data_ptr())
+                 0 if sk is None else sk.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
+                 0 if dsink_rows is None else dsink_rows.data_ptr())
     if p.layout == "TND":
         _zero_tnd_tails(p, dq, dk, dv)
     ops.record_launch(dict(info, op="flash_attention_grad"))
-    return dq, dk, dv, empty, empty.clone()
+    dsink = empty.clone() if sink is None else -sum_rows_per_head(p, dsink_rows)
+    return dq, dk, dv, empty, dsink
 
 
 def _grad_fake(*args, **kwargs):
     a = _bind(args, kwargs)
     _validate_grad(a, check_values=False)
     query, key, value = a["query"], a["key"], a["value"]
+    dsink = query.new_empty((0,)) if a["sink"] is None else a["sink"].new_empty((int(a["head_num"]),))
     return (query.new_empty(query.shape), key.new_empty(key.shape), value.new_empty(value.shape),
-            query.new_empty((0,)), query.new_empty((0,)))
+            query.new_empty((0,)), dsink)
+
+
+def sum_rows_per_head(p: ops.FAProblem, rows: torch.Tensor) -> torch.Tensor:
+    """Per query head, the sum of a per-row quantity stored in the statistics' layout ([B, N1, S1, 8], or TND's
+    batch-major [T1, N1, 8]: sequence b's rows (head, token) from cu_q[b-1] * N1), one of the 8 copies per row."""
+    if p.layout != "TND":
+        return rows[..., 0].sum(dim=(0, 2))
+    flat = rows.reshape(-1, 8)[:, 0]
+    out = torch.zeros(p.N1, dtype=rows.dtype, device=rows.device)
+    q0 = 0
+    for q1 in p.cu_seqlens_q:
+        if q1 > q0:
+            out += flat[q0 * p.N1:q1 * p.N1].view(p.N1, q1 - q0).sum(dim=1)
+        q0 = q1
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -200,13 +217,18 @@ def _backward(ctx, d_out, _d_max, _d_sum):
     if d_out is None:
         d_out = torch.zeros_like(out)
     a = ctx.fwd_args
-    if sink is not None and ctx.needs_input_grad[_FWD_NAMES.index("sink")]:
-        raise NotImplementedError(DSINK_TODO + " (freeze the sink, e.g. sink.detach(), to train the rest)")
+    sink_at = _FWD_NAMES.index("sink")
+    want_dsink = sink is not None and ctx.needs_input_grad[sink_at]
     shared = {n: v for n, v in a.items() if n not in ("head_num", "input_layout")}
-    dq, dk, dv, _, _ = torch.ops.npu.flash_attention_grad(
+    # dq/dk/dv need only the statistics (which hold the sink's term): the sink goes in only when dsink is wanted
+    dq, dk, dv, _, dsink = torch.ops.npu.flash_attention_grad(
         query, key, value, d_out, a["head_num"], a["input_layout"], atten_mask=atten_mask, softmax_max=smax,
-        softmax_sum=ssum, attention_in=out, deterministic=torch.are_deterministic_algorithms_enabled(), **shared)
-    return (dq, dk, dv) + (None,) * (ctx.num_inputs - 3)
+        softmax_sum=ssum, attention_in=out, sink=sink if want_dsink else None,
+        deterministic=torch.are_deterministic_algorithms_enabled(), **shared)
+    grads = [dq, dk, dv] + [None] * (ctx.num_inputs - 3)
+    if want_dsink:
+        grads[sink_at] = dsink
+    return tuple(grads)
 
 
 def _register():
