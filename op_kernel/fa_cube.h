@@ -125,7 +125,7 @@ private:
 
     __aicore__ inline void LoadQ(const FaTask& task) {
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
-        FaLoadNz(qL1_.Get<T>(), qGm_[QOffset(t_, task, task.row0)], (uint32_t)task.rows, t_->d, t_->qStrideS, m16_);
+        FaLoadZz(qL1_.Get<T>(), qGm_[QOffset(t_, task, task.row0)], (uint32_t)task.rows, t_->d, t_->qStrideS, t_->dPad);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
     }
 
@@ -162,8 +162,8 @@ private:
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
-            Operand a{qL1_.Get<T>(), m16_, false};
-            Operand b{kTiles[(s0 / sub_) * kElems_], sub_, false};
+            Operand a{qL1_.Get<T>(), m16_, false, t_->dPad};
+            Operand b{kTiles[(s0 / sub_) * kElems_], sub_, false, 0};
             mm_.Run(a, b, (uint32_t)s.task.rows, t_->d, FaMin(keys - s0, sub_), t_->kChunkQK, t_->nChunkQK,
                     ws_.Scores(WsSlot(s.step)) + g0 + s0, t_->s2Block);
         }
@@ -178,20 +178,22 @@ private:
         const uint32_t slot = vLoads_++ & 1;
         const uint32_t keys = FaMin(s.cols - g0, group_ * sub_);
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
-        LoadNzTiles(vL1_.Get<T>()[slot * group_ * vElems_], vGm_[VOffset(t_, s.task, s.c0 + g0)], keys, t_->dv,
-                    t_->vStrideS, sub_);
+        FaLoadZz(vL1_.Get<T>()[slot * group_ * vElems_], vGm_[VOffset(t_, s.task, s.c0 + g0)], keys, t_->dv,
+                 t_->vStrideS, t_->dvPad);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
         if (g0 == 0) AscendC::CrossCoreWaitFlag(FlagOf(kFlagProbsReady, s.step));
         AscendC::GlobalTensor<T> probs;
         probs.SetGlobalBuffer(ws_.template Probs<T>(WsSlot(s.step)));
         const AscendC::LocalTensor<T> pTiles = pL1_.Get<T>()[slot * group_ * pElems_];
-        FaLoadNz(pTiles, probs[g0], rows, keys, t_->s2Block, m16_);
+        for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
+            FaLoadZz(pTiles[(s0 / sub_) * pElems_], probs[g0 + s0], rows, FaMin(keys - s0, sub_), t_->s2Block, sub_);
+        }
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
         for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
-            Operand a{pTiles[(s0 / sub_) * pElems_], m16_, false};
-            Operand b{vL1_.Get<T>()[(slot * group_ + s0 / sub_) * vElems_], sub_, true};  // V [s2, dv] holds B
+            Operand a{pTiles[(s0 / sub_) * pElems_], m16_, false, sub_};
+            Operand b{vL1_.Get<T>()[(slot * group_ + s0 / sub_) * vElems_], sub_, true, t_->dvPad};  // V [s2, dv] holds B
             const bool init = g0 + s0 == 0, flush = g0 + s0 + sub_ >= s.cols;
             const uint32_t k = FaMin(keys - s0, sub_);
             if (!ownOut_) {
