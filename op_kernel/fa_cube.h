@@ -39,12 +39,16 @@ public:
         pipe->InitBuffer(pL1_, 2 * group_ * pElems_ * sizeof(T));
         mm_.Init(pipe, t->l0cSlot0, t->l0cSlotBytes);
         ownOut_ = t->l0cOut != kFaL0cRing;
-        // Rows past a task's end are never loaded; zero them once so a one-row task can run a 16-row Mmad
-        // (m = 1 would switch the cube to GEMV mode, which reads L0A as a plain row).
-        AscendC::Fill(qL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(qElems_ * sizeof(T) / 32), 0, (T)0.0f));
-        AscendC::Fill(pL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(2 * group_ * pElems_ * sizeof(T) / 32), 0, (T)0.0f));
-        // The Q/P loads overwrite the filled bytes on the same pipe (MTE2): the PipeBarrier page requires a barrier.
-        AscendC::PipeBarrier<PIPE_MTE2>();
+        // Rows past a task's end up to its next 16-row boundary are never loaded; zero them once so a one-row task can
+        // run a 16-row Mmad (m = 1 would switch the cube to GEMV mode, which reads L1 as a plain row). Only needed when
+        // some task's row count is not a multiple of 16 (s1Block is one): the fill of Q and P (160 KB at D = 128)
+        // would otherwise hold up the first loads by about 9000 cycles.
+        if (t->varlen != 0 || t->s1 % 16 != 0) {
+            AscendC::Fill(qL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(qElems_ * sizeof(T) / 32), 0, (T)0.0f));
+            AscendC::Fill(pL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(2 * group_ * pElems_ * sizeof(T) / 32), 0, (T)0.0f));
+            // The Q/P loads overwrite the filled bytes on the same pipe (MTE2): the PipeBarrier page requires a barrier.
+            AscendC::PipeBarrier<PIPE_MTE2>();
+        }
         // K/V rows past `cols` up to the next 16-row boundary are never written: Mmad with the exact k/n ignores the
         // padding of a partial fractal (Mmad page: tail data takes fractal space but no part in the result).
         // Every buffer starts free: its "free" event is set once here and waited once at the end.
