@@ -20,6 +20,7 @@ __aicore__ inline void FaLoadNz(const AscendC::LocalTensor<T>& dst, const Ascend
         return;
     }
     for (uint32_t r = 0; r < rows; ++r) {
+        if (r > 0) AscendC::PipeBarrier<PIPE_MTE2>();  // the rows' pieces interleave in L1 (see FaLoadZz)
         AscendC::Nd2NzParams p(1, 1, (uint16_t)cols, 0, (uint16_t)cols, (uint16_t)c0Stride, 1, 0);
         AscendC::DataCopy(dst[r * 16], src[r * srcPitch], p);
     }
@@ -36,6 +37,8 @@ __aicore__ inline void FaLoadZz(const AscendC::LocalTensor<T>& dst, const Ascend
     const uint32_t full = rows / 16, bands = (rows + 15) / 16, bandElems = 16 * bandCols;
     if (srcPitch > 65535) {
         for (uint32_t r = 0; r < rows; ++r) {
+            // The rows' 32 B pieces interleave inside one span of L1: a barrier between them (PipeBarrier page).
+            if (r > 0) AscendC::PipeBarrier<PIPE_MTE2>();
             AscendC::Nd2NzParams p(1, 1, (uint16_t)cols, 0, (uint16_t)cols, 16, 1, 0);
             AscendC::DataCopy(dst[(r / 16) * bandElems + (r % 16) * 16], src[r * srcPitch], p);
         }
