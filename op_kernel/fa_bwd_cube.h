@@ -174,7 +174,7 @@ private:
     }
 
     __aicore__ inline Operand Slotted(const Pending& p, int32_t id, bool transposed) {
-        return Operand{Tile(id, p.slot[id]), id == kQ || id == kDo ? m16_ : w_, transposed};
+        return Operand{Tile(id, p.slot[id]), id == kQ || id == kDo ? m16_ : w_, transposed, 0};
     }
 
     // S = Q K^T and dP = dO V^T -> workspace slot step % kGradSlots, then tell the vector cores.
@@ -208,7 +208,7 @@ private:
         const bool dv = t_->pass == kGradPassDkv && (t_->kvParts & kGradPartDv);
         if (dv) LoadNz(kP, pSlot, probs, qRows, w_, w_, m16_);
         LoadsDone(kEvProbsLoads);
-        const Operand dsTile{Tile(kDs, pSlot), m16_, false}, dsT{Tile(kDs, pSlot), m16_, true};
+        const Operand dsTile{Tile(kDs, pSlot), m16_, false, 0}, dsT{Tile(kDs, pSlot), m16_, true, 0};
         const AscendC::LocalTensor<float> sums = mm_.L0c(kL0cSums);
         if (p.first) AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kEvSums);  // the previous task's sums are out
         if (t_->pass == kGradPassDq) {
@@ -217,7 +217,7 @@ private:
         } else {
             if (dv) {
                 const AscendC::LocalTensor<float> sumV = sums[dvOffset_];
-                Mma(Operand{Tile(kP, pSlot), m16_, true}, Slotted(p, kDo, true), kRows, qRows, dvCol0_, dvCols_, sumV,
+                Mma(Operand{Tile(kP, pSlot), m16_, true, 0}, Slotted(p, kDo, true), kRows, qRows, dvCol0_, dvCols_, sumV,
                     p.first);
                 if (p.last) mm_.Store(sumV, kRows, dvCols_, ws_.SumB(), AlignUp(dvCols_, 16), kEvSums);
             }

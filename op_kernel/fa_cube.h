@@ -39,12 +39,16 @@ public:
         pipe->InitBuffer(pL1_, 2 * group_ * pElems_ * sizeof(T));
         mm_.Init(pipe, t->l0cSlot0, t->l0cSlotBytes);
         ownOut_ = t->l0cOut != kFaL0cRing;
-        // Rows past a task's end are never loaded; zero them once so a one-row task can run a 16-row Mmad
-        // (m = 1 would switch the cube to GEMV mode, which reads L0A as a plain row).
-        AscendC::Fill(qL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(qElems_ * sizeof(T) / 32), 0, (T)0.0f));
-        AscendC::Fill(pL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(2 * group_ * pElems_ * sizeof(T) / 32), 0, (T)0.0f));
-        // The Q/P loads overwrite the filled bytes on the same pipe (MTE2): the PipeBarrier page requires a barrier.
-        AscendC::PipeBarrier<PIPE_MTE2>();
+        // Rows past a task's end up to its next 16-row boundary are never loaded; zero them once so a one-row task can
+        // run a 16-row Mmad (m = 1 would switch the cube to GEMV mode, which reads L1 as a plain row). Only needed when
+        // some task's row count is not a multiple of 16 (s1Block is one): the fill of Q and P (160 KB at D = 128)
+        // would otherwise hold up the first loads by about 9000 cycles.
+        if (t->varlen != 0 || t->s1 % 16 != 0) {
+            AscendC::Fill(qL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(qElems_ * sizeof(T) / 32), 0, (T)0.0f));
+            AscendC::Fill(pL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(2 * group_ * pElems_ * sizeof(T) / 32), 0, (T)0.0f));
+            // The Q/P loads overwrite the filled bytes on the same pipe (MTE2): the PipeBarrier page requires a barrier.
+            AscendC::PipeBarrier<PIPE_MTE2>();
+        }
         // K/V rows past `cols` up to the next 16-row boundary are never written: Mmad with the exact k/n ignores the
         // padding of a partial fractal (Mmad page: tail data takes fractal space but no part in the result).
         // Every buffer starts free: its "free" event is set once here and waited once at the end.
@@ -125,7 +129,7 @@ private:
 
     __aicore__ inline void LoadQ(const FaTask& task) {
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
-        FaLoadNz(qL1_.Get<T>(), qGm_[QOffset(t_, task, task.row0)], (uint32_t)task.rows, t_->d, t_->qStrideS, m16_);
+        FaLoadZz(qL1_.Get<T>(), qGm_[QOffset(t_, task, task.row0)], (uint32_t)task.rows, t_->d, t_->qStrideS, t_->dPad);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
     }
 
@@ -162,8 +166,8 @@ private:
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
-            Operand a{qL1_.Get<T>(), m16_, false};
-            Operand b{kTiles[(s0 / sub_) * kElems_], sub_, false};
+            Operand a{qL1_.Get<T>(), m16_, false, t_->dPad};
+            Operand b{kTiles[(s0 / sub_) * kElems_], sub_, false, 0};
             mm_.Run(a, b, (uint32_t)s.task.rows, t_->d, FaMin(keys - s0, sub_), t_->kChunkQK, t_->nChunkQK,
                     ws_.Scores(WsSlot(s.step)) + g0 + s0, t_->s2Block);
         }
@@ -178,20 +182,22 @@ private:
         const uint32_t slot = vLoads_++ & 1;
         const uint32_t keys = FaMin(s.cols - g0, group_ * sub_);
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
-        LoadNzTiles(vL1_.Get<T>()[slot * group_ * vElems_], vGm_[VOffset(t_, s.task, s.c0 + g0)], keys, t_->dv,
-                    t_->vStrideS, sub_);
+        FaLoadZz(vL1_.Get<T>()[slot * group_ * vElems_], vGm_[VOffset(t_, s.task, s.c0 + g0)], keys, t_->dv,
+                 t_->vStrideS, t_->dvPad);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
         if (g0 == 0) AscendC::CrossCoreWaitFlag(FlagOf(kFlagProbsReady, s.step));
         AscendC::GlobalTensor<T> probs;
         probs.SetGlobalBuffer(ws_.template Probs<T>(WsSlot(s.step)));
         const AscendC::LocalTensor<T> pTiles = pL1_.Get<T>()[slot * group_ * pElems_];
-        FaLoadNz(pTiles, probs[g0], rows, keys, t_->s2Block, m16_);
+        for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
+            FaLoadZz(pTiles[(s0 / sub_) * pElems_], probs[g0 + s0], rows, FaMin(keys - s0, sub_), t_->s2Block, sub_);
+        }
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
         for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
-            Operand a{pTiles[(s0 / sub_) * pElems_], m16_, false};
-            Operand b{vL1_.Get<T>()[(slot * group_ + s0 / sub_) * vElems_], sub_, true};  // V [s2, dv] holds B
+            Operand a{pTiles[(s0 / sub_) * pElems_], m16_, false, sub_};
+            Operand b{vL1_.Get<T>()[(slot * group_ + s0 / sub_) * vElems_], sub_, true, t_->dvPad};  // V [s2, dv] holds B
             const bool init = g0 + s0 == 0, flush = g0 + s0 + sub_ >= s.cols;
             const uint32_t k = FaMin(keys - s0, sub_);
             if (!ownOut_) {

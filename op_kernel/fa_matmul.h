@@ -20,8 +20,41 @@ __aicore__ inline void FaLoadNz(const AscendC::LocalTensor<T>& dst, const Ascend
         return;
     }
     for (uint32_t r = 0; r < rows; ++r) {
+        if (r > 0) AscendC::PipeBarrier<PIPE_MTE2>();  // the rows' pieces interleave in L1 (see FaLoadZz)
         AscendC::Nd2NzParams p(1, 1, (uint16_t)cols, 0, (uint16_t)cols, (uint16_t)c0Stride, 1, 0);
         AscendC::DataCopy(dst[r * 16], src[r * srcPitch], p);
+    }
+}
+
+// GM (row-major, pitch `srcPitch` elements) -> L1 in bands of 16 rows, each band `bandCols` columns (a multiple of
+// 16, at least `cols`) of consecutive 16 x 16 fractals: fractal (r1, c1) at (r1 * bandCols / 16 + c1) * 256 elements
+// (the fractal order of L0A and of L0B's B^T), so an L1 -> L0 load of whole bands is one contiguous LoadData. One
+// Nd2Nz with an ND matrix per band when the strides fit its 16-bit fields, else one per band (one per row when even
+// the row pitch does not fit); rows of a partial last band past `rows` are not written.
+template <typename T>
+__aicore__ inline void FaLoadZz(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<T>& src, uint32_t rows,
+                                uint32_t cols, uint64_t srcPitch, uint32_t bandCols) {
+    const uint32_t full = rows / 16, bands = (rows + 15) / 16, bandElems = 16 * bandCols;
+    if (srcPitch > 65535) {
+        for (uint32_t r = 0; r < rows; ++r) {
+            // The rows' 32 B pieces interleave inside one span of L1: a barrier between them (PipeBarrier page).
+            if (r > 0) AscendC::PipeBarrier<PIPE_MTE2>();
+            AscendC::Nd2NzParams p(1, 1, (uint16_t)cols, 0, (uint16_t)cols, 16, 1, 0);
+            AscendC::DataCopy(dst[(r / 16) * bandElems + (r % 16) * 16], src[r * srcPitch], p);
+        }
+        return;
+    }
+    uint32_t done = 0;
+    if (full > 1 && 16 * srcPitch <= 65535 && bandElems <= 16384) {
+        AscendC::Nd2NzParams p((uint16_t)full, 16, (uint16_t)cols, (uint16_t)(16 * srcPitch), (uint16_t)srcPitch, 16, 1,
+                               (uint16_t)bandElems);
+        AscendC::DataCopy(dst, src, p);
+        done = full;
+    }
+    for (uint32_t b = done; b < bands; ++b) {
+        const uint32_t n = b < full ? 16 : rows - full * 16;
+        AscendC::Nd2NzParams p(1, (uint16_t)n, (uint16_t)cols, 0, (uint16_t)srcPitch, 16, 1, 0);
+        AscendC::DataCopy(dst[b * bandElems], src[(uint64_t)b * 16 * srcPitch], p);
     }
 }
 
@@ -31,12 +64,18 @@ public:
     static constexpr uint32_t kL0Half = kL0HalfBytes;
     static constexpr uint32_t kL0cHalf = kL0cHalfBytes;
 
-    // An L1 Nz tile with `nzRows` rows per 16-column block. As A: `transposed` = the tile holds A^T ([K, M]); as B:
-    // `transposed` = the tile holds B itself ([K, N], rows along K) rather than B^T ([N, K]).
+    // An L1 tile: Nz with `nzRows` rows per 16-column block, or (bandCols != 0) in bands of 16 rows of bandCols
+    // columns (FaLoadZz). As A: `transposed` = the tile holds A^T ([K, M]); as B: `transposed` = the tile holds B
+    // itself ([K, N], rows along K) rather than B^T ([N, K]).
     struct Operand {
         AscendC::LocalTensor<T> tile;
         uint32_t nzRows;
         bool transposed;
+        uint32_t bandCols;
+        // Fractal offset of the stored matrix's fractal (r1, c1).
+        __aicore__ inline uint32_t Frac(uint32_t r1, uint32_t c1) const {
+            return bandCols != 0 ? r1 * (bandCols / 16) + c1 : c1 * (nzRows / 16) + r1;
+        }
     };
 
     // Every L0 half starts free: its "free" event is set once here and waited once in End(). Run's L0C tiles
@@ -133,28 +172,28 @@ private:
         }
     }
 
-    // L1 -> L0A Zz [m1][k1] for fractal columns [k1s, k1s + k1n). A plain tile is Nz [m][k] (fractal (k1, m1) at
-    // k1 * nzBlocks + m1); a transposed one is Nz [k][m] (fractal (m1, k1) at m1 * nzBlocks + k1, each transposed).
+    // L1 -> L0A Zz [m1][k1] for fractal columns [k1s, k1s + k1n): A stored as [M, K] (fractal (m1, k1) at
+    // Frac(m1, k1)) or, transposed, as [K, M] (at Frac(k1, m1), each fractal transposed).
     __aicore__ inline void LoadA(const AscendC::LocalTensor<T>& dst, const Operand& a, uint32_t mBlocks, uint32_t k1s,
                                  uint32_t k1n) {
-        const uint32_t nzBlocks = a.nzRows / 16;
+        const uint32_t o = a.Frac(0, 0), r = a.Frac(1, 0) - o, c = a.Frac(0, 1) - o;
         if (a.transposed) {
-            LoadFractals(dst, a.tile[k1s * kFrac], mBlocks, k1n, nzBlocks, 1, true);
+            LoadFractals(dst, a.tile[a.Frac(k1s, 0) * kFrac], mBlocks, k1n, c, r, true);
         } else {
-            LoadFractals(dst, a.tile[k1s * nzBlocks * kFrac], mBlocks, k1n, 1, nzBlocks, false);
+            LoadFractals(dst, a.tile[a.Frac(0, k1s) * kFrac], mBlocks, k1n, r, c, false);
         }
     }
 
-    // L1 -> L0B Zn [k1][n1] for fractal rows [k1s, k1s + k1n) and columns [n1s, n1s + n1n). A plain tile holds B^T
-    // as Nz [n][k] (fractal (k1, n1) at k1 * nzBlocks + n1: Zn already); a transposed one holds B as Nz [k][n]
-    // (fractal (n1, k1) at n1 * nzBlocks + k1, each transposed).
+    // L1 -> L0B Zn [k1][n1] for fractal rows [k1s, k1s + k1n) and columns [n1s, n1s + n1n): B^T stored as [N, K]
+    // (fractal (n1, k1) at Frac(n1, k1): Zn already) or, transposed, B itself as [K, N] (at Frac(k1, n1), each fractal
+    // transposed).
     __aicore__ inline void LoadB(const AscendC::LocalTensor<T>& dst, const Operand& b, uint32_t k1s, uint32_t k1n,
                                  uint32_t n1s, uint32_t n1n) {
-        const uint32_t nzBlocks = b.nzRows / 16;
+        const uint32_t o = b.Frac(0, 0), r = b.Frac(1, 0) - o, c = b.Frac(0, 1) - o;
         if (b.transposed) {
-            LoadFractals(dst, b.tile[(n1s * nzBlocks + k1s) * kFrac], k1n, n1n, 1, nzBlocks, true);
+            LoadFractals(dst, b.tile[b.Frac(k1s, n1s) * kFrac], k1n, n1n, r, c, true);
         } else {
-            LoadFractals(dst, b.tile[(k1s * nzBlocks + n1s) * kFrac], k1n, n1n, nzBlocks, 1, false);
+            LoadFractals(dst, b.tile[b.Frac(n1s, k1s) * kFrac], k1n, n1n, c, r, false);
         }
     }
 

@@ -294,6 +294,14 @@ def test_value_head_dim_and_large_d(gen, D, Dv, layout):
     run_and_check(q, k, v, 2, layout, label=f"D={D} Dv={Dv}", **kw)
 
 
+# Row pitches whose 16-row band stride (BSH, 40 x 128: 81920 elements) or row pitch itself (SBH, 2 x 260 x 128:
+# 66560) does not fit Nd2Nz's 16-bit fields: the cube loads Q/V band by band or row by row.
+@pytest.mark.parametrize("layout,B,N,S1,S2", [("BSH", 1, 40, 200, 300), ("SBH", 2, 260, 40, 70)])
+def test_large_row_pitch(gen, layout, B, N, S1, S2):
+    q, k, v = make_qkv(gen, layout, B, N, N, S1, S2, 128, 128, torch.bfloat16)
+    run_and_check(q, k, v, N, layout, label=f"{layout} N={N}", scale=128 ** -0.5, sparse_mode=3)
+
+
 @pytest.mark.parametrize("D", [8, 40, 72, 130])
 def test_unaligned_head_dims(gen, D):
     q, k, v = make_qkv(gen, "BSND", 1, 4, 2, 77, 145, D, D, torch.float16)

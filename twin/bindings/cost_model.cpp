@@ -95,6 +95,8 @@ py::dict Run(const twin::cost::Params& P, std::vector<twin::cost::CoreTrace> cor
     // Schedule of the kept cores: parallel arrays, op names by index.
     const size_t n = r.schedule.size();
     py::array_t<int32_t> core(n), op(n);
+    py::array_t<uint32_t> rec(n);
+    py::array_t<uint64_t> src(n), dst(n);
     py::array_t<int8_t> pipe(n);
     py::array_t<double> start(n), end(n);
     std::map<const char*, int32_t> opIdx;
@@ -109,9 +111,12 @@ py::dict Run(const twin::cost::Params& P, std::vector<twin::cost::CoreTrace> cor
         }
         core.mutable_at(i) = iv.core, op.mutable_at(i) = it->second, pipe.mutable_at(i) = (int8_t)iv.pipe;
         start.mutable_at(i) = iv.start, end.mutable_at(i) = iv.end;
+        rec.mutable_at(i) = iv.rec, src.mutable_at(i) = cores[iv.core].recs[iv.rec].src,
+        dst.mutable_at(i) = cores[iv.core].recs[iv.rec].dst;
     }
     py::dict sch;
     sch["core"] = core, sch["pipe"] = pipe, sch["start"] = start, sch["end"] = end, sch["op"] = op, sch["op_names"] = names;
+    sch["rec"] = rec, sch["src"] = src, sch["dst"] = dst;
     d["schedule"] = sch;
     py::list pn;
     for (int p = 0; p < kPipes; ++p) pn.append(PipeName(p));
