@@ -84,6 +84,7 @@ struct Call {
     fa::FaOpShapes shapes;
     at::Tensor userMask;  // dense masks only: the caller's atten_mask (the block-map cache's key)
     at::Tensor mask;      // ... and its kernel view: contiguous, broadcast dimensions of size 1 (TND: 2-D)
+    at::Tensor slopes;    // in-kernel ALiBi (pse_type 2/3): the caller's pse, contiguous
     npu_fa::FaProblem p;
     npu_fa::ChipSpec chip{};
 };
@@ -106,7 +107,11 @@ void Plan(Call& c, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
           const c10::optional<at::Tensor>& pse, const c10::optional<at::Tensor>& paddingMask,
           const c10::optional<at::Tensor>& sink) {
     TORCH_CHECK(!paddingMask.has_value(), "padding_mask is reserved and not supported; pass None");
-    TORCH_CHECK_NOT_IMPLEMENTED(!pse.has_value(), "pse is not implemented yet in npu_flash_attn");
+    const bool alibi = c.attrs.pseType == npu_fa::kAlibiLinear || c.attrs.pseType == npu_fa::kAlibiSqrt;
+    TORCH_CHECK_NOT_IMPLEMENTED(alibi || !pse.has_value(), "an outer pse tensor (pse_type 0/1) is not implemented yet "
+                                "in npu_flash_attn; ALiBi from slopes works with pse_type 2 or 3");
+    TORCH_CHECK(!alibi || (pse.has_value() && pse->scalar_type() == at::kFloat && pse->dim() >= 1 && pse->dim() <= 2),
+                "pse_type ", c.attrs.pseType, " needs pse: the ALiBi slopes, float32 [N1] or [B, N1]");
     TORCH_CHECK(!sink.has_value() || (sink->scalar_type() == at::kFloat && sink->dim() == 1),
                 "sink must be a float32 tensor of shape [head_num]");
     TORCH_CHECK(q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16,
@@ -124,6 +129,11 @@ void Plan(Call& c, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
     // A first pass without the mask gives S2 (and whether the mode reads a dense mask at all).
     std::string err = fa::BuildFaProblem(c.shapes, c.attrs, c.p);
     TORCH_CHECK(err.empty(), "flash_attention: ", err);
+    if (alibi) {
+        err = fa::AlibiSlopes(c.attrs, c.p, pse->numel());
+        TORCH_CHECK(err.empty(), "flash_attention: ", err);
+        c.slopes = pse->contiguous();
+    }
     const int64_t mode = c.attrs.sparseMode;
     if (mask.has_value() && (mode == 0 || mode == 1 || mode == 5)) {
         TORCH_CHECK(mask->scalar_type() == at::kBool || mask->scalar_type() == at::kByte,
@@ -134,6 +144,7 @@ void Plan(Call& c, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
         c.shapes.mask = c.mask.sizes().vec();
         err = fa::BuildFaProblem(c.shapes, c.attrs, c.p);
         TORCH_CHECK(err.empty(), "flash_attention: ", err);
+        if (alibi) fa::AlibiSlopes(c.attrs, c.p, pse->numel());  // checked above; BuildFaProblem reset the problem
     }
     const platform_ascendc::PlatformAscendC* plat = platform_ascendc::PlatformAscendCManager::GetInstance();
     TORCH_CHECK(plat != nullptr, "flash_attention: no CANN platform information (is the NPU visible?)");
@@ -197,7 +208,7 @@ at::Tensor BlockMap(const Call& c, const npu_fa::FaTilingOut& tiling, const at::
             return aclnnFlashAttentionNpuFaBlockMapGetWorkspaceSize(
                 acl.T(c.mask), acl.T(seqInfo), a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens, a.nextTokens,
                 a.innerPrecise, acl.A(a.prefix), acl.A(a.actualSeqQlen), acl.A(a.actualSeqKvlen), a.sparseMode, 0, 0,
-                a.softcap, tiling.data.s1Block, tiling.data.s2Block, acl.A(c.shapes.query), acl.A(c.shapes.key),
+                a.softcap, a.pseType, acl.A(a.qStartIdx), acl.A(a.kvStartIdx), tiling.data.s1Block, tiling.data.s2Block, acl.A(c.shapes.query), acl.A(c.shapes.key),
                 acl.A(c.shapes.value), c.shapes.bf16 ? 1 : 0, acl.T(map), size, exec);
         },
         aclnnFlashAttentionNpuFaBlockMap, workspace, like, true);
@@ -212,12 +223,12 @@ fa::FaOpAttrs Attrs(int64_t headNum, c10::string_view layout, double scale, doub
                     const c10::optional<at::Tensor>& dropoutMask) {
     TORCH_CHECK(!softcap.has_value() || *softcap > 0.0, "softcap must be finite and > 0 (None turns it off), got ",
                 softcap.value_or(0.0));
-    TORCH_CHECK_NOT_IMPLEMENTED(pseType == 1, "pse_type other than 1 is not implemented yet in npu_flash_attn");
-    TORCH_CHECK_NOT_IMPLEMENTED(!qStartIdx.has_value() && !kvStartIdx.has_value(),
-                                "q_start_idx / kv_start_idx (ALiBi offsets) are not implemented yet in npu_flash_attn");
     TORCH_CHECK_NOT_IMPLEMENTED(!dropoutMask.has_value(), "dropout_mask is not implemented yet in npu_flash_attn");
     fa::FaOpAttrs a;
     a.softcap = (float)softcap.value_or(0.0);
+    a.pseType = pseType;
+    a.qStartIdx = Vec(qStartIdx);
+    a.kvStartIdx = Vec(kvStartIdx);
     a.headNum = headNum;
     a.inputLayout = std::string(layout.data(), layout.size());
     a.scale = (float)scale;
@@ -310,10 +321,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
         "aclnnFlashAttentionNpuFa",
         [&](uint64_t* size, aclOpExecutor** exec) {
             return aclnnFlashAttentionNpuFaGetWorkspaceSize(
-                acl.T(q), acl.T(k), acl.T(v), acl.T(c.mask), acl.T(map), acl.T(seqInfo), acl.T(sinkLogits), a.headNum,
+                acl.T(q), acl.T(k), acl.T(v), acl.T(c.mask), acl.T(map), acl.T(seqInfo), acl.T(sinkLogits), acl.T(c.slopes),
+                a.headNum,
                 &layout[0],
                 a.scale, a.keepProb, a.preTokens, a.nextTokens, a.innerPrecise, acl.A(a.prefix),
-                acl.A(a.actualSeqQlen), acl.A(a.actualSeqKvlen), a.sparseMode, seed, offset, a.softcap, t.data.s1Block,
+                acl.A(a.actualSeqQlen), acl.A(a.actualSeqKvlen), a.sparseMode, seed, offset, a.softcap, a.pseType,
+                acl.A(a.qStartIdx), acl.A(a.kvStartIdx), t.data.s1Block,
                 t.data.s2Block, acl.T(out), acl.T(smax), acl.T(ssum), size, exec);
         },
         aclnnFlashAttentionNpuFa, workspace, query, true);
@@ -398,9 +411,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
             [&](uint64_t* size, aclOpExecutor** exec) {
                 return aclnnFlashAttentionNpuFaGradGetWorkspaceSize(
                     acl.T(q), acl.T(k), acl.T(v), acl.T(g), acl.T(o), acl.T(mx), acl.T(sm), acl.T(c.mask), acl.T(map),
-                    acl.T(seqInfo), acl.T(sinkLogits), a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens,
+                    acl.T(seqInfo), acl.T(sinkLogits), acl.T(c.slopes), a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens,
                     a.nextTokens, a.innerPrecise, acl.A(a.prefix), acl.A(a.actualSeqQlen), acl.A(a.actualSeqKvlen),
-                    a.sparseMode, seed, offset, a.softcap, s1Block, s2Block, deterministic, (int64_t)launch, acl.T(dq),
+                    a.sparseMode, seed, offset, a.softcap, a.pseType, acl.A(a.qStartIdx), acl.A(a.kvStartIdx), s1Block,
+                    s2Block, deterministic, (int64_t)launch, acl.T(dq),
                     acl.T(dk), acl.T(dv), acl.T(dsinkRows), size, exec);
             },
             aclnnFlashAttentionNpuFaGrad, workspace, query, launch == 0);

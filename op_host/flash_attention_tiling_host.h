@@ -35,6 +35,11 @@ struct FaProblem {
     uint32_t maskColStep = 1;
     bool sink = false;                  // per-query-head sink logits (the op's `sink`, fp32 [N1])
     float softcap = 0.0f;               // > 0: logit soft-capping (the op's `softcap`)
+    // In-kernel ALiBi (the op's pse_type 2/3 with slopes in `pse`): FaAlibiMode, slopes [B, N1] or [N1], and
+    // kv_start_idx - q_start_idx.
+    uint32_t alibiMode = 0;
+    bool alibiPerBatch = false;
+    int64_t alibiDelta = 0;
 };
 
 struct FaTilingOut {

@@ -16,6 +16,7 @@
 #include "fa_bwd_common.h"
 #include "fa_mask.h"
 #include "fa_softcap.h"
+#include "fa_alibi.h"
 
 namespace npu_fa {
 
@@ -24,7 +25,7 @@ class FaBwdVector {
 public:
     __aicore__ inline void Init(const FlashAttentionGradTilingData* t, GM_ADDR dy, GM_ADDR attentionIn,
                                 GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR attenMask, GM_ADDR blockMap,
-                                GM_ADDR seqInfo, GM_ADDR sink, GM_ADDR dq, GM_ADDR dk, GM_ADDR dv,
+                                GM_ADDR seqInfo, GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR dq, GM_ADDR dk, GM_ADDR dv,
                                 GM_ADDR dsinkRows, GM_ADDR workspace, AscendC::TPipe* pipe) {
         t_ = t;
         core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
@@ -49,7 +50,7 @@ public:
         rowsMax_ = CeilDiv(t->s1Block, 2);
         chunk_ = GradChunkRows(rowsMax_);
         const FaGradUbSizes u = GradUbSizes(rowsMax_, w_, CeilDiv(w_, 2), t->dPad, t->dvPad, t->maskMode != 0,
-                                            t->kvParts);
+                                            t->kvParts, t->alibiMode != kAlibiNone);
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(scoreBuf_, u.score);
         pipe->InitBuffer(dpBuf_, u.dp);
@@ -62,6 +63,10 @@ public:
         pipe->InitBuffer(accBuf_, u.acc);
         pipe->InitBuffer(outBuf_, u.out);
         pipe->InitBuffer(rowBuf_, u.row);
+        if (u.bias != 0) {
+            pipe->InitBuffer(biasBuf_, u.bias);
+            slopeGm_.SetGlobalBuffer((__gm__ float*)alibiSlopes);
+        }
         accKvOffset_ = (t->kvParts & kGradPartDk) ? CeilDiv(w_, 2) * t->dPad : 0;  // dV after dK (if both)
         if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
         BuildDiagonalPattern();
@@ -259,6 +264,9 @@ private:
             AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdChunk + c);
         }
         const uint32_t set = dkv ? step % 2 : 0;
+        const float alibiSlope = t_->alibiMode == kAlibiNone
+                                ? 0.0f
+                                : slopeGm_.GetValue((t_->alibiPerBatch != 0 ? (uint64_t)task.batch * t_->n1 : 0) + s.qHead);
         for (uint32_t c = 0; c < 2; ++c) {
             const uint32_t r0 = c * chunk_, rows = ChunkRows(q.count, c), n = rows * w_;
             if (rows == 0) continue;
@@ -277,6 +285,11 @@ private:
                 SoftCapSlope(slope, x, t_->softcap, n);
             } else {
                 AscendC::Muls(x, x, t_->scale, (int32_t)n);
+            }
+            if (t_->alibiMode != kAlibiNone) {
+                const int64_t row0 = s.q0 + q.first + r0;
+                AddAlibi(x, dmatBuf_.Get<float>(), biasBuf_.Get<float>(), t_->alibiMode, s.k0 - row0 + t_->alibiDelta,
+                         alibiSlope, n);
             }
             RowBroadcast<0>(x, Stat(kStatMax, set)[r0 * 8], rows, w_);
             const FaMaskTile tile{task.band, task.maskBase, s.qHead, s.q0 + q.first + r0, rows, s.k0,
@@ -442,7 +455,7 @@ private:
     __gm__ uint8_t* blockMap_ = nullptr;
     FaTileMask<FlashAttentionGradTilingData> mask_;
     AscendC::GlobalTensor<T> dyGm_, oGm_, dqGm_, dkGm_, dvGm_;
-    AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_, sinkGm_, dsinkGm_;
+    AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_, sinkGm_, dsinkGm_, slopeGm_;
     FaGradWorkspace ws_;
     uint32_t w_ = 0, rowsMax_ = 0, chunk_ = 0, statElems_ = 0, accKvOffset_ = 0;
     AscendC::TBuf<AscendC::TPosition::VECIN> scoreBuf_;
@@ -456,6 +469,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> accBuf_;
     AscendC::TBuf<AscendC::TPosition::VECOUT> outBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> rowBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> biasBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> maskBuf_;
 };
 

@@ -9,6 +9,7 @@
 #include "fa_common.h"
 #include "fa_mask.h"
 #include "fa_softcap.h"
+#include "fa_alibi.h"
 
 namespace npu_fa {
 
@@ -16,7 +17,7 @@ template <typename T>
 class FaVector {
 public:
     __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR attenMask, GM_ADDR blockMap, GM_ADDR seqInfo,
-                                GM_ADDR sink, GM_ADDR out, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR workspace,
+                                GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR out, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR workspace,
                                 AscendC::TPipe* pipe) {
         t_ = t;
         core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
@@ -27,15 +28,18 @@ public:
         maxGm_.SetGlobalBuffer((__gm__ float*)softmaxMax);
         sumGm_.SetGlobalBuffer((__gm__ float*)softmaxSum);
         if (t->sinkMode != 0) sinkGm_.SetGlobalBuffer((__gm__ float*)sink);
+        if (t->alibiMode != kAlibiNone) slopeGm_.SetGlobalBuffer((__gm__ float*)alibiSlopes);
         ws_.Init(workspace, t, core_);
         w_ = t->s2Block;
         dvPad_ = t->dvPad;
         rowsMax_ = CeilDiv(t->s1Block, 2);
         chunk_ = t->vecRows;
-        const FaUbSizes u = UbSizes(rowsMax_, chunk_, w_, dvPad_, t->maskMode != 0, t->bandTiles != 0);
+        const FaUbSizes u = UbSizes(rowsMax_, chunk_, w_, dvPad_, t->maskMode != 0, t->bandTiles != 0,
+                                    t->alibiMode != kAlibiNone);
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(sBuf_, u.s);
         if (u.dmat != 0) pipe->InitBuffer(dmatBuf_, u.dmat);
+        if (u.bias != 0) pipe->InitBuffer(biasBuf_, u.bias);
         if (u.bits != 0) pipe->InitBuffer(bitsBuf_, u.bits);
         pipe->InitBuffer(foldBuf_, u.fold);
         pipe->InitBuffer(pBuf_, u.p);
@@ -211,6 +215,7 @@ private:
         c.slot = slot;
         c.taskSlot = taskSlot;
         c.first = first;
+        c.slope = t_->alibiMode == kAlibiNone ? 0.0f : slopeGm_.GetValue(SlopeIndex(task));
         const uint32_t chunks = CeilDiv(mine.count, chunk_);
         LoadScores(mine, 0, slot);
         for (uint32_t i = 0; i < chunks; ++i) {
@@ -228,7 +233,12 @@ private:
         uint32_t cols, r0, rows, slot, taskSlot;
         uint8_t state;
         bool first;
+        float slope;  // ALiBi slope of the task's head
     };
+
+    __aicore__ inline uint64_t SlopeIndex(const FaTask& task) const {
+        return (t_->alibiPerBatch != 0 ? (uint64_t)task.batch * t_->n1 : 0) + task.head;
+    }
 
     // Scores of the chunk at row r0 of this AIV's half -> the next score buffer (chunkLoads_ alternates them).
     __aicore__ inline void LoadScores(const Rows& mine, uint32_t r0, uint32_t slot) {
@@ -254,6 +264,10 @@ private:
             AscendC::Muls(s, s, t_->scale, (int32_t)n);
         }
         FaMaskTile tile{task.band, task.maskBase, task.head, task.row0 + mine.first + c.r0, c.rows, c.c0, c.cols, c.state};
+        if (t_->alibiMode != kAlibiNone) {
+            AddAlibi(s, dmatBuf_.Get<float>(), biasBuf_.Get<float>(), t_->alibiMode, c.c0 - tile.r0 + t_->alibiDelta,
+                     c.slope, n);
+        }
         mask_.Apply(s, tile);
 
         // Running max, rescale factor alpha = exp(m_old - m_new), then p = exp(s - m_new); the chunk's rows of each
@@ -404,12 +418,13 @@ private:
     __gm__ uint8_t* blockMap_ = nullptr;
     FaTileMask<FlashAttentionTilingData> mask_;
     AscendC::GlobalTensor<T> outGm_;
-    AscendC::GlobalTensor<float> maxGm_, sumGm_, sinkGm_;
+    AscendC::GlobalTensor<float> maxGm_, sumGm_, sinkGm_, slopeGm_;
     FaWorkspace ws_;
     uint32_t w_ = 0, dvPad_ = 0, rowsMax_ = 0, chunk_ = 0, statElems_ = 0;
     uint32_t chunkLoads_ = 0, chunkUses_ = 0;  // score chunks loaded / computed so far: their parity picks the buffer
     AscendC::TBuf<AscendC::TPosition::VECIN> sBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> dmatBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> biasBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> bitsBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> foldBuf_;
     AscendC::TBuf<AscendC::TPosition::VECOUT> pBuf_;

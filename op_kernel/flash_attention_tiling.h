@@ -41,6 +41,8 @@ enum FaTileState : uint8_t { kTileMasked = 0, kTileMixed = 1, kTileVisible = 2 }
 
 enum FaLayout : uint32_t { kBSH = 0, kSBH = 1, kBSND = 2, kBNSD = 3, kTND = 4 };
 enum FaDtype : uint32_t { kFp16 = 0, kBf16 = 1 };
+// In-kernel ALiBi (fa_alibi.h), by the built-in's pse_type values.
+enum FaAlibiMode : uint32_t { kAlibiNone = 0, kAlibiLinear = 2, kAlibiSqrt = 3 };
 
 struct FlashAttentionTilingData {
     // Problem.
@@ -109,7 +111,10 @@ struct FlashAttentionTilingData {
     uint32_t l0cOut;
     uint32_t sinkMode;        // 1: the sink input holds one fp32 logit per query head that joins every softmax row
     float softcap;            // > 0: scaled scores x become softcap * tanh(x / softcap) before bias, masks, softmax
-    uint32_t reserved3;       // keeps the size a multiple of 8 bytes
+    uint32_t alibiMode;       // FaAlibiMode: in-kernel ALiBi from the alibi_slopes input (fa_alibi.h)
+    uint32_t alibiPerBatch;   // 1: the slopes are [B, N1], else [N1]
+    uint32_t reserved3;       // keeps the 64-bit field below 8-byte aligned
+    int64_t alibiDelta;       // kv_start_idx - q_start_idx
 };
 
 // No implicit padding anywhere (host and device copy the struct as raw bytes; padding bytes would be undefined):
@@ -123,8 +128,10 @@ static_assert(NPU_FA_FOLLOWS(sparseMode, preTokens) && NPU_FA_FOLLOWS(vecRows, q
                   NPU_FA_FOLLOWS(mapCores, mapEntries) &&
                   NPU_FA_FOLLOWS(mapCountsOffset, kvGroup) && NPU_FA_FOLLOWS(kvGroup, bandTiles) &&
                   NPU_FA_FOLLOWS(bandTiles, l0cSlot0) && NPU_FA_FOLLOWS(l0cOut, sinkMode) &&
-                  NPU_FA_FOLLOWS(sinkMode, softcap) && NPU_FA_FOLLOWS(softcap, reserved3) &&
-                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, reserved3) + sizeof(uint32_t),
+                  NPU_FA_FOLLOWS(sinkMode, softcap) && NPU_FA_FOLLOWS(softcap, alibiMode) &&
+                  NPU_FA_FOLLOWS(alibiMode, alibiPerBatch) && NPU_FA_FOLLOWS(alibiPerBatch, reserved3) &&
+                  NPU_FA_FOLLOWS(reserved3, alibiDelta) &&
+                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, alibiDelta) + sizeof(int64_t),
               "FlashAttentionTilingData must have no implicit padding");
 #undef NPU_FA_FOLLOWS
 
@@ -223,7 +230,8 @@ FA_INLINE void FaMatmulChunks(uint32_t mPad, uint32_t k, uint32_t n, uint32_t& k
 // allocates exactly these; the tiling sizes blocks so that their sum fits the usable UB.
 struct FaUbSizes {
     uint32_t s;      // scores / probabilities in fp32, two [chunk, w] buffers (load of one overlaps work on the other)
-    uint32_t dmat;   // (column - row) pattern for band masks [chunk, w] (only with bands)
+    uint32_t dmat;   // (column - row) pattern for band masks and ALiBi [chunk, w] (only with either)
+    uint32_t bias;   // ALiBi scratch [chunk, w] fp32 (only with ALiBi)
     uint32_t bits;   // compare bit mask over [chunk, w] (only with bands or a dense mask)
     uint32_t fold;   // row-reduction scratch [chunk, 64] fp32, also the masks' [chunk, w] half scratch
     uint32_t p;      // probabilities in half precision, two [chunk, w] buffers; the output [rows, dvPad] at the end
@@ -239,14 +247,16 @@ constexpr uint32_t kFaStepSlots = 3;      // forward steps in flight per core: w
 constexpr uint32_t kFaStatBuffers = 3 * kFaStepSlots + 4;  // max, sum, alpha per slot; broadcast, reduce, max/sum out
 
 // UB of one AIV for `rows` query rows (its half of a task) walked in chunks of `chunk` rows.
-FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t dvPad, bool denseMask, bool band) {
+FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t dvPad, bool denseMask, bool band,
+                            bool alibi) {
     FaUbSizes u;
     const uint32_t r = rows == 0 ? 1 : rows;
     const uint32_t c = chunk == 0 ? 1 : chunk;
     const uint32_t r8 = AlignUp(r, 8);
     u.s = 2 * c * w * 4;
     const bool masks = band || denseMask;
-    u.dmat = band ? c * w * 4 : 0;
+    u.dmat = band || alibi ? c * w * 4 : 0;
+    u.bias = alibi ? c * w * 4 : 0;
     u.bits = masks ? AlignUp(c * w / 8, 32) : 0;
     u.fold = c * (masks && w * 2 > 256 ? w * 2 : 256);
     u.p = 2 * c * w * 2 > r * dvPad * 2 ? 2 * c * w * 2 : r * dvPad * 2;
@@ -255,7 +265,7 @@ FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t 
     u.stat = r8 * 8 * 4;
     u.row = AlignUp(r8 * 4, 32);
     u.mask = denseMask && u.opart < AlignUp(c, 8) * w ? AlignUp(c, 8) * w : 0;
-    u.total = u.s + u.dmat + u.bits + u.fold + u.p + u.opart + u.acc + kFaStatBuffers * u.stat + 2 * u.row + u.mask + 32;
+    u.total = u.s + u.dmat + u.bias + u.bits + u.fold + u.p + u.opart + u.acc + kFaStatBuffers * u.stat + 2 * u.row + u.mask + 32;
     return u;
 }
 

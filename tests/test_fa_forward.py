@@ -410,13 +410,16 @@ def _entry_args(q, k, v, out, m, s, **over):
              prefix=[], dense_mask=False)
     a.update(over)
     chip = a.pop("chip", "Ascend910B2")
-    return (a, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), 0, 0, 0, 0, 0, out.data_ptr(), m.data_ptr(),
-            s.data_ptr())  # no mask, no block map, no sink
+    return (a, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), 0, 0, 0, 0, 0, 0, out.data_ptr(), m.data_ptr(),
+            s.data_ptr())  # no mask, no block map, no sink, no ALiBi slopes
 
 
 @pytest.mark.parametrize("bad", [dict(chip="Ascend999"), dict(layout="XYZ"), dict(sparse_mode=9), dict(N2=3),
-                                 dict(D=0), dict(Dv=65), dict(dtype="fp32"), dict(sink=True)],
-                         ids=lambda d: next(iter(d)))  # sink=True: the problem has sinks, the buffer is null
+                                 dict(D=0), dict(Dv=65), dict(dtype="fp32"), dict(sink=True),
+                                 dict(alibi_mode=2, alibi_per_batch=False, alibi_delta=0),
+                                 dict(alibi_mode=5, alibi_per_batch=False, alibi_delta=0)],
+                         ids=lambda d: "-".join(f"{k}={v}" for k, v in d.items()))
+# sink=True / alibi_mode=2: the problem has sinks / ALiBi, the buffer is null; alibi_mode=5: no such mode
 def test_entry_errors_leave_outputs_untouched(gen, bad):
     assert issubclass(_C.TwinError, RuntimeError)
     q, k, v = make_qkv(gen, "BNSD", 1, 2, 1, 33, 40, 64, 64, torch.float16)

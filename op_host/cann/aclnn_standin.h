@@ -17,12 +17,13 @@ extern "C" {
     int64_t headNum, char *inputLayout, double scale, double keepProb, int64_t preTokens, int64_t nextTokens,     \
         int64_t innerPrecise, const aclIntArray *prefixOptional, const aclIntArray *actualSeqQlenOptional,        \
         const aclIntArray *actualSeqKvlenOptional, int64_t sparseMode, int64_t seed, int64_t offset,              \
-        double softcap, int64_t s1Block, int64_t s2Block
+        double softcap, int64_t pseType, const aclIntArray *qStartIdxOptional,                                    \
+        const aclIntArray *kvStartIdxOptional, int64_t s1Block, int64_t s2Block
 
 aclnnStatus aclnnFlashAttentionNpuFaGetWorkspaceSize(
     const aclTensor *query, const aclTensor *key, const aclTensor *value, const aclTensor *attenMaskOptional,
     const aclTensor *blockMapOptional, const aclTensor *seqInfo, const aclTensor *sinkOptional,
-    NPU_FA_STANDIN_COMMON_ATTRS, const aclTensor *attentionOutOut, const aclTensor *softmaxMaxOut,
+    const aclTensor *alibiSlopesOptional, NPU_FA_STANDIN_COMMON_ATTRS, const aclTensor *attentionOutOut, const aclTensor *softmaxMaxOut,
     const aclTensor *softmaxSumOut,
     uint64_t *workspaceSize, aclOpExecutor **executor);
 aclnnStatus aclnnFlashAttentionNpuFa(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
@@ -39,7 +40,8 @@ aclnnStatus aclnnFlashAttentionNpuFaGradGetWorkspaceSize(
     const aclTensor *query, const aclTensor *key, const aclTensor *value, const aclTensor *dy,
     const aclTensor *attentionIn, const aclTensor *softmaxMax, const aclTensor *softmaxSum,
     const aclTensor *attenMaskOptional, const aclTensor *blockMapOptional, const aclTensor *seqInfo,
-    const aclTensor *sinkOptional, NPU_FA_STANDIN_COMMON_ATTRS, bool deterministic, int64_t launch,
+    const aclTensor *sinkOptional, const aclTensor *alibiSlopesOptional, NPU_FA_STANDIN_COMMON_ATTRS,
+    bool deterministic, int64_t launch,
     const aclTensor *dqOut, const aclTensor *dkOut, const aclTensor *dvOut, const aclTensor *dsinkRowsOut,
     uint64_t *workspaceSize, aclOpExecutor **executor);
 aclnnStatus aclnnFlashAttentionNpuFaGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,

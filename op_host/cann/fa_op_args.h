@@ -23,12 +23,14 @@ constexpr const char* kMapOp = "FlashAttentionNpuFaBlockMap";
 constexpr const char* kGradOp = "FlashAttentionNpuFaGrad";
 
 // Inputs, in kernel-argument order (op_kernel/flash_attention_fwd.cpp, _block_map.cpp, _bwd.cpp).
-enum FwdInput : uint32_t { kFwdQuery = 0, kFwdKey, kFwdValue, kFwdAttenMask, kFwdBlockMap, kFwdSeqInfo, kFwdSink };
+enum FwdInput : uint32_t {
+    kFwdQuery = 0, kFwdKey, kFwdValue, kFwdAttenMask, kFwdBlockMap, kFwdSeqInfo, kFwdSink, kFwdAlibiSlopes
+};
 enum FwdOutput : uint32_t { kFwdAttentionOut = 0, kFwdSoftmaxMax, kFwdSoftmaxSum };
 enum MapInput : uint32_t { kMapAttenMask = 0, kMapSeqInfo };
 enum GradInput : uint32_t {
     kGradQuery = 0, kGradKey, kGradValue, kGradDy, kGradAttentionIn, kGradSoftmaxMax, kGradSoftmaxSum,
-    kGradAttenMask, kGradBlockMap, kGradSeqInfo, kGradSink
+    kGradAttenMask, kGradBlockMap, kGradSeqInfo, kGradSink, kGradAlibiSlopes
 };
 // dsink_rows: with a sink, each query row's share of dsink in the statistics' layout (the caller sums them per head);
 // without one a single unused block.
@@ -40,7 +42,7 @@ enum GradOutput : uint32_t { kGradDq = 0, kGradDk, kGradDv, kGradDsinkRows };
 enum Attr : uint32_t {
     kAttrHeadNum = 0, kAttrInputLayout, kAttrScale, kAttrKeepProb, kAttrPreTokens, kAttrNextTokens,
     kAttrInnerPrecise, kAttrPrefix, kAttrActualSeqQlen, kAttrActualSeqKvlen, kAttrSparseMode, kAttrSeed,
-    kAttrOffset, kAttrSoftcap, kAttrS1Block, kAttrS2Block, kCommonAttrs
+    kAttrOffset, kAttrSoftcap, kAttrPseType, kAttrQStartIdx, kAttrKvStartIdx, kAttrS1Block, kAttrS2Block, kCommonAttrs
 };
 // The block-map op has no q/k/v inputs: their shapes and dtype come as attributes after the common ones.
 enum MapAttr : uint32_t { kMapAttrQueryShape = kCommonAttrs, kMapAttrKeyShape, kMapAttrValueShape, kMapAttrDtype };
@@ -52,6 +54,8 @@ struct FaOpAttrs {
     std::string inputLayout;
     float scale = 1.0f, keepProb = 1.0f;
     float softcap = 0.0f;  // the schema's None
+    int64_t pseType = 1;
+    std::vector<int64_t> qStartIdx, kvStartIdx;
     int64_t preTokens = kInt32Max, nextTokens = kInt32Max, innerPrecise = 0;
     std::vector<int64_t> prefix, actualSeqQlen, actualSeqKvlen;
     int64_t sparseMode = 0;
@@ -196,6 +200,20 @@ inline std::string MaskOf(const FaOpShapes& s, FaProblem& p, uint32_t s1max, uin
 
 // The problem the kernels run for these shapes and attributes, with the torch op's mode rules: modes 0/1 without
 // a mask are full attention, pre/next apply to modes 0/4/7/8 only, the prefix to modes 5/6 only. "" on success.
+// In-kernel ALiBi: the slopes input holds `elements` fp32, one per query head ([N1]) or per (batch, head) ([B, N1];
+// TND: B = the sequences the lists give). "" or what is wrong.
+inline std::string AlibiSlopes(const FaOpAttrs& a, FaProblem& p, int64_t elements) {
+    const int64_t batches = p.layout == kTND ? (int64_t)a.actualSeqQlen.size() : (int64_t)p.batch;
+    if (elements == (int64_t)p.n1) {
+        p.alibiPerBatch = false;
+    } else if (elements == batches * (int64_t)p.n1) {
+        p.alibiPerBatch = true;
+    } else {
+        return "the ALiBi slopes (pse of pse_type 2/3) must hold N1 or B*N1 values, got " + std::to_string(elements);
+    }
+    return "";
+}
+
 inline std::string BuildFaProblem(const FaOpShapes& s, const FaOpAttrs& a, FaProblem& p) {
     p = FaProblem{};
     if (!ParseLayout(a.inputLayout, p.layout)) {
@@ -210,6 +228,13 @@ inline std::string BuildFaProblem(const FaOpShapes& s, const FaOpAttrs& a, FaPro
     p.scale = a.scale;
     if (!(a.softcap >= 0.0f && a.softcap <= 3.4028234663852886e38f)) return "softcap must be finite and > 0";
     p.softcap = a.softcap;
+    if (a.pseType < 0 || a.pseType > 3) return "pse_type must be 0, 1, 2 or 3";
+    if (a.pseType == kAlibiLinear || a.pseType == kAlibiSqrt) {
+        p.alibiMode = (uint32_t)a.pseType;
+        p.alibiDelta = (a.kvStartIdx.empty() ? 0 : a.kvStartIdx[0]) - (a.qStartIdx.empty() ? 0 : a.qStartIdx[0]);
+    } else if (!a.qStartIdx.empty() || !a.kvStartIdx.empty()) {
+        return "q_start_idx / kv_start_idx are only used by the in-kernel ALiBi of pse_type 2 and 3";
+    }
     uint32_t s1max = p.s1, s2max = p.s2;
     if (p.layout == kTND) {
         if (!(err = EnabledCumulative("actual_seq_qlen", a.actualSeqQlen, p.cuSeqQ)).empty()) return err;

@@ -49,6 +49,11 @@ inline bool ReadAttrs(const gert::RuntimeAttrs* attrs, FaOpAttrs& a) {
     a.scale = *scale;
     a.keepProb = *keepProb;
     a.softcap = *softcap;
+    const int64_t* pseType = attrs->GetInt(kAttrPseType);
+    if (pseType == nullptr) return false;
+    a.pseType = *pseType;
+    a.qStartIdx = ListOf(attrs->GetListInt(kAttrQStartIdx));
+    a.kvStartIdx = ListOf(attrs->GetListInt(kAttrKvStartIdx));
     a.preTokens = *ints[0];
     a.nextTokens = *ints[1];
     a.innerPrecise = *ints[2];

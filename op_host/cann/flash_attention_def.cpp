@@ -48,6 +48,9 @@ void CommonAttrs(OpDef& def) {
     def.Attr("seed").AttrType(OPTIONAL).Int(0);
     def.Attr("offset").AttrType(OPTIONAL).Int(0);
     def.Attr("softcap").AttrType(OPTIONAL).Float(0.0f);  // the schema's None
+    def.Attr("pse_type").AttrType(OPTIONAL).Int(1);
+    def.Attr("q_start_idx").AttrType(OPTIONAL).ListInt({});
+    def.Attr("kv_start_idx").AttrType(OPTIONAL).ListInt({});
     def.Attr("s1_block").AttrType(OPTIONAL).Int(0);
     def.Attr("s2_block").AttrType(OPTIONAL).Int(0);
 }
@@ -75,6 +78,7 @@ public:
         In(this->Input("block_map"), OPTIONAL, kU8);
         In(this->Input("seq_info"), REQUIRED, kI64);
         In(this->Input("sink"), OPTIONAL, kF32);
+        In(this->Input("alibi_slopes"), OPTIONAL, kF32);
         Param(this->Output("attention_out"), REQUIRED, kQkv);
         Param(this->Output("softmax_max"), REQUIRED, kF32);
         Param(this->Output("softmax_sum"), REQUIRED, kF32);
@@ -112,6 +116,7 @@ public:
         In(this->Input("block_map"), OPTIONAL, kU8);
         In(this->Input("seq_info"), REQUIRED, kI64);
         In(this->Input("sink"), OPTIONAL, kF32);
+        In(this->Input("alibi_slopes"), OPTIONAL, kF32);
         for (const char* out : {"dq", "dk", "dv"}) Param(this->Output(out), REQUIRED, kQkv);
         Param(this->Output("dsink_rows"), REQUIRED, kF32);
         CommonAttrs(*this);

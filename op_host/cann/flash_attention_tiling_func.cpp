@@ -44,6 +44,15 @@ ge::graphStatus CheckSize(gert::TilingContext* ctx, const gert::StorageShape* sh
                                std::to_string(want));
 }
 
+// In-kernel ALiBi (pse_type 2/3): the slopes input must be there, with N1 or B*N1 values.
+ge::graphStatus Slopes(gert::TilingContext* ctx, const fa::FaOpAttrs& a, npu_fa::FaProblem& p, uint32_t input) {
+    if (p.alibiMode == npu_fa::kAlibiNone) return ge::GRAPH_SUCCESS;
+    const gert::StorageShape* s = ctx->GetOptionalInputShape(input);
+    if (s == nullptr) return fa::Refuse(ctx, "pse_type 2/3 needs the alibi_slopes input");
+    const std::string err = fa::AlibiSlopes(a, p, s->GetStorageShape().GetShapeSize());
+    return err.empty() ? ge::GRAPH_SUCCESS : fa::Refuse(ctx, err);
+}
+
 // The tiling struct, the launch's blocks and the workspace: the user part after the library's system part.
 template <typename T>
 ge::graphStatus Emit(gert::TilingContext* ctx, const T& tiling, uint32_t blockDim, uint64_t userWorkspace,
@@ -101,6 +110,7 @@ ge::graphStatus TilingFlashAttentionNpuFa(gert::TilingContext* context) {
     const gert::StorageShape* sink = context->GetOptionalInputShape(fa::kFwdSink);
     p.sink = sink != nullptr;
     if (p.sink && CheckSize(context, sink, "sink", p.n1) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    if (Slopes(context, a, p, fa::kFwdAlibiSlopes) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
     npu_fa::FaTilingOut t;
     std::string err = npu_fa::ComputeFlashAttentionTiling(p, chip, t);
     if (err.empty()) err = fa::CheckPlannedBlocks(a, t.data.s1Block, t.data.s2Block);
@@ -170,6 +180,7 @@ ge::graphStatus TilingFlashAttentionNpuFaGrad(gert::TilingContext* context) {
                        ge::GRAPH_SUCCESS)) {
         return ge::GRAPH_FAILED;
     }
+    if (Slopes(context, a, p, fa::kGradAlibiSlopes) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
     npu_fa::FaGradTilingOut t;
     std::string err = npu_fa::ComputeFlashAttentionGradTiling(p, chip, t);
     if (err.empty() && (*launch < 0 || (size_t)*launch >= t.launches.size())) {

@@ -16,7 +16,7 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
   forward's block-map pre-pass runs for the backward's blocks, so fully masked tiles are skipped). `softmax_max`/`softmax_sum`
   (the forward's float32 `[B, N1, S1, 8]` / TND `[T1, N1, 8]` statistics) and `attention_in` (the forward output)
   are required; `dy` has the forward output's shape and the query's dtype.
-* dq/dk/dv have the shapes and dtype of query/key/value; dpse is empty (no pse). P is
+* dq/dk/dv have the shapes and dtype of query/key/value; dpse is empty (ALiBi slopes get no gradient). P is
   recomputed from the saved statistics (P = exp(scale * S - max) / sum), D = rowsum(dy * attention_in),
   dS = P * (dP - D); every sum accumulates in fp32, P and dS enter the cube's products in the input dtype. Rows
   that see no key (softmax_max = -FLT_MAX) get P = 0, so zero dq and no contribution to dk/dv.
@@ -31,7 +31,8 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
   enters D, cancels; each row's term goes to a buffer in the statistics' layout and is summed per head in a fixed
   order (bitwise reproducible). The autograd passes the sink only when it requires grad.
 * softcap: the forward's `softcap`; dS is taken through the cap (times 1 - (y / softcap)^2 at the capped score y).
-* pse -> NotImplementedError, keep_prob < 1 -> NotImplementedError, padding_mask -> ValueError (reserved).
+* ALiBi (pse_type 2/3, slopes in `pse`): the forward's bias recomputed per tile. An outer pse (pse_type 0/1) ->
+  NotImplementedError, keep_prob < 1 -> NotImplementedError, padding_mask -> ValueError (reserved).
   Head dims up to 512 like the forward: when the dK and dV sums of a key block do not both fit half of the cube's
   L0C (D + Dv > 256), a dV pass and a dK pass run instead, each in passes of at most 256 columns.
 
@@ -146,6 +147,7 @@ def _grad_impl(*args, **kwargs):
     sink = a["sink"]
     sk = None if sink is None else sink.detach().contiguous()
     dsink_rows = None if sink is None else torch.zeros(p.stats_shape, dtype=torch.float32)  # rows of no task: 0
+    slopes = ops.alibi_slopes(p, a["pse"])
     entry = getattr(ops._ext(), "flash_attention_grad", None)
     if entry is None:
         raise RuntimeError("npu_flash_attn._C has no flash_attention_grad (stale build?): rebuild with "
@@ -155,7 +157,7 @@ def _grad_impl(*args, **kwargs):
     mask_ptr, mask_bytes = (view.tensor.data_ptr(), view.extent) if view is not None else (0, 0)
     info = entry(ops.problem_dict(p, view), ops.get_chip(), bool(a["deterministic"]), q.data_ptr(), k.data_ptr(),
                  v.data_ptr(), do.data_ptr(), o.data_ptr(), smax.data_ptr(), ssum.data_ptr(), mask_ptr, mask_bytes,
-                 0 if sk is None else sk.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
+                 0 if sk is None else sk.data_ptr(), 0 if slopes is None else slopes.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
                  0 if dsink_rows is None else dsink_rows.data_ptr())
     if p.layout == "TND":
         _zero_tnd_tails(p, dq, dk, dv)
@@ -206,16 +208,20 @@ _NON_TENSOR = ("head_num", "input_layout", "scale", "keep_prob", "pre_tokens", "
 def _setup_context(ctx, inputs, output):
     args = dict(zip(_FWD_NAMES, inputs))
     out, smax, ssum = output
-    ctx.save_for_backward(args["query"], args["key"], args["value"], out, smax, ssum, args["atten_mask"], args["sink"])
+    ctx.save_for_backward(args["query"], args["key"], args["value"], out, smax, ssum, args["atten_mask"], args["sink"],
+                          args["pse"])
     ctx.fwd_args = {n: args[n] for n in _NON_TENSOR}
     ctx.num_inputs = len(inputs)
     ctx.mark_non_differentiable(smax, ssum)
 
 
 def _backward(ctx, d_out, _d_max, _d_sum):
-    query, key, value, out, smax, ssum, atten_mask, sink = ctx.saved_tensors
+    query, key, value, out, smax, ssum, atten_mask, sink, pse = ctx.saved_tensors
     if d_out is None:
         d_out = torch.zeros_like(out)
+    if pse is not None and ctx.needs_input_grad[_FWD_NAMES.index("pse")]:
+        raise NotImplementedError("the gradient of the ALiBi slopes (pse) is not computed by npu_flash_attn (the "
+                                  "built-in returns none either); pass them detached, e.g. pse.detach()")
     a = ctx.fwd_args
     sink_at = _FWD_NAMES.index("sink")
     want_dsink = sink is not None and ctx.needs_input_grad[sink_at]
@@ -223,7 +229,7 @@ def _backward(ctx, d_out, _d_max, _d_sum):
     # dq/dk/dv need only the statistics (which hold the sink's term): the sink goes in only when dsink is wanted
     dq, dk, dv, _, dsink = torch.ops.npu.flash_attention_grad(
         query, key, value, d_out, a["head_num"], a["input_layout"], atten_mask=atten_mask, softmax_max=smax,
-        softmax_sum=ssum, attention_in=out, sink=sink if want_dsink else None,
+        softmax_sum=ssum, attention_in=out, sink=sink if want_dsink else None, pse=pse,
         deterministic=torch.are_deterministic_algorithms_enabled(), **shared)
     grads = [dq, dk, dv] + [None] * (ctx.num_inputs - 3)
     if want_dsink:

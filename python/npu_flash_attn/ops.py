@@ -52,9 +52,14 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
 * `softcap` (flash_attn's logit soft-capping, Gemma 2; None = off, else a finite value > 0): the scaled scores
   x = scale * q.k become softcap * tanh(x / softcap) before the masks and the softmax (softmax_max is the max of the
   capped scores).
-* `padding_mask` is reserved (also unsupported by the built-in): passing one raises ValueError. `pse`, `pse_type`
-  other than 1, `q_start_idx`/`kv_start_idx`, dropout (keep_prob < 1) and `dropout_mask` raise
-  NotImplementedError. `seed`/`offset` are accepted and unused (no dropout).
+* ALiBi (`pse_type` 2 or 3, the built-in's in-kernel bias): `pse` holds float32 slopes, [N1] or [B, N1] (TND: B =
+  the number of sequences given); score (i, j) of head h gets -slope_h * |(j + kv_start_idx[0]) -
+  (i + q_start_idx[0])| (type 3: its square root), i and j positions inside the sequence, after `scale` and
+  `softcap` and before the masks; no bias tensor is formed. Unlike the built-in, S1 != S2 is allowed (the formula
+  as written, top-left positions). `q_start_idx`/`kv_start_idx` are refused with other pse types.
+* `padding_mask` is reserved (also unsupported by the built-in): passing one raises ValueError. An outer `pse`
+  tensor (pse_type 0/1), dropout (keep_prob < 1) and `dropout_mask` raise NotImplementedError. `seed`/`offset` are
+  accepted and unused (no dropout).
 
 Devices: CPU tensors run the Ascend C kernel on the CPU twin (label results "twin"); the emulated chip is chosen by
 `set_chip(name)`, else the environment variable NPU_FA_CHIP, else "Ascend910B2". `last_launch_info()` returns the
@@ -207,6 +212,9 @@ class FAProblem:
     mask_tnd_global: bool = False  # TND dense mask [sum Sq, sum Skv] read at global token positions
     sink: bool = False         # per-query-head sink logits (float32 [N1]) join every softmax row
     softcap: Optional[float] = None  # > 0: logit soft-capping of the scaled scores
+    alibi_mode: int = 0        # in-kernel ALiBi: the pse_type (2 or 3) with slopes in `pse`, else 0
+    alibi_per_batch: bool = False  # slopes [B, N1] (else [N1])
+    alibi_delta: int = 0       # kv_start_idx[0] - q_start_idx[0]
 
     @property
     def dtype_name(self) -> str:
@@ -388,6 +396,43 @@ def _max_abs_score(p: FAProblem, query: torch.Tensor, key: torch.Tensor) -> floa
     return peak
 
 
+def _start_index(name: str, x: Any) -> int:
+    if not isinstance(x, (list, tuple)) or len(x) == 0:
+        raise ValueError(f"{name}={x!r} must be a non-empty list of ints (only element 0 is used, as the built-in)")
+    v = _as_int(name, x[0])
+    if not (INT32_MIN <= v <= INT32_MAX):
+        raise ValueError(f"{name}[0]={v} must fit in int32")
+    return v
+
+
+def _check_pse(pse, pse_type: int, q_start_idx, kv_start_idx, device, batches: int, n1: int):
+    """(alibi mode, slopes per batch, kv_start - q_start) of the pse arguments, or raises naming the argument."""
+    if pse_type in (0, 1):
+        if pse is not None:
+            raise NotImplementedError(f"an outer pse tensor (pse_type={pse_type}: a bias added to the scores) is not "
+                                      "implemented yet in npu_flash_attn; ALiBi from slopes works with pse_type 2 or 3")
+        for name, x in (("q_start_idx", q_start_idx), ("kv_start_idx", kv_start_idx)):
+            if x is not None:
+                raise ValueError(f"{name} is only used by the in-kernel ALiBi of pse_type 2 and 3, got "
+                                 f"pse_type={pse_type}")
+        return 0, False, 0
+    if pse is None:
+        raise ValueError(f"pse_type={pse_type} needs `pse`: the ALiBi slopes, float32 [N1] or [B, N1]")
+    if not isinstance(pse, torch.Tensor):
+        raise TypeError(f"pse must be a torch.Tensor or None, got {type(pse).__name__}")
+    if pse.dtype != torch.float32:
+        raise TypeError(f"pse dtype {pse.dtype} must be torch.float32 for pse_type={pse_type} (the ALiBi slopes)")
+    if pse.device != device:
+        raise ValueError(f"pse is on device {pse.device} but query is on {device}; all tensors must be on the same "
+                         "device")
+    if tuple(pse.shape) not in ((n1,), (batches, n1)):
+        raise ValueError(f"pse shape {tuple(pse.shape)} must be ({n1},) or ({batches}, {n1}) for pse_type={pse_type}: "
+                         "one ALiBi slope per query head (per batch)")
+    q0 = 0 if q_start_idx is None else _start_index("q_start_idx", q_start_idx)
+    k0 = 0 if kv_start_idx is None else _start_index("kv_start_idx", kv_start_idx)
+    return pse_type, pse.dim() == 2, k0 - q0
+
+
 def validate_flash_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None,
                              atten_mask=None, scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX,
                              next_tokens=INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None,
@@ -488,14 +533,8 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
             if x is not None:
                 raise ValueError(f"{name} is only valid with input_layout='TND', got input_layout={input_layout!r}")
     # features of later issues
-    if pse is not None:
-        raise NotImplementedError("pse (positional bias / ALiBi) is not implemented yet in npu_flash_attn")
-    if pse_type != 1:
-        raise NotImplementedError(f"pse_type={pse_type} (ALiBi generated in the kernel or an outer pse) is not "
-                                  "implemented yet in npu_flash_attn")
-    for name, x in (("q_start_idx", q_start_idx), ("kv_start_idx", kv_start_idx)):
-        if x is not None:
-            raise NotImplementedError(f"{name} (ALiBi position offsets) is not implemented yet in npu_flash_attn")
+    alibi_mode, alibi_per_batch, alibi_delta = _check_pse(pse, pse_type, q_start_idx, kv_start_idx, query.device,
+                                                          len(actual_seq_qlen) if layout == "TND" else B, N1)
     if keep_prob < 1.0:
         raise NotImplementedError(f"dropout (keep_prob={keep_prob} < 1) is not implemented yet in npu_flash_attn")
     if dropout_mask is not None:
@@ -527,7 +566,8 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
                      scale=scale, sparse_mode=rules.sparse_mode, pre_tokens=rules.pre_tokens,
                      next_tokens=rules.next_tokens, cu_seqlens_q=tuple(cu_q), cu_seqlens_kv=tuple(cu_kv),
                      out_shape=out_shape, stats_shape=stats_shape, prefix=rules.prefix, dense_mask=rules.dense,
-                     mask_tnd_global=rules.tnd_global, sink=sink is not None, softcap=softcap)
+                     mask_tnd_global=rules.tnd_global, sink=sink is not None, softcap=softcap, alibi_mode=alibi_mode,
+                     alibi_per_batch=alibi_per_batch, alibi_delta=alibi_delta)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -567,7 +607,8 @@ def problem_dict(p: FAProblem, view=None) -> dict:
          "sparse_mode": int(p.sparse_mode), "pre_tokens": int(p.pre_tokens), "next_tokens": int(p.next_tokens),
          "cu_seqlens_q": list(p.cu_seqlens_q), "cu_seqlens_kv": list(p.cu_seqlens_kv), "T1": int(p.T1),
          "T2": int(p.T2), "prefix": list(p.prefix), "dense_mask": False, "sink": bool(p.sink),
-         "softcap": p.softcap}
+         "softcap": p.softcap, "alibi_mode": int(p.alibi_mode), "alibi_per_batch": bool(p.alibi_per_batch),
+         "alibi_delta": int(p.alibi_delta)}
     if view is not None:
         d.update(view.problem_fields())
     if _block_override is not None:
@@ -597,7 +638,7 @@ def set_op_counting(enabled: bool) -> None:
     _count_ops = bool(enabled)
 
 
-def _launch(p: FAProblem, q, k, v, atten_mask, sink, out, smax, ssum) -> dict:
+def _launch(p: FAProblem, q, k, v, atten_mask, sink, slopes, out, smax, ssum) -> dict:
     ext = _ext()
     if not hasattr(ext, "flash_attention_plan"):
         raise RuntimeError("npu_flash_attn._C has no flash_attention_plan (stale build?): rebuild with "
@@ -612,7 +653,8 @@ def _launch(p: FAProblem, q, k, v, atten_mask, sink, out, smax, ssum) -> dict:
         mask_ptr, mask_bytes = view.tensor.data_ptr(), view.extent
         map_ptr, map_bytes = block.block_map.data_ptr(), block.block_map.numel()
     info = dict(ext.flash_attention_fwd(problem, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), mask_ptr, mask_bytes,
-                                        map_ptr, map_bytes, 0 if sink is None else sink.data_ptr(), out.data_ptr(),
+                                        map_ptr, map_bytes, 0 if sink is None else sink.data_ptr(),
+                                        0 if slopes is None else slopes.data_ptr(), out.data_ptr(),
                                         smax.data_ptr(), ssum.data_ptr(), _count_ops))
     if block is not None:
         shared = view.tensor.untyped_storage().data_ptr() == atten_mask.untyped_storage().data_ptr()
@@ -667,11 +709,16 @@ def _flash_attention_impl(*args, **kwargs):
     # contiguous copies keep the pointers valid for the duration of the call
     q, k, v = (a[n].detach().contiguous() for n in ("query", "key", "value"))
     sk = None if sink is None else sink.detach().contiguous()
-    info = _launch(p, q, k, v, a["atten_mask"], sk, out, smax, ssum)
+    info = _launch(p, q, k, v, a["atten_mask"], sk, alibi_slopes(p, a["pse"]), out, smax, ssum)
     if p.layout == "TND":
         _fill_invalid_tail(p, out, smax, ssum)
     record_launch(info)
     return out, smax, ssum
+
+
+def alibi_slopes(p: FAProblem, pse: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """The contiguous ALiBi slopes of a problem with in-kernel ALiBi, else None."""
+    return pse.detach().contiguous() if p.alibi_mode else None
 
 
 def _flash_attention_fake(*args, **kwargs):

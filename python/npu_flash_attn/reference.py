@@ -5,7 +5,9 @@ next_tokens, actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, sink, softca
 softmax_sum)` in exactly the op's layouts and shapes:
 
 * scores s[i, j] = scale * q_i . k_j (float64), query head n uses key/value head n // (N1 / N2) (GQA/MQA); with
-  `softcap`, s = softcap * tanh(s / softcap) (before masking); `sink` [N1] logits join every row's softmax;
+  `softcap`, s = softcap * tanh(s / softcap) (before masking); with pse_type 2/3 and ALiBi slopes `pse` ([N1] or
+  [B, N1]), s += -slope * |(j + kv_start_idx[0]) - (i + q_start_idx[0])| (type 3: its square root), after the cap;
+  `sink` [N1] logits join every row's softmax;
 * visible keys per sparse_mode (per sequence for TND; i, j positions inside the sequence, d = S2 - S1 of that
   sequence, m = atten_mask, nonzero / True = masked out); docs/masks.md is the user-facing table:
   0 without a mask: all; with a mask: m == 0 and i - pre_tokens <= j <= i + next_tokens (top-left origin);
@@ -173,10 +175,11 @@ def _head_counts(query, key, value, head_num: int, layout: str) -> tuple[int, in
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis_of: Callable[[int, int], torch.Tensor],
             scale: float, lowprec: Optional[torch.dtype], sink: Optional[torch.Tensor] = None,
-            softcap: Optional[float] = None):
+            softcap: Optional[float] = None, bias_of: Optional[Callable[[int, int], torch.Tensor]] = None):
     """One sequence: q [N1,Sq,D], k [N2,Skv,D], v [N2,Skv,Dv]; vis_of(h0, h1) is the visibility of query heads
     h0:h1, bool [Sq,Skv] or [h1-h0 or 1, Sq, Skv]. sink: [N1] logits that join every row's softmax (no value).
-    softcap: the scaled scores x become softcap * tanh(x / softcap) before masking.
+    softcap: the scaled scores x become softcap * tanh(x / softcap) before masking. bias_of(h0, h1): float64
+    [h1-h0, Sq, Skv] added after the cap (ALiBi).
 
     Returns out [N1,Sq,Dv] and (float64 path only) max/sum [N1,Sq]."""
     n1, sq, _ = q.shape
@@ -209,6 +212,8 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis_of: Callable[
             s = scale * torch.matmul(qh.double(), kh.double().transpose(1, 2))
             if softcap is not None:
                 s = softcap * torch.tanh(s / softcap)
+            if bias_of is not None:
+                s = s + bias_of(h0, h1)
             s = s.masked_fill(~vis, -math.inf)
             m = s.amax(dim=2)  # -inf on invalid rows
             if sink is not None:  # the sink is a term of every row: no row is invalid
@@ -229,6 +234,8 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis_of: Callable[
             s = (s.float() * scale).to(dt)
             if softcap is not None:
                 s = torch.tanh(s / softcap) * softcap
+            if bias_of is not None:
+                s = (s.float() + bias_of(h0, h1).float()).to(dt)
             s = s.float().masked_fill(~vis, -math.inf)
             if sink is not None:  # softmax over the keys and the sink column, which is then dropped
                 z = sink[h0:h1].float().view(-1, 1, 1).expand(s.shape[0], sq, 1)
@@ -273,6 +280,24 @@ def _tnd_mask(atten_mask: Optional[torch.Tensor], sparse_mode: int, seqs):
     return m, False
 
 
+def _alibi_bias(alibi, b: int, sq: int, skv: int):
+    """bias_of for _attend from alibi = (slopes [N1] or [B, N1], pse_type 2 or 3, q_start, kv_start), or None:
+    -slope * |(j + kv_start) - (i + q_start)| (type 2) or -slope * sqrt(|...|) (type 3), positions inside sequence b."""
+    if alibi is None:
+        return None
+    slopes, pse_type, q_start, kv_start = alibi
+    sl = (slopes[b] if slopes.dim() == 2 else slopes).double()
+    i = torch.arange(sq, dtype=torch.float64).view(-1, 1) + q_start
+    j = torch.arange(skv, dtype=torch.float64).view(1, -1) + kv_start
+    dist = (j - i).abs()
+    if pse_type == 3:
+        dist = dist.sqrt()
+
+    def bias_of(h0, h1):
+        return -sl[h0:h1].view(-1, 1, 1) * dist
+    return bias_of
+
+
 def _prefix_of(prefix, sparse_mode: int, b: int) -> Optional[int]:
     """prefix[b] for the prefix modes (5, 6), else None (prefix is not read)."""
     return int(prefix[b]) if prefix is not None and sparse_mode in (5, 6) else None
@@ -280,7 +305,7 @@ def _prefix_of(prefix, sparse_mode: int, b: int) -> Optional[int]:
 
 def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_tokens, next_tokens,
          actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, lowprec: Optional[torch.dtype], sink=None,
-         softcap=None):
+         softcap=None, alibi=None):
     layout = input_layout.upper()
     n1 = int(head_num)
     n2, _ = _head_counts(query, key, value, n1, layout)
@@ -304,7 +329,7 @@ def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_toke
                                prefix=_prefix_of(prefix, sparse_mode, b), band=b == band_b)
             o, m, l = _attend(query[q0:q1].transpose(0, 1), key[k0:k1].transpose(0, 1),
                               value[k0:k1].transpose(0, 1), lambda h0, h1, vis=vis: vis, scale, lowprec, sink,
-                              softcap)
+                              softcap, _alibi_bias(alibi, b, sq, skv))
             out[q0:q1] = o.transpose(0, 1)
             if lowprec is None:
                 base = q0 * n1 * 8
@@ -329,7 +354,7 @@ def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_toke
         def vis_of(h0, h1, mb=mb, pfx=_prefix_of(prefix, sparse_mode, bi)):
             mh = None if mb is None else (mb[h0:h1] if mb.shape[0] > 1 else mb)
             return visible_mask(s1, s2, sparse_mode, pre_tokens, next_tokens, atten_mask=mh, prefix=pfx)
-        o, m, l = _attend(q[bi], k[bi], v[bi], vis_of, scale, lowprec, sink, softcap)
+        o, m, l = _attend(q[bi], k[bi], v[bi], vis_of, scale, lowprec, sink, softcap, _alibi_bias(alibi, bi, s1, s2))
         out[bi] = o
         if lowprec is None:
             smax[bi], ssum[bi] = m, l
@@ -338,20 +363,32 @@ def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_toke
             ssum.unsqueeze(3).expand(b, n1, s1, 8).contiguous())
 
 
+def _alibi_args(pse, pse_type, q_start_idx, kv_start_idx):
+    if int(pse_type) in (2, 3):
+        return (pse, int(pse_type), int(q_start_idx[0]) if q_start_idx else 0,
+                int(kv_start_idx[0]) if kv_start_idx else 0)
+    if pse is not None:
+        raise NotImplementedError("reference: an external pse (pse_type 0/1) is not modelled yet")
+    return None
+
+
 def flash_attention_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
                               input_layout: str, *, scale: float = 1.0, sparse_mode: int = 0,
                               pre_tokens: int = _INT32_MAX, next_tokens: int = _INT32_MAX,
                               actual_seq_qlen: Optional[Sequence[int]] = None,
                               actual_seq_kvlen: Optional[Sequence[int]] = None,
                               atten_mask: Optional[torch.Tensor] = None, prefix: Optional[Sequence[int]] = None,
-                              sink: Optional[torch.Tensor] = None, softcap: Optional[float] = None):
+                              sink: Optional[torch.Tensor] = None, softcap: Optional[float] = None,
+                              pse: Optional[torch.Tensor] = None, pse_type: int = 1,
+                              q_start_idx: Optional[Sequence[int]] = None, kv_start_idx: Optional[Sequence[int]] = None):
     """float64 (out, softmax_max, softmax_sum) in the op's layouts and shapes (see the module docstring).
 
     Differentiable with torch autograd for float64 inputs that require grad (the sink logits included). Inputs are
     not validated beyond what the arithmetic needs (mask dtype / shape, prefix present for modes 5 / 6); pass
     arguments the op accepts."""
     return _run(query, key, value, head_num, input_layout, float(scale), int(sparse_mode), int(pre_tokens),
-                int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, None, sink, softcap)
+                int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, None, sink, softcap,
+                _alibi_args(pse, pse_type, q_start_idx, kv_start_idx))
 
 
 def flash_attention_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
@@ -361,14 +398,18 @@ def flash_attention_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch
                             actual_seq_kvlen: Optional[Sequence[int]] = None,
                             atten_mask: Optional[torch.Tensor] = None,
                             prefix: Optional[Sequence[int]] = None,
-                            sink: Optional[torch.Tensor] = None, softcap: Optional[float] = None) -> torch.Tensor:
+                            sink: Optional[torch.Tensor] = None, softcap: Optional[float] = None,
+                            pse: Optional[torch.Tensor] = None, pse_type: int = 1,
+                            q_start_idx: Optional[Sequence[int]] = None,
+                            kv_start_idx: Optional[Sequence[int]] = None) -> torch.Tensor:
     """Attention output computed like plain torch in the input dtype (fp32 accumulation, each op's result rounded
     to query.dtype): the baseline of the FlashAttention criterion. Invalid rows give 0."""
     dt = query.dtype
     if dt not in (torch.float16, torch.bfloat16):
         raise TypeError(f"flash_attention_lowprec: query dtype {dt} is not fp16/bf16")
     out, _, _ = _run(query, key, value, head_num, input_layout, float(scale), int(sparse_mode), int(pre_tokens),
-                     int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, dt, sink, softcap)
+                     int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, dt, sink, softcap,
+                     _alibi_args(pse, pse_type, q_start_idx, kv_start_idx))
     return out
 
 

@@ -38,11 +38,8 @@ def to_cpu(*tensors):
 
 
 def npu_kwargs(kw: dict) -> dict:
-    """The op's keyword arguments with a mask tensor moved to the NPU."""
-    out = dict(kw)
-    if out.get("atten_mask") is not None:
-        out["atten_mask"] = out["atten_mask"].to(DEVICE)
-    return out
+    """The op's keyword arguments with every tensor (mask, sink, pse) moved to the NPU."""
+    return {n: (x.to(DEVICE) if isinstance(x, torch.Tensor) else x) for n, x in kw.items()}
 
 
 def mask_case(names: list, name: str):

@@ -88,3 +88,25 @@ def test_softcap_grads_on_npu(gen):
     for name, g, r, lo in zip(("dq", "dk", "dv"), got, ref, low):
         err, base = (g.double() - r.grad).abs().max().item(), (lo.grad.double() - r.grad).abs().max().item()
         assert err <= 3 * base + 1e-5, f"softcap {name} (NPU): {err:.3e} > 3 * {base:.3e} + 1e-5"
+
+
+def test_dsink_and_alibi_grads_on_npu(gen):
+    n1, layout = 4, "BSND"
+    slopes = torch.tensor([2 ** (-8 * (i + 1) / n1) for i in range(n1)])
+    kw = dict(scale=0.125, sparse_mode=3, pse=slopes, pse_type=2)
+    q = torch.randn(2, 150, n1, 64, generator=gen).to(torch.bfloat16)
+    k, v = (torch.randn(2, 230, 2, 64, generator=gen).to(torch.bfloat16) for _ in range(2))
+    sink = torch.randn(n1, generator=gen) + 4.0
+    dy = torch.randn(2, 150, n1, 64, generator=gen).to(torch.bfloat16)
+    nkw = npu_kwargs(dict(kw, sink=sink))
+    dq_, dk_, dv_, dy_ = to_npu(q, k, v, dy)
+    out, smax, ssum = fwd(dq_, dk_, dv_, n1, layout, **nkw)
+    got = to_cpu(*grad_op(dq_, dk_, dv_, dy_, n1, layout, softmax_max=smax, softmax_sum=ssum, attention_in=out,
+                          **nkw))
+    ref = [t.double().requires_grad_() for t in (q, k, v, sink)]
+    flash_attention_reference(*ref[:3], n1, layout, sink=ref[3], **kw)[0].backward(dy.double())
+    low = [t.clone().requires_grad_() for t in (q, k, v, sink)]
+    flash_attention_lowprec(*low[:3], n1, layout, sink=low[3], **kw).backward(dy)
+    for name, g, r, lo in zip(("dq", "dk", "dv", "dsink"), (got[0], got[1], got[2], got[4]), ref, low):
+        err, base = (g.double() - r.grad).abs().max().item(), (lo.grad.double() - r.grad).abs().max().item()
+        assert err <= 3 * base + 1e-5, f"{name} (NPU): {err:.3e} > 3 * {base:.3e} + 1e-5"

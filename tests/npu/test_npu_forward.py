@@ -122,3 +122,16 @@ def test_softcap_on_npu(gen, layout, mode):
     ref_o, ref_m, ref_s = flash_attention_reference(q, k, v, 4, layout, **kw)
     assert_close_fa(out, ref_o, flash_attention_lowprec(q, k, v, 4, layout, **kw), what="softcap (NPU)")
     assert_stats_close(smax, ssum, ref_m, ref_s)
+
+
+@pytest.mark.parametrize("layout,pse_type", [("BNSD", 2), ("TND", 3)])
+def test_alibi_on_npu(gen, layout, pse_type):
+    q, k, v = make_qkv(gen, layout, 2, 4, 2, 150, 230, 64, 64, torch.bfloat16, [70, 0, 80], [90, 40, 230])
+    slopes = torch.tensor([2 ** (-8 * (i + 1) / 4) for i in range(4)])
+    kw = dict(scale=0.125, sparse_mode=3, pse_type=pse_type, q_start_idx=[3], kv_start_idx=[11])
+    if layout == "TND":
+        kw.update(actual_seq_qlen=cumsum([70, 0, 80]), actual_seq_kvlen=cumsum([90, 40, 230]))
+    out, smax, ssum = to_cpu(*op(*to_npu(q, k, v), 4, layout, **npu_kwargs(dict(kw, pse=slopes))))
+    ref_o, ref_m, ref_s = flash_attention_reference(q, k, v, 4, layout, pse=slopes, **kw)
+    assert_close_fa(out, ref_o, flash_attention_lowprec(q, k, v, 4, layout, pse=slopes, **kw), what="ALiBi (NPU)")
+    assert_stats_close(smax, ssum, ref_m, ref_s)

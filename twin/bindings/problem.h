@@ -54,6 +54,11 @@ inline npu_fa::FaProblem ParseProblem(const py::dict& d) {
     p.denseMask = Get<bool>(d, "dense_mask");
     p.sink = d.contains("sink") && d["sink"].cast<bool>();
     if (d.contains("softcap") && !d["softcap"].is_none()) p.softcap = d["softcap"].cast<float>();
+    if (d.contains("alibi_mode")) {
+        p.alibiMode = Get<uint32_t>(d, "alibi_mode");
+        p.alibiPerBatch = Get<bool>(d, "alibi_per_batch");
+        p.alibiDelta = Get<int64_t>(d, "alibi_delta");
+    }
     if (p.denseMask) {
         p.maskPerBatch = Get<bool>(d, "mask_per_batch");
         p.maskPerHead = Get<bool>(d, "mask_per_head");
@@ -66,6 +71,11 @@ inline npu_fa::FaProblem ParseProblem(const py::dict& d) {
     if (d.contains("force_s1_block")) p.forceS1Block = Get<uint32_t>(d, "force_s1_block");
     if (d.contains("force_s2_block")) p.forceS2Block = Get<uint32_t>(d, "force_s2_block");
     return p;
+}
+
+// Bytes of the ALiBi slopes input: [B, N1] or [N1] fp32.
+inline uint64_t AlibiSlopeBytes(const npu_fa::FaProblem& p) {
+    return (p.alibiPerBatch ? (uint64_t)p.batch : 1) * p.n1 * 4;
 }
 
 }  // namespace twin_bindings

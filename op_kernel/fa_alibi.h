@@ -1,0 +1,26 @@
+// ALiBi generated in the kernel (the built-in's pse_type 2 and 3): score (i, j) of a query head gets
+// -slope * |(j + kv_start_idx) - (i + q_start_idx)| (type 2) or -slope * sqrt(|...|) (type 3), i and j positions
+// inside the sequence, after the scale and the soft-cap, before the masks. No [S1, S2] bias exists anywhere: a tile
+// derives it from the (column - row) pattern the band masks use. Shared by the forward and the backward.
+#ifndef NPU_FA_FA_ALIBI_H
+#define NPU_FA_FA_ALIBI_H
+
+#include "kernel_operator.h"
+#include "flash_attention_tiling.h"
+
+namespace npu_fa {
+
+// s[r][c] += -slope * dist(delta + dmat[r][c]) over the n fp32 elements of a tile whose dmat[r][c] = c - r and
+// whose (first column - first row) position offset, start indices included, is `delta`. `tmp`: n fp32 of scratch.
+__aicore__ inline void AddAlibi(const AscendC::LocalTensor<float>& s, const AscendC::LocalTensor<float>& dmat,
+                                const AscendC::LocalTensor<float>& tmp, uint32_t mode, int64_t delta, float slope,
+                                uint32_t n) {
+    AscendC::Adds(tmp, dmat, (float)delta, (int32_t)n);
+    AscendC::Abs(tmp, tmp, (int32_t)n);
+    if (mode == kAlibiSqrt) AscendC::Sqrt(tmp, tmp, (int32_t)n);
+    AscendC::Axpy(s, tmp, -slope, (int32_t)n);
+}
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_FA_ALIBI_H
