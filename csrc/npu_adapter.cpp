@@ -85,6 +85,7 @@ struct Call {
     at::Tensor userMask;  // dense masks only: the caller's atten_mask (the block-map cache's key)
     at::Tensor mask;      // ... and its kernel view: contiguous, broadcast dimensions of size 1 (TND: 2-D)
     at::Tensor slopes;    // in-kernel ALiBi (pse_type 2/3): the caller's pse, contiguous
+    at::Tensor pse;       // an outer bias (pse_type 0/1): the caller's pse, contiguous
     npu_fa::FaProblem p;
     npu_fa::ChipSpec chip{};
 };
@@ -108,8 +109,8 @@ void Plan(Call& c, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
           const c10::optional<at::Tensor>& sink) {
     TORCH_CHECK(!paddingMask.has_value(), "padding_mask is reserved and not supported; pass None");
     const bool alibi = c.attrs.pseType == npu_fa::kAlibiLinear || c.attrs.pseType == npu_fa::kAlibiSqrt;
-    TORCH_CHECK_NOT_IMPLEMENTED(alibi || !pse.has_value(), "an outer pse tensor (pse_type 0/1) is not implemented yet "
-                                "in npu_flash_attn; ALiBi from slopes works with pse_type 2 or 3");
+    TORCH_CHECK(alibi || !pse.has_value() || pse->scalar_type() == q.scalar_type(),
+                "pse dtype must equal the query's for pse_type 0/1 (an outer bias)");
     TORCH_CHECK(!alibi || (pse.has_value() && pse->scalar_type() == at::kFloat && pse->dim() >= 1 && pse->dim() <= 2),
                 "pse_type ", c.attrs.pseType, " needs pse: the ALiBi slopes, float32 [N1] or [B, N1]");
     TORCH_CHECK(!sink.has_value() || (sink->scalar_type() == at::kFloat && sink->dim() == 1),
@@ -129,11 +130,16 @@ void Plan(Call& c, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
     // A first pass without the mask gives S2 (and whether the mode reads a dense mask at all).
     std::string err = fa::BuildFaProblem(c.shapes, c.attrs, c.p);
     TORCH_CHECK(err.empty(), "flash_attention: ", err);
-    if (alibi) {
-        err = fa::AlibiSlopes(c.attrs, c.p, pse->numel());
-        TORCH_CHECK(err.empty(), "flash_attention: ", err);
-        c.slopes = pse->contiguous();
-    }
+    // The pse facts of the problem (BuildFaProblem resets them: applied again after the mask pass below).
+    const auto psePart = [&]() {
+        std::string e;
+        if (alibi) e = fa::AlibiSlopes(c.attrs, c.p, pse->numel());
+        if (!alibi && pse.has_value()) e = fa::OuterPse(c.attrs, c.p, pse->sizes().vec());
+        TORCH_CHECK(e.empty(), "flash_attention: ", e);
+    };
+    psePart();
+    if (alibi) c.slopes = pse->contiguous();
+    if (!alibi && pse.has_value()) c.pse = pse->contiguous();
     const int64_t mode = c.attrs.sparseMode;
     if (mask.has_value() && (mode == 0 || mode == 1 || mode == 5)) {
         TORCH_CHECK(mask->scalar_type() == at::kBool || mask->scalar_type() == at::kByte,
@@ -144,7 +150,7 @@ void Plan(Call& c, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
         c.shapes.mask = c.mask.sizes().vec();
         err = fa::BuildFaProblem(c.shapes, c.attrs, c.p);
         TORCH_CHECK(err.empty(), "flash_attention: ", err);
-        if (alibi) fa::AlibiSlopes(c.attrs, c.p, pse->numel());  // checked above; BuildFaProblem reset the problem
+        psePart();
     }
     const platform_ascendc::PlatformAscendC* plat = platform_ascendc::PlatformAscendCManager::GetInstance();
     TORCH_CHECK(plat != nullptr, "flash_attention: no CANN platform information (is the NPU visible?)");
@@ -258,6 +264,19 @@ at::Tensor SumRowsPerHead(const npu_fa::FaProblem& p, const at::Tensor& rows) {
     return out;
 }
 
+// dpse in pse's shape and dtype from the kernel's dS rows: summed over what pse broadcasts, times the scale for
+// pse_type 1 (backward.py's _dpse).
+at::Tensor Dpse(const npu_fa::FaProblem& p, const at::Tensor& pse, const at::Tensor& rows) {
+    const bool perRow = p.pseStrideS != 0;
+    const int64_t r = perRow ? p.s1 : 4 * (((int64_t)p.s1 + 15) / 16);
+    const int64_t keys = p.s2;
+    at::Tensor g = rows.view({(int64_t)p.batch, (int64_t)p.n1, r, keys});
+    if (!perRow) g = g.sum(2, true);
+    if (pse.size(0) == 1 && p.batch > 1) g = g.sum(0, true);
+    if (p.pseMode == npu_fa::kPseScaled) g = g * p.scale;
+    return g.to(pse.scalar_type()).reshape(pse.sizes());
+}
+
 // TND: tokens after the last enabled sequence belong to no sequence.
 int64_t UsedTokens(const std::vector<int64_t>& cu) { return cu.empty() ? 0 : cu.back(); }
 
@@ -322,7 +341,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
         [&](uint64_t* size, aclOpExecutor** exec) {
             return aclnnFlashAttentionNpuFaGetWorkspaceSize(
                 acl.T(q), acl.T(k), acl.T(v), acl.T(c.mask), acl.T(map), acl.T(seqInfo), acl.T(sinkLogits), acl.T(c.slopes),
-                a.headNum,
+                acl.T(c.pse), a.headNum,
                 &layout[0],
                 a.scale, a.keepProb, a.preTokens, a.nextTokens, a.innerPrecise, acl.A(a.prefix),
                 acl.A(a.actualSeqQlen), acl.A(a.actualSeqKvlen), a.sparseMode, seed, offset, a.softcap, a.pseType,
@@ -400,6 +419,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
     const at::Tensor sinkLogits = sink.has_value() ? sink->contiguous() : at::Tensor();
     // rows of no task (TND padding) must read 0
     at::Tensor dsinkRows = sink.has_value() ? at::zeros(statShape, mx.options()) : at::empty({8}, mx.options());
+    // dS for dpse as StorePseGrad writes it; rows no tile reaches must read 0
+    const bool outer = c.p.pseMode != npu_fa::kPseNone;
+    at::Tensor dpseRows = outer ? at::zeros({(int64_t)fa::PseGradElements(c.p)}, mx.options()) : at::empty({8}, mx.options());
     std::string layout = c.attrs.inputLayout;
     const fa::FaOpAttrs& a = c.attrs;
     at::Tensor workspace;  // shared by the launches: D and the fast mode's dQ accumulator live there between them
@@ -411,11 +433,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
             [&](uint64_t* size, aclOpExecutor** exec) {
                 return aclnnFlashAttentionNpuFaGradGetWorkspaceSize(
                     acl.T(q), acl.T(k), acl.T(v), acl.T(g), acl.T(o), acl.T(mx), acl.T(sm), acl.T(c.mask), acl.T(map),
-                    acl.T(seqInfo), acl.T(sinkLogits), acl.T(c.slopes), a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens,
+                    acl.T(seqInfo), acl.T(sinkLogits), acl.T(c.slopes), acl.T(c.pse), a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens,
                     a.nextTokens, a.innerPrecise, acl.A(a.prefix), acl.A(a.actualSeqQlen), acl.A(a.actualSeqKvlen),
                     a.sparseMode, seed, offset, a.softcap, a.pseType, acl.A(a.qStartIdx), acl.A(a.kvStartIdx), s1Block,
                     s2Block, deterministic, (int64_t)launch, acl.T(dq),
-                    acl.T(dk), acl.T(dv), acl.T(dsinkRows), size, exec);
+                    acl.T(dk), acl.T(dv), acl.T(dsinkRows), acl.T(dpseRows), size, exec);
             },
             aclnnFlashAttentionNpuFaGrad, workspace, query, launch == 0);
     }
@@ -427,7 +449,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
             dv.narrow(0, usedKv, key.size(0) - usedKv).zero_();
         }
     }
-    return {dq, dk, dv, none, sink.has_value() ? -SumRowsPerHead(c.p, dsinkRows) : none.clone()};
+    return {dq, dk, dv, outer ? Dpse(c.p, *pse, dpseRows) : none,
+            sink.has_value() ? -SumRowsPerHead(c.p, dsinkRows) : none.clone()};
 }
 
 }  // namespace

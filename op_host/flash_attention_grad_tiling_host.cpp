@@ -22,7 +22,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     // buffers fit UB and whose L1 tiles fit L1. Both dK and dV summed in one dK/dV pass when they fit, else (large
     // head dims) one pass for each, and for each as many passes as its columns need.
     const uint32_t ub = UsableUb(chip), l1 = UsableL1(chip);
-    const bool alibi = p.alibiMode != kAlibiNone;
+    const bool alibi = p.alibiMode != kAlibiNone, pse = p.pseMode != kPseNone;
     struct Shape {
         uint32_t s1b, w;
     };
@@ -38,7 +38,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
             const bool l0c = m16 * sh.w * 4 <= kL0cHalfBytes / 2 && m16 * t.dPad * 4 <= kL0cHalfBytes &&
                              sh.w * tierCols[tier] * 4 <= kL0cHalfBytes;
             if (l0c &&
-                GradUbSizes(CeilDiv(sh.s1b, 2), sh.w, CeilDiv(sh.w, 2), t.dPad, t.dvPad, p.denseMask, parts, alibi).total <=
+                GradUbSizes(CeilDiv(sh.s1b, 2), sh.w, CeilDiv(sh.w, 2), t.dPad, t.dvPad, p.denseMask, parts, alibi, pse).total <=
                     ub &&
                 GradL1Bytes(sh.s1b, sh.w, t.dPad, t.dvPad, 3) <= l1) {
                 t.l1Slots = GradL1Bytes(sh.s1b, sh.w, t.dPad, t.dvPad, 4) <= l1 ? 4 : 3;
@@ -52,7 +52,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     }
     if (!found) return "no block size fits the chip's UB/L1/L0C";
     out.ubBytes = GradUbSizes(CeilDiv(t.s1Block, 2), t.s2Block, CeilDiv(t.s2Block, 2), t.dPad, t.dvPad, p.denseMask,
-                              kvParts, alibi).total;
+                              kvParts, alibi, pse).total;
 
     // The forward's tiling for these blocks gives the per-sequence bands (every sparse mode), the mask bases and
     // the block map's geometry; the backward's seq table extends its rows.
@@ -83,6 +83,9 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     t.alibiMode = f.alibiMode;
     t.alibiPerBatch = f.alibiPerBatch;
     t.alibiDelta = f.alibiDelta;
+    t.pseMode = f.pseMode;
+    t.pseGrad = f.pseMode != kPseNone ? 1 : 0;  // the grad op returns dpse for every outer pse, as the built-in
+    t.pseStrideB = f.pseStrideB, t.pseStrideN = f.pseStrideN, t.pseStrideS = f.pseStrideS;
     t.qStrideB = f.qStrideB, t.qStrideN = f.qStrideN, t.qStrideS = f.qStrideS;
     t.kStrideB = f.kStrideB, t.kStrideN = f.kStrideN, t.kStrideS = f.kStrideS;
     t.vStrideB = f.vStrideB, t.vStrideN = f.vStrideN, t.vStrideS = f.vStrideS;

@@ -40,6 +40,9 @@ struct FaProblem {
     uint32_t alibiMode = 0;
     bool alibiPerBatch = false;
     int64_t alibiDelta = 0;
+    // An outer bias tensor (pse_type 0/1): FaPseMode and its element strides (0 = broadcast).
+    uint32_t pseMode = 0;
+    uint64_t pseStrideB = 0, pseStrideN = 0, pseStrideS = 0;
 };
 
 struct FaTilingOut {

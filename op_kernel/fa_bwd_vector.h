@@ -17,6 +17,7 @@
 #include "fa_mask.h"
 #include "fa_softcap.h"
 #include "fa_alibi.h"
+#include "fa_pse.h"
 
 namespace npu_fa {
 
@@ -25,8 +26,8 @@ class FaBwdVector {
 public:
     __aicore__ inline void Init(const FlashAttentionGradTilingData* t, GM_ADDR dy, GM_ADDR attentionIn,
                                 GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR attenMask, GM_ADDR blockMap,
-                                GM_ADDR seqInfo, GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR dq, GM_ADDR dk, GM_ADDR dv,
-                                GM_ADDR dsinkRows, GM_ADDR workspace, AscendC::TPipe* pipe) {
+                                GM_ADDR seqInfo, GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR dq, GM_ADDR dk, GM_ADDR dv,
+                                GM_ADDR dsinkRows, GM_ADDR dpseRows, GM_ADDR workspace, AscendC::TPipe* pipe) {
         t_ = t;
         core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
         sub_ = (uint32_t)AscendC::GetSubBlockIdx();
@@ -50,7 +51,7 @@ public:
         rowsMax_ = CeilDiv(t->s1Block, 2);
         chunk_ = GradChunkRows(rowsMax_);
         const FaGradUbSizes u = GradUbSizes(rowsMax_, w_, CeilDiv(w_, 2), t->dPad, t->dvPad, t->maskMode != 0,
-                                            t->kvParts, t->alibiMode != kAlibiNone);
+                                            t->kvParts, t->alibiMode != kAlibiNone, t->pseMode != kPseNone);
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(scoreBuf_, u.score);
         pipe->InitBuffer(dpBuf_, u.dp);
@@ -63,10 +64,14 @@ public:
         pipe->InitBuffer(accBuf_, u.acc);
         pipe->InitBuffer(outBuf_, u.out);
         pipe->InitBuffer(rowBuf_, u.row);
-        if (u.bias != 0) {
-            pipe->InitBuffer(biasBuf_, u.bias);
-            slopeGm_.SetGlobalBuffer((__gm__ float*)alibiSlopes);
+        if (u.bias != 0) pipe->InitBuffer(biasBuf_, u.bias);
+        if (t->alibiMode != kAlibiNone) slopeGm_.SetGlobalBuffer((__gm__ float*)alibiSlopes);
+        if (u.pse != 0) {
+            pipe->InitBuffer(pseBuf_, u.pse);
+            pse_.Init(t, pse, pseBuf_.Get<T>(), biasBuf_.Get<float>(), 0);  // set/wait pairs: the hand-over ID
         }
+        pseGrad_ = t->pseGrad != 0 && t->pass == kGradPassDq;
+        if (pseGrad_) dpseGm_.SetGlobalBuffer((__gm__ float*)dpseRows);
         accKvOffset_ = (t->kvParts & kGradPartDk) ? CeilDiv(w_, 2) * t->dPad : 0;  // dV after dK (if both)
         if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
         BuildDiagonalPattern();
@@ -291,6 +296,9 @@ private:
                 AddAlibi(x, dmatBuf_.Get<float>(), biasBuf_.Get<float>(), t_->alibiMode, s.k0 - row0 + t_->alibiDelta,
                          alibiSlope, n);
             }
+            if (t_->pseMode != kPseNone) {
+                pse_.Add(x, task.batch, s.qHead, s.q0 + q.first + r0, rows, s.k0, (uint32_t)s.kRows);
+            }
             RowBroadcast<0>(x, Stat(kStatMax, set)[r0 * 8], rows, w_);
             const FaMaskTile tile{task.band, task.maskBase, s.qHead, s.q0 + q.first + r0, rows, s.k0,
                                   (uint32_t)s.kRows, state};
@@ -301,6 +309,7 @@ private:
             RowBroadcast<0>(dp, Stat(kStatD, set)[r0 * 8], rows, w_);
             AscendC::Mul(dp, dp, x, (int32_t)n);
             if (sinkRows_) AddSinkSums(dp, r0, rows);
+            if (pseGrad_) StorePseGrad(dp, task, s, q.first + r0, rows, c);
             if (capped) {
                 AscendC::Mul(dp, dp, slope, (int32_t)n);  // dS with respect to the uncapped scaled score
             } else {
@@ -417,6 +426,35 @@ private:
     // statistics' layout, and the host sums them per head (dsink = -sum c).
     __aicore__ inline AscendC::LocalTensor<float> SinkSums() { return partBuf_.Get<float>(); }
 
+    // dQ pass with an outer pse: dL/dpse is dS (times the scale for pse_type 1, applied by the host). A [.., S1, S2]
+    // pse gets the tile's dS rows in fp32 at dpseRows [B, N1, S1, S2]; a [.., 1, S2] one the column sums of each
+    // chunk's rows at [B, N1, 4 * ceil(S1 / 16), S2], row (query block * 2 + AIV) * 2 + chunk (s1Block >= 16).
+    // Rows no tile reaches stay as the host zeroed them; the host then sums over what the pse broadcasts.
+    __aicore__ inline void StorePseGrad(const AscendC::LocalTensor<float>& ds, const FaGradTask& task,
+                                        const FaGradStep& s, uint32_t r, uint32_t rows, uint32_t chunk) {
+        const uint64_t head = (uint64_t)task.batch * t_->n1 + s.qHead, row = (uint64_t)(s.q0 + r);
+        const uint32_t cols = (uint32_t)s.kRows;
+        const uint32_t gap = (w_ * 4 - AlignUp(cols * 4, 32)) / 32;
+        AscendC::LocalTensor<float> src = ds;
+        uint64_t off;
+        uint16_t count = (uint16_t)rows;
+        if (t_->pseStrideS == 0) {
+            AscendC::LocalTensor<float> sum = biasBuf_.Get<float>();  // the tile's pse was added already
+            AscendC::DataCopy(sum, ds, w_);
+            for (uint32_t i = 1; i < rows; ++i) AscendC::Add(sum, sum, ds[i * w_], (int32_t)w_);
+            src = sum;
+            count = 1;
+            const uint64_t part = ((uint64_t)(s.q0 / t_->s1Block) * 2 + sub_) * 2 + chunk;
+            off = (head * 4 * CeilDiv(t_->s1, 16) + part) * t_->s2 + s.k0;
+        } else {
+            off = (head * t_->s1 + row) * t_->s2 + s.k0;
+        }
+        Handover<AscendC::HardEvent::V_MTE3>();
+        AscendC::DataCopyExtParams cp(count, cols * 4, gap, (uint32_t)((t_->s2 - cols) * 4), 0);
+        AscendC::DataCopyPad(dpseGm_[off], src, cp);
+        Handover<AscendC::HardEvent::MTE3_V>();
+    }
+
     __aicore__ inline void AddSinkSums(const AscendC::LocalTensor<float>& ds, uint32_t r0, uint32_t rows) {
         const AscendC::LocalTensor<float> acc = SinkSums()[r0 * 64];
         const AscendC::BinaryRepeatParams p(1, 1, 1, 8, 8, (uint8_t)(w_ / 8));
@@ -449,13 +487,14 @@ private:
     }
 
     const FlashAttentionGradTilingData* t_ = nullptr;
-    bool sinkRows_ = false;
+    bool sinkRows_ = false, pseGrad_ = false;
     uint32_t core_ = 0, sub_ = 0;
     __gm__ int64_t* seqInfo_ = nullptr;
     __gm__ uint8_t* blockMap_ = nullptr;
     FaTileMask<FlashAttentionGradTilingData> mask_;
+    FaOuterPse<T, FlashAttentionGradTilingData> pse_;
     AscendC::GlobalTensor<T> dyGm_, oGm_, dqGm_, dkGm_, dvGm_;
-    AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_, sinkGm_, dsinkGm_, slopeGm_;
+    AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_, sinkGm_, dsinkGm_, slopeGm_, dpseGm_;
     FaGradWorkspace ws_;
     uint32_t w_ = 0, rowsMax_ = 0, chunk_ = 0, statElems_ = 0, accKvOffset_ = 0;
     AscendC::TBuf<AscendC::TPosition::VECIN> scoreBuf_;
@@ -470,6 +509,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECOUT> outBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> rowBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> biasBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> pseBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> maskBuf_;
 };
 

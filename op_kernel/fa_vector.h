@@ -10,6 +10,7 @@
 #include "fa_mask.h"
 #include "fa_softcap.h"
 #include "fa_alibi.h"
+#include "fa_pse.h"
 
 namespace npu_fa {
 
@@ -17,7 +18,7 @@ template <typename T>
 class FaVector {
 public:
     __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR attenMask, GM_ADDR blockMap, GM_ADDR seqInfo,
-                                GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR out, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR workspace,
+                                GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR out, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR workspace,
                                 AscendC::TPipe* pipe) {
         t_ = t;
         core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
@@ -35,11 +36,15 @@ public:
         rowsMax_ = CeilDiv(t->s1Block, 2);
         chunk_ = t->vecRows;
         const FaUbSizes u = UbSizes(rowsMax_, chunk_, w_, dvPad_, t->maskMode != 0, t->bandTiles != 0,
-                                    t->alibiMode != kAlibiNone);
+                                    t->alibiMode != kAlibiNone, t->pseMode != kPseNone);
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(sBuf_, u.s);
         if (u.dmat != 0) pipe->InitBuffer(dmatBuf_, u.dmat);
         if (u.bias != 0) pipe->InitBuffer(biasBuf_, u.bias);
+        if (u.pse != 0) {
+            pipe->InitBuffer(pseBuf_, u.pse);
+            pse_.Init(t, pse, pseBuf_.Get<T>(), biasBuf_.Get<float>(), kIdPse);
+        }
         if (u.bits != 0) pipe->InitBuffer(bitsBuf_, u.bits);
         pipe->InitBuffer(foldBuf_, u.fold);
         pipe->InitBuffer(pBuf_, u.p);
@@ -113,6 +118,7 @@ private:
     // Event IDs: the two score chunk buffers & partial output in (MTE2), the two probability chunk buffers (the
     // output rows use both) & statistics out (MTE3).
     static constexpr int32_t kIdScores[2] = {0, 2}, kIdOutput = 1, kIdProbs[2] = {0, 2}, kIdStats = 1;
+    static constexpr int32_t kIdPse = 3;  // V_MTE2 / MTE2_V pairs around an outer pse tile's load
     // Statistic buffers inside statBuf_: running max and sum per task slot, rescale per step slot (kWsSlots each:
     // tasks and steps in flight until their output fold), then scratch and the outputs.
     static constexpr uint32_t kStatMax = 0, kStatSum = kWsSlots, kStatAlpha = 2 * kWsSlots, kStatBcast = 3 * kWsSlots,
@@ -268,6 +274,7 @@ private:
             AddAlibi(s, dmatBuf_.Get<float>(), biasBuf_.Get<float>(), t_->alibiMode, c.c0 - tile.r0 + t_->alibiDelta,
                      c.slope, n);
         }
+        if (t_->pseMode != kPseNone) pse_.Add(s, task.batch, task.head, tile.r0, c.rows, c.c0, c.cols);
         mask_.Apply(s, tile);
 
         // Running max, rescale factor alpha = exp(m_old - m_new), then p = exp(s - m_new); the chunk's rows of each
@@ -417,6 +424,7 @@ private:
     __gm__ int64_t* seqInfo_ = nullptr;
     __gm__ uint8_t* blockMap_ = nullptr;
     FaTileMask<FlashAttentionTilingData> mask_;
+    FaOuterPse<T, FlashAttentionTilingData> pse_;
     AscendC::GlobalTensor<T> outGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_, sinkGm_, slopeGm_;
     FaWorkspace ws_;
@@ -425,6 +433,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECIN> sBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> dmatBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> biasBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> pseBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> bitsBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> foldBuf_;
     AscendC::TBuf<AscendC::TPosition::VECOUT> pBuf_;

@@ -48,7 +48,8 @@ struct FlashAttentionGradTilingData {
     // Dense atten_mask as the forward reads it (FlashAttentionTilingData has the same fields), with its block map
     // for this kernel's blocks.
     uint64_t maskStrideN, maskStrideS;
-    int64_t alibiDelta;      // in-kernel ALiBi as the forward's (FlashAttentionTilingData alibi fields)
+    int64_t alibiDelta;      // in-kernel ALiBi and the outer pse as the forward's (FlashAttentionTilingData)
+    uint64_t pseStrideB, pseStrideN, pseStrideS;
     uint32_t pass;        // FaGradPass
     uint32_t layout;
     uint32_t dtype;
@@ -77,11 +78,13 @@ struct FlashAttentionGradTilingData {
     uint32_t sinkMode;       // 1: the forward had sink logits; the dQ pass writes each row's share of dsink
     uint32_t alibiMode;
     uint32_t alibiPerBatch;
+    uint32_t pseMode;
+    uint32_t pseGrad;        // 1: the dQ pass writes dS for dpse (see FaBwdVector::StorePseGrad)
     uint32_t reserved;       // an even number of 32-bit fields
     uint32_t coreTaskStart[kMaxCores + 1];
 };
 static_assert(sizeof(FlashAttentionGradTilingData) ==
-                  3 * sizeof(int64_t) + 23 * sizeof(uint64_t) + 33 * sizeof(uint32_t) + (kMaxCores + 1) * sizeof(uint32_t),
+                  3 * sizeof(int64_t) + 26 * sizeof(uint64_t) + 35 * sizeof(uint32_t) + (kMaxCores + 1) * sizeof(uint32_t),
               "FlashAttentionGradTilingData must have no implicit padding");
 
 // The output columns a pass sums for gradient `part` (kGradPartDk: of dK, width d; kGradPartDv: of dV, width dv), as
@@ -123,7 +126,8 @@ struct FaGradUbSizes {
     uint32_t out;    // an output tile in the input dtype [accRows, dMax]; also dO and O [rows, dvPad] each
     uint32_t row;    // one fp32 per row [rows8], at least 64 (the column index pattern)
     uint32_t mask;   // dense-mask bytes of a chunk [chunk8, w] (0 without a dense mask)
-    uint32_t bias;   // ALiBi scratch [chunk, w] fp32 (0 without ALiBi)
+    uint32_t bias;   // ALiBi scratch, or an outer pse tile in fp32, [chunk, w] (0 without either)
+    uint32_t pse;    // an outer pse tile as read, [chunk, w] of the input dtype (0 without one)
     uint32_t total;
 };
 constexpr uint32_t kGradStatBuffers = 3;  // max, sum, D; two sets (step parity) in the dK/dV pass
@@ -131,7 +135,7 @@ constexpr uint32_t kGradStatBuffers = 3;  // max, sum, D; two sets (step parity)
 FA_INLINE uint32_t GradChunkRows(uint32_t rows) { return AlignUp(CeilDiv(rows == 0 ? 1 : rows, 2), 8); }
 
 FA_INLINE FaGradUbSizes GradUbSizes(uint32_t rows, uint32_t w, uint32_t kvRows, uint32_t dPad, uint32_t dvPad,
-                                    bool denseMask, uint32_t kvParts, bool alibi) {
+                                    bool denseMask, uint32_t kvParts, bool alibi, bool pse) {
     FaGradUbSizes u;
     const uint32_t r = rows == 0 ? 1 : rows;
     const uint32_t r8 = AlignUp(r, 8);
@@ -152,9 +156,10 @@ FA_INLINE FaGradUbSizes GradUbSizes(uint32_t rows, uint32_t w, uint32_t kvRows, 
     u.out = accRows * dMax * 2 > 2 * r * dvPad * 2 ? accRows * dMax * 2 : 2 * r * dvPad * 2;
     u.row = (r8 > 64 ? r8 : 64) * 4;
     u.mask = denseMask ? AlignUp(c, 8) * w : 0;
-    u.bias = alibi ? c * w * 4 : 0;
+    u.bias = alibi || pse ? c * w * 4 : 0;
+    u.pse = pse ? c * w * 2 : 0;
     u.total = u.score + u.dp + u.dmat + u.bits + u.half + u.maskHalf + 2 * kGradStatBuffers * u.stat + u.part + u.acc +
-              u.out + u.row + u.mask + u.bias;
+              u.out + u.row + u.mask + u.bias + u.pse;
     return u;
 }
 

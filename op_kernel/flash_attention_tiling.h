@@ -43,6 +43,8 @@ enum FaLayout : uint32_t { kBSH = 0, kSBH = 1, kBSND = 2, kBNSD = 3, kTND = 4 };
 enum FaDtype : uint32_t { kFp16 = 0, kBf16 = 1 };
 // In-kernel ALiBi (fa_alibi.h), by the built-in's pse_type values.
 enum FaAlibiMode : uint32_t { kAlibiNone = 0, kAlibiLinear = 2, kAlibiSqrt = 3 };
+// An outer bias tensor (fa_pse.h): added as it is (the built-in's pse_type 0) or times the scale (pse_type 1).
+enum FaPseMode : uint32_t { kPseNone = 0, kPseAdd = 1, kPseScaled = 2 };
 
 struct FlashAttentionTilingData {
     // Problem.
@@ -115,6 +117,9 @@ struct FlashAttentionTilingData {
     uint32_t alibiPerBatch;   // 1: the slopes are [B, N1], else [N1]
     uint32_t reserved3;       // keeps the 64-bit field below 8-byte aligned
     int64_t alibiDelta;       // kv_start_idx - q_start_idx
+    uint64_t pseStrideB, pseStrideN, pseStrideS;  // outer pse [B or 1, N1, S1 or 1, S2]: element strides, 0 = broadcast
+    uint32_t pseMode;         // FaPseMode
+    uint32_t reserved4;       // keeps the size a multiple of 8 bytes
 };
 
 // No implicit padding anywhere (host and device copy the struct as raw bytes; padding bytes would be undefined):
@@ -130,8 +135,9 @@ static_assert(NPU_FA_FOLLOWS(sparseMode, preTokens) && NPU_FA_FOLLOWS(vecRows, q
                   NPU_FA_FOLLOWS(bandTiles, l0cSlot0) && NPU_FA_FOLLOWS(l0cOut, sinkMode) &&
                   NPU_FA_FOLLOWS(sinkMode, softcap) && NPU_FA_FOLLOWS(softcap, alibiMode) &&
                   NPU_FA_FOLLOWS(alibiMode, alibiPerBatch) && NPU_FA_FOLLOWS(alibiPerBatch, reserved3) &&
-                  NPU_FA_FOLLOWS(reserved3, alibiDelta) &&
-                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, alibiDelta) + sizeof(int64_t),
+                  NPU_FA_FOLLOWS(reserved3, alibiDelta) && NPU_FA_FOLLOWS(alibiDelta, pseStrideB) &&
+                  NPU_FA_FOLLOWS(pseStrideS, pseMode) && NPU_FA_FOLLOWS(pseMode, reserved4) &&
+                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, reserved4) + sizeof(uint32_t),
               "FlashAttentionTilingData must have no implicit padding");
 #undef NPU_FA_FOLLOWS
 
@@ -231,7 +237,8 @@ FA_INLINE void FaMatmulChunks(uint32_t mPad, uint32_t k, uint32_t n, uint32_t& k
 struct FaUbSizes {
     uint32_t s;      // scores / probabilities in fp32, two [chunk, w] buffers (load of one overlaps work on the other)
     uint32_t dmat;   // (column - row) pattern for band masks and ALiBi [chunk, w] (only with either)
-    uint32_t bias;   // ALiBi scratch [chunk, w] fp32 (only with ALiBi)
+    uint32_t bias;   // ALiBi scratch, or an outer pse tile in fp32, [chunk, w] (only with either)
+    uint32_t pse;    // an outer pse tile as read, [chunk, w] of the input dtype (only with one)
     uint32_t bits;   // compare bit mask over [chunk, w] (only with bands or a dense mask)
     uint32_t fold;   // row-reduction scratch [chunk, 64] fp32, also the masks' [chunk, w] half scratch
     uint32_t p;      // probabilities in half precision, two [chunk, w] buffers; the output [rows, dvPad] at the end
@@ -248,7 +255,7 @@ constexpr uint32_t kFaStatBuffers = 3 * kFaStepSlots + 4;  // max, sum, alpha pe
 
 // UB of one AIV for `rows` query rows (its half of a task) walked in chunks of `chunk` rows.
 FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t dvPad, bool denseMask, bool band,
-                            bool alibi) {
+                            bool alibi, bool pse) {
     FaUbSizes u;
     const uint32_t r = rows == 0 ? 1 : rows;
     const uint32_t c = chunk == 0 ? 1 : chunk;
@@ -256,7 +263,8 @@ FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t 
     u.s = 2 * c * w * 4;
     const bool masks = band || denseMask;
     u.dmat = band || alibi ? c * w * 4 : 0;
-    u.bias = alibi ? c * w * 4 : 0;
+    u.bias = alibi || pse ? c * w * 4 : 0;
+    u.pse = pse ? c * w * 2 : 0;
     u.bits = masks ? AlignUp(c * w / 8, 32) : 0;
     u.fold = c * (masks && w * 2 > 256 ? w * 2 : 256);
     u.p = 2 * c * w * 2 > r * dvPad * 2 ? 2 * c * w * 2 : r * dvPad * 2;
@@ -265,7 +273,7 @@ FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t 
     u.stat = r8 * 8 * 4;
     u.row = AlignUp(r8 * 4, 32);
     u.mask = denseMask && u.opart < AlignUp(c, 8) * w ? AlignUp(c, 8) * w : 0;
-    u.total = u.s + u.dmat + u.bias + u.bits + u.fold + u.p + u.opart + u.acc + kFaStatBuffers * u.stat + 2 * u.row + u.mask + 32;
+    u.total = u.s + u.dmat + u.bias + u.pse + u.bits + u.fold + u.p + u.opart + u.acc + kFaStatBuffers * u.stat + 2 * u.row + u.mask + 32;
     return u;
 }
 

@@ -64,16 +64,17 @@ def check_forward(args, kw):
     return out, ro
 
 
-def check_grads(args, kw, gen, train_sink: bool = False):
-    """dq/dk/dv (and dsink when train_sink) through the op's autograd against float64 autograd of the reference,
-    within 3x the error of the same program in the input dtype; returns the op's gradients, the float64 ones and
-    the output gradient used."""
+def check_grads(args, kw, gen, train: tuple = ()):
+    """dq/dk/dv (and the gradients of the keyword tensors named in `train`, e.g. "sink", "pse") through the op's
+    autograd against float64 autograd of the reference, within 3x the error of the same program in the input dtype;
+    returns the op's gradients, the float64 ones and the output gradient used."""
     q, k, v, n1, layout = args
-    names = ("dq", "dk", "dv") + (("dsink",) if train_sink else ())
-    base = (q, k, v) + ((kw["sink"],) if train_sink else ())
+    names = ("dq", "dk", "dv") + tuple("d" + n for n in train)
+    base = (q, k, v) + tuple(kw[n] for n in train)
 
     def run(ts, f, cast):
-        extra = dict(kw, sink=ts[3]) if train_sink else {n: cast(x) for n, x in kw.items()}
+        extra = {n: cast(x) for n, x in kw.items() if n not in train}
+        extra.update(zip(train, ts[3:]))
         return f(*ts[:3], n1, layout, **extra)
     leaves = [t.clone().requires_grad_() for t in base]
     out = run(leaves, fwd, lambda x: x)[0]

@@ -384,8 +384,10 @@ def test_bad_inputs_name_the_argument(gen):
         grad_op(q, k, v, dy, 3, "BSND", **good)
     with pytest.raises(ValueError, match="padding_mask"):
         call(padding_mask=torch.zeros(1, dtype=torch.bool))
-    with pytest.raises(NotImplementedError, match="pse"):
-        call(pse=torch.zeros(1, 2, 19, 23, dtype=q.dtype))
+    with pytest.raises(ValueError, match=r"pse shape \(1, 2, 19, 2\) must be"):
+        call(pse=torch.zeros(1, 2, 19, 2, dtype=q.dtype))
+    with pytest.raises(TypeError, match="pse dtype"):
+        call(pse=torch.zeros(1, 2, 19, 23))
     with pytest.raises(ValueError, match=r"sink shape \(3,\) must be \(2,\)"):
         call(sink=torch.zeros(3, dtype=torch.float32))
     with pytest.raises(TypeError, match="sink dtype"):

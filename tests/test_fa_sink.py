@@ -52,7 +52,7 @@ def test_dsink_matches_float64(case, gen):
     # dsink through the autograd (a sink that requires grad) with dq/dk/dv, against float64 autograd of the
     # reference, within 3x the error of the same program in the input dtype (whose dsink is nearly fp32)
     args, kw, sink = _problem(case, gen)
-    grads, ref, _ = check_grads(args, dict(kw, sink=sink), gen, train_sink=True)
+    grads, ref, _ = check_grads(args, dict(kw, sink=sink), gen, train=("sink",))
     assert grads[3].dtype == torch.float32 and grads[3].shape == (args[3],)
     assert (ref[3].abs() > 1e-3).any()  # the sinks matter: a zero gradient would not pass the check above
 

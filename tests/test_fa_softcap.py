@@ -43,7 +43,7 @@ def test_softcap_with_sink_and_gqa(gen):
     args, kw = problem(("BSND", "bf16", 2, 150, 333, 6, 2, 72, dict(sparse_mode=3)), gen, q_gain=4.0)
     kw.update(softcap=_cap(gen), sink=1.0 + torch.randn(6, generator=gen))
     check_forward(args, kw)
-    check_grads(args, kw, gen, train_sink=True)  # dsink: the sink competes with the capped scores
+    check_grads(args, kw, gen, train=("sink",))  # dsink: the sink competes with the capped scores
 
 
 def test_capped_max_is_bounded(gen):

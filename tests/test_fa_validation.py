@@ -225,8 +225,6 @@ def test_features_not_built_yet_raise():
     q, k, v = qkv()
     check_raises(NotImplementedError, r"^dropout_mask .* not implemented yet", q, k, v, 4, "BSND",
                  dropout_mask=torch.ones(2, 4, 5, 7, dtype=torch.bool))
-    check_raises(NotImplementedError, r"^an outer pse tensor \(pse_type=0", q, k, v, 4, "BSND", pse_type=0,
-                 pse=torch.zeros(2, 4, 5, 7, dtype=F16))
     check_raises(ValueError, r"^pse_type=2 needs `pse`", q, k, v, 4, "BSND", pse_type=2)
     check_raises(ValueError, r"^q_start_idx is only used by the in-kernel ALiBi", q, k, v, 4, "BSND", q_start_idx=[3])
     check_raises(ValueError, r"^pse_type=4 must be 0, 1, 2 or 3", q, k, v, 4, "BSND", pse_type=4)
@@ -240,7 +238,7 @@ def test_sparse_mode_range(mode):
 
 def test_pse_prefix_padding_mask():
     q, k, v = qkv()
-    check_raises(NotImplementedError, r"^an outer pse tensor", q, k, v, 4, "BSND", pse=torch.zeros(2, 4, 5, 7, dtype=F16))
+    check_raises(ValueError, r"^pse shape \(2, 4, 5, 6\) must be", q, k, v, 4, "BSND", pse=torch.zeros(2, 4, 5, 6, dtype=F16))
     check_raises(TypeError, r"^sink dtype torch.float16 must be torch.float32", q, k, v, 4, "BSND",
                  sink=torch.zeros(4, dtype=F16))
     check_raises(ValueError, r"^sink shape \(3,\) must be \(4,\)", q, k, v, 4, "BSND", sink=torch.zeros(3))

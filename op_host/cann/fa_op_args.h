@@ -24,17 +24,18 @@ constexpr const char* kGradOp = "FlashAttentionNpuFaGrad";
 
 // Inputs, in kernel-argument order (op_kernel/flash_attention_fwd.cpp, _block_map.cpp, _bwd.cpp).
 enum FwdInput : uint32_t {
-    kFwdQuery = 0, kFwdKey, kFwdValue, kFwdAttenMask, kFwdBlockMap, kFwdSeqInfo, kFwdSink, kFwdAlibiSlopes
+    kFwdQuery = 0, kFwdKey, kFwdValue, kFwdAttenMask, kFwdBlockMap, kFwdSeqInfo, kFwdSink, kFwdAlibiSlopes, kFwdPse
 };
 enum FwdOutput : uint32_t { kFwdAttentionOut = 0, kFwdSoftmaxMax, kFwdSoftmaxSum };
 enum MapInput : uint32_t { kMapAttenMask = 0, kMapSeqInfo };
 enum GradInput : uint32_t {
     kGradQuery = 0, kGradKey, kGradValue, kGradDy, kGradAttentionIn, kGradSoftmaxMax, kGradSoftmaxSum,
-    kGradAttenMask, kGradBlockMap, kGradSeqInfo, kGradSink, kGradAlibiSlopes
+    kGradAttenMask, kGradBlockMap, kGradSeqInfo, kGradSink, kGradAlibiSlopes, kGradPse
 };
 // dsink_rows: with a sink, each query row's share of dsink in the statistics' layout (the caller sums them per head);
 // without one a single unused block.
-enum GradOutput : uint32_t { kGradDq = 0, kGradDk, kGradDv, kGradDsinkRows };
+// dpse_rows: with an outer pse, dS as FaBwdVector::StorePseGrad writes it (the caller reduces it to dpse).
+enum GradOutput : uint32_t { kGradDq = 0, kGradDk, kGradDv, kGradDsinkRows, kGradDpseRows };
 
 // Attributes shared by the three ops, in declaration order (= GetAttrs() index). Names and defaults are the torch
 // schema's (python/npu_flash_attn/ops.py SCHEMA); s1_block/s2_block are the blocks the caller built seq_info (and
@@ -212,6 +213,30 @@ inline std::string AlibiSlopes(const FaOpAttrs& a, FaProblem& p, int64_t element
         return "the ALiBi slopes (pse of pse_type 2/3) must hold N1 or B*N1 values, got " + std::to_string(elements);
     }
     return "";
+}
+
+// An outer bias tensor (pse_type 0/1) of shape `shape`: [B or 1, N1, S1 or 1, S2], not TND; sets the problem's pse
+// mode and element strides (0 = broadcast). "" or what is wrong.
+inline std::string OuterPse(const FaOpAttrs& a, FaProblem& p, const std::vector<int64_t>& shape) {
+    if (a.pseType != 0 && a.pseType != 1) return "a pse input needs pse_type 0 or 1 (2/3 take alibi_slopes)";
+    if (p.layout == kTND) return "an outer pse with input_layout TND is not supported";
+    const bool ok = shape.size() == 4 && (shape[0] == 1 || shape[0] == (int64_t)p.batch) && shape[1] == (int64_t)p.n1 &&
+                    (shape[2] == 1 || shape[2] == (int64_t)p.s1) && shape[3] == (int64_t)p.s2;
+    if (!ok) return "pse shape " + ShapeStr(shape) + " must be [B or 1, N1, S1 or 1, S2]";
+    const bool perRow = shape[2] == (int64_t)p.s1 && p.s1 > 1, perBatch = shape[0] == (int64_t)p.batch && p.batch > 1;
+    p.pseMode = a.pseType == 0 ? kPseAdd : kPseScaled;
+    const uint64_t rows = perRow ? p.s1 : 1;
+    p.pseStrideN = rows * p.s2;
+    p.pseStrideB = perBatch ? (uint64_t)p.n1 * rows * p.s2 : 0;
+    p.pseStrideS = perRow ? p.s2 : 0;
+    return "";
+}
+
+// Elements of the backward's dpse_rows output (fp32): [B, N1, S1, S2], or [B, N1, 4 * ceil(S1 / 16), S2] for a
+// [.., 1, S2] pse (FaBwdVector::StorePseGrad).
+inline uint64_t PseGradElements(const FaProblem& p) {
+    const uint64_t rows = p.pseStrideS != 0 ? p.s1 : 4 * ((uint64_t)(p.s1 + 15) / 16);
+    return (uint64_t)p.batch * p.n1 * rows * p.s2;
 }
 
 inline std::string BuildFaProblem(const FaOpShapes& s, const FaOpAttrs& a, FaProblem& p) {

@@ -79,6 +79,7 @@ public:
         In(this->Input("seq_info"), REQUIRED, kI64);
         In(this->Input("sink"), OPTIONAL, kF32);
         In(this->Input("alibi_slopes"), OPTIONAL, kF32);
+        In(this->Input("pse"), OPTIONAL, kQkv);
         Param(this->Output("attention_out"), REQUIRED, kQkv);
         Param(this->Output("softmax_max"), REQUIRED, kF32);
         Param(this->Output("softmax_sum"), REQUIRED, kF32);
@@ -117,8 +118,10 @@ public:
         In(this->Input("seq_info"), REQUIRED, kI64);
         In(this->Input("sink"), OPTIONAL, kF32);
         In(this->Input("alibi_slopes"), OPTIONAL, kF32);
+        In(this->Input("pse"), OPTIONAL, kQkv);
         for (const char* out : {"dq", "dk", "dv"}) Param(this->Output(out), REQUIRED, kQkv);
         Param(this->Output("dsink_rows"), REQUIRED, kF32);
+        Param(this->Output("dpse_rows"), REQUIRED, kF32);
         CommonAttrs(*this);
         this->Attr("deterministic").AttrType(OPTIONAL).Bool(false);
         // The backward is the grad tiling's kernel launches, sharing one workspace: which one this call is.

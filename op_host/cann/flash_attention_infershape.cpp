@@ -81,6 +81,24 @@ ge::graphStatus InferShapeFlashAttentionNpuFaGrad(gert::InferShapeContext* conte
     } else {
         SetShape(rows, {8});
     }
+    // dpse_rows: with an outer pse, the kernel's dS rows (fa::PseGradElements), else one 8-float block
+    gert::Shape* dpse = context->GetOutputShape(fa::kGradDpseRows);
+    if (dpse == nullptr) return fa::Refuse(context, "missing dpse_rows shape");
+    const gert::Shape* pse = context->GetOptionalInputShape(fa::kGradPse);
+    if (pse == nullptr) {
+        SetShape(dpse, {8});
+        return ge::GRAPH_SUCCESS;
+    }
+    fa::FaOpShapes s;
+    if (!fa::ReadShapes(context, fa::kGradQuery, fa::kGradKey, fa::kGradValue, fa::kGradAttenMask, s)) {
+        return fa::Refuse(context, "missing query/key/value shapes");
+    }
+    npu_fa::FaProblem p;
+    fa::FaOpAttrs a;
+    if (Problem(context, s, p, a) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    const std::string err = fa::OuterPse(a, p, fa::DimVector(*pse));
+    if (!err.empty()) return fa::Refuse(context, err);
+    SetShape(dpse, {(int64_t)fa::PseGradElements(p)});
     return ge::GRAPH_SUCCESS;
 }
 
@@ -100,6 +118,7 @@ ge::graphStatus InferDataTypeFlashAttentionNpuFaGrad(gert::InferDataTypeContext*
     const ge::DataType dt = context->GetInputDataType(fa::kGradQuery);
     for (uint32_t out : {fa::kGradDq, fa::kGradDk, fa::kGradDv}) context->SetOutputDataType(out, dt);
     context->SetOutputDataType(fa::kGradDsinkRows, ge::DT_FLOAT);
+    context->SetOutputDataType(fa::kGradDpseRows, ge::DT_FLOAT);
     return ge::GRAPH_SUCCESS;
 }
 

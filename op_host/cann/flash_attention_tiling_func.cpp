@@ -44,12 +44,18 @@ ge::graphStatus CheckSize(gert::TilingContext* ctx, const gert::StorageShape* sh
                                std::to_string(want));
 }
 
-// In-kernel ALiBi (pse_type 2/3): the slopes input must be there, with N1 or B*N1 values.
-ge::graphStatus Slopes(gert::TilingContext* ctx, const fa::FaOpAttrs& a, npu_fa::FaProblem& p, uint32_t input) {
-    if (p.alibiMode == npu_fa::kAlibiNone) return ge::GRAPH_SUCCESS;
-    const gert::StorageShape* s = ctx->GetOptionalInputShape(input);
-    if (s == nullptr) return fa::Refuse(ctx, "pse_type 2/3 needs the alibi_slopes input");
-    const std::string err = fa::AlibiSlopes(a, p, s->GetStorageShape().GetShapeSize());
+// In-kernel ALiBi (pse_type 2/3): the slopes input must be there, with N1 or B*N1 values. An outer pse input
+// (pse_type 0/1) sets the pse mode and strides.
+ge::graphStatus Slopes(gert::TilingContext* ctx, const fa::FaOpAttrs& a, npu_fa::FaProblem& p, uint32_t input,
+                       uint32_t outerInput) {
+    std::string err;
+    if (p.alibiMode != npu_fa::kAlibiNone) {
+        const gert::StorageShape* s = ctx->GetOptionalInputShape(input);
+        if (s == nullptr) return fa::Refuse(ctx, "pse_type 2/3 needs the alibi_slopes input");
+        err = fa::AlibiSlopes(a, p, s->GetStorageShape().GetShapeSize());
+    }
+    const gert::StorageShape* outer = ctx->GetOptionalInputShape(outerInput);
+    if (err.empty() && outer != nullptr) err = fa::OuterPse(a, p, fa::DimVector(*outer));
     return err.empty() ? ge::GRAPH_SUCCESS : fa::Refuse(ctx, err);
 }
 
@@ -110,7 +116,7 @@ ge::graphStatus TilingFlashAttentionNpuFa(gert::TilingContext* context) {
     const gert::StorageShape* sink = context->GetOptionalInputShape(fa::kFwdSink);
     p.sink = sink != nullptr;
     if (p.sink && CheckSize(context, sink, "sink", p.n1) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
-    if (Slopes(context, a, p, fa::kFwdAlibiSlopes) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    if (Slopes(context, a, p, fa::kFwdAlibiSlopes, fa::kFwdPse) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
     npu_fa::FaTilingOut t;
     std::string err = npu_fa::ComputeFlashAttentionTiling(p, chip, t);
     if (err.empty()) err = fa::CheckPlannedBlocks(a, t.data.s1Block, t.data.s2Block);
@@ -180,7 +186,12 @@ ge::graphStatus TilingFlashAttentionNpuFaGrad(gert::TilingContext* context) {
                        ge::GRAPH_SUCCESS)) {
         return ge::GRAPH_FAILED;
     }
-    if (Slopes(context, a, p, fa::kGradAlibiSlopes) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    if (Slopes(context, a, p, fa::kGradAlibiSlopes, fa::kGradPse) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    if (p.pseMode != npu_fa::kPseNone &&
+        CheckSize(context, context->GetOutputShape(fa::kGradDpseRows), "dpse_rows", fa::PseGradElements(p)) !=
+            ge::GRAPH_SUCCESS) {
+        return ge::GRAPH_FAILED;
+    }
     npu_fa::FaGradTilingOut t;
     std::string err = npu_fa::ComputeFlashAttentionGradTiling(p, chip, t);
     if (err.empty() && (*launch < 0 || (size_t)*launch >= t.launches.size())) {

@@ -16,7 +16,7 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
   forward's block-map pre-pass runs for the backward's blocks, so fully masked tiles are skipped). `softmax_max`/`softmax_sum`
   (the forward's float32 `[B, N1, S1, 8]` / TND `[T1, N1, 8]` statistics) and `attention_in` (the forward output)
   are required; `dy` has the forward output's shape and the query's dtype.
-* dq/dk/dv have the shapes and dtype of query/key/value; dpse is empty (ALiBi slopes get no gradient). P is
+* dq/dk/dv have the shapes and dtype of query/key/value; dpse as below. P is
   recomputed from the saved statistics (P = exp(scale * S - max) / sum), D = rowsum(dy * attention_in),
   dS = P * (dP - D); every sum accumulates in fp32, P and dS enter the cube's products in the input dtype. Rows
   that see no key (softmax_max = -FLT_MAX) get P = 0, so zero dq and no contribution to dk/dv.
@@ -31,8 +31,11 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
   enters D, cancels; each row's term goes to a buffer in the statistics' layout and is summed per head in a fixed
   order (bitwise reproducible). The autograd passes the sink only when it requires grad.
 * softcap: the forward's `softcap`; dS is taken through the cap (times 1 - (y / softcap)^2 at the capped score y).
-* ALiBi (pse_type 2/3, slopes in `pse`): the forward's bias recomputed per tile. An outer pse (pse_type 0/1) ->
-  NotImplementedError, keep_prob < 1 -> NotImplementedError, padding_mask -> ValueError (reserved).
+* ALiBi (pse_type 2/3, slopes in `pse`): the forward's bias recomputed per tile; the slopes get no gradient (dpse
+  empty). An outer pse (pse_type 0/1): recomputed per tile, and dpse (pse's shape and dtype) = dS (times scale for
+  pse_type 1) summed over what pse broadcasts: the dQ pass writes dS in fp32 ([B, N1, S1, S2], or column sums of
+  row chunks for a [.., 1, S2] pse) and the host reduces it. keep_prob < 1 -> NotImplementedError, padding_mask ->
+  ValueError (reserved).
   Head dims up to 512 like the forward: when the dK and dV sums of a key block do not both fit half of the cube's
   L0C (D + Dv > 256), a dV pass and a dK pass run instead, each in passes of at most 256 columns.
 
@@ -147,7 +150,8 @@ def _grad_impl(*args, **kwargs):
     sink = a["sink"]
     sk = None if sink is None else sink.detach().contiguous()
     dsink_rows = None if sink is None else torch.zeros(p.stats_shape, dtype=torch.float32)  # rows of no task: 0
-    slopes = ops.alibi_slopes(p, a["pse"])
+    pse = ops.pse_input(p, a["pse"])
+    dpse_rows = _dpse_rows(p)
     entry = getattr(ops._ext(), "flash_attention_grad", None)
     if entry is None:
         raise RuntimeError("npu_flash_attn._C has no flash_attention_grad (stale build?): rebuild with "
@@ -157,22 +161,44 @@ def _grad_impl(*args, **kwargs):
     mask_ptr, mask_bytes = (view.tensor.data_ptr(), view.extent) if view is not None else (0, 0)
     info = entry(ops.problem_dict(p, view), ops.get_chip(), bool(a["deterministic"]), q.data_ptr(), k.data_ptr(),
                  v.data_ptr(), do.data_ptr(), o.data_ptr(), smax.data_ptr(), ssum.data_ptr(), mask_ptr, mask_bytes,
-                 0 if sk is None else sk.data_ptr(), 0 if slopes is None else slopes.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
-                 0 if dsink_rows is None else dsink_rows.data_ptr())
+                 0 if sk is None else sk.data_ptr(), 0 if pse is None else pse.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
+                 0 if dsink_rows is None else dsink_rows.data_ptr(), 0 if dpse_rows is None else dpse_rows.data_ptr())
     if p.layout == "TND":
         _zero_tnd_tails(p, dq, dk, dv)
     ops.record_launch(dict(info, op="flash_attention_grad"))
     dsink = empty.clone() if sink is None else -sum_rows_per_head(p, dsink_rows)
-    return dq, dk, dv, empty, dsink
+    dpse = empty if dpse_rows is None else _dpse(p, a["pse"], dpse_rows)
+    return dq, dk, dv, dpse, dsink
 
 
 def _grad_fake(*args, **kwargs):
     a = _bind(args, kwargs)
-    _validate_grad(a, check_values=False)
+    p = _validate_grad(a, check_values=False)
     query, key, value = a["query"], a["key"], a["value"]
     dsink = query.new_empty((0,)) if a["sink"] is None else a["sink"].new_empty((int(a["head_num"]),))
-    return (query.new_empty(query.shape), key.new_empty(key.shape), value.new_empty(value.shape),
-            query.new_empty((0,)), dsink)
+    dpse = a["pse"].new_empty(a["pse"].shape) if p.pse.outer_mode else query.new_empty((0,))
+    return (query.new_empty(query.shape), key.new_empty(key.shape), value.new_empty(value.shape), dpse, dsink)
+
+
+def _dpse_rows(p: ops.FAProblem) -> Optional[torch.Tensor]:
+    """The kernel's dS output for an outer pse (fp32, zeroed: tiles no step reaches have dS = 0): [B, N1, S1, S2] for
+    a [.., S1, S2] pse, column sums of the vector cores' row chunks [B, N1, 4 * ceil(S1 / 16), S2] for a [.., 1, S2]
+    one (fa_bwd_vector.h StorePseGrad)."""
+    if not p.pse.outer_mode:
+        return None
+    rows = p.S1 if p.pse.outer_per_row else 4 * ((p.S1 + 15) // 16)
+    return torch.zeros(p.B, p.N1, rows, p.S2, dtype=torch.float32)
+
+
+def _dpse(p: ops.FAProblem, pse: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """dpse in the shape and dtype of pse from the kernel's rows: summed over what pse broadcasts, times the scale for
+    pse_type 1 (whose bias enters as scale * pse)."""
+    g = rows if p.pse.outer_per_row else rows.sum(dim=2, keepdim=True)
+    if pse.shape[0] == 1 and p.B > 1:
+        g = g.sum(dim=0, keepdim=True)
+    if p.pse.outer_mode == 2:
+        g = g * p.scale
+    return g.to(pse.dtype)
 
 
 def sum_rows_per_head(p: ops.FAProblem, rows: torch.Tensor) -> torch.Tensor:
@@ -219,21 +245,26 @@ def _backward(ctx, d_out, _d_max, _d_sum):
     query, key, value, out, smax, ssum, atten_mask, sink, pse = ctx.saved_tensors
     if d_out is None:
         d_out = torch.zeros_like(out)
-    if pse is not None and ctx.needs_input_grad[_FWD_NAMES.index("pse")]:
-        raise NotImplementedError("the gradient of the ALiBi slopes (pse) is not computed by npu_flash_attn (the "
-                                  "built-in returns none either); pass them detached, e.g. pse.detach()")
     a = ctx.fwd_args
+    pse_at = _FWD_NAMES.index("pse")
+    want_dpse = pse is not None and ctx.needs_input_grad[pse_at]
+    if want_dpse and a["pse_type"] in (2, 3):
+        raise NotImplementedError("the gradient of ALiBi slopes (pse with pse_type 2/3) is not computed by "
+                                  "npu_flash_attn (the built-in returns none either); pass them detached, e.g. "
+                                  "pse.detach()")
     sink_at = _FWD_NAMES.index("sink")
     want_dsink = sink is not None and ctx.needs_input_grad[sink_at]
     shared = {n: v for n, v in a.items() if n not in ("head_num", "input_layout")}
     # dq/dk/dv need only the statistics (which hold the sink's term): the sink goes in only when dsink is wanted
-    dq, dk, dv, _, dsink = torch.ops.npu.flash_attention_grad(
+    dq, dk, dv, dpse, dsink = torch.ops.npu.flash_attention_grad(
         query, key, value, d_out, a["head_num"], a["input_layout"], atten_mask=atten_mask, softmax_max=smax,
         softmax_sum=ssum, attention_in=out, sink=sink if want_dsink else None, pse=pse,
         deterministic=torch.are_deterministic_algorithms_enabled(), **shared)
     grads = [dq, dk, dv] + [None] * (ctx.num_inputs - 3)
     if want_dsink:
         grads[sink_at] = dsink
+    if want_dpse:
+        grads[pse_at] = dpse
     return tuple(grads)
 
 

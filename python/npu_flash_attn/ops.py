@@ -57,9 +57,12 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   (i + q_start_idx[0])| (type 3: its square root), i and j positions inside the sequence, after `scale` and
   `softcap` and before the masks; no bias tensor is formed. Unlike the built-in, S1 != S2 is allowed (the formula
   as written, top-left positions). `q_start_idx`/`kv_start_idx` are refused with other pse types.
-* `padding_mask` is reserved (also unsupported by the built-in): passing one raises ValueError. An outer `pse`
-  tensor (pse_type 0/1), dropout (keep_prob < 1) and `dropout_mask` raise NotImplementedError. `seed`/`offset` are
-  accepted and unused (no dropout).
+* An outer bias tensor (`pse` with pse_type 0 or 1, the query's dtype, [B or 1, N1, S1 or 1, S2]; not TND): added
+  after `scale` and `softcap`, before the masks, as it is (0) or times `scale` (1: softmax(scale * (q.k + pse))
+  without a cap); read tile by tile in place. The backward returns dpse in pse's shape and dtype.
+* `padding_mask` is reserved (also unsupported by the built-in): passing one raises ValueError. The built-in's
+  1024-row ALiBi-compressed pse, an outer pse with TND, dropout (keep_prob < 1) and `dropout_mask` raise
+  NotImplementedError (the first as ValueError naming the shapes). `seed`/`offset` are accepted and unused.
 
 Devices: CPU tensors run the Ascend C kernel on the CPU twin (label results "twin"); the emulated chip is chosen by
 `set_chip(name)`, else the environment variable NPU_FA_CHIP, else "Ascend910B2". `last_launch_info()` returns the
@@ -186,6 +189,17 @@ def last_launch_info() -> Optional[dict]:
 # validation
 # ----------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class PseArgs:
+    """What the pse arguments ask of the kernel: in-kernel ALiBi (pse_type 2/3) or an outer bias tensor (0/1)."""
+    alibi_mode: int = 0         # the pse_type (2 or 3) with slopes in `pse`, else 0
+    alibi_per_batch: bool = False
+    alibi_delta: int = 0        # kv_start_idx[0] - q_start_idx[0]
+    outer_mode: int = 0         # outer pse: 1 = pse_type 0 (added after the scale), 2 = pse_type 1 (scaled), else 0
+    outer_per_batch: bool = False  # pse [B, ...] (else [1, ...])
+    outer_per_row: bool = False    # pse [..., S1, S2] (else [..., 1, S2]: the same bias for every query row)
+
+
+@dataclass(frozen=True)
 class FAProblem:
     """A validated forward problem: the facts the kernel entry needs."""
     layout: str
@@ -212,9 +226,7 @@ class FAProblem:
     mask_tnd_global: bool = False  # TND dense mask [sum Sq, sum Skv] read at global token positions
     sink: bool = False         # per-query-head sink logits (float32 [N1]) join every softmax row
     softcap: Optional[float] = None  # > 0: logit soft-capping of the scaled scores
-    alibi_mode: int = 0        # in-kernel ALiBi: the pse_type (2 or 3) with slopes in `pse`, else 0
-    alibi_per_batch: bool = False  # slopes [B, N1] (else [N1])
-    alibi_delta: int = 0       # kv_start_idx[0] - q_start_idx[0]
+    pse: PseArgs = PseArgs()   # in-kernel ALiBi or an outer bias tensor
 
     @property
     def dtype_name(self) -> str:
@@ -405,17 +417,38 @@ def _start_index(name: str, x: Any) -> int:
     return v
 
 
-def _check_pse(pse, pse_type: int, q_start_idx, kv_start_idx, device, batches: int, n1: int):
-    """(alibi mode, slopes per batch, kv_start - q_start) of the pse arguments, or raises naming the argument."""
+def _check_outer_pse(pse, pse_type: int, layout: str, query, B: int, N1: int, S1: int, S2: int) -> PseArgs:
+    if not isinstance(pse, torch.Tensor):
+        raise TypeError(f"pse must be a torch.Tensor or None, got {type(pse).__name__}")
+    if pse.dtype != query.dtype:
+        raise TypeError(f"pse dtype {pse.dtype} must equal query dtype {query.dtype} for pse_type={pse_type} (an outer "
+                        "bias tensor)")
+    if pse.device != query.device:
+        raise ValueError(f"pse is on device {pse.device} but query is on {query.device}; all tensors must be on the "
+                         "same device")
+    if layout == "TND":
+        raise NotImplementedError("an outer pse tensor with input_layout='TND' is not implemented yet in "
+                                  "npu_flash_attn (ALiBi from slopes, pse_type 2/3, works with TND)")
+    shape = tuple(pse.shape)
+    ok = len(shape) == 4 and shape[0] in (1, B) and shape[1] == N1 and shape[2] in (1, S1) and shape[3] == S2
+    if not ok:
+        raise ValueError(f"pse shape {shape} must be [B or 1, N1, S1 or 1, S2] = [{B} or 1, {N1}, {S1} or 1, {S2}] "
+                         f"for pse_type={pse_type} (the built-in's 1024-row ALiBi compression is not supported: pass "
+                         "pse_type 2/3 with slopes instead)")
+    return PseArgs(outer_mode=1 if pse_type == 0 else 2, outer_per_batch=shape[0] == B and B > 1,
+                   outer_per_row=shape[2] == S1 and S1 > 1)
+
+
+def _check_pse(pse, pse_type: int, q_start_idx, kv_start_idx, layout: str, query, batches: int, B: int, N1: int,
+               S1: int, S2: int) -> PseArgs:
+    """What the pse arguments ask for, or raises naming the argument."""
+    device = query.device
     if pse_type in (0, 1):
-        if pse is not None:
-            raise NotImplementedError(f"an outer pse tensor (pse_type={pse_type}: a bias added to the scores) is not "
-                                      "implemented yet in npu_flash_attn; ALiBi from slopes works with pse_type 2 or 3")
         for name, x in (("q_start_idx", q_start_idx), ("kv_start_idx", kv_start_idx)):
             if x is not None:
                 raise ValueError(f"{name} is only used by the in-kernel ALiBi of pse_type 2 and 3, got "
                                  f"pse_type={pse_type}")
-        return 0, False, 0
+        return PseArgs() if pse is None else _check_outer_pse(pse, pse_type, layout, query, B, N1, S1, S2)
     if pse is None:
         raise ValueError(f"pse_type={pse_type} needs `pse`: the ALiBi slopes, float32 [N1] or [B, N1]")
     if not isinstance(pse, torch.Tensor):
@@ -425,12 +458,12 @@ def _check_pse(pse, pse_type: int, q_start_idx, kv_start_idx, device, batches: i
     if pse.device != device:
         raise ValueError(f"pse is on device {pse.device} but query is on {device}; all tensors must be on the same "
                          "device")
-    if tuple(pse.shape) not in ((n1,), (batches, n1)):
-        raise ValueError(f"pse shape {tuple(pse.shape)} must be ({n1},) or ({batches}, {n1}) for pse_type={pse_type}: "
+    if tuple(pse.shape) not in ((N1,), (batches, N1)):
+        raise ValueError(f"pse shape {tuple(pse.shape)} must be ({N1},) or ({batches}, {N1}) for pse_type={pse_type}: "
                          "one ALiBi slope per query head (per batch)")
     q0 = 0 if q_start_idx is None else _start_index("q_start_idx", q_start_idx)
     k0 = 0 if kv_start_idx is None else _start_index("kv_start_idx", kv_start_idx)
-    return pse_type, pse.dim() == 2, k0 - q0
+    return PseArgs(alibi_mode=pse_type, alibi_per_batch=pse.dim() == 2, alibi_delta=k0 - q0)
 
 
 def validate_flash_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None,
@@ -533,8 +566,8 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
             if x is not None:
                 raise ValueError(f"{name} is only valid with input_layout='TND', got input_layout={input_layout!r}")
     # features of later issues
-    alibi_mode, alibi_per_batch, alibi_delta = _check_pse(pse, pse_type, q_start_idx, kv_start_idx, query.device,
-                                                          len(actual_seq_qlen) if layout == "TND" else B, N1)
+    pse_args = _check_pse(pse, pse_type, q_start_idx, kv_start_idx, layout, query,
+                          len(actual_seq_qlen) if layout == "TND" else B, B, N1, S1, S2)
     if keep_prob < 1.0:
         raise NotImplementedError(f"dropout (keep_prob={keep_prob} < 1) is not implemented yet in npu_flash_attn")
     if dropout_mask is not None:
@@ -566,8 +599,7 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
                      scale=scale, sparse_mode=rules.sparse_mode, pre_tokens=rules.pre_tokens,
                      next_tokens=rules.next_tokens, cu_seqlens_q=tuple(cu_q), cu_seqlens_kv=tuple(cu_kv),
                      out_shape=out_shape, stats_shape=stats_shape, prefix=rules.prefix, dense_mask=rules.dense,
-                     mask_tnd_global=rules.tnd_global, sink=sink is not None, softcap=softcap, alibi_mode=alibi_mode,
-                     alibi_per_batch=alibi_per_batch, alibi_delta=alibi_delta)
+                     mask_tnd_global=rules.tnd_global, sink=sink is not None, softcap=softcap, pse=pse_args)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -607,8 +639,13 @@ def problem_dict(p: FAProblem, view=None) -> dict:
          "sparse_mode": int(p.sparse_mode), "pre_tokens": int(p.pre_tokens), "next_tokens": int(p.next_tokens),
          "cu_seqlens_q": list(p.cu_seqlens_q), "cu_seqlens_kv": list(p.cu_seqlens_kv), "T1": int(p.T1),
          "T2": int(p.T2), "prefix": list(p.prefix), "dense_mask": False, "sink": bool(p.sink),
-         "softcap": p.softcap, "alibi_mode": int(p.alibi_mode), "alibi_per_batch": bool(p.alibi_per_batch),
-         "alibi_delta": int(p.alibi_delta)}
+         "softcap": p.softcap, "alibi_mode": p.pse.alibi_mode, "alibi_per_batch": p.pse.alibi_per_batch,
+         "alibi_delta": p.pse.alibi_delta, "pse_mode": p.pse.outer_mode, "pse_stride_b": 0, "pse_stride_n": 0,
+         "pse_stride_s": 0}
+    if p.pse.outer_mode:  # element strides of the contiguous [B or 1, N1, S1 or 1, S2] bias (0: broadcast)
+        rows = p.S1 if p.pse.outer_per_row else 1
+        d.update(pse_stride_b=p.N1 * rows * p.S2 if p.pse.outer_per_batch else 0, pse_stride_n=rows * p.S2,
+                 pse_stride_s=p.S2 if p.pse.outer_per_row else 0)
     if view is not None:
         d.update(view.problem_fields())
     if _block_override is not None:
@@ -638,7 +675,7 @@ def set_op_counting(enabled: bool) -> None:
     _count_ops = bool(enabled)
 
 
-def _launch(p: FAProblem, q, k, v, atten_mask, sink, slopes, out, smax, ssum) -> dict:
+def _launch(p: FAProblem, q, k, v, atten_mask, sink, pse, out, smax, ssum) -> dict:
     ext = _ext()
     if not hasattr(ext, "flash_attention_plan"):
         raise RuntimeError("npu_flash_attn._C has no flash_attention_plan (stale build?): rebuild with "
@@ -654,7 +691,7 @@ def _launch(p: FAProblem, q, k, v, atten_mask, sink, slopes, out, smax, ssum) ->
         map_ptr, map_bytes = block.block_map.data_ptr(), block.block_map.numel()
     info = dict(ext.flash_attention_fwd(problem, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), mask_ptr, mask_bytes,
                                         map_ptr, map_bytes, 0 if sink is None else sink.data_ptr(),
-                                        0 if slopes is None else slopes.data_ptr(), out.data_ptr(),
+                                        0 if pse is None else pse.data_ptr(), out.data_ptr(),
                                         smax.data_ptr(), ssum.data_ptr(), _count_ops))
     if block is not None:
         shared = view.tensor.untyped_storage().data_ptr() == atten_mask.untyped_storage().data_ptr()
@@ -679,13 +716,17 @@ def check_call(query, key, value, head_num, input_layout, **kwargs) -> FAProblem
     values = value_checks(query.device)
     p = validate_flash_attention(query, key, value, head_num, input_layout, **kwargs, check_values=values)
     require_device(query.device, "npu::flash_attention")
-    sink = kwargs.get("sink")
+    sink, pse = kwargs.get("sink"), kwargs.get("pse")
     if values:
         check_input_values(p, query, key, value)
         if sink is not None and not bool(torch.isfinite(sink).all()):
             bad = int((~torch.isfinite(sink)).nonzero()[0])
             raise ValueError(f"sink contains NaN or Inf (first at index {bad}: {sink[bad].item()}); the sink logits "
                              "must be finite")
+        if pse is not None and not bool(torch.isfinite(pse).all()):
+            bad = tuple(int(i) for i in (~torch.isfinite(pse)).nonzero()[0])
+            raise ValueError(f"pse contains NaN or Inf (first at index {bad}); the bias (or ALiBi slopes) must be "
+                             "finite")
     return p
 
 
@@ -709,16 +750,16 @@ def _flash_attention_impl(*args, **kwargs):
     # contiguous copies keep the pointers valid for the duration of the call
     q, k, v = (a[n].detach().contiguous() for n in ("query", "key", "value"))
     sk = None if sink is None else sink.detach().contiguous()
-    info = _launch(p, q, k, v, a["atten_mask"], sk, alibi_slopes(p, a["pse"]), out, smax, ssum)
+    info = _launch(p, q, k, v, a["atten_mask"], sk, pse_input(p, a["pse"]), out, smax, ssum)
     if p.layout == "TND":
         _fill_invalid_tail(p, out, smax, ssum)
     record_launch(info)
     return out, smax, ssum
 
 
-def alibi_slopes(p: FAProblem, pse: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
-    """The contiguous ALiBi slopes of a problem with in-kernel ALiBi, else None."""
-    return pse.detach().contiguous() if p.alibi_mode else None
+def pse_input(p: FAProblem, pse: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """The contiguous pse the kernel reads (ALiBi slopes or the outer bias), else None."""
+    return pse.detach().contiguous() if p.pse.alibi_mode or p.pse.outer_mode else None
 
 
 def _flash_attention_fake(*args, **kwargs):

@@ -7,6 +7,7 @@ softmax_sum)` in exactly the op's layouts and shapes:
 * scores s[i, j] = scale * q_i . k_j (float64), query head n uses key/value head n // (N1 / N2) (GQA/MQA); with
   `softcap`, s = softcap * tanh(s / softcap) (before masking); with pse_type 2/3 and ALiBi slopes `pse` ([N1] or
   [B, N1]), s += -slope * |(j + kv_start_idx[0]) - (i + q_start_idx[0])| (type 3: its square root), after the cap;
+  an outer `pse` [B or 1, N1, S1 or 1, S2] is added after the cap as it is (pse_type 0) or times scale (pse_type 1);
   `sink` [N1] logits join every row's softmax;
 * visible keys per sparse_mode (per sequence for TND; i, j positions inside the sequence, d = S2 - S1 of that
   sequence, m = atten_mask, nonzero / True = masked out); docs/masks.md is the user-facing table:
@@ -280,12 +281,22 @@ def _tnd_mask(atten_mask: Optional[torch.Tensor], sparse_mode: int, seqs):
     return m, False
 
 
-def _alibi_bias(alibi, b: int, sq: int, skv: int):
-    """bias_of for _attend from alibi = (slopes [N1] or [B, N1], pse_type 2 or 3, q_start, kv_start), or None:
-    -slope * |(j + kv_start) - (i + q_start)| (type 2) or -slope * sqrt(|...|) (type 3), positions inside sequence b."""
-    if alibi is None:
+def _bias(pse_spec, b: int, sq: int, skv: int):
+    """bias_of for _attend (float64 [h1-h0, Sq or 1, Skv] for query heads h0:h1 of sequence b), or None.
+
+    pse_spec ("alibi", slopes [N1] or [B, N1], pse_type 2 or 3, q_start, kv_start): -slope * |(j + kv_start) -
+    (i + q_start)| (type 3: its square root), positions inside the sequence; ("outer", pse [B or 1, N1, S1 or 1, S2],
+    factor): factor * pse[b]."""
+    if pse_spec is None:
         return None
-    slopes, pse_type, q_start, kv_start = alibi
+    if pse_spec[0] == "outer":
+        _, pse, factor = pse_spec
+        pb = pse[b if pse.shape[0] > 1 else 0].double()
+
+        def outer_of(h0, h1):
+            return factor * pb[h0:h1]
+        return outer_of
+    _, slopes, pse_type, q_start, kv_start = pse_spec
     sl = (slopes[b] if slopes.dim() == 2 else slopes).double()
     i = torch.arange(sq, dtype=torch.float64).view(-1, 1) + q_start
     j = torch.arange(skv, dtype=torch.float64).view(1, -1) + kv_start
@@ -293,9 +304,9 @@ def _alibi_bias(alibi, b: int, sq: int, skv: int):
     if pse_type == 3:
         dist = dist.sqrt()
 
-    def bias_of(h0, h1):
+    def alibi_of(h0, h1):
         return -sl[h0:h1].view(-1, 1, 1) * dist
-    return bias_of
+    return alibi_of
 
 
 def _prefix_of(prefix, sparse_mode: int, b: int) -> Optional[int]:
@@ -305,7 +316,7 @@ def _prefix_of(prefix, sparse_mode: int, b: int) -> Optional[int]:
 
 def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_tokens, next_tokens,
          actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, lowprec: Optional[torch.dtype], sink=None,
-         softcap=None, alibi=None):
+         softcap=None, pse_spec=None):
     layout = input_layout.upper()
     n1 = int(head_num)
     n2, _ = _head_counts(query, key, value, n1, layout)
@@ -329,7 +340,7 @@ def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_toke
                                prefix=_prefix_of(prefix, sparse_mode, b), band=b == band_b)
             o, m, l = _attend(query[q0:q1].transpose(0, 1), key[k0:k1].transpose(0, 1),
                               value[k0:k1].transpose(0, 1), lambda h0, h1, vis=vis: vis, scale, lowprec, sink,
-                              softcap, _alibi_bias(alibi, b, sq, skv))
+                              softcap, _bias(pse_spec, b, sq, skv))
             out[q0:q1] = o.transpose(0, 1)
             if lowprec is None:
                 base = q0 * n1 * 8
@@ -354,7 +365,8 @@ def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_toke
         def vis_of(h0, h1, mb=mb, pfx=_prefix_of(prefix, sparse_mode, bi)):
             mh = None if mb is None else (mb[h0:h1] if mb.shape[0] > 1 else mb)
             return visible_mask(s1, s2, sparse_mode, pre_tokens, next_tokens, atten_mask=mh, prefix=pfx)
-        o, m, l = _attend(q[bi], k[bi], v[bi], vis_of, scale, lowprec, sink, softcap, _alibi_bias(alibi, bi, s1, s2))
+        o, m, l = _attend(q[bi], k[bi], v[bi], vis_of, scale, lowprec, sink, softcap,
+                          _bias(pse_spec, bi, s1, s2))
         out[bi] = o
         if lowprec is None:
             smax[bi], ssum[bi] = m, l
@@ -363,12 +375,13 @@ def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_toke
             ssum.unsqueeze(3).expand(b, n1, s1, 8).contiguous())
 
 
-def _alibi_args(pse, pse_type, q_start_idx, kv_start_idx):
+def _pse_spec(pse, pse_type, q_start_idx, kv_start_idx, scale):
+    """What _bias models: in-kernel ALiBi (pse_type 2/3), an outer bias (0: as it is, 1: times scale), or None."""
     if int(pse_type) in (2, 3):
-        return (pse, int(pse_type), int(q_start_idx[0]) if q_start_idx else 0,
+        return ("alibi", pse, int(pse_type), int(q_start_idx[0]) if q_start_idx else 0,
                 int(kv_start_idx[0]) if kv_start_idx else 0)
     if pse is not None:
-        raise NotImplementedError("reference: an external pse (pse_type 0/1) is not modelled yet")
+        return ("outer", pse, float(scale) if int(pse_type) == 1 else 1.0)
     return None
 
 
@@ -388,7 +401,7 @@ def flash_attention_reference(query: torch.Tensor, key: torch.Tensor, value: tor
     arguments the op accepts."""
     return _run(query, key, value, head_num, input_layout, float(scale), int(sparse_mode), int(pre_tokens),
                 int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, None, sink, softcap,
-                _alibi_args(pse, pse_type, q_start_idx, kv_start_idx))
+                _pse_spec(pse, pse_type, q_start_idx, kv_start_idx, scale))
 
 
 def flash_attention_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
@@ -409,7 +422,7 @@ def flash_attention_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch
         raise TypeError(f"flash_attention_lowprec: query dtype {dt} is not fp16/bf16")
     out, _, _ = _run(query, key, value, head_num, input_layout, float(scale), int(sparse_mode), int(pre_tokens),
                      int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, dt, sink, softcap,
-                     _alibi_args(pse, pse_type, q_start_idx, kv_start_idx))
+                     _pse_spec(pse, pse_type, q_start_idx, kv_start_idx, scale))
     return out
 
 

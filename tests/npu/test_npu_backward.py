@@ -110,3 +110,24 @@ def test_dsink_and_alibi_grads_on_npu(gen):
     for name, g, r, lo in zip(("dq", "dk", "dv", "dsink"), (got[0], got[1], got[2], got[4]), ref, low):
         err, base = (g.double() - r.grad).abs().max().item(), (lo.grad.double() - r.grad).abs().max().item()
         assert err <= 3 * base + 1e-5, f"{name} (NPU): {err:.3e} > 3 * {base:.3e} + 1e-5"
+
+
+@pytest.mark.parametrize("pse_shape", [(2, 4, 150, 230), (1, 4, 1, 230)])
+def test_dpse_on_npu(gen, pse_shape):
+    n1, layout, kw = 4, "BNSD", dict(scale=0.125, sparse_mode=3, pse_type=1)
+    q = torch.randn(2, n1, 150, 64, generator=gen).to(torch.float16)
+    k, v = (torch.randn(2, 2, 230, 64, generator=gen).to(torch.float16) for _ in range(2))
+    pse = torch.randn(pse_shape, generator=gen).to(torch.float16)
+    dy = torch.randn(2, n1, 150, 64, generator=gen).to(torch.float16)
+    nkw = npu_kwargs(dict(kw, pse=pse))
+    dq_, dk_, dv_, dy_ = to_npu(q, k, v, dy)
+    out, smax, ssum = fwd(dq_, dk_, dv_, n1, layout, **nkw)
+    got = to_cpu(*grad_op(dq_, dk_, dv_, dy_, n1, layout, softmax_max=smax, softmax_sum=ssum, attention_in=out,
+                          **nkw))
+    ref = [t.double().requires_grad_() for t in (q, k, v, pse)]
+    flash_attention_reference(*ref[:3], n1, layout, pse=ref[3], **kw)[0].backward(dy.double())
+    low = [t.clone().requires_grad_() for t in (q, k, v, pse)]
+    flash_attention_lowprec(*low[:3], n1, layout, pse=low[3], **kw).backward(dy)
+    for name, g, r, lo in zip(("dq", "dk", "dv", "dpse"), got[:4], ref, low):
+        err, base = (g.double() - r.grad).abs().max().item(), (lo.grad.double() - r.grad).abs().max().item()
+        assert err <= 3 * base + 1e-5, f"{name} (NPU): {err:.3e} > 3 * {base:.3e} + 1e-5"

@@ -135,3 +135,14 @@ def test_alibi_on_npu(gen, layout, pse_type):
     ref_o, ref_m, ref_s = flash_attention_reference(q, k, v, 4, layout, pse=slopes, **kw)
     assert_close_fa(out, ref_o, flash_attention_lowprec(q, k, v, 4, layout, pse=slopes, **kw), what="ALiBi (NPU)")
     assert_stats_close(smax, ssum, ref_m, ref_s)
+
+
+@pytest.mark.parametrize("pse_shape,pse_type", [((2, 4, 150, 230), 1), ((1, 4, 1, 230), 0)])
+def test_outer_pse_on_npu(gen, pse_shape, pse_type):
+    q, k, v = make_qkv(gen, "BNSD", 2, 4, 2, 150, 230, 64, 64, torch.bfloat16)
+    pse = torch.randn(pse_shape, generator=gen).to(torch.bfloat16)
+    kw = dict(scale=0.125, sparse_mode=3, pse=pse, pse_type=pse_type)
+    out, smax, ssum = to_cpu(*op(*to_npu(q, k, v), 4, "BNSD", **npu_kwargs(kw)))
+    ref_o, ref_m, ref_s = flash_attention_reference(q, k, v, 4, "BNSD", **kw)
+    assert_close_fa(out, ref_o, flash_attention_lowprec(q, k, v, 4, "BNSD", **kw), what="outer pse (NPU)")
+    assert_stats_close(smax, ssum, ref_m, ref_s)

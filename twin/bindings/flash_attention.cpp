@@ -126,7 +126,7 @@ py::dict FlashAttentionBlockMap(const py::dict& problem, const std::string& chip
 
 py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName, uintptr_t q, uintptr_t k, uintptr_t v,
                            uintptr_t mask, uint64_t maskBytes, uintptr_t blockMap, uint64_t blockMapBytes, uintptr_t sink,
-                           uintptr_t alibiSlopes, uintptr_t out, uintptr_t smax, uintptr_t ssum, bool countOps) {
+                           uintptr_t pse, uintptr_t out, uintptr_t smax, uintptr_t ssum, bool countOps) {
     Plan plan = MakePlan(problem, chipName);
     const npu_fa::FaProblem& p = plan.p;
     if (p.denseMask && blockMapBytes != plan.t.mapBytes) {
@@ -168,17 +168,20 @@ py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName,
         if (sink == 0) throw py::value_error("flash_attention_fwd: the problem has sinks but no sink buffer");
         o.gm.push_back({(const uint8_t*)sink, (uint64_t)p.n1 * 4, "sink"});
     }
-    if (p.alibiMode != npu_fa::kAlibiNone) {
-        if (alibiSlopes == 0) throw py::value_error("flash_attention_fwd: the problem has ALiBi but no slopes buffer");
-        o.gm.push_back({(const uint8_t*)alibiSlopes, twin_bindings::AlibiSlopeBytes(p), "alibi_slopes"});
+    // The op's pse: the ALiBi slopes input or the outer bias input of the kernel.
+    const uint64_t pseBytes = twin_bindings::PseBytes(p);
+    const bool alibi = p.alibiMode != npu_fa::kAlibiNone;
+    if (pseBytes != 0) {
+        if (pse == 0) throw py::value_error("flash_attention_fwd: the problem has a pse but no pse buffer");
+        o.gm.push_back({(const uint8_t*)pse, pseBytes, alibi ? "alibi_slopes" : "pse"});
     }
     auto start = std::chrono::steady_clock::now();
     twin::LaunchResult r;
     {
         py::gil_scoped_release release;
         r = twin::LaunchKernel(&flash_attention_fwd, o, (uint8_t*)q, (uint8_t*)k, (uint8_t*)v, (uint8_t*)mask,
-                               (uint8_t*)blockMap, (uint8_t*)seqInfo.data(), (uint8_t*)sink, (uint8_t*)alibiSlopes,
-                               (uint8_t*)out, (uint8_t*)smax,
+                               (uint8_t*)blockMap, (uint8_t*)seqInfo.data(), (uint8_t*)sink,
+                               (uint8_t*)(alibi ? pse : 0), (uint8_t*)(alibi ? 0 : pse), (uint8_t*)out, (uint8_t*)smax,
                                (uint8_t*)ssum, wsMem.get(), (uint8_t*)&tiling);
     }
     py::dict info = PlanInfo(plan);
@@ -197,6 +200,6 @@ void RegisterFlashAttention(py::module_& m) {
           py::arg("mask_bytes"), py::arg("block_map"), py::arg("block_map_bytes"));
     m.def("flash_attention_fwd", &FlashAttentionFwd, py::arg("problem"), py::arg("chip"), py::arg("q"), py::arg("k"),
           py::arg("v"), py::arg("mask"), py::arg("mask_bytes"), py::arg("block_map"), py::arg("block_map_bytes"),
-          py::arg("sink"), py::arg("alibi_slopes"), py::arg("out"), py::arg("softmax_max"), py::arg("softmax_sum"),
+          py::arg("sink"), py::arg("pse"), py::arg("out"), py::arg("softmax_max"), py::arg("softmax_sum"),
           py::arg("count_ops") = false);
 }

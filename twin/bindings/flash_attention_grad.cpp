@@ -50,16 +50,20 @@ void BuildBlockMap(const npu_fa::FaGradTilingOut& t, const npu_fa::ChipSpec* chi
 
 py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName, bool deterministic, uintptr_t q,
                             uintptr_t k, uintptr_t v, uintptr_t dy, uintptr_t attn, uintptr_t smax, uintptr_t ssum,
-                            uintptr_t mask, uint64_t maskBytes, uintptr_t sink, uintptr_t alibiSlopes, uintptr_t dq, uintptr_t dk, uintptr_t dv,
-                            uintptr_t dsinkRows) {
+                            uintptr_t mask, uint64_t maskBytes, uintptr_t sink, uintptr_t pse, uintptr_t dq, uintptr_t dk, uintptr_t dv,
+                            uintptr_t dsinkRows, uintptr_t dpseRows) {
     const npu_fa::ChipSpec* chip = npu_fa::FindChip(chipName.c_str());
     if (chip == nullptr) throw py::value_error("chip '" + chipName + "' is not in the chip table");
     const npu_fa::FaProblem p = twin_bindings::ParseProblem(problem);
     npu_fa::FaGradTilingOut t;
     const std::string err = npu_fa::ComputeFlashAttentionGradTiling(p, *chip, t);
     if (!err.empty()) throw py::value_error("flash_attention_grad tiling: " + err);
-    if (p.alibiMode != npu_fa::kAlibiNone && alibiSlopes == 0) {
-        throw py::value_error("flash_attention_grad: the problem has ALiBi but no slopes buffer");
+    const uint64_t pseBytes = twin_bindings::PseBytes(p);
+    const bool alibi = p.alibiMode != npu_fa::kAlibiNone;
+    if (pseBytes != 0 && pse == 0) throw py::value_error("flash_attention_grad: the problem has a pse but no pse buffer");
+    const uint64_t dpseBytes = twin_bindings::PseGradBytes(p);
+    if (dpseBytes != 0 && dpseRows == 0) {
+        throw py::value_error("flash_attention_grad: the problem has an outer pse but no dpse_rows buffer");
     }
     if (p.sink && (sink == 0 || dsinkRows == 0)) {
         throw py::value_error("flash_attention_grad: the problem has sinks but no sink or dsink_rows buffer");
@@ -115,16 +119,17 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
                 o.gm.push_back({(const uint8_t*)sink, (uint64_t)p.n1 * 4, "sink"});
                 o.gm.push_back({(const uint8_t*)dsinkRows, statBytes, "dsink_rows"});
             }
-            if (p.alibiMode != npu_fa::kAlibiNone) {
-                o.gm.push_back({(const uint8_t*)alibiSlopes, twin_bindings::AlibiSlopeBytes(p), "alibi_slopes"});
-            }
+            if (pseBytes != 0) o.gm.push_back({(const uint8_t*)pse, pseBytes, alibi ? "alibi_slopes" : "pse"});
+            if (dpseBytes != 0) o.gm.push_back({(const uint8_t*)dpseRows, dpseBytes, "dpse_rows"});
             twin::LaunchResult r;
             {
                 py::gil_scoped_release release;
                 r = twin::LaunchKernel(&flash_attention_bwd, o, (uint8_t*)q, (uint8_t*)k, (uint8_t*)v, (uint8_t*)dy,
                                        (uint8_t*)attn, (uint8_t*)smax, (uint8_t*)ssum, (uint8_t*)mask, map.data(),
-                                       (uint8_t*)seqInfo.data(), (uint8_t*)sink, (uint8_t*)alibiSlopes, (uint8_t*)dq, (uint8_t*)dk,
-                                       (uint8_t*)dv, (uint8_t*)dsinkRows, wsMem.get(), (uint8_t*)&tiling);
+                                       (uint8_t*)seqInfo.data(), (uint8_t*)sink,
+                                       (uint8_t*)(alibi ? pse : 0), (uint8_t*)(alibi ? 0 : pse), (uint8_t*)dq, (uint8_t*)dk,
+                                       (uint8_t*)dv, (uint8_t*)dsinkRows, (uint8_t*)dpseRows, wsMem.get(),
+                                       (uint8_t*)&tiling);
             }
             if (model) {
                 py::dict one;
@@ -168,6 +173,6 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
 void RegisterFlashAttentionGrad(py::module_& m) {
     m.def("flash_attention_grad", &FlashAttentionGrad, py::arg("problem"), py::arg("chip"), py::arg("deterministic"),
           py::arg("q"), py::arg("k"), py::arg("v"), py::arg("dy"), py::arg("attention_in"), py::arg("softmax_max"),
-          py::arg("softmax_sum"), py::arg("mask"), py::arg("mask_bytes"), py::arg("sink"), py::arg("alibi_slopes"), py::arg("dq"), py::arg("dk"),
-          py::arg("dv"), py::arg("dsink_rows"));
+          py::arg("softmax_sum"), py::arg("mask"), py::arg("mask_bytes"), py::arg("sink"), py::arg("pse"), py::arg("dq"), py::arg("dk"),
+          py::arg("dv"), py::arg("dsink_rows"), py::arg("dpse_rows"));
 }

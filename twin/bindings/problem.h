@@ -59,6 +59,12 @@ inline npu_fa::FaProblem ParseProblem(const py::dict& d) {
         p.alibiPerBatch = Get<bool>(d, "alibi_per_batch");
         p.alibiDelta = Get<int64_t>(d, "alibi_delta");
     }
+    if (d.contains("pse_mode")) {
+        p.pseMode = Get<uint32_t>(d, "pse_mode");
+        p.pseStrideB = Get<uint64_t>(d, "pse_stride_b");
+        p.pseStrideN = Get<uint64_t>(d, "pse_stride_n");
+        p.pseStrideS = Get<uint64_t>(d, "pse_stride_s");
+    }
     if (p.denseMask) {
         p.maskPerBatch = Get<bool>(d, "mask_per_batch");
         p.maskPerHead = Get<bool>(d, "mask_per_head");
@@ -73,9 +79,20 @@ inline npu_fa::FaProblem ParseProblem(const py::dict& d) {
     return p;
 }
 
-// Bytes of the ALiBi slopes input: [B, N1] or [N1] fp32.
-inline uint64_t AlibiSlopeBytes(const npu_fa::FaProblem& p) {
-    return (p.alibiPerBatch ? (uint64_t)p.batch : 1) * p.n1 * 4;
+// Bytes of the pse input: ALiBi slopes ([B, N1] or [N1] fp32) or an outer bias ([B or 1, N1, S1 or 1, S2] of the
+// input dtype); 0 without either.
+inline uint64_t PseBytes(const npu_fa::FaProblem& p) {
+    if (p.alibiMode != npu_fa::kAlibiNone) return (p.alibiPerBatch ? (uint64_t)p.batch : 1) * p.n1 * 4;
+    if (p.pseMode == npu_fa::kPseNone) return 0;
+    return (p.pseStrideB != 0 ? (uint64_t)p.batch * p.pseStrideB : (uint64_t)p.n1 * p.pseStrideN) * 2;
+}
+
+// Bytes of the backward's dpse_rows output (FaBwdVector::StorePseGrad): fp32 [B, N1, S1, S2] for a [.., S1, S2]
+// outer pse, [B, N1, 4 * ceil(S1 / 16), S2] for a [.., 1, S2] one; 0 without an outer pse.
+inline uint64_t PseGradBytes(const npu_fa::FaProblem& p) {
+    if (p.pseMode == npu_fa::kPseNone) return 0;
+    const uint64_t rows = p.pseStrideS != 0 ? p.s1 : 4 * ((p.s1 + 15) / 16);
+    return (uint64_t)p.batch * p.n1 * rows * p.s2 * 4;
 }
 
 }  // namespace twin_bindings
