@@ -75,59 +75,48 @@ def test_grad_dense_masks_through_autograd_on_npu(name, gen):
     _assert_grads([t.grad.cpu() for t in leaves], [t.grad for t in x64], [t.grad for t in xlow], f"NPU mask {name}")
 
 
+def check_feature_grads_on_npu(q, k, v, dy, n1, layout, kw, train=()):
+    """dq/dk/dv (and the gradients of the keyword tensors named in `train`: "sink" -> dsink, "pse" -> dpse) of the
+    grad op on the NPU against float64 autograd of the reference, within 3x the low-precision program's error."""
+    dq_, dk_, dv_, dy_ = to_npu(q, k, v, dy)
+    nkw = npu_kwargs(kw)
+    out, smax, ssum = fwd(dq_, dk_, dv_, n1, layout, **nkw)
+    dq, dk, dv, dpse, dsink = to_cpu(*grad_op(dq_, dk_, dv_, dy_, n1, layout, softmax_max=smax, softmax_sum=ssum,
+                                              attention_in=out, **nkw))
+    got = [dq, dk, dv] + [{"sink": dsink, "pse": dpse}[n] for n in train]
+    base = (q, k, v) + tuple(kw[n] for n in train)
+
+    def run(ts, f):
+        return f(*ts[:3], n1, layout, **dict(kw, **dict(zip(train, ts[3:]))))
+    ref = [t.double().requires_grad_() for t in base]
+    run(ref, flash_attention_reference)[0].backward(dy.double())
+    low = [t.clone().requires_grad_() for t in base]
+    run(low, flash_attention_lowprec).backward(dy)
+    for name, g, r, lo in zip(("dq", "dk", "dv") + tuple("d" + n for n in train), got, ref, low):
+        err, base_err = (g.double() - r.grad).abs().max().item(), (lo.grad.double() - r.grad).abs().max().item()
+        assert err <= 3 * base_err + 1e-5, f"{name} (NPU): {err:.3e} > 3 * {base_err:.3e} + 1e-5"
+
+
 def test_softcap_grads_on_npu(gen):
-    n1, layout, kw = 4, "BSND", dict(scale=0.125, sparse_mode=3, softcap=2.5)
-    q = (4 * torch.randn(2, 150, n1, 64, generator=gen)).to(torch.bfloat16)
+    q = (4 * torch.randn(2, 150, 4, 64, generator=gen)).to(torch.bfloat16)
     k, v = (torch.randn(2, 230, 2, 64, generator=gen).to(torch.bfloat16) for _ in range(2))
-    dy = torch.randn(2, 150, n1, 64, generator=gen).to(torch.bfloat16)
-    got = grads_on_npu(q, k, v, dy, n1, layout, **kw)
-    ref = [t.double().requires_grad_() for t in (q, k, v)]
-    flash_attention_reference(*ref, n1, layout, **kw)[0].backward(dy.double())
-    low = [t.clone().requires_grad_() for t in (q, k, v)]
-    flash_attention_lowprec(*low, n1, layout, **kw).backward(dy)
-    for name, g, r, lo in zip(("dq", "dk", "dv"), got, ref, low):
-        err, base = (g.double() - r.grad).abs().max().item(), (lo.grad.double() - r.grad).abs().max().item()
-        assert err <= 3 * base + 1e-5, f"softcap {name} (NPU): {err:.3e} > 3 * {base:.3e} + 1e-5"
+    dy = torch.randn(2, 150, 4, 64, generator=gen).to(torch.bfloat16)
+    check_feature_grads_on_npu(q, k, v, dy, 4, "BSND", dict(scale=0.125, sparse_mode=3, softcap=2.5))
 
 
 def test_dsink_and_alibi_grads_on_npu(gen):
-    n1, layout = 4, "BSND"
-    slopes = torch.tensor([2 ** (-8 * (i + 1) / n1) for i in range(n1)])
-    kw = dict(scale=0.125, sparse_mode=3, pse=slopes, pse_type=2)
-    q = torch.randn(2, 150, n1, 64, generator=gen).to(torch.bfloat16)
+    slopes = torch.tensor([2 ** (-8 * (i + 1) / 4) for i in range(4)])
+    q = torch.randn(2, 150, 4, 64, generator=gen).to(torch.bfloat16)
     k, v = (torch.randn(2, 230, 2, 64, generator=gen).to(torch.bfloat16) for _ in range(2))
-    sink = torch.randn(n1, generator=gen) + 4.0
-    dy = torch.randn(2, 150, n1, 64, generator=gen).to(torch.bfloat16)
-    nkw = npu_kwargs(dict(kw, sink=sink))
-    dq_, dk_, dv_, dy_ = to_npu(q, k, v, dy)
-    out, smax, ssum = fwd(dq_, dk_, dv_, n1, layout, **nkw)
-    got = to_cpu(*grad_op(dq_, dk_, dv_, dy_, n1, layout, softmax_max=smax, softmax_sum=ssum, attention_in=out,
-                          **nkw))
-    ref = [t.double().requires_grad_() for t in (q, k, v, sink)]
-    flash_attention_reference(*ref[:3], n1, layout, sink=ref[3], **kw)[0].backward(dy.double())
-    low = [t.clone().requires_grad_() for t in (q, k, v, sink)]
-    flash_attention_lowprec(*low[:3], n1, layout, sink=low[3], **kw).backward(dy)
-    for name, g, r, lo in zip(("dq", "dk", "dv", "dsink"), (got[0], got[1], got[2], got[4]), ref, low):
-        err, base = (g.double() - r.grad).abs().max().item(), (lo.grad.double() - r.grad).abs().max().item()
-        assert err <= 3 * base + 1e-5, f"{name} (NPU): {err:.3e} > 3 * {base:.3e} + 1e-5"
+    dy = torch.randn(2, 150, 4, 64, generator=gen).to(torch.bfloat16)
+    kw = dict(scale=0.125, sparse_mode=3, pse=slopes, pse_type=2, sink=torch.randn(4, generator=gen) + 4.0)
+    check_feature_grads_on_npu(q, k, v, dy, 4, "BSND", kw, train=("sink",))
 
 
 @pytest.mark.parametrize("pse_shape", [(2, 4, 150, 230), (1, 4, 1, 230)])
 def test_dpse_on_npu(gen, pse_shape):
-    n1, layout, kw = 4, "BNSD", dict(scale=0.125, sparse_mode=3, pse_type=1)
-    q = torch.randn(2, n1, 150, 64, generator=gen).to(torch.float16)
+    q = torch.randn(2, 4, 150, 64, generator=gen).to(torch.float16)
     k, v = (torch.randn(2, 2, 230, 64, generator=gen).to(torch.float16) for _ in range(2))
-    pse = torch.randn(pse_shape, generator=gen).to(torch.float16)
-    dy = torch.randn(2, n1, 150, 64, generator=gen).to(torch.float16)
-    nkw = npu_kwargs(dict(kw, pse=pse))
-    dq_, dk_, dv_, dy_ = to_npu(q, k, v, dy)
-    out, smax, ssum = fwd(dq_, dk_, dv_, n1, layout, **nkw)
-    got = to_cpu(*grad_op(dq_, dk_, dv_, dy_, n1, layout, softmax_max=smax, softmax_sum=ssum, attention_in=out,
-                          **nkw))
-    ref = [t.double().requires_grad_() for t in (q, k, v, pse)]
-    flash_attention_reference(*ref[:3], n1, layout, pse=ref[3], **kw)[0].backward(dy.double())
-    low = [t.clone().requires_grad_() for t in (q, k, v, pse)]
-    flash_attention_lowprec(*low[:3], n1, layout, pse=low[3], **kw).backward(dy)
-    for name, g, r, lo in zip(("dq", "dk", "dv", "dpse"), got[:4], ref, low):
-        err, base = (g.double() - r.grad).abs().max().item(), (lo.grad.double() - r.grad).abs().max().item()
-        assert err <= 3 * base + 1e-5, f"{name} (NPU): {err:.3e} > 3 * {base:.3e} + 1e-5"
+    dy = torch.randn(2, 4, 150, 64, generator=gen).to(torch.float16)
+    kw = dict(scale=0.125, sparse_mode=3, pse_type=1, pse=torch.randn(pse_shape, generator=gen).to(torch.float16))
+    check_feature_grads_on_npu(q, k, v, dy, 4, "BNSD", kw, train=("pse",))
