@@ -268,7 +268,7 @@ at::Tensor SumRowsPerHead(const npu_fa::FaProblem& p, const at::Tensor& rows) {
 // pse_type 1 (backward.py's _dpse).
 at::Tensor Dpse(const npu_fa::FaProblem& p, const at::Tensor& pse, const at::Tensor& rows) {
     const bool perRow = p.pseStrideS != 0;
-    const int64_t r = perRow ? p.s1 : 4 * (((int64_t)p.s1 + 15) / 16);
+    const int64_t r = (int64_t)npu_fa::PseGradRows(p);
     const int64_t keys = p.s2;
     at::Tensor g = rows.view({(int64_t)p.batch, (int64_t)p.n1, r, keys});
     if (!perRow) g = g.sum(2, true);

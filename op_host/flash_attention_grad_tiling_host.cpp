@@ -84,7 +84,6 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     t.alibiPerBatch = f.alibiPerBatch;
     t.alibiDelta = f.alibiDelta;
     t.pseMode = f.pseMode;
-    t.pseGrad = f.pseMode != kPseNone ? 1 : 0;  // the grad op returns dpse for every outer pse, as the built-in
     t.pseStrideB = f.pseStrideB, t.pseStrideN = f.pseStrideN, t.pseStrideS = f.pseStrideS;
     t.qStrideB = f.qStrideB, t.qStrideN = f.qStrideN, t.qStrideS = f.qStrideS;
     t.kStrideB = f.kStrideB, t.kStrideN = f.kStrideN, t.kStrideS = f.kStrideS;

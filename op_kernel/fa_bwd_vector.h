@@ -70,7 +70,8 @@ public:
             pipe->InitBuffer(pseBuf_, u.pse);
             pse_.Init(t, pse, pseBuf_.Get<T>(), biasBuf_.Get<float>(), 0);  // set/wait pairs: the hand-over ID
         }
-        pseGrad_ = t->pseGrad != 0 && t->pass == kGradPassDq;
+        // the grad op returns dpse for every outer pse, as the built-in
+        pseGrad_ = t->pseMode != kPseNone && t->pass == kGradPassDq;
         if (pseGrad_) dpseGm_.SetGlobalBuffer((__gm__ float*)dpseRows);
         accKvOffset_ = (t->kvParts & kGradPartDk) ? CeilDiv(w_, 2) * t->dPad : 0;  // dV after dK (if both)
         if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);

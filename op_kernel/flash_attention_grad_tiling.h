@@ -78,13 +78,11 @@ struct FlashAttentionGradTilingData {
     uint32_t sinkMode;       // 1: the forward had sink logits; the dQ pass writes each row's share of dsink
     uint32_t alibiMode;
     uint32_t alibiPerBatch;
-    uint32_t pseMode;
-    uint32_t pseGrad;        // 1: the dQ pass writes dS for dpse (see FaBwdVector::StorePseGrad)
-    uint32_t reserved;       // an even number of 32-bit fields
+    uint32_t pseMode;        // with an outer pse the dQ pass also writes dS for dpse (FaBwdVector::StorePseGrad)
     uint32_t coreTaskStart[kMaxCores + 1];
 };
 static_assert(sizeof(FlashAttentionGradTilingData) ==
-                  3 * sizeof(int64_t) + 26 * sizeof(uint64_t) + 35 * sizeof(uint32_t) + (kMaxCores + 1) * sizeof(uint32_t),
+                  3 * sizeof(int64_t) + 26 * sizeof(uint64_t) + 33 * sizeof(uint32_t) + (kMaxCores + 1) * sizeof(uint32_t),
               "FlashAttentionGradTilingData must have no implicit padding");
 
 // The output columns a pass sums for gradient `part` (kGradPartDk: of dK, width d; kGradPartDv: of dV, width dv), as

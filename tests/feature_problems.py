@@ -50,8 +50,12 @@ def problem(case, gen, q_gain: float = 1.0):
     return (q, k, v, N1, layout), kw
 
 
+def _as_double(x):
+    return x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+
+
 def _double(kw: dict) -> dict:
-    return {n: (x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x) for n, x in kw.items()}
+    return {n: _as_double(x) for n, x in kw.items()}
 
 
 def check_forward(args, kw):
@@ -81,7 +85,7 @@ def check_grads(args, kw, gen, train: tuple = ()):
     dy = torch.randn(out.shape, generator=gen).to(out.dtype)
     out.backward(dy)
     ref = [t.detach().double().requires_grad_() for t in base]
-    run(ref, flash_attention_reference, lambda x: _double({"x": x})["x"])[0].backward(dy.double())
+    run(ref, flash_attention_reference, _as_double)[0].backward(dy.double())
     low = [t.detach().clone().requires_grad_() for t in base]
     (run(low, flash_attention_lowprec, lambda x: x).double() * dy.double()).sum().backward()
     for name, g, r, lo in zip(names, leaves, ref, low):

@@ -234,10 +234,7 @@ inline std::string OuterPse(const FaOpAttrs& a, FaProblem& p, const std::vector<
 
 // Elements of the backward's dpse_rows output (fp32): [B, N1, S1, S2], or [B, N1, 4 * ceil(S1 / 16), S2] for a
 // [.., 1, S2] pse (FaBwdVector::StorePseGrad).
-inline uint64_t PseGradElements(const FaProblem& p) {
-    const uint64_t rows = p.pseStrideS != 0 ? p.s1 : 4 * ((uint64_t)(p.s1 + 15) / 16);
-    return (uint64_t)p.batch * p.n1 * rows * p.s2;
-}
+inline uint64_t PseGradElements(const FaProblem& p) { return (uint64_t)p.batch * p.n1 * PseGradRows(p) * p.s2; }
 
 inline std::string BuildFaProblem(const FaOpShapes& s, const FaOpAttrs& a, FaProblem& p) {
     p = FaProblem{};

@@ -21,16 +21,23 @@ ge::graphStatus Problem(const Context* ctx, const fa::FaOpShapes& s, npu_fa::FaP
     return err.empty() ? ge::GRAPH_SUCCESS : fa::Refuse(ctx, err);
 }
 
+// The problem of an op with q/k/v and mask inputs at these indices (forward, backward).
+ge::graphStatus ProblemOfInputs(const gert::InferShapeContext* ctx, uint32_t q, uint32_t k, uint32_t v, uint32_t mask,
+                                fa::FaOpShapes& s, npu_fa::FaProblem& p, fa::FaOpAttrs& a) {
+    if (!fa::ReadShapes(ctx, q, k, v, mask, s)) return fa::Refuse(ctx, "missing query/key/value shapes");
+    return Problem(ctx, s, p, a);
+}
+
 }  // namespace
 
 ge::graphStatus InferShapeFlashAttentionNpuFa(gert::InferShapeContext* context) {
     fa::FaOpShapes s;
-    if (!fa::ReadShapes(context, fa::kFwdQuery, fa::kFwdKey, fa::kFwdValue, fa::kFwdAttenMask, s)) {
-        return fa::Refuse(context, "missing query/key/value shapes");
-    }
     npu_fa::FaProblem p;
     fa::FaOpAttrs a;
-    if (Problem(context, s, p, a) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    if (ProblemOfInputs(context, fa::kFwdQuery, fa::kFwdKey, fa::kFwdValue, fa::kFwdAttenMask, s, p, a) !=
+        ge::GRAPH_SUCCESS) {
+        return ge::GRAPH_FAILED;
+    }
     std::vector<int64_t> out, stats;
     fa::FwdOutputShapes(p, s.query, out, stats);
     gert::Shape* o = context->GetOutputShape(fa::kFwdAttentionOut);
@@ -90,12 +97,12 @@ ge::graphStatus InferShapeFlashAttentionNpuFaGrad(gert::InferShapeContext* conte
         return ge::GRAPH_SUCCESS;
     }
     fa::FaOpShapes s;
-    if (!fa::ReadShapes(context, fa::kGradQuery, fa::kGradKey, fa::kGradValue, fa::kGradAttenMask, s)) {
-        return fa::Refuse(context, "missing query/key/value shapes");
-    }
     npu_fa::FaProblem p;
     fa::FaOpAttrs a;
-    if (Problem(context, s, p, a) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    if (ProblemOfInputs(context, fa::kGradQuery, fa::kGradKey, fa::kGradValue, fa::kGradAttenMask, s, p, a) !=
+        ge::GRAPH_SUCCESS) {
+        return ge::GRAPH_FAILED;
+    }
     const std::string err = fa::OuterPse(a, p, fa::DimVector(*pse));
     if (!err.empty()) return fa::Refuse(context, err);
     SetShape(dpse, {(int64_t)fa::PseGradElements(p)});

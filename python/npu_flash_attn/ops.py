@@ -418,14 +418,9 @@ def _start_index(name: str, x: Any) -> int:
 
 
 def _check_outer_pse(pse, pse_type: int, layout: str, query, B: int, N1: int, S1: int, S2: int) -> PseArgs:
-    if not isinstance(pse, torch.Tensor):
-        raise TypeError(f"pse must be a torch.Tensor or None, got {type(pse).__name__}")
     if pse.dtype != query.dtype:
         raise TypeError(f"pse dtype {pse.dtype} must equal query dtype {query.dtype} for pse_type={pse_type} (an outer "
                         "bias tensor)")
-    if pse.device != query.device:
-        raise ValueError(f"pse is on device {pse.device} but query is on {query.device}; all tensors must be on the "
-                         "same device")
     if layout == "TND":
         raise NotImplementedError("an outer pse tensor with input_layout='TND' is not implemented yet in "
                                   "npu_flash_attn (ALiBi from slopes, pse_type 2/3, works with TND)")
@@ -441,8 +436,7 @@ def _check_outer_pse(pse, pse_type: int, layout: str, query, B: int, N1: int, S1
 
 def _check_pse(pse, pse_type: int, q_start_idx, kv_start_idx, layout: str, query, batches: int, B: int, N1: int,
                S1: int, S2: int) -> PseArgs:
-    """What the pse arguments ask for, or raises naming the argument."""
-    device = query.device
+    """What the pse arguments ask for, or raises naming the argument (type and device were checked before)."""
     if pse_type in (0, 1):
         for name, x in (("q_start_idx", q_start_idx), ("kv_start_idx", kv_start_idx)):
             if x is not None:
@@ -451,13 +445,8 @@ def _check_pse(pse, pse_type: int, q_start_idx, kv_start_idx, layout: str, query
         return PseArgs() if pse is None else _check_outer_pse(pse, pse_type, layout, query, B, N1, S1, S2)
     if pse is None:
         raise ValueError(f"pse_type={pse_type} needs `pse`: the ALiBi slopes, float32 [N1] or [B, N1]")
-    if not isinstance(pse, torch.Tensor):
-        raise TypeError(f"pse must be a torch.Tensor or None, got {type(pse).__name__}")
     if pse.dtype != torch.float32:
         raise TypeError(f"pse dtype {pse.dtype} must be torch.float32 for pse_type={pse_type} (the ALiBi slopes)")
-    if pse.device != device:
-        raise ValueError(f"pse is on device {pse.device} but query is on {device}; all tensors must be on the same "
-                         "device")
     if tuple(pse.shape) not in ((N1,), (batches, N1)):
         raise ValueError(f"pse shape {tuple(pse.shape)} must be ({N1},) or ({batches}, {N1}) for pse_type={pse_type}: "
                          "one ALiBi slope per query head (per batch)")
@@ -492,10 +481,10 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
     for name, t in (("key", key), ("value", value)):
         if t.dtype != query.dtype:
             raise TypeError(f"{name} dtype {t.dtype} must equal query dtype {query.dtype}")
-    for name, t in (("atten_mask", atten_mask), ("sink", sink)):
+    for name, t in (("atten_mask", atten_mask), ("sink", sink), ("pse", pse)):
         if t is not None and not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor or None, got {type(t).__name__}")
-    for name, t in (("key", key), ("value", value), ("atten_mask", atten_mask), ("sink", sink)):
+    for name, t in (("key", key), ("value", value), ("atten_mask", atten_mask), ("sink", sink), ("pse", pse)):
         if t is not None and t.device != query.device:
             raise ValueError(f"{name} is on device {t.device} but query is on {query.device}; all tensors must "
                              "be on the same device")

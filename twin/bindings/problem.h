@@ -91,8 +91,7 @@ inline uint64_t PseBytes(const npu_fa::FaProblem& p) {
 // outer pse, [B, N1, 4 * ceil(S1 / 16), S2] for a [.., 1, S2] one; 0 without an outer pse.
 inline uint64_t PseGradBytes(const npu_fa::FaProblem& p) {
     if (p.pseMode == npu_fa::kPseNone) return 0;
-    const uint64_t rows = p.pseStrideS != 0 ? p.s1 : 4 * ((p.s1 + 15) / 16);
-    return (uint64_t)p.batch * p.n1 * rows * p.s2 * 4;
+    return (uint64_t)p.batch * p.n1 * npu_fa::PseGradRows(p) * p.s2 * 4;
 }
 
 }  // namespace twin_bindings
