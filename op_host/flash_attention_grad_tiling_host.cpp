@@ -22,7 +22,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     // buffers fit UB and whose L1 tiles fit L1. Both dK and dV summed in one dK/dV pass when they fit, else (large
     // head dims) one pass for each, and for each as many passes as its columns need.
     const uint32_t ub = UsableUb(chip), l1 = UsableL1(chip);
-    const bool alibi = p.alibiMode != kAlibiNone, pse = p.pseMode != kPseNone;
+    const FaVecFeatures features = VecFeaturesOf(p, true);
     struct Shape {
         uint32_t s1b, w;
     };
@@ -38,8 +38,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
             const bool l0c = m16 * sh.w * 4 <= kL0cHalfBytes / 2 && m16 * t.dPad * 4 <= kL0cHalfBytes &&
                              sh.w * tierCols[tier] * 4 <= kL0cHalfBytes;
             if (l0c &&
-                GradUbSizes(CeilDiv(sh.s1b, 2), sh.w, CeilDiv(sh.w, 2), t.dPad, t.dvPad, p.denseMask, parts, alibi, pse).total <=
-                    ub &&
+                GradUbSizes(CeilDiv(sh.s1b, 2), sh.w, CeilDiv(sh.w, 2), t.dPad, t.dvPad, parts, features).total <= ub &&
                 GradL1Bytes(sh.s1b, sh.w, t.dPad, t.dvPad, 3) <= l1) {
                 t.l1Slots = GradL1Bytes(sh.s1b, sh.w, t.dPad, t.dvPad, 4) <= l1 ? 4 : 3;
                 t.s1Block = sh.s1b;
@@ -51,8 +50,8 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
         }
     }
     if (!found) return "no block size fits the chip's UB/L1/L0C";
-    out.ubBytes = GradUbSizes(CeilDiv(t.s1Block, 2), t.s2Block, CeilDiv(t.s2Block, 2), t.dPad, t.dvPad, p.denseMask,
-                              kvParts, alibi, pse).total;
+    out.ubBytes = GradUbSizes(CeilDiv(t.s1Block, 2), t.s2Block, CeilDiv(t.s2Block, 2), t.dPad, t.dvPad, kvParts,
+                              features).total;
 
     // The forward's tiling for these blocks gives the per-sequence bands (every sparse mode), the mask bases and
     // the block map's geometry; the backward's seq table extends its rows.
@@ -84,6 +83,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     t.alibiPerBatch = f.alibiPerBatch;
     t.alibiDelta = f.alibiDelta;
     t.pseMode = f.pseMode;
+    t.drop = f.drop;
     t.pseStrideB = f.pseStrideB, t.pseStrideN = f.pseStrideN, t.pseStrideS = f.pseStrideS;
     t.qStrideB = f.qStrideB, t.qStrideN = f.qStrideN, t.qStrideS = f.qStrideS;
     t.kStrideB = f.kStrideB, t.kStrideN = f.kStrideN, t.kStrideS = f.kStrideS;

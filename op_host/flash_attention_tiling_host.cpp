@@ -68,11 +68,11 @@ double StepCostPerScore(uint32_t s1Block, uint32_t w, uint32_t nChunkQK, uint32_
 
 // The largest vector chunk (rows per pass, a multiple of 8 up to the AIV's half of the query block) whose buffers fit
 // UB; false when not even 8 rows fit.
-bool VecRowsThatFit(uint32_t s1Block, uint32_t w, uint32_t dvPad, bool denseMask, bool band, bool alibi, bool pse,
-                    uint32_t ub, uint32_t& vecRows) {
+bool VecRowsThatFit(uint32_t s1Block, uint32_t w, uint32_t dvPad, const FaVecFeatures& f, uint32_t ub,
+                    uint32_t& vecRows) {
     const uint32_t rows = CeilDiv(s1Block, 2);
     for (uint32_t c = AlignUp(rows, 8); c >= 8; c -= 8) {
-        if (UbSizes(rows, c, w, dvPad, denseMask, band, alibi, pse).total <= ub) {
+        if (UbSizes(rows, c, w, dvPad, f).total <= ub) {
             vecRows = c;
             return true;
         }
@@ -148,6 +148,9 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     if (p.pseMode > kPseScaled) return "pse mode must be 0, 1 or 2";
     if (p.pseMode != kPseNone && (p.alibiMode != kAlibiNone || p.layout == kTND)) return "an outer pse needs no ALiBi and a non-TND layout";
     if ((p.sparseMode == 5 || p.sparseMode == 6) && p.prefix.size() != p.batch) return "prefix needs one entry per batch";
+    if (p.dropMode > kDropMask) return "dropout mode must be 0, 1 or 2";
+    if (p.dropMode != kDropNone && !(p.keepProb > 0.0 && p.keepProb < 1.0)) return "dropout needs 0 < keep_prob < 1";
+    if (p.dropMode == kDropMask && p.dropMaskPitch == 0) return "a dropout mask needs its row pitch";
     const bool varlen = p.layout == kTND;
 
     // Per-sequence geometry.
@@ -192,6 +195,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.alibiDelta = p.alibiDelta;
     t.pseMode = p.pseMode;
     t.pseStrideB = p.pseStrideB, t.pseStrideN = p.pseStrideN, t.pseStrideS = p.pseStrideS;
+    t.drop = DropoutParamsOf(p);
     StridesOf(p, p.n1, p.d, p.s1, t.qStrideB, t.qStrideN, t.qStrideS);
     StridesOf(p, p.n2, p.d, p.s2, t.kStrideB, t.kStrideN, t.kStrideS);
     StridesOf(p, p.n2, p.dv, p.s2, t.vStrideB, t.vStrideN, t.vStrideS);
@@ -215,8 +219,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         bands[b] = BandOfSequence(p, b, seqs[b].s1, seqs[b].s2, (int64_t)b == firstNonEmpty, (int64_t)b == lastNonEmpty);
         if (seqs[b].s1 > 0 && seqs[b].s2 > 0 && !BlockFullyVisible(bands[b], 0, seqs[b].s1, 0, seqs[b].s2)) t.bandTiles = 1;
     }
-    const bool band = t.bandTiles != 0;
-    const bool alibi = p.alibiMode != kAlibiNone, pse = p.pseMode != kPseNone;
+    const FaVecFeatures features = VecFeaturesOf(p, t.bandTiles != 0);
 
     // Block shape: among the (query rows, step keys) that fit, the one with the least Fixpipe / GM->L1 time per
     // score (StepCostPerScore). 80 rows is for dv = 256, whose [128, 256] fp32 P*V tile does not fit beside S
@@ -231,7 +234,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
             L0cPlan l0c{};
             if (!PlanL0c(AlignUp(s1b, 16), w, sub, t.dPad, t.dvPad, l0c)) continue;
             uint32_t rows = 0;
-            if (!VecRowsThatFit(s1b, w, t.dvPad, p.denseMask, band, alibi, pse, ub, rows)) continue;
+            if (!VecRowsThatFit(s1b, w, t.dvPad, features, ub, rows)) continue;
             const double cost = StepCostPerScore(s1b, w, l0c.nChunkQK, l0c.nChunkPV, t.dPad, t.dvPad);
             if (found && cost >= best) continue;
             for (uint32_t g : {2u, 1u}) {  // two sub-blocks per DMA halve the loads' fixed latency
@@ -258,7 +261,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         t.s2Block = p.forceS2Block;
         t.kvSub = t.s2Block % 128 == 0 ? 128 : t.s2Block;
         t.kvGroup = 1;
-        if (!VecRowsThatFit(t.s1Block, t.s2Block, t.dvPad, p.denseMask, band, alibi, pse, ub, t.vecRows)) {
+        if (!VecRowsThatFit(t.s1Block, t.s2Block, t.dvPad, features, ub, t.vecRows)) {
             t.vecRows = 8;  // the twin refuses
         }
         if (!PlanL0c(AlignUp(t.s1Block, 16), t.s2Block, t.kvSub, t.dPad, t.dvPad, plan)) return "forced blocks do not fit L0C";
@@ -271,7 +274,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.kChunkPV = plan.kChunkPV;
     t.nChunkPV = plan.nChunkPV;
     if (t.kvSub < t.s2Block && t.nChunkPV < t.dvPad) return "P*V of a query block does not fit its L0C tile";
-    out.ubBytes = UbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, t.dvPad, p.denseMask, band, alibi, pse).total;
+    out.ubBytes = UbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, t.dvPad, features).total;
     out.l1Bytes = L1Bytes(t.s1Block, t.kvGroup * t.kvSub, t.dPad, t.dvPad);
 
     // Dense-mask block map: one group per batch when the mask (or the prefix) differs per batch, one per sequence

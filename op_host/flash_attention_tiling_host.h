@@ -43,7 +43,36 @@ struct FaProblem {
     // An outer bias tensor (pse_type 0/1): FaPseMode and its element strides (0 = broadcast).
     uint32_t pseMode = 0;
     uint64_t pseStrideB = 0, pseStrideN = 0, pseStrideS = 0;
+    // Dropout (fa_dropout.h): FaDropMode, keep_prob (< 1 when on), the generator's (seed, offset), and a user
+    // mask's row pitch in bytes (kDropMask).
+    uint32_t dropMode = 0;
+    double keepProb = 1.0;
+    uint64_t seed = 0, offset = 0;
+    uint32_t dropMaskPitch = 0;
 };
+
+// The vector features of a problem (`band`: some tile is cut by a band), as the kernels derive them from the tiling.
+inline FaVecFeatures VecFeaturesOf(const FaProblem& p, bool band) {
+    FaVecFeatures f;
+    f.denseMask = p.denseMask;
+    f.band = band;
+    f.alibi = p.alibiMode != kAlibiNone;
+    f.pse = p.pseMode != kPseNone;
+    f.dropout = p.dropMode != kDropNone;
+    return f;
+}
+
+// The kernels' dropout parameters of a problem.
+inline FaDropoutParams DropoutParamsOf(const FaProblem& p) {
+    FaDropoutParams d{};
+    d.mode = p.dropMode;
+    if (p.dropMode == kDropNone) return d;
+    d.seedKey = FaMix64(FaMix64(p.seed) ^ p.offset);
+    d.threshold = (uint32_t)(p.keepProb * 16777216.0 + 0.5);
+    d.keepInv = (float)(1.0 / p.keepProb);
+    d.maskPitch = p.dropMaskPitch;
+    return d;
+}
 
 // Rows of the backward's dS output for dpse (FaBwdVector::StorePseGrad writes [B, N1, rows, S2] fp32): S1 for a
 // [.., S1, S2] outer pse, 4 * ceil(S1 / 16) (column sums of each query block's four row chunks) for a [.., 1, S2] one.

@@ -18,6 +18,7 @@
 #include "fa_softcap.h"
 #include "fa_alibi.h"
 #include "fa_pse.h"
+#include "fa_dropout.h"
 
 namespace npu_fa {
 
@@ -26,7 +27,8 @@ class FaBwdVector {
 public:
     __aicore__ inline void Init(const FlashAttentionGradTilingData* t, GM_ADDR dy, GM_ADDR attentionIn,
                                 GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR attenMask, GM_ADDR blockMap,
-                                GM_ADDR seqInfo, GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR dq, GM_ADDR dk, GM_ADDR dv,
+                                GM_ADDR seqInfo, GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR dropMask,
+                                GM_ADDR dq, GM_ADDR dk, GM_ADDR dv,
                                 GM_ADDR dsinkRows, GM_ADDR dpseRows, GM_ADDR workspace, AscendC::TPipe* pipe) {
         t_ = t;
         core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
@@ -50,8 +52,8 @@ public:
         w_ = t->s2Block;
         rowsMax_ = CeilDiv(t->s1Block, 2);
         chunk_ = GradChunkRows(rowsMax_);
-        const FaGradUbSizes u = GradUbSizes(rowsMax_, w_, CeilDiv(w_, 2), t->dPad, t->dvPad, t->maskMode != 0,
-                                            t->kvParts, t->alibiMode != kAlibiNone, t->pseMode != kPseNone);
+        const FaGradUbSizes u = GradUbSizes(rowsMax_, w_, CeilDiv(w_, 2), t->dPad, t->dvPad, t->kvParts,
+                                            GradVecFeatures(t));
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(scoreBuf_, u.score);
         pipe->InitBuffer(dpBuf_, u.dp);
@@ -69,6 +71,11 @@ public:
         if (u.pse != 0) {
             pipe->InitBuffer(pseBuf_, u.pse);
             pse_.Init(t, pse, pseBuf_.Get<T>(), biasBuf_.Get<float>(), 0);  // set/wait pairs: the hand-over ID
+        }
+        dropping_ = t->drop.mode != kDropNone;
+        if (dropping_) {
+            pipe->InitBuffer(dropBuf_, u.drop);
+            drop_.Init(t, dropMask, dropBuf_.Get<uint8_t>(), 0);  // set/wait pairs: the hand-over ID
         }
         // the grad op returns dpse for every outer pse, as the built-in
         pseGrad_ = t->pseMode != kPseNone && t->pass == kGradPassDq;
@@ -307,6 +314,13 @@ private:
             ZeroTailColumns(dp, rows, (uint32_t)s.kRows);
             AscendC::Exp(x, x, (int32_t)n);
             RowBroadcast<1>(x, Stat(kStatSum, set)[r0 * 8], rows, w_);
+            if (dropping_) {  // the forward's keep bits: dP of a dropped probability is 0, of a kept one / keep_prob
+                const int64_t row0 = s.q0 + q.first + r0;
+                drop_.Bits(FaDropTile{task.batch, s.qHead, row0, rows, s.k0, (uint32_t)s.kRows,
+                                      GradStatRow(t_, task, s.qHead, row0)});
+                drop_.Apply(dp, rows);
+                AscendC::Muls(dp, dp, t_->drop.keepInv, (int32_t)n);
+            }
             RowBroadcast<0>(dp, Stat(kStatD, set)[r0 * 8], rows, w_);
             AscendC::Mul(dp, dp, x, (int32_t)n);
             if (sinkRows_) AddSinkSums(dp, r0, rows);
@@ -316,6 +330,7 @@ private:
             } else {
                 AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdChunk + c);
             }
+            if (dkv && dropping_) drop_.Apply(x, rows);  // dV = sum of the dropped P^T dO, / keep_prob at the end
             if (dkv) AscendC::Cast(hp, x, AscendC::RoundMode::CAST_RINT, n);
             AscendC::Cast(hds, dp, AscendC::RoundMode::CAST_RINT, n);
             AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdChunk + c);
@@ -381,7 +396,8 @@ private:
                 dst = dvGm_[GradVOffset(t_, task, task.head, row) + o.col0];
                 pitch = t_->vStrideS;
             }
-            WriteRows(acc[o.accOffset], dst, own.count, o.cols, o.pitch, pitch, i == 0 ? t_->scale : 1.0f, any);
+            const float dvScale = dropping_ ? t_->drop.keepInv : 1.0f;
+            WriteRows(acc[o.accOffset], dst, own.count, o.cols, o.pitch, pitch, i == 0 ? t_->scale : dvScale, any);
         }
     }
 
@@ -488,12 +504,13 @@ private:
     }
 
     const FlashAttentionGradTilingData* t_ = nullptr;
-    bool sinkRows_ = false, pseGrad_ = false;
+    bool sinkRows_ = false, pseGrad_ = false, dropping_ = false;
     uint32_t core_ = 0, sub_ = 0;
     __gm__ int64_t* seqInfo_ = nullptr;
     __gm__ uint8_t* blockMap_ = nullptr;
     FaTileMask<FlashAttentionGradTilingData> mask_;
     FaOuterPse<T, FlashAttentionGradTilingData> pse_;
+    FaDropout<FlashAttentionGradTilingData> drop_;
     AscendC::GlobalTensor<T> dyGm_, oGm_, dqGm_, dkGm_, dvGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_, sinkGm_, dsinkGm_, slopeGm_, dpseGm_;
     FaGradWorkspace ws_;
@@ -512,6 +529,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> biasBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> pseBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> maskBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> dropBuf_;
 };
 
 }  // namespace npu_fa

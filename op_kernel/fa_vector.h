@@ -11,6 +11,7 @@
 #include "fa_softcap.h"
 #include "fa_alibi.h"
 #include "fa_pse.h"
+#include "fa_dropout.h"
 
 namespace npu_fa {
 
@@ -18,8 +19,8 @@ template <typename T>
 class FaVector {
 public:
     __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR attenMask, GM_ADDR blockMap, GM_ADDR seqInfo,
-                                GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR out, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR workspace,
-                                AscendC::TPipe* pipe) {
+                                GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR dropMask, GM_ADDR out,
+                                GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR workspace, AscendC::TPipe* pipe) {
         t_ = t;
         core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
         sub_ = (uint32_t)AscendC::GetSubBlockIdx();
@@ -35,8 +36,7 @@ public:
         dvPad_ = t->dvPad;
         rowsMax_ = CeilDiv(t->s1Block, 2);
         chunk_ = t->vecRows;
-        const FaUbSizes u = UbSizes(rowsMax_, chunk_, w_, dvPad_, t->maskMode != 0, t->bandTiles != 0,
-                                    t->alibiMode != kAlibiNone, t->pseMode != kPseNone);
+        const FaUbSizes u = UbSizes(rowsMax_, chunk_, w_, dvPad_, VecFeatures(t));
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(sBuf_, u.s);
         if (u.dmat != 0) pipe->InitBuffer(dmatBuf_, u.dmat);
@@ -46,6 +46,11 @@ public:
             pse_.Init(t, pse, pseBuf_.Get<T>(), biasBuf_.Get<float>(), kIdPse);
         }
         if (u.bits != 0) pipe->InitBuffer(bitsBuf_, u.bits);
+        dropping_ = t->drop.mode != kDropNone;
+        if (dropping_) {
+            pipe->InitBuffer(dropBuf_, u.drop);
+            drop_.Init(t, dropMask, dropBuf_.Get<uint8_t>(), kIdDrop);
+        }
         pipe->InitBuffer(foldBuf_, u.fold);
         pipe->InitBuffer(pBuf_, u.p);
         pipe->InitBuffer(opartBuf_, u.opart);
@@ -118,7 +123,8 @@ private:
     // Event IDs: the two score chunk buffers & partial output in (MTE2), the two probability chunk buffers (the
     // output rows use both) & statistics out (MTE3).
     static constexpr int32_t kIdScores[2] = {0, 2}, kIdOutput = 1, kIdProbs[2] = {0, 2}, kIdStats = 1;
-    static constexpr int32_t kIdPse = 3;  // V_MTE2 / MTE2_V pairs around an outer pse tile's load
+    static constexpr int32_t kIdPse = 3;   // V_MTE2 / MTE2_V pairs around an outer pse tile's load
+    static constexpr int32_t kIdDrop = 4;  // V_MTE2 / MTE2_V pairs around a user dropout mask's load
     // Statistic buffers inside statBuf_: running max and sum per task slot, rescale per step slot (kWsSlots each:
     // tasks and steps in flight until their output fold), then scratch and the outputs.
     static constexpr uint32_t kStatMax = 0, kStatSum = kWsSlots, kStatAlpha = 2 * kWsSlots, kStatBcast = 3 * kWsSlots,
@@ -292,6 +298,13 @@ private:
         RowBroadcast<0>(s, bcast, c.rows, w_);
         AscendC::Exp(s, s, (int32_t)n);
 
+        // The row sums are of the probabilities before dropout; dropout then zeroes P where a keep bit is 0.
+        if (dropping_) {
+            AddRowSums(s, c);
+            drop_.Bits(FaDropTile{task.batch, task.head, tile.r0, c.rows, c.c0, c.cols, StatRow(t_, task, tile.r0)});
+            drop_.Apply(s, c.rows);
+        }
+
         // P goes back to the cube in the input precision.
         AscendC::LocalTensor<T> p = pBuf_.Get<T>()[b * chunk_ * w_];
         AscendC::GlobalTensor<T> probs;
@@ -302,15 +315,20 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[b]);
         AscendC::DataCopy(probs, p, n);
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
-
-        // Running sum l = alpha * l + rowsum(p), in fp32.
-        RowReduce<false>(s, c.rows);
+        if (!dropping_) AddRowSums(s, c);
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
+    }
+
+    // Running sum l = alpha * l + rowsum(p) of a chunk, in fp32.
+    __aicore__ inline void AddRowSums(const AscendC::LocalTensor<float>& s, const Chunk& c) {
+        const uint32_t statN = AlignUp(c.rows, 8) * 8;
+        RowReduce<false>(s, c.rows);
         AscendC::LocalTensor<float> lRun = Stat(kStatSum + c.taskSlot)[c.r0 * 8];
+        AscendC::LocalTensor<float> bcast = Stat(kStatBcast);
         if (c.first) {
             AscendC::DataCopy(lRun, bcast, statN);
         } else {
-            AscendC::Mul(lRun, lRun, alpha, (int32_t)statN);
+            AscendC::Mul(lRun, lRun, Stat(kStatAlpha + c.slot)[c.r0 * 8], (int32_t)statN);
             AscendC::Add(lRun, lRun, bcast, (int32_t)statN);
         }
     }
@@ -372,6 +390,7 @@ private:
             AscendC::DataCopy(Stat(kStatMaxOut), mRun, statN);
             AscendC::Select(Stat(kStatSumOut), valid, lRun, kFltMax, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
         }
+        if (dropping_) AscendC::Muls(acc, acc, t_->drop.keepInv, (int32_t)(rows * dvPad_));  // kept P count 1 / keep_prob
         AscendC::LocalTensor<T> o = pBuf_.Get<T>();
         WaitProbBuffers();
         AscendC::Cast(o, acc, AscendC::RoundMode::CAST_RINT, rows * dvPad_);
@@ -425,6 +444,8 @@ private:
     __gm__ uint8_t* blockMap_ = nullptr;
     FaTileMask<FlashAttentionTilingData> mask_;
     FaOuterPse<T, FlashAttentionTilingData> pse_;
+    FaDropout<FlashAttentionTilingData> drop_;
+    bool dropping_ = false;
     AscendC::GlobalTensor<T> outGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_, sinkGm_, slopeGm_;
     FaWorkspace ws_;
@@ -443,6 +464,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> rowBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> statBitsBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> maskBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> dropBuf_;
 };
 
 }  // namespace npu_fa

@@ -80,9 +80,11 @@ struct FlashAttentionGradTilingData {
     uint32_t alibiPerBatch;
     uint32_t pseMode;        // with an outer pse the dQ pass also writes dS for dpse (FaBwdVector::StorePseGrad)
     uint32_t coreTaskStart[kMaxCores + 1];
+    FaDropoutParams drop;    // the forward's dropout, regenerated (or re-read) here
 };
 static_assert(sizeof(FlashAttentionGradTilingData) ==
-                  3 * sizeof(int64_t) + 26 * sizeof(uint64_t) + 33 * sizeof(uint32_t) + (kMaxCores + 1) * sizeof(uint32_t),
+                  3 * sizeof(int64_t) + 26 * sizeof(uint64_t) + 33 * sizeof(uint32_t) + (kMaxCores + 1) * sizeof(uint32_t) +
+                      sizeof(FaDropoutParams),
               "FlashAttentionGradTilingData must have no implicit padding");
 
 // The output columns a pass sums for gradient `part` (kGradPartDk: of dK, width d; kGradPartDv: of dV, width dv), as
@@ -126,14 +128,25 @@ struct FaGradUbSizes {
     uint32_t mask;   // dense-mask bytes of a chunk [chunk8, w] (0 without a dense mask)
     uint32_t bias;   // ALiBi scratch, or an outer pse tile in fp32, [chunk, w] (0 without either)
     uint32_t pse;    // an outer pse tile as read, [chunk, w] of the input dtype (0 without one)
+    uint32_t drop;   // dropout: hash scratch, column pattern and keep bits of a chunk (0 without dropout)
     uint32_t total;
 };
 constexpr uint32_t kGradStatBuffers = 3;  // max, sum, D; two sets (step parity) in the dK/dV pass
 
+// The features a backward tiling asks of the vector cores (the band pattern is always built there).
+FA_INLINE FaVecFeatures GradVecFeatures(const FlashAttentionGradTilingData* t) {
+    FaVecFeatures f;
+    f.denseMask = t->maskMode != 0;
+    f.alibi = t->alibiMode != kAlibiNone;
+    f.pse = t->pseMode != kPseNone;
+    f.dropout = t->drop.mode != kDropNone;
+    return f;
+}
+
 FA_INLINE uint32_t GradChunkRows(uint32_t rows) { return AlignUp(CeilDiv(rows == 0 ? 1 : rows, 2), 8); }
 
 FA_INLINE FaGradUbSizes GradUbSizes(uint32_t rows, uint32_t w, uint32_t kvRows, uint32_t dPad, uint32_t dvPad,
-                                    bool denseMask, uint32_t kvParts, bool alibi, bool pse) {
+                                    uint32_t kvParts, const FaVecFeatures& f) {
     FaGradUbSizes u;
     const uint32_t r = rows == 0 ? 1 : rows;
     const uint32_t r8 = AlignUp(r, 8);
@@ -153,11 +166,12 @@ FA_INLINE FaGradUbSizes GradUbSizes(uint32_t rows, uint32_t w, uint32_t kvRows, 
     u.acc = (uint32_t)FaMax(FaMax(accQ, accKv), r * dvPad * 4);
     u.out = accRows * dMax * 2 > 2 * r * dvPad * 2 ? accRows * dMax * 2 : 2 * r * dvPad * 2;
     u.row = (r8 > 64 ? r8 : 64) * 4;
-    u.mask = denseMask ? AlignUp(c, 8) * w : 0;
-    u.bias = alibi || pse ? c * w * 4 : 0;
-    u.pse = pse ? c * w * 2 : 0;
+    u.mask = f.denseMask ? AlignUp(c, 8) * w : 0;
+    u.bias = f.alibi || f.pse ? c * w * 4 : 0;
+    u.pse = f.pse ? c * w * 2 : 0;
+    u.drop = f.dropout ? DropoutUbBytes(c, w) : 0;
     u.total = u.score + u.dp + u.dmat + u.bits + u.half + u.maskHalf + 2 * kGradStatBuffers * u.stat + u.part + u.acc +
-              u.out + u.row + u.mask + u.bias + u.pse;
+              u.out + u.row + u.mask + u.bias + u.pse + u.drop;
     return u;
 }
 

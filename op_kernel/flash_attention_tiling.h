@@ -45,6 +45,24 @@ enum FaDtype : uint32_t { kFp16 = 0, kBf16 = 1 };
 enum FaAlibiMode : uint32_t { kAlibiNone = 0, kAlibiLinear = 2, kAlibiSqrt = 3 };
 // An outer bias tensor (fa_pse.h): added as it is (the built-in's pse_type 0) or times the scale (pse_type 1).
 enum FaPseMode : uint32_t { kPseNone = 0, kPseAdd = 1, kPseScaled = 2 };
+// Dropout on the probabilities (fa_dropout.h): keep bits generated from (seed, offset) or read from a user mask.
+enum FaDropMode : uint32_t { kDropNone = 0, kDropGenerated = 1, kDropMask = 2 };
+
+// Dropout parameters; both tiling structs carry one (fa_dropout.h has the generator).
+struct FaDropoutParams {
+    uint64_t seedKey;    // mix64(mix64(seed) ^ offset)
+    uint32_t mode;       // FaDropMode
+    uint32_t threshold;  // kDropGenerated: keep iff the hash's top 24 bits are below this (round(keep_prob * 2^24))
+    float keepInv;       // 1 / keep_prob: kept probabilities are scaled by it
+    uint32_t maskPitch;  // kDropMask: bytes per mask row (rows in the statistics' order, bit c = key column c)
+};
+
+// SplitMix64's finaliser: the dropout generator's 64-bit mixing (host tiling and kernels).
+FA_INLINE uint64_t FaMix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
 
 struct FlashAttentionTilingData {
     // Problem.
@@ -119,7 +137,8 @@ struct FlashAttentionTilingData {
     int64_t alibiDelta;       // kv_start_idx - q_start_idx
     uint64_t pseStrideB, pseStrideN, pseStrideS;  // outer pse [B or 1, N1, S1 or 1, S2]: element strides, 0 = broadcast
     uint32_t pseMode;         // FaPseMode
-    uint32_t reserved4;       // keeps the size a multiple of 8 bytes
+    uint32_t reserved4;       // keeps the 64-bit field below 8-byte aligned
+    FaDropoutParams drop;
 };
 
 // No implicit padding anywhere (host and device copy the struct as raw bytes; padding bytes would be undefined):
@@ -137,7 +156,8 @@ static_assert(NPU_FA_FOLLOWS(sparseMode, preTokens) && NPU_FA_FOLLOWS(vecRows, q
                   NPU_FA_FOLLOWS(alibiMode, alibiPerBatch) && NPU_FA_FOLLOWS(alibiPerBatch, reserved3) &&
                   NPU_FA_FOLLOWS(reserved3, alibiDelta) && NPU_FA_FOLLOWS(alibiDelta, pseStrideB) &&
                   NPU_FA_FOLLOWS(pseStrideS, pseMode) && NPU_FA_FOLLOWS(pseMode, reserved4) &&
-                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, reserved4) + sizeof(uint32_t),
+                  NPU_FA_FOLLOWS(reserved4, drop) && sizeof(FaDropoutParams) == 24 &&
+                  sizeof(FlashAttentionTilingData) == offsetof(FlashAttentionTilingData, drop) + sizeof(FaDropoutParams),
               "FlashAttentionTilingData must have no implicit padding");
 #undef NPU_FA_FOLLOWS
 
@@ -232,6 +252,35 @@ FA_INLINE void FaMatmulChunks(uint32_t mPad, uint32_t k, uint32_t n, uint32_t& k
     kChunk = FaChunk(k, limA < limB ? limA : limB);
 }
 
+// What the vector cores compute besides scale, online softmax and output (it decides their extra UB buffers).
+struct FaVecFeatures {
+    bool denseMask = false;  // a dense atten_mask
+    bool band = false;       // some tile is cut by a band
+    bool alibi = false;      // in-kernel ALiBi
+    bool pse = false;        // an outer pse tensor
+    bool dropout = false;    // keep_prob < 1 or a dropout mask
+};
+
+// The features a forward tiling asks of the vector cores.
+FA_INLINE FaVecFeatures VecFeatures(const FlashAttentionTilingData* t) {
+    FaVecFeatures f;
+    f.denseMask = t->maskMode != 0;
+    f.band = t->bandTiles != 0;
+    f.alibi = t->alibiMode != kAlibiNone;
+    f.pse = t->pseMode != kPseNone;
+    f.dropout = t->drop.mode != kDropNone;
+    return f;
+}
+
+// Dropout's UB (fa_dropout.h): three int32 hash scratch pieces of DropPieceRows(w) rows, the column pattern
+// [w] int32 and the keep bits of a chunk, one 32 B-aligned row of DropBitsPitch(w) bytes per score row.
+constexpr uint32_t kDropPieceElems = 1024;
+FA_INLINE uint32_t DropPieceRows(uint32_t w) { return w >= kDropPieceElems ? 1 : kDropPieceElems / w; }
+FA_INLINE uint32_t DropBitsPitch(uint32_t w) { return AlignUp(w / 8, 32); }
+FA_INLINE uint32_t DropoutUbBytes(uint32_t chunk, uint32_t w) {
+    return 3 * DropPieceRows(w) * w * 4 + w * 4 + chunk * DropBitsPitch(w);
+}
+
 // UB buffers of one AIV (bytes), for `rows` query rows, s2 block `w` and padded value dim `dvPad`. The kernel
 // allocates exactly these; the tiling sizes blocks so that their sum fits the usable UB.
 struct FaUbSizes {
@@ -248,14 +297,15 @@ struct FaUbSizes {
     uint32_t row;    // one fp32 value per row [rows8]
     uint32_t mask;   // dense-mask bytes of a chunk [chunk, w] when `opart` cannot hold them (else they use opart,
                      // free between its uses); their half copy uses `fold`
+    uint32_t drop;   // dropout: hash scratch, column pattern and keep bits (DropoutUbBytes; only with dropout)
     uint32_t total;
 };
 constexpr uint32_t kFaStepSlots = 3;      // forward steps in flight per core: workspace slots, UB statistic sets
 constexpr uint32_t kFaStatBuffers = 3 * kFaStepSlots + 4;  // max, sum, alpha per slot; broadcast, reduce, max/sum out
 
 // UB of one AIV for `rows` query rows (its half of a task) walked in chunks of `chunk` rows.
-FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t dvPad, bool denseMask, bool band,
-                            bool alibi, bool pse) {
+FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t dvPad, const FaVecFeatures& f) {
+    const bool denseMask = f.denseMask, band = f.band, alibi = f.alibi, pse = f.pse;
     FaUbSizes u;
     const uint32_t r = rows == 0 ? 1 : rows;
     const uint32_t c = chunk == 0 ? 1 : chunk;
@@ -273,7 +323,9 @@ FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t 
     u.stat = r8 * 8 * 4;
     u.row = AlignUp(r8 * 4, 32);
     u.mask = denseMask && u.opart < AlignUp(c, 8) * w ? AlignUp(c, 8) * w : 0;
-    u.total = u.s + u.dmat + u.bias + u.pse + u.bits + u.fold + u.p + u.opart + u.acc + kFaStatBuffers * u.stat + 2 * u.row + u.mask + 32;
+    u.drop = f.dropout ? DropoutUbBytes(c, w) : 0;
+    u.total = u.s + u.dmat + u.bias + u.pse + u.bits + u.fold + u.p + u.opart + u.acc + kFaStatBuffers * u.stat +
+              2 * u.row + u.mask + u.drop + 32;
     return u;
 }
 

@@ -34,8 +34,11 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
 * ALiBi (pse_type 2/3, slopes in `pse`): the forward's bias recomputed per tile; the slopes get no gradient (dpse
   empty). An outer pse (pse_type 0/1): recomputed per tile, and dpse (pse's shape and dtype) = dS (times scale for
   pse_type 1) summed over what pse broadcasts: the dQ pass writes dS in fp32 ([B, N1, S1, S2], or column sums of
-  row chunks for a [.., 1, S2] pse) and the host reduces it. keep_prob < 1 -> NotImplementedError, padding_mask ->
-  ValueError (reserved).
+  row chunks for a [.., 1, S2] pse) and the host reduces it. padding_mask -> ValueError (reserved).
+* Dropout (keep_prob < 1): the forward's keep bits again, regenerated from (seed, offset) (or re-read from the same
+  `dropout_mask`): dP_ij of a dropped probability is 0, of a kept one dP_ij / keep_prob, dS = P * (dP - D) with
+  D = rowsum(dy * attention_in) as without dropout, and dV = (the dropped P)^T dy / keep_prob. The forward's
+  (seed, offset, keep_prob, dropout_mask) must be passed unchanged (the autograd does).
   Head dims up to 512 like the forward: when the dK and dV sums of a key block do not both fit half of the cube's
   L0C (D + Dv > 256), a dV pass and a dK pass run instead, each in passes of at most 256 columns.
 
@@ -159,9 +162,11 @@ def _grad_impl(*args, **kwargs):
     atten_mask = a["atten_mask"]
     view = masks.mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global) if p.dense_mask else None
     mask_ptr, mask_bytes = (view.tensor.data_ptr(), view.extent) if view is not None else (0, 0)
-    info = entry(ops.problem_dict(p, view), ops.get_chip(), bool(a["deterministic"]), q.data_ptr(), k.data_ptr(),
+    drop_rows, drop_pitch = ops.drop_mask_input(p, a["dropout_mask"])
+    info = entry(ops.problem_dict(p, view, drop_pitch), ops.get_chip(), bool(a["deterministic"]), q.data_ptr(), k.data_ptr(),
                  v.data_ptr(), do.data_ptr(), o.data_ptr(), smax.data_ptr(), ssum.data_ptr(), mask_ptr, mask_bytes,
-                 0 if sk is None else sk.data_ptr(), 0 if pse is None else pse.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
+                 0 if sk is None else sk.data_ptr(), 0 if pse is None else pse.data_ptr(),
+                 0 if drop_rows is None else drop_rows.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
                  0 if dsink_rows is None else dsink_rows.data_ptr(), 0 if dpse_rows is None else dpse_rows.data_ptr())
     if p.layout == "TND":
         _zero_tnd_tails(p, dq, dk, dv)
@@ -235,14 +240,14 @@ def _setup_context(ctx, inputs, output):
     args = dict(zip(_FWD_NAMES, inputs))
     out, smax, ssum = output
     ctx.save_for_backward(args["query"], args["key"], args["value"], out, smax, ssum, args["atten_mask"], args["sink"],
-                          args["pse"])
+                          args["pse"], args["dropout_mask"])
     ctx.fwd_args = {n: args[n] for n in _NON_TENSOR}
     ctx.num_inputs = len(inputs)
     ctx.mark_non_differentiable(smax, ssum)
 
 
 def _backward(ctx, d_out, _d_max, _d_sum):
-    query, key, value, out, smax, ssum, atten_mask, sink, pse = ctx.saved_tensors
+    query, key, value, out, smax, ssum, atten_mask, sink, pse, dropout_mask = ctx.saved_tensors
     if d_out is None:
         d_out = torch.zeros_like(out)
     a = ctx.fwd_args
@@ -258,7 +263,7 @@ def _backward(ctx, d_out, _d_max, _d_sum):
     # dq/dk/dv need only the statistics (which hold the sink's term): the sink goes in only when dsink is wanted
     dq, dk, dv, dpse, dsink = torch.ops.npu.flash_attention_grad(
         query, key, value, d_out, a["head_num"], a["input_layout"], atten_mask=atten_mask, softmax_max=smax,
-        softmax_sum=ssum, attention_in=out, sink=sink if want_dsink else None, pse=pse,
+        softmax_sum=ssum, attention_in=out, sink=sink if want_dsink else None, pse=pse, dropout_mask=dropout_mask,
         deterministic=torch.are_deterministic_algorithms_enabled(), **shared)
     grads = [dq, dk, dv] + [None] * (ctx.num_inputs - 3)
     if want_dsink:

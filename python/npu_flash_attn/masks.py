@@ -330,7 +330,7 @@ class _BlockMapCache:
     @staticmethod
     def _key(mask: torch.Tensor, problem: dict, chip: str):
         geometry = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in problem.items()
-                                if k not in ("scale", "dtype")))
+                                if k not in ("scale", "dtype", "keep_prob", "seed", "offset", "drop_mask_pitch")))
         return (id(mask), mask._version, mask.data_ptr(), tuple(mask.shape), tuple(mask.stride()), mask.dtype,
                 geometry, chip)
 

@@ -83,6 +83,7 @@ from typing import Any, Optional, Sequence
 import torch
 
 from .dispatch import bind_arguments, check_before_dispatch, require_device, value_checks
+from . import dropout
 from .masks import build_block_map, check_masks, mask_view
 
 __all__ = [
@@ -200,6 +201,15 @@ class PseArgs:
 
 
 @dataclass(frozen=True)
+class DropArgs:
+    """Dropout of the probabilities (keep_prob < 1): generated from (seed, offset), or a user `dropout_mask`."""
+    mode: int = 0              # 0 none, 1 generated in the kernel, 2 the user's mask
+    keep_prob: float = 1.0
+    seed: int = 0
+    offset: int = 0
+
+
+@dataclass(frozen=True)
 class FAProblem:
     """A validated forward problem: the facts the kernel entry needs."""
     layout: str
@@ -227,6 +237,7 @@ class FAProblem:
     sink: bool = False         # per-query-head sink logits (float32 [N1]) join every softmax row
     softcap: Optional[float] = None  # > 0: logit soft-capping of the scaled scores
     pse: PseArgs = PseArgs()   # in-kernel ALiBi or an outer bias tensor
+    drop: DropArgs = DropArgs()
 
     @property
     def dtype_name(self) -> str:
@@ -515,8 +526,6 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
     for name, v in (("pre_tokens", pre_tokens), ("next_tokens", next_tokens)):
         if not (INT32_MIN <= v <= INT32_MAX):
             raise ValueError(f"{name}={v} must fit in int32 [{INT32_MIN}, {INT32_MAX}]")
-    _as_int("seed", seed)
-    _as_int("offset", offset)
     pse_type = _as_int("pse_type", pse_type)
     if not (0 <= pse_type <= 3):
         raise ValueError(f"pse_type={pse_type} must be 0, 1, 2 or 3")
@@ -557,11 +566,8 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
     # features of later issues
     pse_args = _check_pse(pse, pse_type, q_start_idx, kv_start_idx, layout, query,
                           len(actual_seq_qlen) if layout == "TND" else B, B, N1, S1, S2)
-    if keep_prob < 1.0:
-        raise NotImplementedError(f"dropout (keep_prob={keep_prob} < 1) is not implemented yet in npu_flash_attn")
-    if dropout_mask is not None:
-        raise NotImplementedError("dropout_mask (a user-supplied dropout keep-mask) is not implemented yet in "
-                                  "npu_flash_attn")
+    drop = _check_dropout(keep_prob, _as_int("seed", seed), _as_int("offset", offset), dropout_mask, query, layout,
+                          B, N1, S1, S2, cu_q, cu_kv)
     if sink is not None:
         if sink.dtype != torch.float32:
             raise TypeError(f"sink dtype {sink.dtype} must be torch.float32 (one logit per query head, as the "
@@ -588,7 +594,41 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
                      scale=scale, sparse_mode=rules.sparse_mode, pre_tokens=rules.pre_tokens,
                      next_tokens=rules.next_tokens, cu_seqlens_q=tuple(cu_q), cu_seqlens_kv=tuple(cu_kv),
                      out_shape=out_shape, stats_shape=stats_shape, prefix=rules.prefix, dense_mask=rules.dense,
-                     mask_tnd_global=rules.tnd_global, sink=sink is not None, softcap=softcap, pse=pse_args)
+                     mask_tnd_global=rules.tnd_global, sink=sink is not None, softcap=softcap, pse=pse_args,
+                     drop=drop)
+
+
+def _check_dropout(keep_prob: float, seed: int, offset: int, dropout_mask, query, layout: str, B, N1, S1, S2,
+                   cu_q: Sequence[int], cu_kv: Sequence[int]) -> DropArgs:
+    """keep_prob < 1 turns dropout on: the kernel's generator keyed by (seed, offset), or the user's mask."""
+    for name, v in (("seed", seed), ("offset", offset)):
+        if not (-(1 << 63) <= v < (1 << 64)):
+            raise ValueError(f"{name}={v} must fit in 64 bits")
+    if dropout_mask is not None:
+        if not isinstance(dropout_mask, torch.Tensor):
+            raise TypeError(f"dropout_mask must be a torch.Tensor or None, got {type(dropout_mask).__name__}")
+        if dropout_mask.device != query.device:
+            raise ValueError(f"dropout_mask is on device {dropout_mask.device} but query is on {query.device}; all "
+                             "tensors must be on the same device")
+        if keep_prob >= 1.0:
+            raise ValueError("dropout_mask is given but keep_prob=1.0: the mask is only applied with keep_prob < 1 "
+                             "(its kept values are scaled by 1 / keep_prob); pass keep_prob < 1 or no mask")
+        shapes = (list(zip(_lengths(cu_q), _lengths(cu_kv))) if layout == "TND" else [(S1, S2)] * B)
+        dropout.check_mask(dropout_mask, dropout.mask_elements(shapes, N1))
+    if keep_prob >= 1.0:
+        return DropArgs()
+    return DropArgs(mode=1 if dropout_mask is None else 2, keep_prob=keep_prob, seed=seed, offset=offset)
+
+
+def drop_mask_input(p: FAProblem, mask: Optional[torch.Tensor]) -> tuple[Optional[torch.Tensor], int]:
+    """The user dropout mask as the kernels read it (rows of bytes in the statistics' order, repacked when needed)
+    and its row pitch; (None, 0) without one."""
+    if p.drop.mode != 2:
+        return None, 0
+    shapes = (list(zip(_lengths(p.cu_seqlens_q), _lengths(p.cu_seqlens_kv))) if p.layout == "TND"
+              else [(p.S1, p.S2)] * p.B)
+    rows, pitch = dropout.kernel_rows(mask.detach(), p.N1, shapes, p.S2, p.layout == "TND")
+    return rows.contiguous(), pitch
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -621,8 +661,9 @@ def fill_rows_without_keys(p: FAProblem, sink: Optional[torch.Tensor], smax: tor
         rows[q0 * p.N1:q1 * p.N1] = z.view(-1, 1, 1).expand(p.N1, q1 - q0, 8).reshape(-1, 8)
 
 
-def problem_dict(p: FAProblem, view=None) -> dict:
-    """The validated problem as the extension's tiling reads it (`view`: the dense mask's MaskView, if any)."""
+def problem_dict(p: FAProblem, view=None, drop_pitch: int = 0) -> dict:
+    """The validated problem as the extension's tiling reads it (`view`: the dense mask's MaskView, if any;
+    `drop_pitch`: a user dropout mask's row pitch in bytes)."""
     d = {"dtype": p.dtype_name, "layout": p.layout, "B": int(p.B), "N1": int(p.N1), "N2": int(p.N2),
          "S1": int(p.S1), "S2": int(p.S2), "D": int(p.D), "Dv": int(p.Dv), "scale": float(p.scale),
          "sparse_mode": int(p.sparse_mode), "pre_tokens": int(p.pre_tokens), "next_tokens": int(p.next_tokens),
@@ -631,6 +672,9 @@ def problem_dict(p: FAProblem, view=None) -> dict:
          "softcap": p.softcap, "alibi_mode": p.pse.alibi_mode, "alibi_per_batch": p.pse.alibi_per_batch,
          "alibi_delta": p.pse.alibi_delta, "pse_mode": p.pse.outer_mode, "pse_stride_b": 0, "pse_stride_n": 0,
          "pse_stride_s": 0}
+    if p.drop.mode:
+        d.update(drop_mode=p.drop.mode, keep_prob=p.drop.keep_prob, seed=p.drop.seed, offset=p.drop.offset,
+                 drop_mask_pitch=drop_pitch)
     if p.pse.outer_mode:  # element strides of the contiguous [B or 1, N1, S1 or 1, S2] bias (0: broadcast)
         rows = p.S1 if p.pse.outer_per_row else 1
         d.update(pse_stride_b=p.N1 * rows * p.S2 if p.pse.outer_per_batch else 0, pse_stride_n=rows * p.S2,
@@ -664,14 +708,15 @@ def set_op_counting(enabled: bool) -> None:
     _count_ops = bool(enabled)
 
 
-def _launch(p: FAProblem, q, k, v, atten_mask, sink, pse, out, smax, ssum) -> dict:
+def _launch(p: FAProblem, q, k, v, atten_mask, sink, pse, drop_mask, out, smax, ssum) -> dict:
     ext = _ext()
     if not hasattr(ext, "flash_attention_plan"):
         raise RuntimeError("npu_flash_attn._C has no flash_attention_plan (stale build?): rebuild with "
                            "`pip install -e .`")
     chip = get_chip()
     view = mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global) if p.dense_mask else None
-    problem = problem_dict(p, view)
+    drop_rows, drop_pitch = drop_mask_input(p, drop_mask)
+    problem = problem_dict(p, view, drop_pitch)
     mask_ptr = mask_bytes = map_ptr = map_bytes = 0
     block = None
     if view is not None:
@@ -680,7 +725,8 @@ def _launch(p: FAProblem, q, k, v, atten_mask, sink, pse, out, smax, ssum) -> di
         map_ptr, map_bytes = block.block_map.data_ptr(), block.block_map.numel()
     info = dict(ext.flash_attention_fwd(problem, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), mask_ptr, mask_bytes,
                                         map_ptr, map_bytes, 0 if sink is None else sink.data_ptr(),
-                                        0 if pse is None else pse.data_ptr(), out.data_ptr(),
+                                        0 if pse is None else pse.data_ptr(),
+                                        0 if drop_rows is None else drop_rows.data_ptr(), out.data_ptr(),
                                         smax.data_ptr(), ssum.data_ptr(), _count_ops))
     if block is not None:
         shared = view.tensor.untyped_storage().data_ptr() == atten_mask.untyped_storage().data_ptr()
@@ -739,7 +785,7 @@ def _flash_attention_impl(*args, **kwargs):
     # contiguous copies keep the pointers valid for the duration of the call
     q, k, v = (a[n].detach().contiguous() for n in ("query", "key", "value"))
     sk = None if sink is None else sink.detach().contiguous()
-    info = _launch(p, q, k, v, a["atten_mask"], sk, pse_input(p, a["pse"]), out, smax, ssum)
+    info = _launch(p, q, k, v, a["atten_mask"], sk, pse_input(p, a["pse"]), a["dropout_mask"], out, smax, ssum)
     if p.layout == "TND":
         _fill_invalid_tail(p, out, smax, ssum)
     record_launch(info)

@@ -47,6 +47,8 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
+from . import dropout
+
 __all__ = ["flash_attention_reference", "flash_attention_lowprec", "assert_close_fa", "assert_stats_close",
            "visible_mask", "enabled_sequences", "band_sequence_index", "FLT_MAX"]
 
@@ -176,11 +178,13 @@ def _head_counts(query, key, value, head_num: int, layout: str) -> tuple[int, in
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis_of: Callable[[int, int], torch.Tensor],
             scale: float, lowprec: Optional[torch.dtype], sink: Optional[torch.Tensor] = None,
-            softcap: Optional[float] = None, bias_of: Optional[Callable[[int, int], torch.Tensor]] = None):
+            softcap: Optional[float] = None, bias_of: Optional[Callable[[int, int], torch.Tensor]] = None,
+            keep: Optional[torch.Tensor] = None, keep_prob: float = 1.0):
     """One sequence: q [N1,Sq,D], k [N2,Skv,D], v [N2,Skv,Dv]; vis_of(h0, h1) is the visibility of query heads
     h0:h1, bool [Sq,Skv] or [h1-h0 or 1, Sq, Skv]. sink: [N1] logits that join every row's softmax (no value).
     softcap: the scaled scores x become softcap * tanh(x / softcap) before masking. bias_of(h0, h1): float64
-    [h1-h0, Sq, Skv] added after the cap (ALiBi).
+    [h1-h0, Sq, Skv] added after the cap (ALiBi). keep: dropout's bool [N1, Sq, Skv] keep mask, the kept
+    probabilities scaled by 1 / keep_prob (the statistics are of the softmax before dropout).
 
     Returns out [N1,Sq,Dv] and (float64 path only) max/sum [N1,Sq]."""
     n1, sq, _ = q.shape
@@ -225,6 +229,8 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis_of: Callable[
             e = torch.where(vis, torch.exp(s - m_safe.unsqueeze(2)), torch.zeros((), dtype=torch.float64))
             l = e.sum(dim=2) if sink is None else e.sum(dim=2) + torch.exp(z - m_safe)
             l_safe = torch.where(valid, l, torch.ones_like(l))
+            if keep is not None:
+                e = torch.where(keep[h0:h1], e / keep_prob, torch.zeros((), dtype=torch.float64))
             o = torch.matmul(e, vh.double()) / l_safe.unsqueeze(2)
             out[h0:h1] = torch.where(valid.unsqueeze(2), o, torch.zeros((), dtype=torch.float64))
             mx[h0:h1] = torch.where(valid, m, torch.full_like(m, -FLT_MAX))
@@ -244,6 +250,8 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis_of: Callable[
             else:
                 p = torch.softmax(s, dim=2)
             p = torch.where(valid.unsqueeze(2), p, torch.zeros((), dtype=p.dtype)).to(dt)
+            if keep is not None:
+                p = torch.where(keep[h0:h1], (p.float() / keep_prob).to(dt), torch.zeros((), dtype=dt))
             o = torch.matmul(p.float(), vh.float()).to(dt)
             out[h0:h1] = o
     return out, mx, sm
@@ -316,7 +324,8 @@ def _prefix_of(prefix, sparse_mode: int, b: int) -> Optional[int]:
 
 def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_tokens, next_tokens,
          actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, lowprec: Optional[torch.dtype], sink=None,
-         softcap=None, pse_spec=None):
+         softcap=None, pse_spec=None, drop_spec=None):
+    keep_of, keep_prob = drop_spec if drop_spec is not None else (lambda b, sq, skv: None, 1.0)
     layout = input_layout.upper()
     n1 = int(head_num)
     n2, _ = _head_counts(query, key, value, n1, layout)
@@ -340,7 +349,7 @@ def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_toke
                                prefix=_prefix_of(prefix, sparse_mode, b), band=b == band_b)
             o, m, l = _attend(query[q0:q1].transpose(0, 1), key[k0:k1].transpose(0, 1),
                               value[k0:k1].transpose(0, 1), lambda h0, h1, vis=vis: vis, scale, lowprec, sink,
-                              softcap, _bias(pse_spec, b, sq, skv))
+                              softcap, _bias(pse_spec, b, sq, skv), keep_of(b, sq, skv), keep_prob)
             out[q0:q1] = o.transpose(0, 1)
             if lowprec is None:
                 base = q0 * n1 * 8
@@ -366,7 +375,7 @@ def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_toke
             mh = None if mb is None else (mb[h0:h1] if mb.shape[0] > 1 else mb)
             return visible_mask(s1, s2, sparse_mode, pre_tokens, next_tokens, atten_mask=mh, prefix=pfx)
         o, m, l = _attend(q[bi], k[bi], v[bi], vis_of, scale, lowprec, sink, softcap,
-                          _bias(pse_spec, bi, s1, s2))
+                          _bias(pse_spec, bi, s1, s2), keep_of(bi, s1, s2), keep_prob)
         out[bi] = o
         if lowprec is None:
             smax[bi], ssum[bi] = m, l
@@ -385,6 +394,26 @@ def _pse_spec(pse, pse_type, q_start_idx, kv_start_idx, scale):
     return None
 
 
+def _drop_spec(keep_prob, seed, offset, dropout_mask, n1: int, layout: str, query, key, actual_seq_qlen,
+               actual_seq_kvlen):
+    """(keep_of(b, sq, skv) -> bool [N1, Sq, Skv] keep mask, keep_prob) of dropout, or None without it: the user's
+    mask, else the generator's bits (npu_flash_attn.dropout)."""
+    if float(keep_prob) >= 1.0:
+        return None
+    n1 = int(n1)
+    if dropout_mask is None:
+        return (lambda b, sq, skv: dropout.keep_mask(int(seed), int(offset), float(keep_prob), n1, b, range(n1), sq,
+                                                     skv), float(keep_prob))
+    if layout.upper() == "TND":
+        shapes = [(q1 - q0, k1 - k0) for q0, q1, k0, k1 in enabled_sequences(actual_seq_qlen, actual_seq_kvlen)]
+    else:
+        q = _to_bnsd(query, layout.upper(), n1)
+        k = _to_bnsd(key, layout.upper(), _head_counts(query, key, key, n1, layout.upper())[0])
+        shapes = [(q.shape[2], k.shape[2])] * q.shape[0]
+    masks = dropout.unpack_mask(dropout_mask, n1, shapes)
+    return (lambda b, sq, skv: masks[b]), float(keep_prob)
+
+
 def flash_attention_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
                               input_layout: str, *, scale: float = 1.0, sparse_mode: int = 0,
                               pre_tokens: int = _INT32_MAX, next_tokens: int = _INT32_MAX,
@@ -393,7 +422,9 @@ def flash_attention_reference(query: torch.Tensor, key: torch.Tensor, value: tor
                               atten_mask: Optional[torch.Tensor] = None, prefix: Optional[Sequence[int]] = None,
                               sink: Optional[torch.Tensor] = None, softcap: Optional[float] = None,
                               pse: Optional[torch.Tensor] = None, pse_type: int = 1,
-                              q_start_idx: Optional[Sequence[int]] = None, kv_start_idx: Optional[Sequence[int]] = None):
+                              q_start_idx: Optional[Sequence[int]] = None, kv_start_idx: Optional[Sequence[int]] = None,
+                              keep_prob: float = 1.0, seed: int = 0, offset: int = 0,
+                              dropout_mask: Optional[torch.Tensor] = None):
     """float64 (out, softmax_max, softmax_sum) in the op's layouts and shapes (see the module docstring).
 
     Differentiable with torch autograd for float64 inputs that require grad (the sink logits included). Inputs are
@@ -401,7 +432,9 @@ def flash_attention_reference(query: torch.Tensor, key: torch.Tensor, value: tor
     arguments the op accepts."""
     return _run(query, key, value, head_num, input_layout, float(scale), int(sparse_mode), int(pre_tokens),
                 int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, None, sink, softcap,
-                _pse_spec(pse, pse_type, q_start_idx, kv_start_idx, scale))
+                _pse_spec(pse, pse_type, q_start_idx, kv_start_idx, scale),
+                _drop_spec(keep_prob, seed, offset, dropout_mask, head_num, input_layout, query, key,
+                           actual_seq_qlen, actual_seq_kvlen))
 
 
 def flash_attention_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
@@ -414,7 +447,8 @@ def flash_attention_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch
                             sink: Optional[torch.Tensor] = None, softcap: Optional[float] = None,
                             pse: Optional[torch.Tensor] = None, pse_type: int = 1,
                             q_start_idx: Optional[Sequence[int]] = None,
-                            kv_start_idx: Optional[Sequence[int]] = None) -> torch.Tensor:
+                            kv_start_idx: Optional[Sequence[int]] = None, keep_prob: float = 1.0, seed: int = 0,
+                            offset: int = 0, dropout_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Attention output computed like plain torch in the input dtype (fp32 accumulation, each op's result rounded
     to query.dtype): the baseline of the FlashAttention criterion. Invalid rows give 0."""
     dt = query.dtype
@@ -422,7 +456,9 @@ def flash_attention_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch
         raise TypeError(f"flash_attention_lowprec: query dtype {dt} is not fp16/bf16")
     out, _, _ = _run(query, key, value, head_num, input_layout, float(scale), int(sparse_mode), int(pre_tokens),
                      int(next_tokens), actual_seq_qlen, actual_seq_kvlen, atten_mask, prefix, dt, sink, softcap,
-                     _pse_spec(pse, pse_type, q_start_idx, kv_start_idx, scale))
+                     _pse_spec(pse, pse_type, q_start_idx, kv_start_idx, scale),
+                     _drop_spec(keep_prob, seed, offset, dropout_mask, head_num, input_layout, query, key,
+                                actual_seq_qlen, actual_seq_kvlen))
     return out
 
 

@@ -126,7 +126,8 @@ py::dict FlashAttentionBlockMap(const py::dict& problem, const std::string& chip
 
 py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName, uintptr_t q, uintptr_t k, uintptr_t v,
                            uintptr_t mask, uint64_t maskBytes, uintptr_t blockMap, uint64_t blockMapBytes, uintptr_t sink,
-                           uintptr_t pse, uintptr_t out, uintptr_t smax, uintptr_t ssum, bool countOps) {
+                           uintptr_t pse, uintptr_t dropMask, uintptr_t out, uintptr_t smax, uintptr_t ssum,
+                           bool countOps) {
     Plan plan = MakePlan(problem, chipName);
     const npu_fa::FaProblem& p = plan.p;
     if (p.denseMask && blockMapBytes != plan.t.mapBytes) {
@@ -175,13 +176,18 @@ py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName,
         if (pse == 0) throw py::value_error("flash_attention_fwd: the problem has a pse but no pse buffer");
         o.gm.push_back({(const uint8_t*)pse, pseBytes, alibi ? "alibi_slopes" : "pse"});
     }
+    const uint64_t dropBytes = twin_bindings::DropMaskBytes(p);
+    if (dropBytes != 0) {
+        if (dropMask == 0) throw py::value_error("flash_attention_fwd: the problem has a dropout mask but no buffer");
+        o.gm.push_back({(const uint8_t*)dropMask, dropBytes, "dropout_mask"});
+    }
     auto start = std::chrono::steady_clock::now();
     twin::LaunchResult r;
     {
         py::gil_scoped_release release;
         r = twin::LaunchKernel(&flash_attention_fwd, o, (uint8_t*)q, (uint8_t*)k, (uint8_t*)v, (uint8_t*)mask,
                                (uint8_t*)blockMap, (uint8_t*)seqInfo.data(), (uint8_t*)sink,
-                               (uint8_t*)(alibi ? pse : 0), (uint8_t*)(alibi ? 0 : pse), (uint8_t*)out, (uint8_t*)smax,
+                               (uint8_t*)(alibi ? pse : 0), (uint8_t*)(alibi ? 0 : pse), (uint8_t*)dropMask, (uint8_t*)out, (uint8_t*)smax,
                                (uint8_t*)ssum, wsMem.get(), (uint8_t*)&tiling);
     }
     py::dict info = PlanInfo(plan);
@@ -200,6 +206,6 @@ void RegisterFlashAttention(py::module_& m) {
           py::arg("mask_bytes"), py::arg("block_map"), py::arg("block_map_bytes"));
     m.def("flash_attention_fwd", &FlashAttentionFwd, py::arg("problem"), py::arg("chip"), py::arg("q"), py::arg("k"),
           py::arg("v"), py::arg("mask"), py::arg("mask_bytes"), py::arg("block_map"), py::arg("block_map_bytes"),
-          py::arg("sink"), py::arg("pse"), py::arg("out"), py::arg("softmax_max"), py::arg("softmax_sum"),
+          py::arg("sink"), py::arg("pse"), py::arg("drop_mask"), py::arg("out"), py::arg("softmax_max"), py::arg("softmax_sum"),
           py::arg("count_ops") = false);
 }

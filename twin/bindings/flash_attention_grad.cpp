@@ -50,8 +50,8 @@ void BuildBlockMap(const npu_fa::FaGradTilingOut& t, const npu_fa::ChipSpec* chi
 
 py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName, bool deterministic, uintptr_t q,
                             uintptr_t k, uintptr_t v, uintptr_t dy, uintptr_t attn, uintptr_t smax, uintptr_t ssum,
-                            uintptr_t mask, uint64_t maskBytes, uintptr_t sink, uintptr_t pse, uintptr_t dq, uintptr_t dk, uintptr_t dv,
-                            uintptr_t dsinkRows, uintptr_t dpseRows) {
+                            uintptr_t mask, uint64_t maskBytes, uintptr_t sink, uintptr_t pse, uintptr_t dropMask, uintptr_t dq,
+                            uintptr_t dk, uintptr_t dv, uintptr_t dsinkRows, uintptr_t dpseRows) {
     const npu_fa::ChipSpec* chip = npu_fa::FindChip(chipName.c_str());
     if (chip == nullptr) throw py::value_error("chip '" + chipName + "' is not in the chip table");
     const npu_fa::FaProblem p = twin_bindings::ParseProblem(problem);
@@ -65,6 +65,8 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
     if (dpseBytes != 0 && dpseRows == 0) {
         throw py::value_error("flash_attention_grad: the problem has an outer pse but no dpse_rows buffer");
     }
+    const uint64_t dropBytes = twin_bindings::DropMaskBytes(p);
+    if (dropBytes != 0 && dropMask == 0) throw py::value_error("flash_attention_grad: the problem has a dropout mask but no buffer");
     if (p.sink && (sink == 0 || dsinkRows == 0)) {
         throw py::value_error("flash_attention_grad: the problem has sinks but no sink or dsink_rows buffer");
     }
@@ -121,13 +123,15 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
             }
             if (pseBytes != 0) o.gm.push_back({(const uint8_t*)pse, pseBytes, alibi ? "alibi_slopes" : "pse"});
             if (dpseBytes != 0) o.gm.push_back({(const uint8_t*)dpseRows, dpseBytes, "dpse_rows"});
+            if (dropBytes != 0) o.gm.push_back({(const uint8_t*)dropMask, dropBytes, "dropout_mask"});
             twin::LaunchResult r;
             {
                 py::gil_scoped_release release;
                 r = twin::LaunchKernel(&flash_attention_bwd, o, (uint8_t*)q, (uint8_t*)k, (uint8_t*)v, (uint8_t*)dy,
                                        (uint8_t*)attn, (uint8_t*)smax, (uint8_t*)ssum, (uint8_t*)mask, map.data(),
                                        (uint8_t*)seqInfo.data(), (uint8_t*)sink,
-                                       (uint8_t*)(alibi ? pse : 0), (uint8_t*)(alibi ? 0 : pse), (uint8_t*)dq, (uint8_t*)dk,
+                                       (uint8_t*)(alibi ? pse : 0), (uint8_t*)(alibi ? 0 : pse), (uint8_t*)dropMask,
+                                       (uint8_t*)dq, (uint8_t*)dk,
                                        (uint8_t*)dv, (uint8_t*)dsinkRows, (uint8_t*)dpseRows, wsMem.get(),
                                        (uint8_t*)&tiling);
             }
@@ -173,6 +177,6 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
 void RegisterFlashAttentionGrad(py::module_& m) {
     m.def("flash_attention_grad", &FlashAttentionGrad, py::arg("problem"), py::arg("chip"), py::arg("deterministic"),
           py::arg("q"), py::arg("k"), py::arg("v"), py::arg("dy"), py::arg("attention_in"), py::arg("softmax_max"),
-          py::arg("softmax_sum"), py::arg("mask"), py::arg("mask_bytes"), py::arg("sink"), py::arg("pse"), py::arg("dq"), py::arg("dk"),
+          py::arg("softmax_sum"), py::arg("mask"), py::arg("mask_bytes"), py::arg("sink"), py::arg("pse"), py::arg("drop_mask"), py::arg("dq"), py::arg("dk"),
           py::arg("dv"), py::arg("dsink_rows"), py::arg("dpse_rows"));
 }

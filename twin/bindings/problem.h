@@ -74,6 +74,13 @@ inline npu_fa::FaProblem ParseProblem(const py::dict& d) {
         p.maskColStep = Get<uint32_t>(d, "mask_col_step");
         p.maskTndGlobal = Get<bool>(d, "mask_tnd_global");
     }
+    if (d.contains("drop_mode")) {
+        p.dropMode = Get<uint32_t>(d, "drop_mode");
+        p.keepProb = Get<double>(d, "keep_prob");
+        p.seed = (uint64_t)Get<int64_t>(d, "seed");
+        p.offset = (uint64_t)Get<int64_t>(d, "offset");
+        p.dropMaskPitch = Get<uint32_t>(d, "drop_mask_pitch");
+    }
     if (d.contains("force_s1_block")) p.forceS1Block = Get<uint32_t>(d, "force_s1_block");
     if (d.contains("force_s2_block")) p.forceS2Block = Get<uint32_t>(d, "force_s2_block");
     return p;
@@ -92,6 +99,13 @@ inline uint64_t PseBytes(const npu_fa::FaProblem& p) {
 inline uint64_t PseGradBytes(const npu_fa::FaProblem& p) {
     if (p.pseMode == npu_fa::kPseNone) return 0;
     return (uint64_t)p.batch * p.n1 * npu_fa::PseGradRows(p) * p.s2 * 4;
+}
+
+// Bytes of a user dropout mask as the kernels read it: one row of dropMaskPitch bytes per statistics row.
+inline uint64_t DropMaskBytes(const npu_fa::FaProblem& p) {
+    if (p.dropMode != npu_fa::kDropMask) return 0;
+    const uint64_t rows = p.layout == npu_fa::kTND ? p.t1 * p.n1 : (uint64_t)p.batch * p.n1 * p.s1;
+    return rows * p.dropMaskPitch;
 }
 
 }  // namespace twin_bindings

@@ -1,0 +1,155 @@
+// Dropout on the attention probabilities (keep_prob < 1), shared by the forward and the backward vector cores.
+// The softmax is computed as without dropout (softmax_max / softmax_sum describe it); then each probability is kept
+// or zeroed by a keep bit, and the kept ones count 1 / keep_prob (folded into the output's final scale).
+//
+// Keep bits come from a counter-based generator, so the backward regenerates exactly the forward's mask and nothing
+// is stored. Element (b, n, i, j) -- sequence, query head, query row, key column -- is kept iff
+//   key = mix64(seedKey ^ ((b * N1 + n) << 32 | i)),  m = (key >> 32) | 1,  x = j * m + (key mod 2^32)  (mod 2^32)
+//   x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b;  keep iff (x >> 8) < threshold
+// The row key (scalar unit) gives every query row its own odd multiplier and offset, so rows do not repeat shifted
+// copies of one another; the per-element hash runs on the vector unit with the dav-2201 integer ops: int32 Muls /
+// Adds wrap modulo 2^32 (the boundary-value tables' non-saturating mode), ShiftRight on uint32 is logical, and
+// xor is (a | b) - (a & b) with the 16-bit Or / And over the same bytes. npu_flash_attn/dropout.py is the host copy.
+//
+// A user mask (kDropMask, the built-in's dropout_mask) is read instead: rows of maskPitch bytes in the statistics'
+// row order, bit c of a row = key column c (the host repacks masks that are not in this form).
+#ifndef NPU_FA_FA_DROPOUT_H
+#define NPU_FA_FA_DROPOUT_H
+
+#include "kernel_operator.h"
+#include "flash_attention_tiling.h"
+
+namespace npu_fa {
+
+// The score rows a tile's keep bits cover: rows [row0, row0 + rows) of (batch, head), positions inside the
+// sequence, key columns [c0, c0 + w) of which the first `cols` exist; statRow0 is row0's statistics row.
+struct FaDropTile {
+    uint32_t batch;
+    uint32_t head;
+    int64_t row0;
+    uint32_t rows;
+    int64_t c0;
+    uint32_t cols;
+    uint64_t statRow0;
+};
+
+// TilingT: a tiling struct with `drop` (FaDropoutParams), n1 and s2Block.
+template <typename TilingT>
+class FaDropout {
+public:
+    // `buf`: DropoutUbBytes(chunk, w) bytes of UB; `event`: a V_MTE2 / MTE2_V event ID this class sets and waits in
+    // pairs (user masks only).
+    __aicore__ inline void Init(const TilingT* t, GM_ADDR mask, const AscendC::LocalTensor<uint8_t>& buf, int32_t event) {
+        t_ = t;
+        w_ = t->s2Block;
+        pieceRows_ = DropPieceRows(w_);
+        pitch_ = DropBitsPitch(w_);
+        event_ = event;
+        const uint32_t piece = pieceRows_ * w_;
+        x_ = buf.template ReinterpretCast<int32_t>();
+        y_ = x_[piece];
+        z_ = x_[2 * piece];
+        col_ = x_[3 * piece];
+        bits_ = buf[(3 * piece + w_) * 4];
+        if (t->drop.mode == kDropMask) {
+            maskGm_.SetGlobalBuffer((__gm__ uint8_t*)mask);
+        } else {
+            for (uint32_t c = 0; c < 64; ++c) col_.SetValue(c, (int32_t)c);
+            for (uint32_t c = 64; c < w_; c += 64) AscendC::Adds(col_[c], col_, (int32_t)c, 64);
+        }
+    }
+
+    // The keep bits of a tile -> UB (one DropBitsPitch row per score row).
+    __aicore__ inline void Bits(const FaDropTile& tile) {
+        if (t_->drop.mode == kDropMask) {
+            LoadMask(tile);
+        } else {
+            Generate(tile);
+        }
+    }
+
+    // x[r][c] = 0 where the keep bit of (r, c) is 0, for the tile's `rows` rows of w fp32 scores.
+    __aicore__ inline void Apply(const AscendC::LocalTensor<float>& x, uint32_t rows) {
+        if (pitch_ * 8 == w_) {
+            AscendC::Select(x, bits_, x, 0.0f, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, rows * w_);
+        } else {  // bit rows are padded to 32 B: one Select per row
+            for (uint32_t r = 0; r < rows; ++r) {
+                AscendC::Select(x[r * w_], bits_[r * pitch_], x[r * w_], 0.0f, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE,
+                                w_);
+            }
+        }
+    }
+
+private:
+    __aicore__ inline void Generate(const FaDropTile& tile) {
+        const uint64_t rowBase = ((uint64_t)tile.batch * t_->n1 + tile.head) << 32;
+        for (uint32_t r0 = 0; r0 < tile.rows; r0 += pieceRows_) {
+            const uint32_t rows = tile.rows - r0 < pieceRows_ ? tile.rows - r0 : pieceRows_;
+            for (uint32_t r = 0; r < rows; ++r) {  // x = j * m + a per row, from the row's key
+                const uint64_t key = FaMix64(t_->drop.seedKey ^ (rowBase | (uint64_t)(tile.row0 + r0 + r)));
+                const uint32_t m = (uint32_t)(key >> 32) | 1u;
+                const uint32_t a = (uint32_t)key + (uint32_t)tile.c0 * m;
+                AscendC::Muls(x_[r * w_], col_, (int32_t)m, (int32_t)w_);
+                AscendC::Adds(x_[r * w_], x_[r * w_], (int32_t)a, (int32_t)w_);
+            }
+            const uint32_t n = rows * w_;
+            XorShiftRight(16, n);
+            AscendC::Muls(x_, x_, (int32_t)0x7feb352d, (int32_t)n);
+            XorShiftRight(15, n);
+            AscendC::Muls(x_, x_, (int32_t)0x846ca68bu, (int32_t)n);
+            AscendC::LocalTensor<uint32_t> xu = x_.template ReinterpretCast<uint32_t>();
+            AscendC::ShiftRight(xu, xu, (uint32_t)8, (int32_t)n);
+            AscendC::LocalTensor<float> h = y_.template ReinterpretCast<float>();
+            AscendC::Cast(h, x_, AscendC::RoundMode::CAST_NONE, n);  // exact: below 2^24
+            const float threshold = (float)t_->drop.threshold;
+            if (pitch_ * 8 == w_) {
+                AscendC::Compares(bits_[r0 * pitch_], h, threshold, AscendC::CMPMODE::LT, n);
+            } else {
+                for (uint32_t r = 0; r < rows; ++r) {
+                    AscendC::Compares(bits_[(r0 + r) * pitch_], h[r * w_], threshold, AscendC::CMPMODE::LT, w_);
+                }
+            }
+        }
+    }
+
+    // x ^= x >> s over n int32 of x_ (y_, z_ scratch): xor = (a | b) - (a & b).
+    __aicore__ inline void XorShiftRight(uint32_t s, uint32_t n) {
+        AscendC::ShiftRight(y_.template ReinterpretCast<uint32_t>(), x_.template ReinterpretCast<uint32_t>(), s,
+                            (int32_t)n);
+        const AscendC::LocalTensor<uint16_t> x16 = x_.template ReinterpretCast<uint16_t>();
+        const AscendC::LocalTensor<uint16_t> y16 = y_.template ReinterpretCast<uint16_t>();
+        const AscendC::LocalTensor<uint16_t> z16 = z_.template ReinterpretCast<uint16_t>();
+        AscendC::Or(z16, x16, y16, (int32_t)(2 * n));
+        AscendC::And(y16, x16, y16, (int32_t)(2 * n));
+        AscendC::Sub(x_, z_, y_, (int32_t)n);
+    }
+
+    // The user mask's bytes of the tile's rows. A row's bytes stop at its last key column; the rest of its 32 B
+    // block is padded with zeros, and bit rows longer than that are zeroed first.
+    __aicore__ inline void LoadMask(const FaDropTile& tile) {
+        const uint32_t bytes = (tile.cols + 7) / 8, blocks = AlignUp(bytes, 32);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(event_);  // earlier Selects are done with the bits
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(event_);
+        if (blocks < pitch_) {
+            AscendC::Duplicate(bits_.template ReinterpretCast<uint16_t>(), (uint16_t)0, (int32_t)(tile.rows * pitch_ / 2));
+            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(event_);
+            AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(event_);
+        }
+        AscendC::DataCopyExtParams cp((uint16_t)tile.rows, bytes, t_->drop.maskPitch - bytes, (pitch_ - blocks) / 32, 0);
+        AscendC::DataCopyPad(bits_, maskGm_[tile.statRow0 * t_->drop.maskPitch + (uint64_t)tile.c0 / 8], cp,
+                             AscendC::DataCopyPadExtParams<uint8_t>(blocks != bytes, 0, (uint8_t)(blocks - bytes), 0));
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(event_);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(event_);
+    }
+
+    const TilingT* t_ = nullptr;
+    uint32_t w_ = 0, pieceRows_ = 0, pitch_ = 0;
+    int32_t event_ = 0;
+    AscendC::GlobalTensor<uint8_t> maskGm_;
+    AscendC::LocalTensor<int32_t> x_, y_, z_, col_;
+    AscendC::LocalTensor<uint8_t> bits_;
+};
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_FA_DROPOUT_H

@@ -1,0 +1,122 @@
+"""The dropout keep-mask the kernels generate, reproduced on the host (numpy), and the user `dropout_mask` format.
+
+Generated mask (keep_prob < 1 without a `dropout_mask`): element (b, n, i, j) -- batch (TND: sequence), query head,
+query row and key column, positions inside the sequence -- is kept iff ``H(j) >> 8 < round(keep_prob * 2**24)``
+with a per-row keyed 32-bit hash::
+
+    k0  = mix64(mix64(seed) ^ offset)                       (seed, offset as unsigned 64-bit)
+    key = mix64(k0 ^ ((b * N1 + n) << 32 | i))               one 64-bit key per query row
+    m   = (key >> 32) | 1,  a = key mod 2**32                an odd multiplier and an offset
+    x   = (j * m + a) mod 2**32
+    x ^= x >> 16;  x *= 0x7feb352d;  x ^= x >> 15;  x *= 0x846ca68b   (mod 2**32)
+
+mix64 is SplitMix64's finaliser. The mask depends on nothing else: not on the chip, the core count, the tiling or
+the layout, so the same (seed, offset) gives bitwise the same result everywhere, forward and backward. Kept
+probabilities are scaled by 1 / keep_prob (the built-in's convention); softmax_max/softmax_sum describe the softmax
+before dropout. The keep rate is round(keep_prob * 2**24) / 2**24 (within 3e-8 of keep_prob).
+
+User mask (`dropout_mask`, the built-in's format): uint8, 8 elements per byte (element e is bit e % 8 of byte e // 8,
+1 = keep), flattened over [B, N1, S1, S2] (TND: over each sequence's [N1, Sq, Skv] in turn), at least
+ceil(elements / 8) bytes. The kernels read it as rows of whole bytes in the statistics' row order; when S2 is not a
+multiple of 8 (or for TND) the host repacks it into that form first (`kernel_rows`).
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import torch
+
+__all__ = ["keep_mask", "keep_threshold", "mask_elements", "unpack_mask", "kernel_rows", "KEY_BITS"]
+
+KEY_BITS = 24  # keep decisions compare the hash's top 24 bits
+_M64 = (1 << 64) - 1
+
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    z = z.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def seed_key(seed: int, offset: int) -> int:
+    """k0 of (seed, offset), as the host tiling passes it to the kernels."""
+    s = _mix64(np.array([seed & _M64], dtype=np.uint64))
+    return int(_mix64(s ^ np.uint64(offset & _M64))[0])
+
+
+def keep_threshold(keep_prob: float) -> int:
+    """Elements whose 24-bit hash is below this are kept."""
+    return int(round(keep_prob * (1 << KEY_BITS)))
+
+
+def keep_mask(seed: int, offset: int, keep_prob: float, n1: int, batch: int, heads: Sequence[int] | int,
+              rows: int, cols: int) -> torch.Tensor:
+    """Bool keep-mask [len(heads), rows, cols] of sequence `batch`, query heads `heads`, rows/columns from 0 (the
+    positions inside the sequence), exactly as the kernels generate it."""
+    heads = [heads] if isinstance(heads, int) else list(heads)
+    k0 = np.uint64(seed_key(seed, offset))
+    hn = np.array([(batch * n1 + h) for h in heads], dtype=np.uint64)[:, None]
+    i = np.arange(rows, dtype=np.uint64)[None, :]
+    key = _mix64(k0 ^ ((hn << np.uint64(32)) | i))                                   # [heads, rows]
+    m = ((key >> np.uint64(32)) | np.uint64(1)).astype(np.uint32)[..., None]
+    a = (key & np.uint64(0xFFFFFFFF)).astype(np.uint32)[..., None]
+    j = np.arange(cols, dtype=np.uint32)[None, None, :]
+    with np.errstate(over="ignore"):
+        x = j * m + a
+        x ^= x >> np.uint32(16)
+        x *= np.uint32(0x7FEB352D)
+        x ^= x >> np.uint32(15)
+        x *= np.uint32(0x846CA68B)
+    keep = (x >> np.uint32(32 - KEY_BITS)) < np.uint32(keep_threshold(keep_prob))
+    return torch.from_numpy(keep)
+
+
+def mask_elements(batch_shapes: Sequence[tuple[int, int]], n1: int) -> int:
+    """Elements a user dropout mask covers: sum over sequences of N1 * Sq * Skv."""
+    return sum(n1 * sq * skv for sq, skv in batch_shapes)
+
+
+def unpack_mask(mask: torch.Tensor, n1: int, batch_shapes: Sequence[tuple[int, int]]) -> list[torch.Tensor]:
+    """A user bit mask -> one bool [N1, Sq, Skv] keep tensor per sequence."""
+    flat = np.unpackbits(mask.contiguous().view(-1).cpu().numpy(), bitorder="little")
+    out, pos = [], 0
+    for sq, skv in batch_shapes:
+        e = n1 * sq * skv
+        out.append(torch.from_numpy(flat[pos:pos + e].reshape(n1, sq, skv).astype(bool)))
+        pos += e
+    return out
+
+
+def kernel_rows(mask: torch.Tensor, n1: int, batch_shapes: Sequence[tuple[int, int]], s2: int,
+                varlen: bool) -> tuple[torch.Tensor, int]:
+    """The kernels' form of a user mask: uint8 rows of `pitch` bytes (bit c of a row = key column c) in the
+    statistics' row order (non-TND [B, N1, S1]; TND each sequence's [N1, Sq] after the previous one). Returns
+    (rows, pitch): the mask itself when it already has that form (non-TND with S2 % 8 == 0), else a repacked copy."""
+    if not varlen and s2 % 8 == 0:
+        return mask.contiguous().view(-1), s2 // 8
+    pitch = (max((skv for _, skv in batch_shapes), default=0) + 7) // 8
+    parts = []
+    for keep in unpack_mask(mask, n1, batch_shapes):
+        nh, sq, skv = keep.shape
+        padded = np.zeros((nh, sq, pitch * 8), dtype=np.uint8)
+        padded[..., :skv] = keep.numpy()
+        parts.append(np.packbits(padded, axis=-1, bitorder="little").reshape(-1))
+    data = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
+    return torch.from_numpy(np.ascontiguousarray(data)), pitch
+
+
+def check_mask(mask: Optional[torch.Tensor], elements: int) -> None:
+    """A user dropout mask's rules (ValueError / TypeError naming them)."""
+    if mask is None:
+        return
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"dropout_mask must be a uint8 tensor, got {type(mask).__name__}")
+    if mask.dtype != torch.uint8:
+        raise ValueError(f"dropout_mask must be uint8 (8 bit-packed elements per byte, 1 = keep), got {mask.dtype}")
+    need = (elements + 7) // 8
+    if mask.numel() < need:
+        raise ValueError(f"dropout_mask has {mask.numel()} bytes; the problem's {elements} score elements need at "
+                         f"least ceil({elements} / 8) = {need}")
