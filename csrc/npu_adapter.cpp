@@ -86,6 +86,7 @@ struct Call {
     at::Tensor mask;      // ... and its kernel view: contiguous, broadcast dimensions of size 1 (TND: 2-D)
     at::Tensor slopes;    // in-kernel ALiBi (pse_type 2/3): the caller's pse, contiguous
     at::Tensor pse;       // an outer bias (pse_type 0/1): the caller's pse, contiguous
+    at::Tensor dropMask;  // a user dropout mask (keep bits as rows of S2 / 8 bytes), contiguous
     npu_fa::FaProblem p;
     npu_fa::ChipSpec chip{};
 };
@@ -222,14 +223,24 @@ at::Tensor BlockMap(const Call& c, const npu_fa::FaTilingOut& tiling, const at::
     return map;
 }
 
+// A user dropout mask: the problem switches from the generator to its keep bits (rows of S2 / 8 bytes).
+void DropPart(Call& c, const c10::optional<at::Tensor>& dropoutMask) {
+    if (!dropoutMask.has_value()) return;
+    const std::string err = fa::DropMask(c.p, dropoutMask->numel());
+    TORCH_CHECK_NOT_IMPLEMENTED(err.empty(), "flash_attention: ", err);  // the other rules were checked in Python
+    c.dropMask = dropoutMask->contiguous();
+}
+
 fa::FaOpAttrs Attrs(int64_t headNum, c10::string_view layout, double scale, double keepProb, int64_t pre,
                     int64_t next, int64_t innerPrecise, at::OptionalIntArrayRef prefix, at::OptionalIntArrayRef cuQ,
-                    at::OptionalIntArrayRef cuKv, int64_t sparseMode, c10::optional<double> softcap, int64_t pseType,
+                    at::OptionalIntArrayRef cuKv, int64_t sparseMode, int64_t seed, int64_t offset,
+                    c10::optional<double> softcap, int64_t pseType,
                     at::OptionalIntArrayRef qStartIdx, at::OptionalIntArrayRef kvStartIdx,
                     const c10::optional<at::Tensor>& dropoutMask) {
     TORCH_CHECK(!softcap.has_value() || *softcap > 0.0, "softcap must be finite and > 0 (None turns it off), got ",
                 softcap.value_or(0.0));
-    TORCH_CHECK_NOT_IMPLEMENTED(!dropoutMask.has_value(), "dropout_mask is not implemented yet in npu_flash_attn");
+    TORCH_CHECK(!dropoutMask.has_value() || dropoutMask->scalar_type() == at::kByte,
+                "dropout_mask must be uint8 (8 bit-packed elements per byte, 1 = keep)");
     fa::FaOpAttrs a;
     a.softcap = (float)softcap.value_or(0.0);
     a.pseType = pseType;
@@ -246,6 +257,8 @@ fa::FaOpAttrs Attrs(int64_t headNum, c10::string_view layout, double scale, doub
     a.actualSeqQlen = Vec(cuQ);
     a.actualSeqKvlen = Vec(cuKv);
     a.sparseMode = sparseMode;
+    a.seed = seed;
+    a.offset = offset;
     return a;
 }
 
@@ -291,9 +304,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
     at::OptionalIntArrayRef kv_start_idx, const c10::optional<at::Tensor>& dropout_mask) {
     Call c;
     c.attrs = Attrs(head_num, input_layout, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
-                    actual_seq_qlen, actual_seq_kvlen, sparse_mode, softcap, pse_type, q_start_idx, kv_start_idx,
-                    dropout_mask);
+                    actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, softcap, pse_type, q_start_idx,
+                    kv_start_idx, dropout_mask);
     Plan(c, query, key, value, atten_mask, pse, padding_mask, sink);
+    DropPart(c, dropout_mask);
     c.p.sink = sink.has_value();
     std::vector<int64_t> outShape, statShape;
     fa::FwdOutputShapes(c.p, c.shapes.query, outShape, statShape);
@@ -341,7 +355,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
         [&](uint64_t* size, aclOpExecutor** exec) {
             return aclnnFlashAttentionNpuFaGetWorkspaceSize(
                 acl.T(q), acl.T(k), acl.T(v), acl.T(c.mask), acl.T(map), acl.T(seqInfo), acl.T(sinkLogits), acl.T(c.slopes),
-                acl.T(c.pse), a.headNum,
+                acl.T(c.pse), acl.T(c.dropMask), a.headNum,
                 &layout[0],
                 a.scale, a.keepProb, a.preTokens, a.nextTokens, a.innerPrecise, acl.A(a.prefix),
                 acl.A(a.actualSeqQlen), acl.A(a.actualSeqKvlen), a.sparseMode, seed, offset, a.softcap, a.pseType,
@@ -374,9 +388,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
                 "flash_attention_grad needs the forward's softmax_max, softmax_sum and attention_in");
     Call c;
     c.attrs = Attrs(head_num, input_layout, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
-                    actual_seq_qlen, actual_seq_kvlen, sparse_mode, softcap, pse_type, q_start_idx, kv_start_idx,
-                    dropout_mask);
+                    actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, softcap, pse_type, q_start_idx,
+                    kv_start_idx, dropout_mask);
     Plan(c, query, key, value, atten_mask, pse, padding_mask, sink);
+    DropPart(c, dropout_mask);
     std::vector<int64_t> outShape, statShape;
     fa::FwdOutputShapes(c.p, c.shapes.query, outShape, statShape);
     // The kernels index these by the problem's geometry: the forward's output and statistics shapes.
@@ -433,7 +448,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
             [&](uint64_t* size, aclOpExecutor** exec) {
                 return aclnnFlashAttentionNpuFaGradGetWorkspaceSize(
                     acl.T(q), acl.T(k), acl.T(v), acl.T(g), acl.T(o), acl.T(mx), acl.T(sm), acl.T(c.mask), acl.T(map),
-                    acl.T(seqInfo), acl.T(sinkLogits), acl.T(c.slopes), acl.T(c.pse), a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens,
+                    acl.T(seqInfo), acl.T(sinkLogits), acl.T(c.slopes), acl.T(c.pse), acl.T(c.dropMask), a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens,
                     a.nextTokens, a.innerPrecise, acl.A(a.prefix), acl.A(a.actualSeqQlen), acl.A(a.actualSeqKvlen),
                     a.sparseMode, seed, offset, a.softcap, a.pseType, acl.A(a.qStartIdx), acl.A(a.kvStartIdx), s1Block,
                     s2Block, deterministic, (int64_t)launch, acl.T(dq),

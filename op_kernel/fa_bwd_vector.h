@@ -27,7 +27,7 @@ class FaBwdVector {
 public:
     __aicore__ inline void Init(const FlashAttentionGradTilingData* t, GM_ADDR dy, GM_ADDR attentionIn,
                                 GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR attenMask, GM_ADDR blockMap,
-                                GM_ADDR seqInfo, GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR dropMask,
+                                GM_ADDR seqInfo, GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR dropoutMask,
                                 GM_ADDR dq, GM_ADDR dk, GM_ADDR dv,
                                 GM_ADDR dsinkRows, GM_ADDR dpseRows, GM_ADDR workspace, AscendC::TPipe* pipe) {
         t_ = t;
@@ -75,7 +75,7 @@ public:
         dropping_ = t->drop.mode != kDropNone;
         if (dropping_) {
             pipe->InitBuffer(dropBuf_, u.drop);
-            drop_.Init(t, dropMask, dropBuf_.Get<uint8_t>(), 0);  // set/wait pairs: the hand-over ID
+            drop_.Init(t, dropoutMask, dropBuf_.Get<uint8_t>(), 0);  // set/wait pairs: the hand-over ID
         }
         // the grad op returns dpse for every outer pse, as the built-in
         pseGrad_ = t->pseMode != kPseNone && t->pass == kGradPassDq;

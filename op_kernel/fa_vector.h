@@ -19,7 +19,7 @@ template <typename T>
 class FaVector {
 public:
     __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR attenMask, GM_ADDR blockMap, GM_ADDR seqInfo,
-                                GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR dropMask, GM_ADDR out,
+                                GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR dropoutMask, GM_ADDR out,
                                 GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR workspace, AscendC::TPipe* pipe) {
         t_ = t;
         core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
@@ -49,7 +49,7 @@ public:
         dropping_ = t->drop.mode != kDropNone;
         if (dropping_) {
             pipe->InitBuffer(dropBuf_, u.drop);
-            drop_.Init(t, dropMask, dropBuf_.Get<uint8_t>(), kIdDrop);
+            drop_.Init(t, dropoutMask, dropBuf_.Get<uint8_t>(), kIdDrop);
         }
         pipe->InitBuffer(foldBuf_, u.fold);
         pipe->InitBuffer(pBuf_, u.p);

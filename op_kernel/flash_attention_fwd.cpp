@@ -10,7 +10,7 @@ namespace npu_fa {
 template <typename T>
 __aicore__ inline void RunFlashAttentionFwd(const FlashAttentionTilingData* t, GM_ADDR q, GM_ADDR k, GM_ADDR v,
                                             GM_ADDR attenMask, GM_ADDR blockMap, GM_ADDR seqInfo, GM_ADDR sink,
-                                            GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR dropMask, GM_ADDR out, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR workspace) {
+                                            GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR dropoutMask, GM_ADDR out, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR workspace) {
     AscendC::TPipe pipe;
     if ASCEND_IS_AIC {
         FaCube<T> cube;
@@ -19,7 +19,7 @@ __aicore__ inline void RunFlashAttentionFwd(const FlashAttentionTilingData* t, G
     }
     if ASCEND_IS_AIV {
         FaVector<T> vec;
-        vec.Init(t, attenMask, blockMap, seqInfo, sink, alibiSlopes, pse, dropMask, out, softmaxMax, softmaxSum, workspace, &pipe);
+        vec.Init(t, attenMask, blockMap, seqInfo, sink, alibiSlopes, pse, dropoutMask, out, softmaxMax, softmaxSum, workspace, &pipe);
         vec.Process();
     }
 }
@@ -27,11 +27,11 @@ __aicore__ inline void RunFlashAttentionFwd(const FlashAttentionTilingData* t, G
 }  // namespace npu_fa
 
 // attenMask and blockMap are read only with a dense mask (tiling maskMode 1); blockMap is the pre-pass's output
-// (flash_attention_block_map.cpp); sink only with tiling sinkMode 1, alibiSlopes only with alibiMode 2/3, pse (the outer bias) only with pseMode 1/2, dropMask (a user's keep bits as rows, fa_dropout.h) only with
+// (flash_attention_block_map.cpp); sink only with tiling sinkMode 1, alibiSlopes only with alibiMode 2/3, pse (the outer bias) only with pseMode 1/2, dropoutMask (a user's keep bits as rows, fa_dropout.h) only with
 // dropout mode kDropMask.
 extern "C" __global__ __aicore__ void flash_attention_fwd(GM_ADDR query, GM_ADDR key, GM_ADDR value, GM_ADDR attenMask,
                                                           GM_ADDR blockMap, GM_ADDR seqInfo, GM_ADDR sink,
-                                                          GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR dropMask, GM_ADDR attentionOut, GM_ADDR softmaxMax, GM_ADDR softmaxSum,
+                                                          GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR dropoutMask, GM_ADDR attentionOut, GM_ADDR softmaxMax, GM_ADDR softmaxSum,
                                                           GM_ADDR workspace, GM_ADDR tiling) {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
     REGISTER_TILING_DEFAULT(npu_fa::FlashAttentionTilingData);  // a standard-C++ tiling struct (no TilingData macros)
@@ -39,9 +39,9 @@ extern "C" __global__ __aicore__ void flash_attention_fwd(GM_ADDR query, GM_ADDR
     GM_ADDR userWorkspace = AscendC::GetUserWorkspace(workspace);  // past the system workspace on the NPU
     if (tilingData.dtype == npu_fa::kBf16) {
         npu_fa::RunFlashAttentionFwd<bfloat16_t>(&tilingData, query, key, value, attenMask, blockMap, seqInfo, sink,
-                                                 alibiSlopes, pse, dropMask, attentionOut, softmaxMax, softmaxSum, userWorkspace);
+                                                 alibiSlopes, pse, dropoutMask, attentionOut, softmaxMax, softmaxSum, userWorkspace);
     } else {
         npu_fa::RunFlashAttentionFwd<half>(&tilingData, query, key, value, attenMask, blockMap, seqInfo, sink,
-                                           alibiSlopes, pse, dropMask, attentionOut, softmaxMax, softmaxSum, userWorkspace);
+                                           alibiSlopes, pse, dropoutMask, attentionOut, softmaxMax, softmaxSum, userWorkspace);
     }
 }

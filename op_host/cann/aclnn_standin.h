@@ -23,8 +23,8 @@ extern "C" {
 aclnnStatus aclnnFlashAttentionNpuFaGetWorkspaceSize(
     const aclTensor *query, const aclTensor *key, const aclTensor *value, const aclTensor *attenMaskOptional,
     const aclTensor *blockMapOptional, const aclTensor *seqInfo, const aclTensor *sinkOptional,
-    const aclTensor *alibiSlopesOptional, const aclTensor *pseOptional, NPU_FA_STANDIN_COMMON_ATTRS,
-    const aclTensor *attentionOutOut, const aclTensor *softmaxMaxOut,
+    const aclTensor *alibiSlopesOptional, const aclTensor *pseOptional, const aclTensor *dropoutMaskOptional,
+    NPU_FA_STANDIN_COMMON_ATTRS, const aclTensor *attentionOutOut, const aclTensor *softmaxMaxOut,
     const aclTensor *softmaxSumOut,
     uint64_t *workspaceSize, aclOpExecutor **executor);
 aclnnStatus aclnnFlashAttentionNpuFa(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
@@ -42,7 +42,7 @@ aclnnStatus aclnnFlashAttentionNpuFaGradGetWorkspaceSize(
     const aclTensor *attentionIn, const aclTensor *softmaxMax, const aclTensor *softmaxSum,
     const aclTensor *attenMaskOptional, const aclTensor *blockMapOptional, const aclTensor *seqInfo,
     const aclTensor *sinkOptional, const aclTensor *alibiSlopesOptional, const aclTensor *pseOptional,
-    NPU_FA_STANDIN_COMMON_ATTRS, bool deterministic, int64_t launch, const aclTensor *dqOut, const aclTensor *dkOut,
+    const aclTensor *dropoutMaskOptional, NPU_FA_STANDIN_COMMON_ATTRS, bool deterministic, int64_t launch, const aclTensor *dqOut, const aclTensor *dkOut,
     const aclTensor *dvOut, const aclTensor *dsinkRowsOut, const aclTensor *dpseRowsOut,
     uint64_t *workspaceSize, aclOpExecutor **executor);
 aclnnStatus aclnnFlashAttentionNpuFaGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,

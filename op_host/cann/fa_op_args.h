@@ -24,13 +24,14 @@ constexpr const char* kGradOp = "FlashAttentionNpuFaGrad";
 
 // Inputs, in kernel-argument order (op_kernel/flash_attention_fwd.cpp, _block_map.cpp, _bwd.cpp).
 enum FwdInput : uint32_t {
-    kFwdQuery = 0, kFwdKey, kFwdValue, kFwdAttenMask, kFwdBlockMap, kFwdSeqInfo, kFwdSink, kFwdAlibiSlopes, kFwdPse
+    kFwdQuery = 0, kFwdKey, kFwdValue, kFwdAttenMask, kFwdBlockMap, kFwdSeqInfo, kFwdSink, kFwdAlibiSlopes, kFwdPse,
+    kFwdDropMask
 };
 enum FwdOutput : uint32_t { kFwdAttentionOut = 0, kFwdSoftmaxMax, kFwdSoftmaxSum };
 enum MapInput : uint32_t { kMapAttenMask = 0, kMapSeqInfo };
 enum GradInput : uint32_t {
     kGradQuery = 0, kGradKey, kGradValue, kGradDy, kGradAttentionIn, kGradSoftmaxMax, kGradSoftmaxSum,
-    kGradAttenMask, kGradBlockMap, kGradSeqInfo, kGradSink, kGradAlibiSlopes, kGradPse
+    kGradAttenMask, kGradBlockMap, kGradSeqInfo, kGradSink, kGradAlibiSlopes, kGradPse, kGradDropMask
 };
 // dsink_rows: with a sink, each query row's share of dsink in the statistics' layout (the caller sums them per head);
 // without one a single unused block.
@@ -60,6 +61,7 @@ struct FaOpAttrs {
     int64_t preTokens = kInt32Max, nextTokens = kInt32Max, innerPrecise = 0;
     std::vector<int64_t> prefix, actualSeqQlen, actualSeqKvlen;
     int64_t sparseMode = 0;
+    int64_t seed = 0, offset = 0;
     int64_t s1Block = 0, s2Block = 0;
 };
 
@@ -234,6 +236,20 @@ inline std::string OuterPse(const FaOpAttrs& a, FaProblem& p, const std::vector<
 
 // Elements of the backward's dpse_rows output (fp32): [B, N1, S1, S2], or [B, N1, 4 * ceil(S1 / 16), S2] for a
 // [.., 1, S2] pse (FaBwdVector::StorePseGrad).
+// A user dropout mask (the built-in's bit-packed uint8 over [B, N1, S1, S2]): on the NPU only in the form the
+// kernels read in place, rows of S2 / 8 bytes (the twin path also repacks other forms, dropout.py kernel_rows).
+inline std::string DropMask(FaProblem& p, int64_t bytes) {
+    if (p.dropMode == kDropNone) return "a dropout_mask needs keep_prob < 1";
+    if (p.layout == kTND || p.s2 % 8 != 0) {
+        return "a dropout_mask needs a non-TND layout and S2 % 8 == 0 on the NPU (rows of whole bytes)";
+    }
+    const uint64_t need = ((uint64_t)p.batch * p.n1 * p.s1 * p.s2 + 7) / 8;
+    if ((uint64_t)bytes < need) return "dropout_mask has " + std::to_string(bytes) + " bytes, needs " + std::to_string(need);
+    p.dropMode = kDropMask;
+    p.dropMaskPitch = p.s2 / 8;
+    return "";
+}
+
 inline uint64_t PseGradElements(const FaProblem& p) { return (uint64_t)p.batch * p.n1 * PseGradRows(p) * p.s2; }
 
 inline std::string BuildFaProblem(const FaOpShapes& s, const FaOpAttrs& a, FaProblem& p) {
@@ -242,7 +258,13 @@ inline std::string BuildFaProblem(const FaOpShapes& s, const FaOpAttrs& a, FaPro
         return "input_layout '" + a.inputLayout + "' is not BSH, SBH, BSND, BNSD or TND";
     }
     p.dtype = s.bf16 ? kBf16 : kFp16;
-    if (a.keepProb != 1.0f) return "keep_prob < 1 (dropout) is not implemented";
+    if (!(a.keepProb > 0.0f && a.keepProb <= 1.0f)) return "keep_prob must be in (0, 1]";
+    if (a.keepProb < 1.0f) {  // dropout from the kernels' generator; DropMask switches to a user mask
+        p.dropMode = kDropGenerated;
+        p.keepProb = a.keepProb;
+        p.seed = (uint64_t)a.seed;
+        p.offset = (uint64_t)a.offset;
+    }
     if (a.innerPrecise < 0 || a.innerPrecise > 2) return "inner_precise must be 0, 1 or 2";
     if (a.sparseMode < 0 || a.sparseMode > 8) return "sparse_mode must be in [0, 8]";
     std::string err = DimsOf(s, a.headNum, p);

@@ -58,6 +58,11 @@ inline bool ReadAttrs(const gert::RuntimeAttrs* attrs, FaOpAttrs& a) {
     a.nextTokens = *ints[1];
     a.innerPrecise = *ints[2];
     a.sparseMode = *ints[3];
+    const int64_t* seed = attrs->GetInt(kAttrSeed);
+    const int64_t* offset = attrs->GetInt(kAttrOffset);
+    if (seed == nullptr || offset == nullptr) return false;
+    a.seed = *seed;
+    a.offset = *offset;
     a.s1Block = *ints[4];
     a.s2Block = *ints[5];
     a.prefix = ListOf(attrs->GetListInt(kAttrPrefix));

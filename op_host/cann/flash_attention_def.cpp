@@ -80,6 +80,7 @@ public:
         In(this->Input("sink"), OPTIONAL, kF32);
         In(this->Input("alibi_slopes"), OPTIONAL, kF32);
         In(this->Input("pse"), OPTIONAL, kQkv);
+        In(this->Input("dropout_mask"), OPTIONAL, kU8);
         Param(this->Output("attention_out"), REQUIRED, kQkv);
         Param(this->Output("softmax_max"), REQUIRED, kF32);
         Param(this->Output("softmax_sum"), REQUIRED, kF32);
@@ -119,6 +120,7 @@ public:
         In(this->Input("sink"), OPTIONAL, kF32);
         In(this->Input("alibi_slopes"), OPTIONAL, kF32);
         In(this->Input("pse"), OPTIONAL, kQkv);
+        In(this->Input("dropout_mask"), OPTIONAL, kU8);
         for (const char* out : {"dq", "dk", "dv"}) Param(this->Output(out), REQUIRED, kQkv);
         Param(this->Output("dsink_rows"), REQUIRED, kF32);
         Param(this->Output("dpse_rows"), REQUIRED, kF32);

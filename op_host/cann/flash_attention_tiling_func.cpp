@@ -59,6 +59,14 @@ ge::graphStatus Slopes(gert::TilingContext* ctx, const fa::FaOpAttrs& a, npu_fa:
     return err.empty() ? ge::GRAPH_SUCCESS : fa::Refuse(ctx, err);
 }
 
+// A dropout_mask input switches the problem's dropout from the generator to the user's keep bits.
+ge::graphStatus DropMaskInput(gert::TilingContext* ctx, npu_fa::FaProblem& p, uint32_t input) {
+    const gert::StorageShape* m = ctx->GetOptionalInputShape(input);
+    if (m == nullptr) return ge::GRAPH_SUCCESS;
+    const std::string err = fa::DropMask(p, m->GetStorageShape().GetShapeSize());
+    return err.empty() ? ge::GRAPH_SUCCESS : fa::Refuse(ctx, err);
+}
+
 // The tiling struct, the launch's blocks and the workspace: the user part after the library's system part.
 template <typename T>
 ge::graphStatus Emit(gert::TilingContext* ctx, const T& tiling, uint32_t blockDim, uint64_t userWorkspace,
@@ -116,7 +124,10 @@ ge::graphStatus TilingFlashAttentionNpuFa(gert::TilingContext* context) {
     const gert::StorageShape* sink = context->GetOptionalInputShape(fa::kFwdSink);
     p.sink = sink != nullptr;
     if (p.sink && CheckSize(context, sink, "sink", p.n1) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
-    if (Slopes(context, a, p, fa::kFwdAlibiSlopes, fa::kFwdPse) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    if (Slopes(context, a, p, fa::kFwdAlibiSlopes, fa::kFwdPse) != ge::GRAPH_SUCCESS ||
+        DropMaskInput(context, p, fa::kFwdDropMask) != ge::GRAPH_SUCCESS) {
+        return ge::GRAPH_FAILED;
+    }
     npu_fa::FaTilingOut t;
     std::string err = npu_fa::ComputeFlashAttentionTiling(p, chip, t);
     if (err.empty()) err = fa::CheckPlannedBlocks(a, t.data.s1Block, t.data.s2Block);
@@ -186,7 +197,10 @@ ge::graphStatus TilingFlashAttentionNpuFaGrad(gert::TilingContext* context) {
                        ge::GRAPH_SUCCESS)) {
         return ge::GRAPH_FAILED;
     }
-    if (Slopes(context, a, p, fa::kGradAlibiSlopes, fa::kGradPse) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    if (Slopes(context, a, p, fa::kGradAlibiSlopes, fa::kGradPse) != ge::GRAPH_SUCCESS ||
+        DropMaskInput(context, p, fa::kGradDropMask) != ge::GRAPH_SUCCESS) {
+        return ge::GRAPH_FAILED;
+    }
     if (p.pseMode != npu_fa::kPseNone &&
         CheckSize(context, context->GetOutputShape(fa::kGradDpseRows), "dpse_rows", fa::PseGradElements(p)) !=
             ge::GRAPH_SUCCESS) {

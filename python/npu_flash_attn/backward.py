@@ -131,6 +131,7 @@ def _check_call(**a):
     values = value_checks(query.device)
     p = _validate_grad(a, check_values=values)
     require_device(query.device, "npu::flash_attention_grad")
+    ops.check_drop_mask_device(p, query.device)
     if values:
         ops.check_input_values(p, query, a["key"], a["value"])
         _check_finite(dy=a["dy"], attention_in=a["attention_in"])

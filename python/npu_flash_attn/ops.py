@@ -620,6 +620,14 @@ def _check_dropout(keep_prob: float, seed: int, offset: int, dropout_mask, query
     return DropArgs(mode=1 if dropout_mask is None else 2, keep_prob=keep_prob, seed=seed, offset=offset)
 
 
+def check_drop_mask_device(p: FAProblem, device: torch.device) -> None:
+    """On the NPU a user dropout mask is read in place only: rows of S2 / 8 whole bytes (the CPU path repacks)."""
+    if p.drop.mode == 2 and device.type != "cpu" and (p.layout == "TND" or p.S2 % 8 != 0):
+        raise NotImplementedError(f"dropout_mask on {device} needs a non-TND layout and S2 % 8 == 0 (got "
+                                  f"input_layout={p.layout!r}, S2={p.S2}): the NPU path reads the bits in place and "
+                                  "does not repack them yet; the CPU (twin) path takes every form")
+
+
 def drop_mask_input(p: FAProblem, mask: Optional[torch.Tensor]) -> tuple[Optional[torch.Tensor], int]:
     """The user dropout mask as the kernels read it (rows of bytes in the statistics' order, repacked when needed)
     and its row pitch; (None, 0) without one."""
@@ -751,6 +759,7 @@ def check_call(query, key, value, head_num, input_layout, **kwargs) -> FAProblem
     values = value_checks(query.device)
     p = validate_flash_attention(query, key, value, head_num, input_layout, **kwargs, check_values=values)
     require_device(query.device, "npu::flash_attention")
+    check_drop_mask_device(p, query.device)
     sink, pse = kwargs.get("sink"), kwargs.get("pse")
     if values:
         check_input_values(p, query, key, value)
