@@ -216,15 +216,16 @@ def test_keep_prob_range(keep_prob):
     check_raises(ValueError, rf"keep_prob={keep_prob} must be in \(0, 1\]", q, k, v, 4, "BSND", keep_prob=keep_prob)
 
 
-def test_dropout_not_implemented():
+def test_dropout_mask_rules():
     q, k, v = qkv()
-    check_raises(NotImplementedError, r"dropout \(keep_prob=0.9 < 1\)", q, k, v, 4, "BSND", keep_prob=0.9)
-
-
-def test_features_not_built_yet_raise():
-    q, k, v = qkv()
-    check_raises(NotImplementedError, r"^dropout_mask .* not implemented yet", q, k, v, 4, "BSND",
+    check_raises(ValueError, r"^dropout_mask must be uint8", q, k, v, 4, "BSND", keep_prob=0.5,
                  dropout_mask=torch.ones(2, 4, 5, 7, dtype=torch.bool))
+    check_raises(ValueError, r"^dropout_mask is given but keep_prob=1.0", q, k, v, 4, "BSND",
+                 dropout_mask=torch.ones(100, dtype=torch.uint8))
+
+
+def test_pse_argument_rules():
+    q, k, v = qkv()
     check_raises(ValueError, r"^pse_type=2 needs `pse`", q, k, v, 4, "BSND", pse_type=2)
     check_raises(ValueError, r"^q_start_idx is only used by the in-kernel ALiBi", q, k, v, 4, "BSND", q_start_idx=[3])
     check_raises(ValueError, r"^pse_type=4 must be 0, 1, 2 or 3", q, k, v, 4, "BSND", pse_type=4)
@@ -360,8 +361,8 @@ def test_fake_kernel_validates_too():
         with pytest.raises(ValueError, match="multiple of key/value heads"):
             op(q, k, v, 4, "BSND")
         q, k, v = qkv("BSND")
-        with pytest.raises(NotImplementedError, match="dropout"):
-            op(q, k, v, 4, "BSND", keep_prob=0.5)
+        with pytest.raises(ValueError, match="keep_prob"):
+            op(q, k, v, 4, "BSND", keep_prob=1.5)
         # the compressed mask's values cannot be read in fake mode; shape/dtype still are checked
         out = op(q, k, v, 4, "BSND", sparse_mode=2, atten_mask=torch.empty(2048, 2048, dtype=torch.bool))[0]
         assert out.shape == q.shape
