@@ -62,14 +62,16 @@ inline FaVecFeatures VecFeaturesOf(const FaProblem& p, bool band) {
     return f;
 }
 
-// The kernels' dropout parameters of a problem.
+// The kernels' dropout parameters of a problem. keep_prob is taken at float precision, as the CANN op's Float
+// attribute carries it, so that the twin and the NPU draw the same threshold.
 inline FaDropoutParams DropoutParamsOf(const FaProblem& p) {
     FaDropoutParams d{};
     d.mode = p.dropMode;
     if (p.dropMode == kDropNone) return d;
+    const double keep = (double)(float)p.keepProb;
     d.seedKey = FaMix64(FaMix64(p.seed) ^ p.offset);
-    d.threshold = (uint32_t)(p.keepProb * 16777216.0 + 0.5);
-    d.keepInv = (float)(1.0 / p.keepProb);
+    d.threshold = (uint32_t)(keep * 16777216.0 + 0.5);
+    d.keepInv = (float)(1.0 / keep);
     d.maskPitch = p.dropMaskPitch;
     return d;
 }

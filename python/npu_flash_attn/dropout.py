@@ -27,7 +27,8 @@ from typing import Optional, Sequence
 import numpy as np
 import torch
 
-__all__ = ["keep_mask", "keep_threshold", "mask_elements", "unpack_mask", "kernel_rows", "KEY_BITS"]
+__all__ = ["keep_mask", "keep_threshold", "seed_key", "mask_elements", "unpack_mask", "kernel_rows", "check_mask",
+           "KEY_BITS"]
 
 KEY_BITS = 24  # keep decisions compare the hash's top 24 bits
 _M64 = (1 << 64) - 1
@@ -48,8 +49,8 @@ def seed_key(seed: int, offset: int) -> int:
 
 
 def keep_threshold(keep_prob: float) -> int:
-    """Elements whose 24-bit hash is below this are kept."""
-    return int(round(keep_prob * (1 << KEY_BITS)))
+    """Elements whose 24-bit hash is below this are kept (keep_prob at float precision, as the kernels get it)."""
+    return int(float(np.float32(keep_prob)) * (1 << KEY_BITS) + 0.5)
 
 
 def keep_mask(seed: int, offset: int, keep_prob: float, n1: int, batch: int, heads: Sequence[int] | int,

@@ -613,11 +613,15 @@ def _check_dropout(keep_prob: float, seed: int, offset: int, dropout_mask, query
         if keep_prob >= 1.0:
             raise ValueError("dropout_mask is given but keep_prob=1.0: the mask is only applied with keep_prob < 1 "
                              "(its kept values are scaled by 1 / keep_prob); pass keep_prob < 1 or no mask")
-        shapes = (list(zip(_lengths(cu_q), _lengths(cu_kv))) if layout == "TND" else [(S1, S2)] * B)
-        dropout.check_mask(dropout_mask, dropout.mask_elements(shapes, N1))
+        dropout.check_mask(dropout_mask, dropout.mask_elements(_sequence_shapes(layout, B, S1, S2, cu_q, cu_kv), N1))
     if keep_prob >= 1.0:
         return DropArgs()
     return DropArgs(mode=1 if dropout_mask is None else 2, keep_prob=keep_prob, seed=seed, offset=offset)
+
+
+def _sequence_shapes(layout: str, B, S1, S2, cu_q: Sequence[int], cu_kv: Sequence[int]) -> list[tuple[int, int]]:
+    """(Sq, Skv) of every sequence: the TND lengths, else B times (S1, S2)."""
+    return list(zip(_lengths(cu_q), _lengths(cu_kv))) if layout == "TND" else [(S1, S2)] * B
 
 
 def check_drop_mask_device(p: FAProblem, device: torch.device) -> None:
@@ -633,8 +637,7 @@ def drop_mask_input(p: FAProblem, mask: Optional[torch.Tensor]) -> tuple[Optiona
     and its row pitch; (None, 0) without one."""
     if p.drop.mode != 2:
         return None, 0
-    shapes = (list(zip(_lengths(p.cu_seqlens_q), _lengths(p.cu_seqlens_kv))) if p.layout == "TND"
-              else [(p.S1, p.S2)] * p.B)
+    shapes = _sequence_shapes(p.layout, p.B, p.S1, p.S2, p.cu_seqlens_q, p.cu_seqlens_kv)
     rows, pitch = dropout.kernel_rows(mask.detach(), p.N1, shapes, p.S2, p.layout == "TND")
     return rows.contiguous(), pitch
 
