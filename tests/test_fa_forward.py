@@ -410,8 +410,8 @@ def _entry_args(q, k, v, out, m, s, **over):
              prefix=[], dense_mask=False)
     a.update(over)
     chip = a.pop("chip", "Ascend910B2")
-    return (a, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), 0, 0, 0, 0, 0, 0, out.data_ptr(), m.data_ptr(),
-            s.data_ptr())  # no mask, no block map, no sink, no ALiBi slopes
+    return (a, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), 0, 0, 0, 0, 0, 0, 0, out.data_ptr(), m.data_ptr(),
+            s.data_ptr())  # no mask, no block map, no sink, no pse, no dropout mask
 
 
 @pytest.mark.parametrize("bad", [dict(chip="Ascend999"), dict(layout="XYZ"), dict(sparse_mode=9), dict(N2=3),
