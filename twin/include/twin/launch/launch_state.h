@@ -55,7 +55,10 @@ struct LaunchState {
     // What a core knew when it published a 32-byte GM block (DCache write-back, bypass write, GM sync word); a core
     // that observes the block learns it (sync/dcache.h, sync/gm_sync.h).
     std::map<uint64_t, std::vector<uint32_t>> gmRelease;
-    std::mutex dcMu;  // guards dcache, dcDirtyLines, gmRelease; taken after mu, never before
+    // The same per (counter word, value) for the software SyncAll: a core that sees a counter past the round it
+    // waits for is guaranteed only what the setter knew when the counter reached that round.
+    std::map<std::pair<uint64_t, int32_t>, std::vector<uint32_t>> roundRelease;
+    std::mutex dcMu;  // guards dcache, dcDirtyLines, gmRelease, roundRelease; taken after mu, never before
 
     bool CrossCoreEnabled() const {
         return kernelType != AscendC::KERNEL_TYPE_AIV_ONLY && kernelType != AscendC::KERNEL_TYPE_AIC_ONLY;

@@ -137,7 +137,10 @@ inline void SoftSyncAll(const AscendC::GlobalTensor<int32_t>& gm, const AscendC:
         }
         const int32_t round = GmWord(mine) + 1;
         SetGmWords(mine, round, 1);
-        SyncRelease(c, mine, 4);
+        {
+            std::lock_guard<std::mutex> g(L.dcMu);
+            if (c.hz.on) L.roundRelease[{mine, round}] = c.hz.Merged();
+        }
         L.cv.notify_all();
         char what[96];
         std::snprintf(what, sizeof what, "SyncAll (software, round %d): every gmWorkspace counter of %lld cores", round, (long long)total);
@@ -147,7 +150,12 @@ inline void SoftSyncAll(const AscendC::GlobalTensor<int32_t>& gm, const AscendC:
             }
             return true;
         });
-        SyncAcquire(c, base, (uint64_t)total * 32);
+        {
+            std::lock_guard<std::mutex> g(L.dcMu);
+            for (int64_t i = 0; c.hz.on && i < total; ++i) {
+                for (auto& k : c.hz.known) MergeInto(k, L.roundRelease[{base + (uint64_t)i * 32, round}]);
+            }
+        }
         all = GmWords(base, (uint64_t)total * 8);
     }
     FillUb(api, ub, 0, all);
