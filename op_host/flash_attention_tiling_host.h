@@ -70,7 +70,7 @@ inline FaDropoutParams DropoutParamsOf(const FaProblem& p) {
     if (p.dropMode == kDropNone) return d;
     const double keep = (double)(float)p.keepProb;
     d.seedKey = FaMix64(FaMix64(p.seed) ^ p.offset);
-    d.threshold = (uint32_t)(keep * 16777216.0 + 0.5);
+    d.threshold = (int32_t)(keep * 65536.0 + 0.5) - 32768;
     d.keepInv = (float)(1.0 / keep);
     d.maskPitch = p.dropMaskPitch;
     return d;

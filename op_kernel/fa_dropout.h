@@ -3,13 +3,18 @@
 // or zeroed by a keep bit, and the kept ones count 1 / keep_prob (folded into the output's final scale).
 //
 // Keep bits come from a counter-based generator, so the backward regenerates exactly the forward's mask and nothing
-// is stored. Element (b, n, i, j) -- sequence, query head, query row, key column -- is kept iff
-//   key = mix64(seedKey ^ ((b * N1 + n) << 32 | i)),  m = (key >> 32) | 1,  x = j * m + (key mod 2^32)  (mod 2^32)
-//   x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b;  keep iff (x >> 8) < threshold
-// The row key (scalar unit) gives every query row its own odd multiplier and offset, so rows do not repeat shifted
-// copies of one another; the per-element hash runs on the vector unit with the dav-2201 integer ops: int32 Muls /
-// Adds wrap modulo 2^32 (the boundary-value tables' non-saturating mode), ShiftRight on uint32 is logical, and
-// xor is (a | b) - (a & b) with the 16-bit Or / And over the same bytes. npu_flash_attn/dropout.py is the host copy.
+// is stored. One 32-bit hash serves two key columns: for (b, n, i) -- sequence, query head, query row -- and the
+// column pair k = j / 2,
+//   key = mix64(seedKey ^ ((b * N1 + n) << 32 | i)),  m = (key >> 32) | 1,  x = k * m + (key mod 2^32)  (mod 2^32)
+//   x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b; x ^= x >> 16
+// and column j reads the signed 16-bit half j % 2 of x (little-endian: the even column the low half): kept iff that
+// half is below `threshold` = round(keep_prob * 2^16) - 2^15. Pairs halve the hash work (the vector unit bounds
+// dropout), and viewing the hashes as int16 puts each column's half in place with no extraction. The row key
+// (scalar unit) gives every query row its own odd multiplier and offset, so rows do not repeat shifted copies of one
+// another; the hash runs on the vector unit with the dav-2201 integer ops: int32 Muls / Adds wrap modulo 2^32 (the
+// boundary-value tables' non-saturating mode), ShiftRight on uint32 is logical, and xor is (a | b) - (a & b) with
+// the 16-bit Or / And over the same bytes; int16 -> float Cast is exact, and Compares on A2 takes float.
+// npu_flash_attn/dropout.py is the host copy.
 //
 // A user mask (kDropMask, the built-in's dropout_mask) is read instead: rows of maskPitch bytes in the statistics'
 // row order, bit c of a row = key column c (the host repacks masks that are not in this form).
@@ -45,17 +50,18 @@ public:
         pieceRows_ = DropPieceRows(w_);
         pitch_ = DropBitsPitch(w_);
         event_ = event;
-        const uint32_t piece = pieceRows_ * w_;
+        const uint32_t half = pieceRows_ * w_ / 2;  // hashes of a piece: one per column pair
         x_ = buf.template ReinterpretCast<int32_t>();
-        y_ = x_[piece];
-        z_ = x_[2 * piece];
-        col_ = x_[3 * piece];
-        bits_ = buf[(3 * piece + w_) * 4];
+        y_ = x_[half];
+        z_ = x_[2 * half];
+        col_ = x_[3 * half];
+        bits_ = buf[(3 * half + w_ / 2) * 4];
         if (t->drop.mode == kDropMask) {
             maskGm_.SetGlobalBuffer((__gm__ uint8_t*)mask);
         } else {
-            for (uint32_t c = 0; c < 64; ++c) col_.SetValue(c, (int32_t)c);
-            for (uint32_t c = 64; c < w_; c += 64) AscendC::Adds(col_[c], col_, (int32_t)c, 64);
+            const uint32_t pairs = w_ / 2, first = pairs < 64 ? pairs : 64;
+            for (uint32_t c = 0; c < first; ++c) col_.SetValue(c, (int32_t)c);
+            for (uint32_t c = 64; c < pairs; c += 64) AscendC::Adds(col_[c], col_, (int32_t)c, 64);
         }
     }
 
@@ -85,22 +91,22 @@ private:
         const uint64_t rowBase = ((uint64_t)tile.batch * t_->n1 + tile.head) << 32;
         for (uint32_t r0 = 0; r0 < tile.rows; r0 += pieceRows_) {
             const uint32_t rows = tile.rows - r0 < pieceRows_ ? tile.rows - r0 : pieceRows_;
-            for (uint32_t r = 0; r < rows; ++r) {  // x = j * m + a per row, from the row's key
+            const uint32_t pairs = w_ / 2;
+            for (uint32_t r = 0; r < rows; ++r) {  // x = k * m + a per row, from the row's key
                 const uint64_t key = FaMix64(t_->drop.seedKey ^ (rowBase | (uint64_t)(tile.row0 + r0 + r)));
                 const uint32_t m = (uint32_t)(key >> 32) | 1u;
-                const uint32_t a = (uint32_t)key + (uint32_t)tile.c0 * m;
-                AscendC::Muls(x_[r * w_], col_, (int32_t)m, (int32_t)w_);
-                AscendC::Adds(x_[r * w_], x_[r * w_], (int32_t)a, (int32_t)w_);
+                const uint32_t a = (uint32_t)key + (uint32_t)(tile.c0 / 2) * m;
+                AscendC::Muls(x_[r * pairs], col_, (int32_t)m, (int32_t)pairs);
+                AscendC::Adds(x_[r * pairs], x_[r * pairs], (int32_t)a, (int32_t)pairs);
             }
             const uint32_t n = rows * w_;
-            XorShiftRight(16, n);
-            AscendC::Muls(x_, x_, (int32_t)0x7feb352d, (int32_t)n);
-            XorShiftRight(15, n);
-            AscendC::Muls(x_, x_, (int32_t)0x846ca68bu, (int32_t)n);
-            AscendC::LocalTensor<uint32_t> xu = x_.template ReinterpretCast<uint32_t>();
-            AscendC::ShiftRight(xu, xu, (uint32_t)8, (int32_t)n);
-            AscendC::LocalTensor<float> h = y_.template ReinterpretCast<float>();
-            AscendC::Cast(h, x_, AscendC::RoundMode::CAST_NONE, n);  // exact: below 2^24
+            XorShiftRight(16, n / 2);
+            AscendC::Muls(x_, x_, (int32_t)0x7feb352d, (int32_t)(n / 2));
+            XorShiftRight(15, n / 2);
+            AscendC::Muls(x_, x_, (int32_t)0x846ca68bu, (int32_t)(n / 2));
+            XorShiftRight(16, n / 2);
+            AscendC::LocalTensor<float> h = y_.template ReinterpretCast<float>();  // y_ and z_: n floats
+            AscendC::Cast(h, x_.template ReinterpretCast<int16_t>(), AscendC::RoundMode::CAST_NONE, n);
             const float threshold = (float)t_->drop.threshold;
             if (pitch_ * 8 == w_) {
                 AscendC::Compares(bits_[r0 * pitch_], h, threshold, AscendC::CMPMODE::LT, n);

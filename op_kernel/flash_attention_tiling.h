@@ -52,7 +52,8 @@ enum FaDropMode : uint32_t { kDropNone = 0, kDropGenerated = 1, kDropMask = 2 };
 struct FaDropoutParams {
     uint64_t seedKey;    // mix64(mix64(seed) ^ offset)
     uint32_t mode;       // FaDropMode
-    uint32_t threshold;  // kDropGenerated: keep iff the hash's top 24 bits are below this (round(keep_prob * 2^24))
+    int32_t threshold;   // kDropGenerated: keep iff the column's signed 16-bit hash half is below this
+                         // (round(keep_prob * 2^16) - 2^15)
     float keepInv;       // 1 / keep_prob: kept probabilities are scaled by it
     uint32_t maskPitch;  // kDropMask: bytes per mask row (rows in the statistics' order, bit c = key column c)
 };
@@ -272,13 +273,14 @@ FA_INLINE FaVecFeatures VecFeatures(const FlashAttentionTilingData* t) {
     return f;
 }
 
-// Dropout's UB (fa_dropout.h): three int32 hash scratch pieces of DropPieceRows(w) rows, the column pattern
-// [w] int32 and the keep bits of a chunk, one 32 B-aligned row of DropBitsPitch(w) bytes per score row.
+// Dropout's UB (fa_dropout.h): three int32 hash scratch pieces of DropPieceRows(w) rows (one hash per column pair;
+// the last two hold the piece's scores as floats after hashing), the column-pair pattern [w / 2] int32 and the keep
+// bits of a chunk, one 32 B-aligned row of DropBitsPitch(w) bytes per score row.
 constexpr uint32_t kDropPieceElems = 1024;
 FA_INLINE uint32_t DropPieceRows(uint32_t w) { return w >= kDropPieceElems ? 1 : kDropPieceElems / w; }
 FA_INLINE uint32_t DropBitsPitch(uint32_t w) { return AlignUp(w / 8, 32); }
 FA_INLINE uint32_t DropoutUbBytes(uint32_t chunk, uint32_t w) {
-    return 3 * DropPieceRows(w) * w * 4 + w * 4 + chunk * DropBitsPitch(w);
+    return 3 * DropPieceRows(w) * w * 2 + w * 2 + chunk * DropBitsPitch(w);
 }
 
 // UB buffers of one AIV (bytes), for `rows` query rows, s2 block `w` and padded value dim `dvPad`. The kernel

@@ -1,5 +1,6 @@
 """Dropout (keep_prob < 1): the kernel's keep bits equal the host generator's, forward and backward against float64
 with the same mask, the keep rate within a binomial bound, reproducibility, a user dropout_mask, bad values."""
+import itertools
 import math
 
 import pytest
@@ -8,6 +9,7 @@ import torch
 import npu_flash_attn  # noqa: F401
 from npu_flash_attn import dropout as drop
 from npu_flash_attn import reference as R
+from feature_problems import CASES as CASES_ALL, case_id, check_forward, check_grads, problem
 
 CASES = [("BSND", 2, 200, 300, 4, 2, 64, torch.bfloat16, {}),
          ("BNSD", 1, 130, 77, 2, 1, 128, torch.float16, {"sparse_mode": 3}),
@@ -78,3 +80,114 @@ def test_bad_dropout_arguments(bad, exc, text, gen):
     q, k, v = _tensors("BSND", 1, 64, 64, 2, 2, 32, torch.float16, gen)
     with pytest.raises(exc, match=text):
         torch.ops.npu.flash_attention(q, k, v, 2, "BSND", **bad)
+
+
+def _seed_offset(gen):
+    return int(torch.randint(0, 2 ** 62, (1,), generator=gen)), int(torch.randint(0, 2 ** 31, (1,), generator=gen))
+
+
+def test_pairs_of_columns_and_rows_are_independent(gen):
+    """Two key columns share one hash (its two halves): adjacent columns, columns two apart and adjacent rows are
+    each kept together at the rate of independent draws (within 5 sigma of the squared sample rate)."""
+    seed, offset = _seed_offset(gen)
+    for p in (0.5, 0.9):
+        m = drop.keep_mask(seed, offset, p, 3, 1, range(3), 512, 1024).double()
+        rate = m.mean().item()
+        for a, b in ((m[..., :-1], m[..., 1:]), (m[..., :-2], m[..., 2:]), (m[:, :-1], m[:, 1:])):
+            both, n = (a * b).mean().item(), a.numel()
+            assert abs(both - rate ** 2) <= 5 * math.sqrt(rate ** 2 * (1 - rate ** 2) / n), (p, both, rate ** 2)
+
+
+@pytest.mark.parametrize("layout", ["BSND", "TND"])
+def test_kernel_keep_bits_equal_the_host_generator_bitwise(layout, gen):
+    """With q = 0 every probability is 1 / Skv and v = I reads P out column by column: out[i, j] != 0 exactly where
+    the kernel kept (i, j). The kernel's bits equal dropout.keep_mask's on two chips (other core counts, tilings)."""
+    N1, N2, S = 3, 1, 200
+    seed, offset = _seed_offset(gen)
+    lens = [(150, S)] if layout == "BSND" else [(70, 130), (0, 40), (90, S)]
+    T1, T2 = sum(a for a, _ in lens), sum(b for _, b in lens)
+    eye = torch.eye(S, dtype=torch.float16)
+    if layout == "BSND":
+        q, k = torch.zeros(1, T1, N1, S, dtype=torch.float16), torch.zeros(1, T2, N2, S, dtype=torch.float16)
+        v = eye[None, :, None, :].expand(1, S, N2, S).contiguous()
+        kw = {}
+    else:
+        q, k = torch.zeros(T1, N1, S, dtype=torch.float16), torch.zeros(T2, N2, S, dtype=torch.float16)
+        v = torch.cat([eye[:b] for _, b in lens])[:, None, :].expand(T2, N2, S).contiguous()
+        kw = dict(actual_seq_qlen=list(itertools.accumulate(a for a, _ in lens)),
+                  actual_seq_kvlen=list(itertools.accumulate(b for _, b in lens)))
+    for chip in ("Ascend910B2", "Ascend910B4"):
+        npu_flash_attn.set_chip(chip)
+        try:
+            out = torch.ops.npu.flash_attention(q, k, v, N1, layout, scale=1.0, keep_prob=0.7, seed=seed,
+                                                offset=offset, **kw)[0]
+        finally:
+            npu_flash_attn.set_chip(None)
+        row = 0
+        for b, (sq, skv) in enumerate(lens):
+            want = drop.keep_mask(seed, offset, 0.7, N1, b if layout == "TND" else 0, range(N1), sq, skv)
+            got = (out[0].transpose(0, 1) if layout == "BSND" else out[row:row + sq].transpose(0, 1))[..., :skv] != 0
+            assert torch.equal(got, want), f"{chip}, sequence {b}: {(got != want).sum().item()} bits differ"
+            row += sq
+
+
+@pytest.mark.parametrize("case", CASES_ALL, ids=case_id)
+def test_dropout_with_every_layout_and_mask_vs_float64(case, gen):
+    """Dropout in every feature case (layouts, GQA/MQA, causal, band, dense mask, TND with an empty key sequence):
+    output, statistics and dq/dk/dv against float64 with the same generated mask (FA criterion, 3x for gradients)."""
+    args, kw = problem(case, gen)
+    seed, offset = _seed_offset(gen)
+    kw.update(keep_prob=0.8, seed=seed, offset=offset)
+    check_forward(args, kw)
+    check_grads(args, kw, gen)
+
+
+def test_tnd_user_mask_and_trained_sink_vs_float64(gen):
+    """A user dropout_mask over TND sequences (repacked per sequence by the host) with a trained sink: dq/dk/dv and
+    dsink against float64 with the same mask."""
+    case = next(c for c in CASES_ALL if c[0] == "TND")
+    args, kw = problem(case, gen)
+    cu_q, cu_kv = kw["actual_seq_qlen"], kw["actual_seq_kvlen"]
+    shapes = [(b - a, d - c) for a, b, c, d in zip([0] + cu_q[:-1], cu_q, [0] + cu_kv[:-1], cu_kv)]
+    n = drop.mask_elements(shapes, args[3])
+    kw.update(keep_prob=0.7, dropout_mask=torch.randint(0, 256, ((n + 7) // 8,), dtype=torch.uint8, generator=gen),
+              sink=math.log(100) + torch.randn(args[3], generator=gen))
+    check_forward(args, kw)
+    check_grads(args, kw, gen, train=("sink",))
+
+
+@pytest.mark.parametrize("extra", ["pse", "alibi_softcap"])
+def test_dropout_with_pse_alibi_and_softcap_vs_float64(extra, gen):
+    """Dropout combined with a trained outer pse (dpse), and with in-kernel ALiBi plus softcap, in a GQA causal case."""
+    case = ("BNSD", "bf16", 2, 130, 257, 4, 2, 64, dict(sparse_mode=3))
+    args, kw = problem(case, gen)
+    seed, offset = _seed_offset(gen)
+    kw.update(keep_prob=0.85, seed=seed, offset=offset)
+    if extra == "pse":
+        kw["pse"] = torch.randn(1, 4, 130, 257, generator=gen).to(torch.bfloat16)
+        kw["pse_type"] = 0
+        check_forward(args, kw)
+        check_grads(args, kw, gen, train=("pse",))
+    else:
+        kw.update(pse=torch.rand(4, generator=gen) * 0.1, pse_type=2, softcap=20.0)
+        check_forward(args, kw)
+        check_grads(args, kw, gen)
+
+
+def test_backward_regenerates_the_forwards_mask(gen):
+    """The grad op called with the forward's seed/offset gives the autograd's gradients bitwise; another offset
+    gives other gradients (the backward draws the mask from (seed, offset), nothing is stored)."""
+    q, k, v = _tensors("BSND", 1, 120, 150, 4, 2, 64, torch.float16, gen)
+    seed, offset = _seed_offset(gen)
+    a = dict(scale=0.125, keep_prob=0.75, seed=seed, offset=offset)
+    qs, ks, vs = (x.clone().requires_grad_() for x in (q, k, v))
+    out, smax, ssum = torch.ops.npu.flash_attention(qs, ks, vs, 4, "BSND", **a)
+    dy = torch.randn(out.shape, generator=gen).to(out.dtype)
+    out.backward(dy)
+
+    def grad(**kw):
+        return torch.ops.npu.flash_attention_grad(q, k, v, dy, 4, "BSND", softmax_max=smax, softmax_sum=ssum,
+                                                  attention_in=out.detach(), **dict(a, **kw))[:3]
+    for g, want in zip(grad(), (qs.grad, ks.grad, vs.grad)):
+        assert torch.equal(g, want)
+    assert not torch.equal(grad(offset=offset + 1)[2], vs.grad)

@@ -55,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--causal", action="store_true", help="right-down causal (sparse_mode 3)")
     pr.add_argument("--backward", action="store_true", help="model the backward op (2.5x the forward's FLOPs)")
     pr.add_argument("--deterministic", action="store_true", help="with --backward: the deterministic schedule")
+    pr.add_argument("--keep-prob", type=float, default=1.0, help="dropout keep probability (default 1: no dropout)")
     pr.add_argument("--model-only", action="store_true",
                     help="run the kernels without their arithmetic: the same trace, seconds instead of minutes")
     pr.add_argument("--sample-blocks", type=int, default=0, metavar="K",
@@ -188,7 +189,7 @@ def _profile(a) -> int:
             overrides[key.strip()] = float(val)
         rep = profiler.profile(chip=a.chip, batch=a.batch, heads=a.heads, kv_heads=a.kv_heads, seqlen=a.seqlen,
                                head_dim=a.head_dim, dtype=a.dtype, causal=a.causal, backward=a.backward,
-                               deterministic=a.deterministic, overrides=overrides, model_only=a.model_only,
+                               deterministic=a.deterministic, keep_prob=a.keep_prob, overrides=overrides, model_only=a.model_only,
                                sample_blocks=a.sample_blocks)
     except NotImplementedError as e:
         print(f"error: NotImplementedError: {e}", file=sys.stderr)
@@ -206,7 +207,8 @@ def _profile(a) -> int:
     how = "" if not p["model_only"] else (f", model-only, {p['sample_blocks']} sampled cores" if p["sample_blocks"]
                                           else ", model-only")
     print(f"{rep['label']}: {what} B={p['batch']} N={p['heads']} N2={p['kv_heads']} S={p['seqlen']} "
-          f"D={p['head_dim']} {p['dtype']}{' causal' if p['causal'] else ''}, {rep['block_dim']} AI cores{how}")
+          f"D={p['head_dim']} {p['dtype']}{' causal' if p['causal'] else ''}"
+          f"{' keep_prob=%g' % p['keep_prob'] if p['keep_prob'] < 1 else ''}, {rep['block_dim']} AI cores{how}")
     print(f"time    : {rep['modeled_time_us']:.1f} us (kernel {rep['kernel_time_us']:.1f} + launch "
           f"{rep['launch_overhead_us']:.1f})")
     print(f"TFLOPS  : {rep['tflops']:.1f} of {rep['cube_peak_tflops']:.1f} cube peak ({100 * rep['utilization']:.1f} %)")

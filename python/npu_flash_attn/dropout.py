@@ -1,19 +1,20 @@
 """The dropout keep-mask the kernels generate, reproduced on the host (numpy), and the user `dropout_mask` format.
 
 Generated mask (keep_prob < 1 without a `dropout_mask`): element (b, n, i, j) -- batch (TND: sequence), query head,
-query row and key column, positions inside the sequence -- is kept iff ``H(j) >> 8 < round(keep_prob * 2**24)``
-with a per-row keyed 32-bit hash::
+query row and key column, positions inside the sequence -- is kept iff ``h_j < round(keep_prob * 2**16) - 2**15``,
+h_j the signed 16-bit half j % 2 (0 = low) of a per-row keyed 32-bit hash of the column pair k = j // 2::
 
     k0  = mix64(mix64(seed) ^ offset)                       (seed, offset as unsigned 64-bit)
     key = mix64(k0 ^ ((b * N1 + n) << 32 | i))               one 64-bit key per query row
     m   = (key >> 32) | 1,  a = key mod 2**32                an odd multiplier and an offset
-    x   = (j * m + a) mod 2**32
-    x ^= x >> 16;  x *= 0x7feb352d;  x ^= x >> 15;  x *= 0x846ca68b   (mod 2**32)
+    x   = (k * m + a) mod 2**32
+    x ^= x >> 16;  x *= 0x7feb352d;  x ^= x >> 15;  x *= 0x846ca68b;  x ^= x >> 16   (mod 2**32)
 
-mix64 is SplitMix64's finaliser. The mask depends on nothing else: not on the chip, the core count, the tiling or
-the layout, so the same (seed, offset) gives bitwise the same result everywhere, forward and backward. Kept
-probabilities are scaled by 1 / keep_prob (the built-in's convention); softmax_max/softmax_sum describe the softmax
-before dropout. The keep rate is round(keep_prob * 2**24) / 2**24 (within 3e-8 of keep_prob).
+mix64 is SplitMix64's finaliser, the last line Wellons' lowbias32. The mask depends on nothing else: not on the
+chip, the core count, the tiling or the layout, so the same (seed, offset) gives bitwise the same result everywhere,
+forward and backward. Kept probabilities are scaled by 1 / keep_prob (the built-in's convention);
+softmax_max/softmax_sum describe the softmax before dropout. The keep rate is round(keep_prob * 2**16) / 2**16
+(within 8e-6 of keep_prob).
 
 User mask (`dropout_mask`, the built-in's format): uint8, 8 elements per byte (element e is bit e % 8 of byte e // 8,
 1 = keep), flattened over [B, N1, S1, S2] (TND: over each sequence's [N1, Sq, Skv] in turn), at least
@@ -30,7 +31,7 @@ import torch
 __all__ = ["keep_mask", "keep_threshold", "seed_key", "mask_elements", "unpack_mask", "kernel_rows", "check_mask",
            "KEY_BITS"]
 
-KEY_BITS = 24  # keep decisions compare the hash's top 24 bits
+KEY_BITS = 16  # keep decisions compare a signed 16-bit half of a hash
 _M64 = (1 << 64) - 1
 
 
@@ -49,8 +50,9 @@ def seed_key(seed: int, offset: int) -> int:
 
 
 def keep_threshold(keep_prob: float) -> int:
-    """Elements whose 24-bit hash is below this are kept (keep_prob at float precision, as the kernels get it)."""
-    return int(float(np.float32(keep_prob)) * (1 << KEY_BITS) + 0.5)
+    """Elements whose signed 16-bit hash half is below this are kept (keep_prob at float precision, as the kernels
+    get it)."""
+    return int(float(np.float32(keep_prob)) * (1 << KEY_BITS) + 0.5) - (1 << (KEY_BITS - 1))
 
 
 def keep_mask(seed: int, offset: int, keep_prob: float, n1: int, batch: int, heads: Sequence[int] | int,
@@ -64,15 +66,16 @@ def keep_mask(seed: int, offset: int, keep_prob: float, n1: int, batch: int, hea
     key = _mix64(k0 ^ ((hn << np.uint64(32)) | i))                                   # [heads, rows]
     m = ((key >> np.uint64(32)) | np.uint64(1)).astype(np.uint32)[..., None]
     a = (key & np.uint64(0xFFFFFFFF)).astype(np.uint32)[..., None]
-    j = np.arange(cols, dtype=np.uint32)[None, None, :]
+    k = np.arange((cols + 1) // 2, dtype=np.uint32)[None, None, :]
     with np.errstate(over="ignore"):
-        x = j * m + a
+        x = k * m + a
         x ^= x >> np.uint32(16)
         x *= np.uint32(0x7FEB352D)
         x ^= x >> np.uint32(15)
         x *= np.uint32(0x846CA68B)
-    keep = (x >> np.uint32(32 - KEY_BITS)) < np.uint32(keep_threshold(keep_prob))
-    return torch.from_numpy(keep)
+        x ^= x >> np.uint32(16)
+    halves = np.ascontiguousarray(x.astype("<u4")).view("<i2")[..., :cols]           # column j: half j % 2
+    return torch.from_numpy(halves < keep_threshold(keep_prob))
 
 
 def mask_elements(batch_shapes: Sequence[tuple[int, int]], n1: int) -> int:

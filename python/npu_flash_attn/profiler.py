@@ -68,8 +68,8 @@ def _summarize(cm: dict, chip: str, flops: float) -> dict:
 
 def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_heads: Optional[int] = None,
             seqlen: int = 2048, seqlen_kv: Optional[int] = None, head_dim: int = 128, dtype: str = "bf16",
-            causal: bool = False, backward: bool = False, deterministic: bool = False, bins: int = 400,
-            keep_blocks: int = 1, overrides: Optional[dict] = None, seed: int = 0, model_only: bool = False,
+            causal: bool = False, backward: bool = False, deterministic: bool = False, keep_prob: float = 1.0,
+            bins: int = 400, keep_blocks: int = 1, overrides: Optional[dict] = None, seed: int = 0, model_only: bool = False,
             sample_blocks: int = 0) -> dict:
     """Runs the forward op (or, with backward=True, the forward unmodelled and then the backward op, fast or
     deterministic schedule, its launches modelled one after the other) on the twin (BNSD, random inputs) and
@@ -77,6 +77,7 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
     chip, modeled_time_us (kernel + launch overhead), tflops (4*B*N*S1*S2*D, halved for causal), cube_peak_tflops,
     utilization (0-1), pipe_busy (per core kind and pipe, 0-1), roofline_us, bound; `model` holds the raw result
     (per-core busy cycles, the schedule of the first `keep_blocks` AI cores, the busy histogram).
+    keep_prob < 1 adds the kernel's dropout (generated bits, seed 0) to both passes.
     model_only=True runs the kernels without their arithmetic (same trace, undefined outputs, no hazard checks): the
     inputs are zeros and the forward that feeds the backward runs model-only too. sample_blocks=k (model-only) runs k
     evenly spaced AI cores of each launch instead of all: each stands for numBlocks/k cores in the shared HBM bandwidth
@@ -99,11 +100,12 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
     before = ops.get_chip()
     ops.set_chip(chip)
     scale, mode = 1.0 / math.sqrt(head_dim), 3 if causal else 0
+    common = dict(scale=scale, sparse_mode=mode, keep_prob=keep_prob)
     try:
         if backward:  # the forward runs unmodelled; the backward's launches are modelled one after the other
             _C.set_cost_model(False, 0, 0, {}, model_only, sample_blocks)
             try:
-                out, smax, ssum = ops.flash_attention(q, k, v, heads, "BNSD", scale=scale, sparse_mode=mode)
+                out, smax, ssum = ops.flash_attention(q, k, v, heads, "BNSD", **common)
             finally:
                 _C.set_cost_model(False)
             if model_only:  # a model-only forward leaves its outputs undefined; the backward checks they are finite
@@ -113,10 +115,9 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
         try:
             if backward:
                 torch.ops.npu.flash_attention_grad(q, k, v, dy, heads, "BNSD", softmax_max=smax, softmax_sum=ssum,
-                                                   attention_in=out, scale=scale, sparse_mode=mode,
-                                                   deterministic=deterministic)
+                                                   attention_in=out, deterministic=deterministic, **common)
             else:
-                ops.flash_attention(q, k, v, heads, "BNSD", scale=scale, sparse_mode=mode)
+                ops.flash_attention(q, k, v, heads, "BNSD", **common)
             info = ops.last_launch_info()
         finally:
             _C.set_cost_model(False)
@@ -135,7 +136,7 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
         rep = _summarize(cm, chip, flops)
     rep.update(problem=dict(batch=batch, heads=heads, kv_heads=kv_heads, seqlen=seqlen, seqlen_kv=s2,
                             head_dim=head_dim, dtype=dtype, causal=causal, backward=backward,
-                            deterministic=deterministic, model_only=model_only, sample_blocks=sample_blocks),
+                            deterministic=deterministic, keep_prob=keep_prob, model_only=model_only, sample_blocks=sample_blocks),
                block_dim=info.get("block_dim", info.get("block_dim_dkv")), twin_seconds=info["twin_seconds"], model=cm)
     return rep
 
