@@ -47,8 +47,8 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
 * `sink` (float32 `[N1]`, torch_npu's attention sinks): one logit per query head that joins the softmax of every
   row of that head and attends no value: out = sum_j exp(s_j - m) v_j / (sum_j exp(s_j - m) + exp(sink - m)),
   softmax_max = m = max(max_j s_j, sink), softmax_sum includes the sink's term. Rows that see no key then have
-  out = 0, softmax_max = sink, softmax_sum = 1 (TND padding tokens past the last sequence stay invalid rows). The
-  gradient of the sink itself is not built yet (`backward`).
+  out = 0, softmax_max = sink, softmax_sum = 1 (TND padding tokens past the last sequence stay invalid rows).
+  The backward returns dsink (`backward`).
 * `softcap` (flash_attn's logit soft-capping, Gemma 2; None = off, else a finite value > 0): the scaled scores
   x = scale * q.k become softcap * tanh(x / softcap) before the masks and the softmax (softmax_max is the max of the
   capped scores).

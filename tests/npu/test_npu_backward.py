@@ -120,3 +120,16 @@ def test_dpse_on_npu(gen, pse_shape):
     dy = torch.randn(2, 4, 150, 64, generator=gen).to(torch.float16)
     kw = dict(scale=0.125, sparse_mode=3, pse_type=1, pse=torch.randn(pse_shape, generator=gen).to(torch.float16))
     check_feature_grads_on_npu(q, k, v, dy, 4, "BNSD", kw, train=("pse",))
+
+
+@pytest.mark.parametrize("layout", ["BSND", "TND"])
+def test_dropout_grads_with_dsink_on_npu(gen, layout):
+    """Dropout regenerated in the NPU backward from (seed, offset), with a trained sink: dq/dk/dv/dsink against
+    float64 autograd of the reference with the same mask."""
+    q, k, v = make_qkv(gen, layout, 2, 4, 2, 150, 230, 64, 64, torch.bfloat16, [70, 0, 80], [90, 40, 230])
+    dy = torch.randn(q.shape, generator=gen).to(torch.bfloat16)
+    kw = dict(scale=0.125, sparse_mode=3, keep_prob=0.8, seed=int(torch.randint(0, 2 ** 62, (1,), generator=gen)),
+              offset=5, sink=torch.randn(4, generator=gen) + 4.0)
+    if layout == "TND":
+        kw.update(actual_seq_qlen=[70, 70, 150], actual_seq_kvlen=[90, 130, 360])
+    check_feature_grads_on_npu(q, k, v, dy, 4, layout, kw, train=("sink",))

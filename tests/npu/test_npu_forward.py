@@ -146,3 +146,44 @@ def test_outer_pse_on_npu(gen, pse_shape, pse_type):
     ref_o, ref_m, ref_s = flash_attention_reference(q, k, v, 4, "BNSD", **kw)
     assert_close_fa(out, ref_o, flash_attention_lowprec(q, k, v, 4, "BNSD", **kw), what="outer pse (NPU)")
     assert_stats_close(smax, ssum, ref_m, ref_s)
+
+
+@pytest.mark.parametrize("layout", ["BSND", "TND"])
+def test_dropout_keep_bits_on_npu_equal_the_host_generator(gen, layout):
+    """q = 0 and v = I read P out: out[i, j] != 0 exactly where the NPU kernel kept (i, j); the bits must equal
+    dropout.keep_mask's (and so the twin's) bitwise."""
+    from npu_flash_attn import dropout as drop
+    S, N1, lens = 192, 3, ([(150, 192)] if layout == "BSND" else [(70, 130), (0, 40), (90, 192)])
+    T1, T2 = sum(a for a, _ in lens), sum(b for _, b in lens)
+    eye = torch.eye(S, dtype=torch.float16)
+    if layout == "BSND":
+        q, k = torch.zeros(1, T1, N1, S, dtype=torch.float16), torch.zeros(1, T2, 1, S, dtype=torch.float16)
+        v, kw = eye[None, :, None, :].contiguous(), {}
+    else:
+        q, k = torch.zeros(T1, N1, S, dtype=torch.float16), torch.zeros(T2, 1, S, dtype=torch.float16)
+        v = torch.cat([eye[:b] for _, b in lens])[:, None, :].contiguous()
+        kw = dict(actual_seq_qlen=cumsum([a for a, _ in lens]), actual_seq_kvlen=cumsum([b for _, b in lens]))
+    seed, offset = int(torch.randint(0, 2 ** 62, (1,), generator=gen)), int(torch.randint(0, 1000, (1,), generator=gen))
+    out = to_cpu(op(*to_npu(q, k, v), N1, layout, scale=1.0, keep_prob=0.7, seed=seed, offset=offset, **kw)[0])[0]
+    row = 0
+    for b, (sq, skv) in enumerate(lens):
+        want = drop.keep_mask(seed, offset, 0.7, N1, b if layout == "TND" else 0, range(N1), sq, skv)
+        got = (out[0].transpose(0, 1) if layout == "BSND" else out[row:row + sq].transpose(0, 1))[..., :skv] != 0
+        assert torch.equal(got, want), f"sequence {b}: {(got != want).sum().item()} bits differ (NPU)"
+        row += sq
+
+
+def test_dropout_on_npu_vs_float64(gen):
+    """Generated keep bits and a user dropout_mask (S2 % 8 == 0, the in-place form the adapter reads): the output
+    against float64 with the same mask; a TND user mask is refused on NPU tensors."""
+    q, k, v = make_qkv(gen, "BSND", 2, 4, 2, 150, 232, 64, 64, torch.bfloat16)
+    base = dict(scale=0.125, sparse_mode=3, keep_prob=0.8, seed=17, offset=3)
+    user = torch.randint(0, 256, ((2 * 4 * 150 * 232 + 7) // 8,), dtype=torch.uint8, generator=gen)
+    for kw in (base, dict(base, dropout_mask=user)):
+        out = to_cpu(*op(*to_npu(q, k, v), 4, "BSND", **npu_kwargs(kw)))[0]
+        ref = flash_attention_reference(q.double(), k.double(), v.double(), 4, "BSND", **kw)[0]
+        assert_close_fa(out, ref, flash_attention_lowprec(q, k, v, 4, "BSND", **kw), what="dropout (NPU)")
+    qt, kt, vt = make_qkv(gen, "TND", 2, 4, 2, 0, 0, 64, 64, torch.bfloat16, [70, 80], [96, 104])
+    with pytest.raises(NotImplementedError, match="dropout_mask"):
+        op(*to_npu(qt, kt, vt), 4, "TND", actual_seq_qlen=[70, 150], actual_seq_kvlen=[96, 200], keep_prob=0.8,
+           dropout_mask=torch.zeros(4 * (70 * 96 + 80 * 104) // 8 + 1, dtype=torch.uint8).npu())
