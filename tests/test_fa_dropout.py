@@ -98,37 +98,45 @@ def test_pairs_of_columns_and_rows_are_independent(gen):
             assert abs(both - rate ** 2) <= 5 * math.sqrt(rate ** 2 * (1 - rate ** 2) / n), (p, both, rate ** 2)
 
 
+def keep_bits_problem(layout: str, n1: int, s: int, gen):
+    """A problem whose output shows the kernel's keep bits: q = 0 makes every probability 1 / Skv and v = I reads
+    P out column by column, so out[i, j] != 0 exactly where (i, j) was kept. Returns (q, k, v, kwargs, lens,
+    check), check(out, label) asserting the bits equal dropout.keep_mask's."""
+    lens = [(150, s)] if layout == "BSND" else [(70, 130), (0, 40), (90, s)]
+    T1, T2 = sum(a for a, _ in lens), sum(b for _, b in lens)
+    eye = torch.eye(s, dtype=torch.float16)
+    seed, offset = _seed_offset(gen)
+    kw = dict(scale=1.0, keep_prob=0.7, seed=seed, offset=offset)
+    if layout == "BSND":
+        q, k = torch.zeros(1, T1, n1, s, dtype=torch.float16), torch.zeros(1, T2, 1, s, dtype=torch.float16)
+        v = eye[None, :, None, :].contiguous()
+    else:
+        q, k = torch.zeros(T1, n1, s, dtype=torch.float16), torch.zeros(T2, 1, s, dtype=torch.float16)
+        v = torch.cat([eye[:b] for _, b in lens])[:, None, :].contiguous()
+        kw.update(actual_seq_qlen=list(itertools.accumulate(a for a, _ in lens)),
+                  actual_seq_kvlen=list(itertools.accumulate(b for _, b in lens)))
+
+    def check(out, label):
+        rows = out[0] if layout == "BSND" else out
+        row = 0
+        for b, (sq, skv) in enumerate(lens):
+            want = drop.keep_mask(seed, offset, 0.7, n1, b if layout == "TND" else 0, range(n1), sq, skv)
+            got = rows[row:row + sq].transpose(0, 1)[..., :skv] != 0
+            assert torch.equal(got, want), f"{label}, sequence {b}: {(got != want).sum().item()} bits differ"
+            row += sq
+    return q, k, v, kw, check
+
+
 @pytest.mark.parametrize("layout", ["BSND", "TND"])
 def test_kernel_keep_bits_equal_the_host_generator_bitwise(layout, gen):
-    """With q = 0 every probability is 1 / Skv and v = I reads P out column by column: out[i, j] != 0 exactly where
-    the kernel kept (i, j). The kernel's bits equal dropout.keep_mask's on two chips (other core counts, tilings)."""
-    N1, N2, S = 3, 1, 200
-    seed, offset = _seed_offset(gen)
-    lens = [(150, S)] if layout == "BSND" else [(70, 130), (0, 40), (90, S)]
-    T1, T2 = sum(a for a, _ in lens), sum(b for _, b in lens)
-    eye = torch.eye(S, dtype=torch.float16)
-    if layout == "BSND":
-        q, k = torch.zeros(1, T1, N1, S, dtype=torch.float16), torch.zeros(1, T2, N2, S, dtype=torch.float16)
-        v = eye[None, :, None, :].expand(1, S, N2, S).contiguous()
-        kw = {}
-    else:
-        q, k = torch.zeros(T1, N1, S, dtype=torch.float16), torch.zeros(T2, N2, S, dtype=torch.float16)
-        v = torch.cat([eye[:b] for _, b in lens])[:, None, :].expand(T2, N2, S).contiguous()
-        kw = dict(actual_seq_qlen=list(itertools.accumulate(a for a, _ in lens)),
-                  actual_seq_kvlen=list(itertools.accumulate(b for _, b in lens)))
+    """The kernel's keep bits equal dropout.keep_mask's on two chips (other core counts, tilings), MQA."""
+    q, k, v, kw, check = keep_bits_problem(layout, 3, 200, gen)
     for chip in ("Ascend910B2", "Ascend910B4"):
         npu_flash_attn.set_chip(chip)
         try:
-            out = torch.ops.npu.flash_attention(q, k, v, N1, layout, scale=1.0, keep_prob=0.7, seed=seed,
-                                                offset=offset, **kw)[0]
+            check(torch.ops.npu.flash_attention(q, k, v, 3, layout, **kw)[0], chip)
         finally:
             npu_flash_attn.set_chip(None)
-        row = 0
-        for b, (sq, skv) in enumerate(lens):
-            want = drop.keep_mask(seed, offset, 0.7, N1, b if layout == "TND" else 0, range(N1), sq, skv)
-            got = (out[0].transpose(0, 1) if layout == "BSND" else out[row:row + sq].transpose(0, 1))[..., :skv] != 0
-            assert torch.equal(got, want), f"{chip}, sequence {b}: {(got != want).sum().item()} bits differ"
-            row += sq
 
 
 @pytest.mark.parametrize("case", CASES_ALL, ids=case_id)

@@ -150,27 +150,11 @@ def test_outer_pse_on_npu(gen, pse_shape, pse_type):
 
 @pytest.mark.parametrize("layout", ["BSND", "TND"])
 def test_dropout_keep_bits_on_npu_equal_the_host_generator(gen, layout):
-    """q = 0 and v = I read P out: out[i, j] != 0 exactly where the NPU kernel kept (i, j); the bits must equal
-    dropout.keep_mask's (and so the twin's) bitwise."""
-    from npu_flash_attn import dropout as drop
-    S, N1, lens = 192, 3, ([(150, 192)] if layout == "BSND" else [(70, 130), (0, 40), (90, 192)])
-    T1, T2 = sum(a for a, _ in lens), sum(b for _, b in lens)
-    eye = torch.eye(S, dtype=torch.float16)
-    if layout == "BSND":
-        q, k = torch.zeros(1, T1, N1, S, dtype=torch.float16), torch.zeros(1, T2, 1, S, dtype=torch.float16)
-        v, kw = eye[None, :, None, :].contiguous(), {}
-    else:
-        q, k = torch.zeros(T1, N1, S, dtype=torch.float16), torch.zeros(T2, 1, S, dtype=torch.float16)
-        v = torch.cat([eye[:b] for _, b in lens])[:, None, :].contiguous()
-        kw = dict(actual_seq_qlen=cumsum([a for a, _ in lens]), actual_seq_kvlen=cumsum([b for _, b in lens]))
-    seed, offset = int(torch.randint(0, 2 ** 62, (1,), generator=gen)), int(torch.randint(0, 1000, (1,), generator=gen))
-    out = to_cpu(op(*to_npu(q, k, v), N1, layout, scale=1.0, keep_prob=0.7, seed=seed, offset=offset, **kw)[0])[0]
-    row = 0
-    for b, (sq, skv) in enumerate(lens):
-        want = drop.keep_mask(seed, offset, 0.7, N1, b if layout == "TND" else 0, range(N1), sq, skv)
-        got = (out[0].transpose(0, 1) if layout == "BSND" else out[row:row + sq].transpose(0, 1))[..., :skv] != 0
-        assert torch.equal(got, want), f"sequence {b}: {(got != want).sum().item()} bits differ (NPU)"
-        row += sq
+    """The NPU kernel's keep bits (read out through q = 0, v = I) equal dropout.keep_mask's, and so the twin's,
+    bitwise."""
+    from test_fa_dropout import keep_bits_problem
+    q, k, v, kw, check = keep_bits_problem(layout, 3, 192, gen)
+    check(to_cpu(op(*to_npu(q, k, v), 3, layout, **kw)[0])[0], "NPU")
 
 
 def test_dropout_on_npu_vs_float64(gen):
