@@ -179,9 +179,11 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
     r = subprocess.run([py, "-m", "npu_flash_attn", "demo", "--seq", "128"], capture_output=True, text=True,
                        cwd=tmp_path, env=env, timeout=600)
     assert r.returncode == 0 and "PASS (twin)" in r.stdout, r.stdout + r.stderr
-    example = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
-    standalone = next(b for b in example if "npu_flash_attn.twin" in b or "from npu_flash_attn import twin" in b)
+    readme = (ROOT / "README.md").read_text()
+    kernel = next(b for b in re.findall(r"```cpp\n(.*?)```", readme, flags=re.S) if "void axpy(" in b)
+    script = next(b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if 'compile_kernel("axpy.cpp")' in b)
+    (tmp_path / "axpy.cpp").write_text(kernel)
+    (tmp_path / "example.py").write_text(script)
     script = tmp_path / "example.py"
-    script.write_text(standalone)
     r = subprocess.run([py, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
