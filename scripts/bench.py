@@ -25,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
-from npu_flash_attn import baseline, ops, profiler  # noqa: E402
+from npu_flash_attn import baseline, ops, profiler, progress  # noqa: E402
 
 COLUMNS = ["label", "pass", "seqlen", "head_dim", "heads", "causal", "ours_us", "ours_tflops", "ours_pct_peak",
            "ours_bound", "ours_peak_bytes", "naive_us", "naive_tflops", "naive_pct_peak", "naive_bound",
@@ -37,13 +37,8 @@ def _size(text: str) -> int:
     return int(float(t[:-1]) * 1024) if t.endswith("K") else int(t)
 
 
-def _progress(done: int, total: int, what: str, t0: float) -> None:
-    width = 30
-    fill = width * done // max(total, 1)
-    sys.stderr.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {done}/{total} {time.time() - t0:6.0f} s  {what:<40}")
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
+def case_name(s: int, d: int, causal: bool, backward: bool) -> str:
+    return f"{'bwd' if backward else 'fwd'} S={s} D={d}{' causal' if causal else ''}"
 
 
 def ours_peak_bytes(b: int, n: int, s: int, d: int, workspace: int, backward: bool) -> int:
@@ -155,11 +150,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="bench_out", help="directory for bench.csv / bench.png")
     a = ap.parse_args(argv)
     cases = grid_cases(a)
-    rows, t0 = [], time.time()
-    for i, (s, d, c, bw) in enumerate(cases):
-        _progress(i, len(cases), f"{'bwd' if bw else 'fwd'} S={s} D={d}{' causal' if c else ''}", t0)
+    rows, t0, sweep = [], time.time(), progress.Sweep(len(cases), "bench")
+    for s, d, c, bw in cases:
         rows.append(run_case(a.chip, a.heads, s, d, c, bw, a.sample_blocks, not a.no_naive))
-    _progress(len(cases), len(cases), "done", t0)
+        sweep.step(case_name(s, d, c, bw))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "bench.csv", "w", newline="") as f:

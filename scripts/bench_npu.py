@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench  # noqa: E402  (grid options, CSV columns and table writer)
+from npu_flash_attn import progress  # noqa: E402
 
 
 def npu_missing() -> str:
@@ -116,11 +117,10 @@ def main(argv=None) -> int:
               "an NPU use scripts/bench.py.", file=sys.stderr)
         return 2
     cases = bench.grid_cases(a)
-    rows, t0 = [], time.time()
-    for i, (s, d, c, bw) in enumerate(cases):
-        bench._progress(i, len(cases), f"{'bwd' if bw else 'fwd'} S={s} D={d}{' causal' if c else ''}", t0)
+    rows, t0, sweep = [], time.time(), progress.Sweep(len(cases), "bench_npu")
+    for s, d, c, bw in cases:
         rows.append(run_case(a.heads, s, d, c, bw, a.warmup, a.repeats, a.device))
-    bench._progress(len(cases), len(cases), "done", t0)
+        sweep.step(bench.case_name(s, d, c, bw))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "bench.csv", "w", newline="") as f:

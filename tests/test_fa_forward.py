@@ -15,6 +15,8 @@ import itertools
 import math
 import os
 import random
+import re
+import textwrap
 from dataclasses import dataclass
 
 import pytest
@@ -450,3 +452,10 @@ def test_cli_demo(args):
     assert r.returncode == 0, r.stdout + r.stderr
     for word in ("tiling", "block_dim=", "cores", "max|out - ref64|", "low-precision torch", "wall", "PASS (twin)"):
         assert word in r.stdout, word
+    # plain torch on the same problem (not for TND: SDPA has no varlen form), with an error of the dtype's order
+    sdpa = re.search(r"scaled_dot_product_attention .*: ([0-9.]+) s, max\|out - ref64\| = ([0-9.e+-]+)", r.stdout)
+    assert (sdpa is None) == ("TND" in args)
+    if sdpa:
+        assert 0 < float(sdpa.group(2)) < 0.05
+    snippet = r.stdout.split("your own tensors")[1].split("\n", 1)[1]
+    compile(textwrap.dedent(snippet), "snippet", "exec")  # the copy-paste snippet is valid Python

@@ -1,6 +1,7 @@
 """Command line: `python -m npu_flash_attn demo` runs the forward FlashAttention kernel on the CPU twin and checks it
-against the float64 reference; `python -m npu_flash_attn chips` lists the emulated chips; `python -m npu_flash_attn
-profile` prints the cycle model's time of the forward op."""
+against the float64 reference and torch's SDPA; `python -m npu_flash_attn chips` lists the emulated chips;
+`python -m npu_flash_attn profile` prints the cycle model's time of the forward or backward op; `--version` the
+package, torch and torch_npu versions."""
 from __future__ import annotations
 
 import argparse
@@ -17,6 +18,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m npu_flash_attn",
                                 description="npu-flash-attn: FlashAttention for Ascend NPUs (Ascend C), run on the "
                                             "CPU twin of the Ascend C API.")
+    p.add_argument("--version", action="store_true", help="print the package, torch and torch_npu versions and exit")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
     d = sub.add_parser("demo", help="run the forward op on the emulated chip and check it against the reference",
                        description="Runs npu::flash_attention on the CPU twin (default: B=1, N1=8, N2=2, S=1024, "
@@ -113,9 +115,6 @@ def _demo(a) -> int:
           f"Dv={a.dim_v} {a.dtype} sparse_mode={a.sparse_mode} ({SPARSE_NAMES[a.sparse_mode]}"
           + (f", pre={a.pre_tokens}, next={a.next_tokens}" if a.sparse_mode == 4 else "")
           + f") scale={scale:.6g} seed={seed}")
-    # warm the dispatch path (the first custom-op call imports parts of torch) with an empty problem: no launch
-    empty = torch.empty(0, 1, 1, 8, dtype=q.dtype)
-    torch.ops.npu.flash_attention(empty, empty, empty, 1, "BSND")
     t0 = time.perf_counter()
     try:
         out, smax, ssum = torch.ops.npu.flash_attention(q, k, v, a.heads, a.layout, **kw)
@@ -161,8 +160,38 @@ def _demo(a) -> int:
     print(f"time    : {t_op:.3f} s wall for the op" + (f" ({twin_s:.3f} s in the twin launch)" if twin_s is not None
                                                       else "") + f" - CPU emulation time, not NPU time; reference "
           f"{t_ref:.3f} s")
+    sdpa = _sdpa_comparison(a, q, k, v, kw, ref_o)
+    if sdpa is not None:
+        print(f"torch   : scaled_dot_product_attention on the same problem ({a.dtype}, CPU wall time): {sdpa[0]:.3f} s, "
+              f"max|out - ref64| = {sdpa[1]:.3e}")
     print(f"result  : {'PASS' if ok else 'FAIL'} (twin)")
+    print("your own tensors (CPU tensors run on the twin; torch_npu NPU tensors run the CANN kernel):\n"
+          "    import torch, npu_flash_attn\n"
+          "    q = torch.randn(2, 1024, 8, 128, dtype=torch.bfloat16)   # [B, S, N, D]\n"
+          "    k, v = (torch.randn(2, 1024, 2, 128, dtype=torch.bfloat16) for _ in range(2))  # GQA: 2 kv heads\n"
+          "    out, softmax_max, softmax_sum = npu_flash_attn.flash_attention(q, k, v, 8, \"BSND\", "
+          "scale=128 ** -0.5, sparse_mode=3)")
     return 0 if ok else 1
+
+
+def _sdpa_comparison(a, q, k, v, kw, ref_o):
+    """(seconds, max error against the float64 reference) of torch's SDPA on the demo's problem, in its dtype, with
+    the same visible keys; None for TND (SDPA has no varlen form)."""
+    import torch
+
+    from npu_flash_attn.reference import _from_bnsd, _to_bnsd, visible_mask
+    if a.layout == "TND":
+        return None
+    qb, kb, vb = (_to_bnsd(t, a.layout, n) for t, n in ((q, a.heads), (k, a.kv_heads), (v, a.kv_heads)))
+    vis = visible_mask(a.seq, a.seq_kv, a.sparse_mode, kw.get("pre_tokens", 2147483647),
+                       kw.get("next_tokens", 2147483647))
+    t0 = time.perf_counter()
+    out = torch.nn.functional.scaled_dot_product_attention(qb, kb, vb, attn_mask=vis, scale=kw["scale"],
+                                                           enable_gqa=a.heads != a.kv_heads)
+    dt = time.perf_counter() - t0
+    rows = vis.any(dim=-1)[None, None, :, None]  # rows that see no key: SDPA gives NaN, the op and reference 0
+    out = _from_bnsd(torch.where(rows, out, torch.zeros((), dtype=out.dtype)), a.layout)
+    return dt, (out.double() - ref_o).abs().max().item()
 
 
 def _chips() -> int:
@@ -219,8 +248,28 @@ def _profile(a) -> int:
     return 0
 
 
+def _version() -> str:
+    from importlib import metadata
+
+    import torch
+
+    import npu_flash_attn
+    from npu_flash_attn import npu
+    try:
+        tnpu = metadata.version("torch_npu")
+    except metadata.PackageNotFoundError:
+        tnpu = "not installed"
+    st = npu.status()
+    return (f"npu-flash-attn {npu_flash_attn.__version__} (torch {torch.__version__}, torch_npu {tnpu}, NPU adapter "
+            f"{'loaded from ' + str(st.path) if st.loaded else 'not loaded'}; CPU twin chips: "
+            f"{', '.join(npu_flash_attn.ops.available_chips())})")
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    if args.version:
+        print(_version())
+        return 0
     if args.cmd == "demo":
         return _demo(args)
     if args.cmd == "chips":

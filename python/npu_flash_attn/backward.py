@@ -52,8 +52,8 @@ from typing import Any, Optional
 
 import torch
 
-from . import masks, ops
-from .dispatch import bind_arguments, check_before_dispatch, require_device, value_checks
+from . import masks, ops, progress
+from .dispatch import bind_arguments, check_before_dispatch, define_op, require_device, value_checks
 
 __all__ = ["flash_attention_grad", "GRAD_SCHEMA"]
 
@@ -164,11 +164,14 @@ def _grad_impl(*args, **kwargs):
     view = masks.mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global) if p.dense_mask else None
     mask_ptr, mask_bytes = (view.tensor.data_ptr(), view.extent) if view is not None else (0, 0)
     drop_rows, drop_pitch = ops.drop_mask_input(p, a["dropout_mask"])
-    info = entry(ops.problem_dict(p, view, drop_pitch), ops.get_chip(), bool(a["deterministic"]), q.data_ptr(), k.data_ptr(),
-                 v.data_ptr(), do.data_ptr(), o.data_ptr(), smax.data_ptr(), ssum.data_ptr(), mask_ptr, mask_bytes,
-                 0 if sk is None else sk.data_ptr(), 0 if pse is None else pse.data_ptr(),
-                 0 if drop_rows is None else drop_rows.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
-                 0 if dsink_rows is None else dsink_rows.data_ptr(), 0 if dpse_rows is None else dpse_rows.data_ptr())
+    chip = ops.get_chip()
+    with progress.launch(f"twin backward launches on {chip}", 2.5 * p.flops(), "backward"):
+        info = entry(ops.problem_dict(p, view, drop_pitch), chip, bool(a["deterministic"]), q.data_ptr(),
+                     k.data_ptr(), v.data_ptr(), do.data_ptr(), o.data_ptr(), smax.data_ptr(), ssum.data_ptr(),
+                     mask_ptr, mask_bytes, 0 if sk is None else sk.data_ptr(), 0 if pse is None else pse.data_ptr(),
+                     0 if drop_rows is None else drop_rows.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
+                     0 if dsink_rows is None else dsink_rows.data_ptr(),
+                     0 if dpse_rows is None else dpse_rows.data_ptr())
     if p.layout == "TND":
         _zero_tnd_tails(p, dq, dk, dv)
     ops.record_launch(dict(info, op="flash_attention_grad"))
@@ -274,6 +277,11 @@ def _backward(ctx, d_out, _d_max, _d_sum):
     return tuple(grads)
 
 
+def _no_double_backward(ctx, *grads):
+    raise NotImplementedError("the gradient of npu::flash_attention_grad (double backward through attention) is "
+                              "not built")
+
+
 def _register():
     try:
         torch.ops.npu.flash_attention_grad  # noqa: B018 - already registered (module reloaded)
@@ -281,21 +289,22 @@ def _register():
     except (AttributeError, RuntimeError):
         pass
     # CPU only: NPU tensors dispatch to the adapter's PrivateUse1 kernel (npu.py); both are checked first.
-    op = torch.library.custom_op("npu::flash_attention_grad", _grad_impl, mutates_args=(), schema=GRAD_SCHEMA,
-                                 device_types="cpu")
-    op.register_fake(_grad_fake)
+    define_op("npu::flash_attention_grad", GRAD_SCHEMA, _grad_impl, _grad_fake, __doc__)
     check_before_dispatch("npu::flash_attention_grad", _check_call)
     torch.library.register_autograd("npu::flash_attention", _backward, setup_context=_setup_context)
-    return op
+    torch.library.register_autograd("npu::flash_attention_grad", _no_double_backward)
 
 
-_custom_op = _register()
+_register()
 
 
 def flash_attention_grad(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, dy: torch.Tensor,
                          head_num: int, input_layout: str, softmax_max: Optional[torch.Tensor] = None,
                          softmax_sum: Optional[torch.Tensor] = None, attention_in: Optional[torch.Tensor] = None,
                          **kwargs: Any):
-    """Python convenience wrapper: `torch.ops.npu.flash_attention_grad(...)` (see the module docstring)."""
     return torch.ops.npu.flash_attention_grad(query, key, value, dy, head_num, input_layout, softmax_max=softmax_max,
                                               softmax_sum=softmax_sum, attention_in=attention_in, **kwargs)
+
+
+flash_attention_grad.__doc__ = ("`torch.ops.npu.flash_attention_grad(query, key, value, dy, head_num, input_layout, "
+                                "**kwargs)`, the keyword arguments as in the schema.\n\n" + __doc__)

@@ -1,6 +1,6 @@
 """The package's argument checks run before the device kernel, for CPU and NPU tensors alike.
 
-The CPU (twin) kernels are Python (`device_types="cpu"`); the NPU kernels are the adapter's C++ PrivateUse1
+The CPU (twin) kernels are Python (`define_op`); the NPU kernels are the adapter's C++ PrivateUse1
 kernels (`npu.py`). So that both get the same checks with the same messages, each op also has a kernel at the
 BackendSelect dispatch key, which the dispatcher runs after autograd and before any backend kernel, in every grad
 mode (inference mode included): it binds the arguments by the schema, runs the op's check (which raises
@@ -21,9 +21,31 @@ import torch
 
 from . import npu
 
-__all__ = ["bind_arguments", "require_device", "check_before_dispatch", "value_checks", "is_fake"]
+__all__ = ["define_op", "bind_arguments", "require_device", "check_before_dispatch", "value_checks", "is_fake"]
 
 _libs: dict[str, torch.library.Library] = {}  # kept alive: dropping a Library removes its registrations
+
+
+def _lib(ns: str) -> torch.library.Library:
+    lib = _libs.get(ns)
+    if lib is None:
+        lib = _libs[ns] = torch.library.Library(ns, "FRAGMENT")
+    return lib
+
+
+def define_op(qualname: str, schema: str, cpu_kernel: Callable[..., Any], fake_kernel: Callable[..., Any],
+              doc: str) -> None:
+    """Defines `qualname` ("ns::name") with `schema`, its CPU kernel, its fake kernel and `doc` (what
+    help(torch.ops.ns.name) shows); the autograd formula is registered with torch.library.register_autograd. Unlike torch.library.custom_op, the CPU kernel is registered
+    as it is: custom_op wraps it in torch._disable_dynamo, whose first call imports torch._dynamo (about 2 s); our
+    kernels launch C++ code that dynamo never traces, and torch.compile treats the op as opaque either way."""
+    ns, name = qualname.split("::")
+    lib = _lib(ns)
+    lib.define(name + schema)
+    lib.impl(name, cpu_kernel, "CPU")
+    torch.library.register_fake(qualname, fake_kernel, lib=lib)
+    packet = getattr(getattr(torch.ops, ns), name)
+    packet.__doc__ = packet.default.__doc__ = doc
 
 
 def bind_arguments(schema: torch._C.FunctionSchema, args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -74,7 +96,4 @@ def check_before_dispatch(qualname: str, check: Callable[..., Any]) -> None:
             check(**bound)
         return op.redispatch(keyset.remove(torch._C.DispatchKey.BackendSelect), *args, **kwargs)
 
-    lib = _libs.get(ns)
-    if lib is None:
-        lib = _libs[ns] = torch.library.Library(ns, "FRAGMENT")
-    lib.impl(name, kernel, "BackendSelect", with_keyset=True)
+    _lib(ns).impl(name, kernel, "BackendSelect", with_keyset=True)

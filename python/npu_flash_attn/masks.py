@@ -374,6 +374,7 @@ def block_mask_cache_info() -> dict:
 
 
 def clear_block_mask_cache() -> None:
+    """Drops every cached block map (`block_mask_cache_info` then reports an empty cache)."""
     _cache.clear()
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -100,6 +101,11 @@ def status() -> AdapterStatus:
     with _lock:
         if _status is None:
             _status = load_adapter()
+            log = logging.getLogger("npu_flash_attn")
+            if _status.loaded:
+                log.info("NPU adapter loaded from %s: NPU tensors run the CANN kernels", _status.path)
+            else:
+                log.info("NPU adapter not loaded (NPU tensors will raise; CPU tensors run the twin): %s", _status.reason)
         return _status
 
 

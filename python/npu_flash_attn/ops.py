@@ -78,6 +78,7 @@ The autograd formula (through `torch.ops.npu.flash_attention_grad`) is registere
 """
 from __future__ import annotations
 
+import logging
 import math
 import operator
 import os
@@ -87,8 +88,8 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from .dispatch import bind_arguments, check_before_dispatch, require_device, value_checks
-from . import dropout
+from .dispatch import bind_arguments, check_before_dispatch, define_op, require_device, value_checks
+from . import dropout, progress
 from .masks import build_block_map, check_masks, mask_view
 
 __all__ = [
@@ -130,6 +131,8 @@ SCHEMA = (
 _state_lock = threading.Lock()
 _chip_override: Optional[str] = None
 _last_info: Optional[dict] = None
+_log = logging.getLogger("npu_flash_attn")
+_logged_chips: set[tuple[str, str]] = set()
 
 
 def _ext():
@@ -169,11 +172,19 @@ def get_chip() -> str:
     with _state_lock:
         override = _chip_override
     if override is not None:
-        return override
+        return _note_chip(override, "set_chip")
     env = os.environ.get("NPU_FA_CHIP")
     if env:
-        return _check_chip(env, "environment variable NPU_FA_CHIP")
-    return DEFAULT_CHIP
+        return _note_chip(_check_chip(env, "environment variable NPU_FA_CHIP"), "NPU_FA_CHIP")
+    return _note_chip(DEFAULT_CHIP, "the default")
+
+
+def _note_chip(chip: str, source: str) -> str:
+    """Logs (INFO, once per chip and source) which chip the CPU twin emulates and why."""
+    if (chip, source) not in _logged_chips:
+        _logged_chips.add((chip, source))
+        _log.info("CPU twin emulates %s (chosen by %s)", chip, source)
+    return chip
 
 
 def record_launch(info: dict) -> None:
@@ -247,6 +258,14 @@ class FAProblem:
     @property
     def dtype_name(self) -> str:
         return _DTYPES[self.dtype]
+
+    def flops(self) -> float:
+        """4 * scores * D: the forward's matmul FLOPs without masks (progress estimates)."""
+        if self.layout == "TND":
+            scores = sum(a * b for a, b in zip(_lengths(self.cu_seqlens_q), _lengths(self.cu_seqlens_kv)))
+        else:
+            scores = self.B * self.S1 * self.S2
+        return 4.0 * float(scores) * self.N1 * self.D
 
     def has_work(self) -> bool:
         """False when no query row sees any key, so no kernel launch is needed."""
@@ -644,6 +663,8 @@ def drop_mask_input(p: FAProblem, mask: Optional[torch.Tensor]) -> tuple[Optiona
         return None, 0
     shapes = _sequence_shapes(p.layout, p.B, p.S1, p.S2, p.cu_seqlens_q, p.cu_seqlens_kv)
     rows, pitch = dropout.kernel_rows(mask.detach(), p.N1, shapes, p.S2, p.layout == "TND")
+    if rows.data_ptr() != mask.data_ptr():
+        _log.debug("dropout_mask repacked into rows of %d bytes (TND or S2 %% 8 != 0)", pitch)
     return rows.contiguous(), pitch
 
 
@@ -739,11 +760,12 @@ def _launch(p: FAProblem, q, k, v, atten_mask, sink, pse, drop_mask, out, smax, 
         block = build_block_map(atten_mask, view, problem, chip)
         mask_ptr, mask_bytes = view.tensor.data_ptr(), view.extent
         map_ptr, map_bytes = block.block_map.data_ptr(), block.block_map.numel()
-    info = dict(ext.flash_attention_fwd(problem, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), mask_ptr, mask_bytes,
-                                        map_ptr, map_bytes, 0 if sink is None else sink.data_ptr(),
-                                        0 if pse is None else pse.data_ptr(),
-                                        0 if drop_rows is None else drop_rows.data_ptr(), out.data_ptr(),
-                                        smax.data_ptr(), ssum.data_ptr(), _count_ops))
+    with progress.launch(f"twin forward launch on {chip}", p.flops(), "forward"):
+        info = dict(ext.flash_attention_fwd(problem, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), mask_ptr,
+                                            mask_bytes, map_ptr, map_bytes, 0 if sink is None else sink.data_ptr(),
+                                            0 if pse is None else pse.data_ptr(),
+                                            0 if drop_rows is None else drop_rows.data_ptr(), out.data_ptr(),
+                                            smax.data_ptr(), ssum.data_ptr(), _count_ops))
     if block is not None:
         shared = view.tensor.untyped_storage().data_ptr() == atten_mask.untyped_storage().data_ptr()
         info.update(tiles_masked=block.tiles_masked, tiles_mixed=block.tiles_mixed, tiles_visible=block.tiles_visible,
@@ -753,10 +775,10 @@ def _launch(p: FAProblem, q, k, v, atten_mask, sink, pse, drop_mask, out, smax, 
 
 def _bind(args: tuple, kwargs: dict) -> dict[str, Any]:
     """The op's arguments by name, as the dispatcher passes them (trailing defaults may be left out)."""
-    return bind_arguments(_custom_op_schema(), args, kwargs)
+    return bind_arguments(_op_schema(), args, kwargs)
 
 
-def _custom_op_schema() -> torch._C.FunctionSchema:
+def _op_schema() -> torch._C.FunctionSchema:
     return torch.ops.npu.flash_attention.default._schema
 
 
@@ -794,6 +816,7 @@ def _flash_attention_impl(*args, **kwargs):
     if not p.has_work():
         # No query row sees a key (or there are no rows): every row is invalid (with sinks: the sink is the only
         # term of its softmax, max = sink, sum = 1); no launch needed.
+        _log.debug("flash_attention: no query row sees a key; answered without a kernel launch")
         out.zero_()
         fill_rows_without_keys(p, sink, smax, ssum)
         if p.layout == "TND":
@@ -832,17 +855,17 @@ def _register():
     except (AttributeError, RuntimeError):
         pass
     # CPU only: NPU tensors dispatch to the adapter's PrivateUse1 kernel (npu.py); both are checked first.
-    op = torch.library.custom_op(ns_op, _flash_attention_impl, mutates_args=(), schema=SCHEMA, device_types="cpu")
-    op.register_fake(_flash_attention_fake)
+    define_op(ns_op, SCHEMA, _flash_attention_impl, _flash_attention_fake, __doc__)
     check_before_dispatch(ns_op, check_call)
-    return op
 
 
-_custom_op = _register()
+_register()
 
 
 def flash_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int, input_layout: str,
                     **kwargs: Any):
-    """Python convenience wrapper: `torch.ops.npu.flash_attention(query, key, value, head_num, input_layout,
-    **kwargs)`, the keyword arguments as in the schema (see the module docstring)."""
     return torch.ops.npu.flash_attention(query, key, value, head_num, input_layout, **kwargs)
+
+
+flash_attention.__doc__ = ("`torch.ops.npu.flash_attention(query, key, value, head_num, input_layout, **kwargs)`, "
+                           "the keyword arguments as in the schema.\n\n" + __doc__)

@@ -43,7 +43,9 @@ try:  # one exception class for standalone kernels and for the ops built into th
     from ._C import TwinError
 except ImportError:  # pragma: no cover - source tree without a built extension
     class TwinError(RuntimeError):
-        """A kernel did something the NPU would silently get wrong (or hang on)."""
+        pass
+TwinError.__doc__ = ("A kernel did something the NPU would silently get wrong (or hang on); the message names the "
+                     "core, the Ascend C API and the numbers (a RuntimeError; the process survives it).")
 
 
 def _resource_root() -> Path:
