@@ -4,7 +4,7 @@
 * `scale` defaults to 1/sqrt(E); `dropout_p` drops probabilities (a fresh seed from torch's default generator per call;
   the mask is our op's hash, not torch's RNG stream).
 * `is_causal` is top-left aligned (key j visible to query i iff j <= i, torch's convention; our sparse_mode 2); with an
-  `attn_mask` too, both apply (as torch's math path does).
+  `attn_mask` too it raises RuntimeError, as torch documents.
 * A bool `attn_mask` (True = take part, torch's convention) of any shape broadcastable to [B, N1, L, S] goes to the
   op's dense-mask path inverted (the op's True = masked out), broadcast dimensions kept at stride 0, so a key-padding
   mask [B, 1, 1, S] costs O(B * S). A float `attn_mask` is an additive bias: its -inf entries become that dense mask
@@ -21,7 +21,6 @@ from typing import Optional
 import torch
 
 from .. import dropout
-from ..ops import INT32_MAX
 
 __all__ = ["scaled_dot_product_attention"]
 
@@ -50,6 +49,9 @@ def mask_arguments(attn_mask: Optional[torch.Tensor], is_causal: bool, query: to
         return dict(sparse_mode=2) if is_causal else {}
     if not isinstance(attn_mask, torch.Tensor):
         raise TypeError(f"attn_mask must be a torch.Tensor or None, got {type(attn_mask).__name__}")
+    if is_causal:
+        raise RuntimeError("attn_mask and is_causal=True were both given; pass one (fold the causal mask into "
+                           "attn_mask), as torch.nn.functional.scaled_dot_product_attention requires")
     m = _as_4d("attn_mask", attn_mask, shape)
     if m.dtype == torch.bool:
         dense, bias = _keep_broadcast(m, torch.logical_not), None
@@ -62,11 +64,7 @@ def mask_arguments(attn_mask: Optional[torch.Tensor], is_causal: bool, query: to
     else:
         raise TypeError(f"attn_mask dtype {attn_mask.dtype} must be torch.bool (True = attend) or floating point "
                         "(an additive bias)")
-    args = {}
-    if dense is not None:  # mode 0 applies the dense mask and, for is_causal, the top-left band j <= i
-        args = dict(atten_mask=dense, sparse_mode=0, next_tokens=0 if is_causal else INT32_MAX)
-    elif is_causal:
-        args = dict(sparse_mode=2)
+    args = {} if dense is None else dict(atten_mask=dense, sparse_mode=1)
     if bias is not None:
         args.update(pse=bias.to(query.dtype).expand(bias.shape[0], shape[1], bias.shape[2], shape[3]), pse_type=0)
     return args
