@@ -100,7 +100,7 @@ def _result(out, smax, ssum, return_attn_probs: bool, cu_q=None):
     return out, lse, out.new_empty(0)
 
 
-def _cu_list(name: str, cu: torch.Tensor) -> list[int]:
+def cumulative_lengths(name: str, cu: torch.Tensor) -> list[int]:
     """flash_attn's int32 cumulative lengths (leading 0) -> our cumulative list."""
     if not isinstance(cu, torch.Tensor) or cu.dtype != torch.int32 or cu.dim() != 1 or cu.numel() < 2:
         what = f"{cu.dtype} tensor of shape {tuple(cu.shape)}" if isinstance(cu, torch.Tensor) else type(cu).__name__
@@ -156,7 +156,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     if block_table is not None:
         raise NotImplementedError("block_table (paged KV cache) is not supported by npu_flash_attn's "
                                   "flash_attn_varlen_func; pass contiguous k/v")
-    cu_q, cu_k = _cu_list("cu_seqlens_q", cu_seqlens_q), _cu_list("cu_seqlens_k", cu_seqlens_k)
+    cu_q, cu_k = cumulative_lengths("cu_seqlens_q", cu_seqlens_q), cumulative_lengths("cu_seqlens_k", cu_seqlens_k)
     if len(cu_q) != len(cu_k):
         raise ValueError(f"cu_seqlens_q ({len(cu_q) + 1} entries) and cu_seqlens_k ({len(cu_k) + 1}) must describe "
                          "the same number of sequences")
