@@ -165,7 +165,8 @@ def test_dropout_follows_torch_seed_and_keeps_the_mean(gen):
 @pytest.mark.parametrize("call,err,words", [
     (lambda q, cu: nfa.flash_attn_varlen_func(q, q, q, cu.long(), cu, 40, 40), ValueError,
      "cu_seqlens_q must be a 1-D torch.int32"),
-    (lambda q, cu: nfa.flash_attn_varlen_func(q, q, q, cu + 1, cu, 40, 40), ValueError, r"cu_seqlens_q\[0\]=1 must be 0"),
+    (lambda q, cu: nfa.flash_attn_varlen_func(q, q, q, cu + 1, cu, 40, 40), ValueError,
+     r"cu_seqlens_q\[0\]=1 must be 0"),
     (lambda q, cu: nfa.flash_attn_varlen_func(q, q, q, cu, cu, 30, 40), ValueError,
      "max_seqlen_q=30 is below the longest sequence"),
     (lambda q, cu: nfa.flash_attn_varlen_func(q, q, q, cu, cu, 40, 40, block_table=cu), NotImplementedError,
@@ -179,8 +180,10 @@ def test_dropout_follows_torch_seed_and_keeps_the_mean(gen):
      r"dropout_p=1.0 must be a float in \[0, 1\)"),
     (lambda q, cu: nfa.flash_attn_func(q[None], q[None], q[None], softcap=-1.0), ValueError, "softcap=-1.0 must be"),
     (lambda q, cu: nfa.flash_attn_qkvpacked_func(q[None]), ValueError, "qkv must have 5 dims"),
+    (lambda q, cu: nfa.flash_attn_func(q, q, q), ValueError,
+     r"q must be a 4-D tensor \(\[B, S, N, D\]\), got \(80, 2, 16\)"),
 ], ids=["cu-dtype", "cu-start", "max-seqlen", "block-table", "alibi-ok", "window-pair", "window-range", "dropout",
-        "softcap", "packed-shape"])
+        "softcap", "packed-shape", "rank"])
 def test_bad_arguments_are_refused(call, err, words, gen):
     q = torch.randn(80, 2, 16, generator=gen).half()
     cu = torch.tensor([0, 40, 80], dtype=torch.int32)

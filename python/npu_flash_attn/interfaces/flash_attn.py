@@ -76,13 +76,14 @@ def attention(q, k, v, layout: str, *, dropout_p=0.0, softmax_scale=None, causal
         raise ValueError(f"dropout_p={dropout_p!r} must be a float in [0, 1)")
     if not (isinstance(softcap, (int, float)) and softcap >= 0.0):
         raise ValueError(f"softcap={softcap!r} must be a float >= 0 (0 = off)")
-    if q.dim() < 3:
-        raise ValueError(f"q must be [B, S, N, D] (varlen [total, N, D]), got shape {tuple(q.shape)}")
+    dims = 3 if layout == "TND" else 4
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or t.dim() != dims:
+            shape = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"{name} must be a {dims}-D tensor ({'[total, N, D]' if dims == 3 else '[B, S, N, D]'}), "
+                             f"got {shape}")
     scale = 1.0 / math.sqrt(q.shape[-1]) if softmax_scale is None else float(softmax_scale)
-    if layout == "TND":
-        seqs = list(zip(_lengths(cu_q), _lengths(cu_k)))
-    else:
-        seqs = [(q.shape[1], k.shape[1] if k.dim() > 1 else 0)]
+    seqs = list(zip(_lengths(cu_q), _lengths(cu_k))) if layout == "TND" else [(q.shape[1], k.shape[1])]
     keep_prob = 1.0 - float(dropout_p)
     return torch.ops.npu.flash_attention(
         q, k, v, q.shape[-2], layout, scale=scale, keep_prob=keep_prob,
