@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 import npu_flash_attn as nfa
 from npu_flash_attn.interfaces.sdpa import mask_arguments
-from dropin_checks import check_fwd_bwd
+from dropin_checks import check_fwd_bwd, math_attention, repeat_heads
 
 DT = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -60,7 +60,22 @@ def test_matches_torch_sdpa(case, gen):
         if len(inputs) == 4:
             return lambda q, k, v, m: f(q, k, v, attn_mask=m, **kw)
         return lambda q, k, v: f(q, k, v, attn_mask=None if mask is None else mask, **kw)
-    check_fwd_bwd(run(nfa.scaled_dot_product_attention), run(F.scaled_dot_product_attention), inputs, gen)
+    # baseline: SDPA's definition as plain torch math in the input's precision (torch's own CPU SDPA computes
+    # fp16/bf16 in float32, which would not be the low-precision program the criterion asks for)
+    check_fwd_bwd(run(nfa.scaled_dot_product_attention), run(F.scaled_dot_product_attention), inputs, gen,
+                  low=run(_sdpa_math))
+
+
+def _sdpa_math(q, k, v, attn_mask=None, is_causal=False, enable_gqa=False):
+    l, s = q.shape[2], k.shape[2]
+    visible = torch.ones(l, s, dtype=torch.bool).tril() if is_causal else None
+    bias = None
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        visible = attn_mask
+    elif attn_mask is not None:
+        bias = attn_mask
+    k, v = repeat_heads(k, q.shape[1], 1), repeat_heads(v, q.shape[1], 1)
+    return math_attention(q, k, v, q.shape[-1] ** -0.5, visible, bias)[0]
 
 
 def test_is_causal_is_top_left(gen):
@@ -92,7 +107,7 @@ def test_float_mask_gradient_matches_torch(gen):
     b64 = bias.detach().double().requires_grad_()
     F.scaled_dot_product_attention(q.double(), k.double(), k.double(), attn_mask=b64).backward(dy.double())
     low = bias.detach().clone().requires_grad_()
-    F.scaled_dot_product_attention(q, k, k, attn_mask=low).backward(dy)
+    _sdpa_math(q, k, k, attn_mask=low).backward(dy)
     err = (bias.grad.double() - b64.grad).abs().max().item()
     base = (low.grad.double() - b64.grad).abs().max().item()
     assert err <= 3 * base + 1e-5, (err, base)
