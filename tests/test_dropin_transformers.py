@@ -80,13 +80,28 @@ def test_padded_training_step_matches_reference(name, side, gen, fa_seed):
 
 @pytest.mark.parametrize("name", list(MODELS))
 def test_greedy_generate_matches_sdpa(name, gen, fa_seed):
-    ours, sdpa_model, _ = _models(name, torch.float16, fa_seed)
+    ours, sdpa_model, ref = _models(name, torch.float16, fa_seed)
     ids, mask = _padded(gen, [23, 15, 30], "left")
     s = ids.shape[1]
     kw = dict(input_ids=ids, attention_mask=mask, max_new_tokens=5, do_sample=False, pad_token_id=0)
     a = sdpa_model.generate(**kw)
     b = ours.generate(**kw)
-    assert torch.equal(a, b), f"ours {b[:, s:].tolist()} vs sdpa {a[:, s:].tolist()}"
+    for r in range(ids.shape[0]):
+        diff = (a[r, s:] != b[r, s:]).nonzero()
+        if not len(diff):
+            continue
+        # The sequences may part only at a near-tie: where the float64 model's logits of the two tokens differ by
+        # no more than fp16 SDPA's own error there (then neither choice is wrong at this precision).
+        t = s + int(diff[0])
+        prefix = a[r:r + 1, :t]
+        pmask = torch.cat([mask[r:r + 1], torch.ones(1, t - s, dtype=mask.dtype)], dim=1)
+        l64 = ref(input_ids=prefix, attention_mask=pmask).logits[0, -1]
+        l16 = sdpa_model(input_ids=prefix, attention_mask=pmask).logits[0, -1].double()
+        gap = (l64[a[r, t]] - l64[b[r, t]]).abs().item()
+        noise = (l16 - l64).abs().max().item()
+        assert gap <= 2 * noise + 1e-5, (f"row {r} parts at step {t - s}: ours {b[r, s:].tolist()} vs sdpa "
+                                         f"{a[r, s:].tolist()}, float64 logit gap {gap:.3e} > 2 * fp16 error "
+                                         f"{noise:.3e}")
 
 
 def test_mask_function_falls_back_to_the_exact_mask(gen):
