@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 __all__ = ["keep_mask", "keep_threshold", "seed_key", "mask_elements", "unpack_mask", "kernel_rows", "check_mask",
-           "KEY_BITS"]
+           "draw_seed", "KEY_BITS"]
 
 KEY_BITS = 16  # keep decisions compare a signed 16-bit half of a hash
 _M64 = (1 << 64) - 1
@@ -124,3 +124,9 @@ def check_mask(mask: Optional[torch.Tensor], elements: int) -> None:
     if mask.numel() < need:
         raise ValueError(f"dropout_mask has {mask.numel()} bytes; the problem's {elements} score elements need at "
                          f"least ceil({elements} / 8) = {need}")
+
+
+def draw_seed() -> int:
+    """A fresh seed from torch's default CPU generator, for callers that pass none (the drop-in interfaces, whose
+    originals draw theirs from the device generator): `torch.manual_seed` makes their dropout reproducible."""
+    return int(torch.randint(0, (1 << 63) - 1, (), dtype=torch.int64))

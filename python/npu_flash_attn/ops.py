@@ -27,7 +27,8 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   (right-down causal or j < prefix[b]); 6 = right-down causal or j < prefix[b]; 7/8 (TND) = right-down / left-up
   causal per sequence, the last / first sequence with queries a band. Modes 2/3/4/7/8 take None or the compressed
   [2048, 2048] mask, mode 6 None or the compressed [3072, 2048] one (their content is checked, never read); **unlike
-  the built-in, modes 2-8 apply even when atten_mask is None**. A dense mask is read in place (broadcast dimensions
+  the built-in, modes 2-8 apply even when atten_mask is None** (`npu_flash_attn.npu_fusion_attention`, the drop-in,
+  follows the built-in: full attention without a mask). A dense mask is read in place (broadcast dimensions
   with stride 0); a block-map pre-pass kernel classifies its tiles (cached per mask tensor, see
   `precompute_block_mask`) so fully masked tiles are skipped and fully visible ones are not masked.
 * Invalid rows (a query row that sees no key: e.g. sparse_mode 3 with S1 > S2, a band with negative pre/next, a
