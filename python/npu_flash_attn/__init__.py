@@ -9,7 +9,7 @@ from . import ops  # noqa: F401  (registers torch.ops.npu.flash_attention)
 from . import backward  # noqa: F401  (registers torch.ops.npu.flash_attention_grad and the autograd)
 from .ops import flash_attention, get_chip, last_launch_info, set_chip  # noqa: F401
 from .masks import block_mask_cache_info, clear_block_mask_cache, precompute_block_mask  # noqa: F401
-from .twin import TwinError  # noqa: F401
+from .twin import TwinError, TwinWarning  # noqa: F401
 from . import npu  # noqa: F401
 
 npu.status()  # after the schemas exist: loads the NPU adapter library when torch_npu and the library are there
