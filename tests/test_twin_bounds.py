@@ -10,7 +10,7 @@ import pytest
 
 from npu_flash_attn import twin
 
-KERNEL = Path(__file__).parent / "kernels" / "cube" / "overrun.cpp"
+KERNEL = Path(__file__).parent / "kernels" / "memory" / "placement.cpp"
 L0C = 128 * 1024
 
 

@@ -10,23 +10,7 @@ import pytest
 
 from npu_flash_attn import twin
 
-SRC = r'''
-#include "kernel_operator.h"
-using namespace AscendC;
-
-// out[0] = a % 512, out[1] = b - a, out[2] = a[0] (a float), a[1] = 7.0 (a write the caller must see).
-extern "C" __global__ __aicore__ void where(GM_ADDR a, GM_ADDR b, GM_ADDR out) {
-    GlobalTensor<uint64_t> o;
-    o.SetGlobalBuffer((__gm__ uint64_t*)out, 3);
-    GlobalTensor<float> ga;
-    ga.SetGlobalBuffer((__gm__ float*)a, 2);
-    o.SetValue(0, (uint64_t)(uintptr_t)a % 512);
-    o.SetValue(1, (uint64_t)((uintptr_t)b - (uintptr_t)a));
-    o.SetValue(2, (uint64_t)(ga.GetValue(0) * 1000.0f));
-    ga.SetValue(1, 7.0f);
-}
-'''
-OVERRUN = Path(__file__).parent / "kernels" / "cube" / "overrun.cpp"
+KERNEL = Path(__file__).parent / "kernels" / "memory" / "placement.cpp"
 
 
 def misaligned(n_floats, rem):
@@ -40,7 +24,7 @@ def misaligned(n_floats, rem):
 
 @pytest.fixture(scope="module")
 def lib():
-    return twin.compile_kernel(SRC)
+    return twin.compile_kernel(KERNEL)
 
 
 def test_unaligned_allocation_is_seen_aligned_and_written_back(lib, rng):
@@ -49,7 +33,7 @@ def test_unaligned_allocation_is_seen_aligned_and_written_back(lib, rng):
     a[:] = rng.uniform(1, 2, 64).astype(np.float32)
     before = a.copy()
     out = np.zeros(3, np.uint64)
-    lib.launch("where", 1, a, b, out, kernel_type="aiv")
+    lib.launch("gm_where", 1, a, b, out, kernel_type="aiv")
     assert out[0] == 0  # a separate allocation starts 512-byte aligned, like aclrtMalloc memory
     assert out[2] == np.uint64(before[0] * np.float32(1000.0))  # the kernel read the caller's data
     assert a[1] == 7.0 and np.array_equal(a[2:], before[2:])  # and its write came back
@@ -59,22 +43,21 @@ def test_views_of_one_allocation_keep_their_offsets(lib, rng):
     base = misaligned(1024, 48)
     i, j = sorted(int(v) for v in rng.choice(512, 2, replace=False))
     out = np.zeros(3, np.uint64)
-    lib.launch("where", 1, base[i:i + 64], base[j:j + 64], out, kernel_type="aiv")
+    lib.launch("gm_where", 1, base[i:i + 64], base[j:j + 64], out, kernel_type="aiv")
     assert out[0] == (4 * i) % 512  # the allocation starts aligned; the view keeps its offset in it
     assert out[1] == 4 * (j - i)
     assert base[i + 1] == 7.0
 
 
-def test_fixpipe_nz_alignment_follows_the_kernels_offsets(rng):
-    k = twin.compile_kernel(OVERRUN)
+def test_fixpipe_nz_alignment_follows_the_kernels_offsets(lib, rng):
     a, b = rng.integers(4, 17, 2).astype(np.float32) / 8  # few mantissa bits: every partial sum is exact
     p = np.zeros(8, np.int32)
     p[0] = 2
     p[4:6] = np.array([a, b], np.float32).view(np.int32)
     c = misaligned(256, 16)  # 16-byte aligned as numpy arrays often are: fine, the kernel sees aclrtMalloc memory
     with pytest.warns(twin.TwinWarning):  # the kernel's L0C tile overrun (test_twin_bounds.py)
-        k.launch("l0c_overrun", 1, c, p, kernel_type="aic")
+        lib.launch("l0c_overrun", 1, c, p, kernel_type="aic")
     np.testing.assert_array_equal(c, np.full(256, 16 * a * b, np.float32))
     big = misaligned(256 + 4, 0)
     with pytest.raises(twin.TwinError, match=r"Fixpipe.*an NZ destination in GM must be 32-byte aligned"):
-        k.launch("l0c_overrun", 1, big[4:], p, kernel_type="aic")  # 16 bytes into an allocation: misaligned
+        lib.launch("l0c_overrun", 1, big[4:], p, kernel_type="aic")  # 16 bytes into an allocation: misaligned

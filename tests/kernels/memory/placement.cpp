@@ -1,4 +1,7 @@
-// Accesses past a LocalTensor's declared length on the cube side (tests/test_twin_bounds.py). A = 16 x 16 and
+// Where a kernel's data lives: l0c_overrun accesses past a LocalTensor's declared length on the cube side
+// (tests/test_twin_bounds.py), gm_where the GM addresses a launch hands over (tests/test_twin_gm_align.py).
+//
+// l0c_overrun: A = 16 x 16 and
 // B = 16 x 32 half filled with the constants a and b, so C = 16 * a * b everywhere. The L0C tile c1 is declared
 // 16 x 16 floats (1 KB) at P[1], but Mmad n = 32 writes 2 KB; Fixpipe reads back only the declared 16 x 16 (as
 // the official int8 Mmad example does with its n rounded up). P[0]: 1 = a second tensor owns the next 1 KB of L0C;
@@ -40,4 +43,16 @@ extern "C" __global__ __aicore__ void l0c_overrun(GM_ADDR c, GM_ADDR prm) {
     } else {
         Fixpipe(cG, c1, fp);
     }
+}
+
+// out[0] = a % 512, out[1] = b - a, out[2] = a[0] * 1000, and a[1] = 7.0 (a write the caller must see).
+extern "C" __global__ __aicore__ void gm_where(GM_ADDR a, GM_ADDR b, GM_ADDR out) {
+    GlobalTensor<uint64_t> o;
+    o.SetGlobalBuffer((__gm__ uint64_t*)out, 3);
+    GlobalTensor<float> ga;
+    ga.SetGlobalBuffer((__gm__ float*)a, 2);
+    o.SetValue(0, (uint64_t)(uintptr_t)a % 512);
+    o.SetValue(1, (uint64_t)((uintptr_t)b - (uintptr_t)a));
+    o.SetValue(2, (uint64_t)(ga.GetValue(0) * 1000.0f));
+    ga.SetValue(1, 7.0f);
 }
