@@ -119,6 +119,17 @@ def _official_root() -> Path:
     return root
 
 
+def test_summary_names_documented_rule_breaks():
+    name = next(iter(R.RULE_BREAKS))
+    example, scenario = name.rsplit(" [", 1)
+    marker = R.RULE_BREAKS[name][0]
+    broke = R.Result(example, scenario.rstrip("]"), "dav-2201", compiles=True, runs=False,
+                     error=f"TwinError: [AIV 0] Cast: dst ... {marker} in repeat 0")
+    assert f"- {name}: " in R.summary([broke])
+    other = R.Result(example, scenario.rstrip("]"), "dav-2201", compiles=True, runs=False, error="TwinError: deadlock")
+    assert "documented rule" not in R.summary([other])  # only when the failure is the rule's error
+
+
 @needs_ascdk
 def test_official_targets_are_classified():
     all_cases = R.cases(_official_root(), None)

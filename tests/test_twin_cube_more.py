@@ -32,14 +32,6 @@ def lib():
     return twin.compile_kernel(KSRC, flags=["-O0"])  # small shapes: compile time dominates
 
 
-def aligned_zeros(n, dtype, fill=0, align=64):
-    raw = np.zeros(n * np.dtype(dtype).itemsize + align, np.uint8)
-    off = (-raw.ctypes.data) % align
-    a = raw[off : off + n * np.dtype(dtype).itemsize].view(dtype)
-    a[...] = fill
-    return a
-
-
 def quant_word(scale, offset=0, signed=True):
     """QUANT_PRE word (2201 table): M1 float bits [31:0] (used as 1-8-10), offset [45:37], sign [46]."""
     w = struct.unpack("<I", struct.pack("<f", scale))[0]
@@ -72,7 +64,7 @@ def co12(lib, kernel, rng, M, N, K, quant=NOQUANT, relu=0, nd=False, split=False
     p[[P_FBOFF, P_UNIT, P_CLIP, P_L1GAP]] = fb_off, unit, clip, l1_gap
     n_out = M * N if clen is None else clen
     p[P_CLEN] = n_out
-    out = aligned_zeros(n_out, out_dtype, fill)
+    out = np.full(n_out, fill, out_dtype)
     w = np.zeros(256, np.uint64) if words is None else words
     lib.launch(kernel, 1, a, b, w, out, p, kernel_type="aic")
     return c, out

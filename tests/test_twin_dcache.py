@@ -18,21 +18,11 @@ def lib():
     return twin.compile_kernel(KERNEL)
 
 
-def aligned(n, dtype, fill=0):
-    """A C-contiguous array whose data starts on a 64-byte boundary (DCache lines are 64-byte aligned in GM)."""
-    dtype = np.dtype(dtype)
-    raw = np.zeros(n * dtype.itemsize + 64, np.uint8)
-    off = (-raw.ctypes.data) % 64
-    a = raw[off:off + n * dtype.itemsize].view(dtype)
-    a[:] = fill
-    return a
-
-
 def run(lib, case, blocks, variant=0, x=None, work=None, flags=None, out=None, kernel_type="mix_aiv_1_0"):
-    x = aligned(blocks * L, np.float32) if x is None else x
-    work = aligned(blocks * L, np.float32) if work is None else work
-    flags = aligned(blocks * 16, np.int32) if flags is None else flags
-    out = aligned(L, np.float32) if out is None else out
+    x = np.zeros(blocks * L, np.float32) if x is None else x
+    work = np.zeros(blocks * L, np.float32) if work is None else work
+    flags = np.zeros(blocks * 16, np.int32) if flags is None else flags
+    out = np.zeros(L, np.float32) if out is None else out
     p = np.array([CASE[case], variant, 0, 0, 0, 0, 0, 0], np.int32)
     lib.launch("dcache_case", blocks, p, x, work, flags, out, kernel_type=kernel_type)
     return x, work, flags, out
@@ -41,7 +31,7 @@ def run(lib, case, blocks, variant=0, x=None, work=None, flags=None, out=None, k
 @pytest.mark.parametrize("variant", [0, 4])
 def test_gm_flag_polling(lib, rng, variant):
     blocks = 3
-    x = aligned(blocks * L, np.float32)
+    x = np.zeros(blocks * L, np.float32)
     x[:] = rng.standard_normal(blocks * L)
     _, work, flags, out = run(lib, "poll", blocks, variant, x=x)
     rows = 3.0 * x.reshape(blocks, L).astype(np.float64)
@@ -67,7 +57,7 @@ def test_writer_that_never_cleans_is_reported(lib, monkeypatch):
 
 def test_flag_set_before_the_dma_finished_is_a_hazard(lib, rng):
     # The writer's scalar pipe never waited for its MTE3 copy, so seeing the flag does not order the reader's read.
-    x = aligned(3 * L, np.float32)
+    x = np.zeros(3 * L, np.float32)
     x[:] = rng.standard_normal(3 * L)
     with pytest.raises(twin.TwinError, match=r"\[AIV 0 .*DataCopy: pipe hazard: DataCopy \(pipe MTE2\) reads GM "
                                              r"buffer 'argument 2' .* that DataCopy on AIV [12] .*\(pipe MTE3\) wrote"):
@@ -85,9 +75,9 @@ def test_false_sharing_of_a_line(lib):
 
 
 def test_stale_line_after_own_dma(lib, rng):
-    x = aligned(L, np.float32)
+    x = np.zeros(L, np.float32)
     x[:] = rng.standard_normal(L)
-    work = aligned(L, np.float32)
+    work = np.zeros(L, np.float32)
     work[:] = rng.standard_normal(L)
     w0 = work[0]
     with pytest.raises(twin.TwinError, match=r"GlobalTensor::GetValue: GM buffer 'argument 2' byte 0 changed in GM"):
@@ -114,7 +104,7 @@ def test_bypass_writes_and_reads(lib, rng):
         run(lib, "bypass", 1, 1, kernel_type="aiv")
     w = run(lib, "bypass", 1, 2, kernel_type="aiv")[1].view(np.int32)
     assert w[0] == 7 and w[1] == 9
-    x = aligned(L, np.float32)
+    x = np.zeros(L, np.float32)
     x[:] = rng.standard_normal(L)
     out = run(lib, "bypass", 1, 3, x=x, kernel_type="aiv")[3]  # the bypass read sees the DMA's bytes
     assert out[0] == np.float32(x.view(np.int32)[0])

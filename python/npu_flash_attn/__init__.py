@@ -12,7 +12,7 @@ from . import ops  # noqa: F401  (registers torch.ops.npu.flash_attention)
 from . import backward  # noqa: F401  (registers torch.ops.npu.flash_attention_grad and the autograd)
 from .ops import flash_attention, get_chip, last_launch_info, set_chip  # noqa: F401
 from .masks import block_mask_cache_info, clear_block_mask_cache, precompute_block_mask  # noqa: F401
-from .twin import TwinError  # noqa: F401
+from .twin import TwinError, TwinWarning  # noqa: F401
 from .interfaces import (flash_attn_func, flash_attn_kvpacked_func, flash_attn_qkvpacked_func,  # noqa: F401
                          flash_attn_varlen_func, flash_attn_varlen_kvpacked_func, flash_attn_varlen_qkvpacked_func,
                          npu_fusion_attention, npu_fusion_attention_grad, scaled_dot_product_attention)

@@ -6,7 +6,9 @@
 
 A kernel is an `extern "C" __global__ __aicore__ void name(GM_ADDR ...)` function (at most 32 arguments), as in
 CANN's CPU debug flow. Errors the NPU would not report (overflow, misalignment, unpaired flags, ...) raise
-`TwinError` naming the core, the API and the numbers.
+`TwinError` naming the core, the API and the numbers; what the NPU does harmlessly but the kernel likely did not
+mean is a `TwinWarning` (also in `last_warnings()`). The kernel sees every GM buffer at an address with the
+alignment aclrtMalloc gives (512 bytes), whatever the caller's allocator did.
 """
 from __future__ import annotations
 
@@ -19,12 +21,14 @@ import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["TwinError", "KernelLibrary", "compile_kernel", "include_dirs", "KERNEL_TYPES", "DEFAULT_CHIP"]
+__all__ = ["TwinError", "TwinWarning", "KernelLibrary", "compile_kernel", "include_dirs", "KERNEL_TYPES",
+           "DEFAULT_CHIP", "GM_ALIGN", "gm_empty"]
 
 DEFAULT_CHIP = "Ascend910B2"
 
@@ -46,6 +50,13 @@ except ImportError:  # pragma: no cover - source tree without a built extension
         pass
 TwinError.__doc__ = ("A kernel did something the NPU would silently get wrong (or hang on); the message names the "
                      "core, the Ascend C API and the numbers (a RuntimeError; the process survives it).")
+
+
+class TwinWarning(UserWarning):
+    """A kernel did something the NPU does harmlessly and the docs do not forbid, but it likely did not mean."""
+
+
+GM_ALIGN = 512  # aclrtMalloc's alignment: the start of every device allocation on the NPU
 
 
 def _resource_root() -> Path:
@@ -159,16 +170,20 @@ PIPE_NAMES = {0: "S", 1: "V", 2: "M", 3: "MTE1", 4: "MTE2", 5: "MTE3", 6: "ALL",
 TRACE_KINDS = ["instr", "set_flag", "wait_flag", "barrier", "cross_set", "cross_wait", "atomic"]
 
 
-def _as_buffer(a: Any) -> tuple[int, int, Any]:
-    """(address, byte size, keep-alive) of a numpy array or CPU torch tensor used as a GM buffer."""
+def _as_buffer(a: Any) -> tuple[int, int, Any, int]:
+    """(address, byte size, keep-alive, start of the allocation it is a view of) of a numpy array or CPU torch
+    tensor used as a GM buffer."""
     if a is None:
-        return 0, 0, None
+        return 0, 0, None, 0
     if isinstance(a, (bytes, bytearray)):
         a = np.frombuffer(bytearray(a), dtype=np.uint8)
     if isinstance(a, np.ndarray):
         if not a.flags["C_CONTIGUOUS"]:
             raise ValueError("GM buffers must be C-contiguous numpy arrays")
-        return a.ctypes.data, a.nbytes, a
+        root = a
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        return a.ctypes.data, a.nbytes, a, root.ctypes.data
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is optional for the twin
@@ -178,8 +193,65 @@ def _as_buffer(a: Any) -> tuple[int, int, Any]:
             raise ValueError(f"twin GM buffers must be CPU tensors, got device {a.device}")
         if not a.is_contiguous():
             raise ValueError("GM buffers must be contiguous tensors")
-        return a.data_ptr(), a.numel() * a.element_size(), a
+        return a.data_ptr(), a.numel() * a.element_size(), a, a.untyped_storage().data_ptr()
     raise TypeError(f"GM buffer must be a numpy array or CPU torch tensor, got {type(a).__name__}")
+
+
+def gm_empty(shape: int | Sequence[int], dtype: Any) -> np.ndarray:
+    """An uninitialised array whose memory starts GM_ALIGN-aligned, as aclrtMalloc's does. A launch passes it in
+    place, so the kernel sees the array's own address: use it for data that holds GM addresses (a ListTensorDesc,
+    pointer tables) or when the kernel's view of an address matters (printf %p, DumpTensor)."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    raw = (ctypes.c_uint8 * (count * dtype.itemsize + GM_ALIGN))()
+    return np.frombuffer(raw, dtype, count, (-ctypes.addressof(raw)) % GM_ALIGN).reshape(shape)
+
+
+def _host_bytes(addr: int, n: int) -> np.ndarray:
+    return np.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(addr)) if n else np.empty(0, np.uint8)
+
+
+class _DeviceView:
+    """The launch's GM as the NPU would hold it: each allocation the buffers are views of starts at a GM_ALIGN-aligned
+    address (buffers of one allocation, or overlapping ones, keep their relative layout). Allocations the caller
+    already aligned are used in place; the others are staged in an aligned copy, and whatever the kernel changed
+    is copied back by `finish` (also after an error, as the NPU's memory would keep a failed kernel's writes)."""
+
+    def __init__(self, bufs: list[tuple[int, int, Any, int]]):
+        groups: list[list[int]] = []  # [origin, lo, hi]; buffers of one allocation or sharing bytes merge
+        for addr, n, _, origin in bufs:
+            if not addr:
+                continue
+            g = [origin, addr, addr + n]
+            while True:
+                same = [o for o in groups if o[0] == g[0] or (o[1] < g[2] and g[1] < o[2])]
+                if not same:
+                    break
+                for o in same:
+                    groups.remove(o)
+                    g = [min(g[0], o[0]), min(g[1], o[1]), max(g[2], o[2])]
+            groups.append(g)
+        self._staged = []  # (host lo, staging array, device lo, bytes)
+        shift = {}
+        for origin, lo, hi in groups:
+            if origin % GM_ALIGN == 0:
+                continue
+            n = hi - lo
+            st = np.empty(n + 2 * GM_ALIGN, np.uint8)
+            dev = -(-st.ctypes.data // GM_ALIGN) * GM_ALIGN + (lo - origin) % GM_ALIGN
+            ctypes.memmove(dev, lo, n)
+            self._staged.append((lo, st, dev, n))
+            shift[(lo, hi)] = dev - lo
+        self.addrs = []
+        for addr, n, _, _ in bufs:
+            d = next((s for (lo, hi), s in shift.items() if lo <= addr and addr + n <= hi), 0) if addr else 0
+            self.addrs.append(addr + d if addr else 0)
+
+    def finish(self) -> None:
+        for lo, _, dev, n in self._staged:
+            host, kern = _host_bytes(lo, n), _host_bytes(dev, n)
+            if not np.array_equal(host, kern):  # leave untouched (maybe read-only) inputs alone
+                host[:] = kern
 
 
 class KernelLibrary:
@@ -212,8 +284,10 @@ class KernelLibrary:
         self._lib.twin_trace_data.restype = ctypes.POINTER(TraceRecord)
         self._lib.twin_trace_data.argtypes = [ctypes.c_int]
         self._lib.twin_print_output.restype = ctypes.c_char_p
+        self._lib.twin_warnings.restype = ctypes.c_char_p
         self._launch_lock = threading.Lock()
         self._output = ""
+        self._warnings: list[str] = []
 
     def launch(self, kernel: str, block_dim: int, *buffers: Any, kernel_type: str | int = "aiv",
                chip: str = DEFAULT_CHIP, check_gm: bool = True, trace: bool = False, tiling_key: int = 0,
@@ -244,19 +318,30 @@ class KernelLibrary:
         sample = [operator.index(b) for b in sample_blocks]  # the launch checks them (model-only, ascending)
         bufs = [_as_buffer(b) for b in buffers]
         n = len(bufs)
-        args = (ctypes.c_void_p * max(n, 1))(*[b[0] or None for b in bufs])
+        gm = _DeviceView(bufs)
+        args = (ctypes.c_void_p * max(n, 1))(*[a or None for a in gm.addrs])
         sizes = (ctypes.c_uint64 * max(n, 1))(*[b[1] for b in bufs])
         err = ctypes.create_string_buffer(4096)
         with self._launch_lock:
             self._lib.twin_print_clear()
             blocks = (ctypes.c_uint32 * max(len(sample), 1))(*sample)
-            rc = self._lib.twin_launch_v3(fn, kt, block_dim, chip.encode(), n, args, sizes, int(check_gm), int(trace),
-                                          tiling_key, int(model_only), blocks, len(sample), err, len(err))
+            try:
+                rc = self._lib.twin_launch_v3(fn, kt, block_dim, chip.encode(), n, args, sizes, int(check_gm),
+                                              int(trace), tiling_key, int(model_only), blocks, len(sample), err, len(err))
+            finally:
+                gm.finish()
             self._output = self._lib.twin_print_output().decode(errors="replace")
+            self._warnings = self._lib.twin_warnings().decode(errors="replace").splitlines() if rc == 0 else []
         if self._output:  # printf / DumpTensor / assert output, shown as the device's would be
             sys.stdout.write(self._output)
         if rc != 0:
             raise TwinError(err.value.decode(errors="replace"))
+        for w in self._warnings:
+            warnings.warn(w, TwinWarning, stacklevel=2)
+
+    def last_warnings(self) -> list[str]:
+        """The TwinWarning messages of the last launch ("[<core>] <api>: ..."), each distinct one once."""
+        return list(self._warnings)
 
     def last_output(self) -> str:
         """What the last launch printed (AscendC::printf, PRINTF, DumpTensor, failed asserts), all cores."""

@@ -140,7 +140,7 @@ py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName,
     const uint64_t oBytes = qTok * p.n1 * p.dv * 2, statBytes = qTok * p.n1 * 8 * 4;
     // System part (the library's, untouched here) then the user part, poisoned so that unwritten reads are NaN.
     const uint64_t wsBytes = plan.t.workspaceBytes;
-    std::unique_ptr<uint8_t[]> wsMem(new uint8_t[wsBytes]);
+    auto wsMem = twin_bindings::DeviceAlloc(wsBytes);
     std::memset(wsMem.get() + npu_fa::kLibApiWorkspaceBytes, 0xFF, wsBytes - npu_fa::kLibApiWorkspaceBytes);
     npu_fa::FlashAttentionTilingData tiling = plan.t.data;
     std::vector<int64_t> seqInfo = plan.t.seqInfo;
@@ -190,6 +190,7 @@ py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName,
                                (uint8_t*)(alibi ? pse : 0), (uint8_t*)(alibi ? 0 : pse), (uint8_t*)dropMask, (uint8_t*)out, (uint8_t*)smax,
                                (uint8_t*)ssum, wsMem.get(), (uint8_t*)&tiling);
     }
+    twin_bindings::RequireNoWarnings(r.warnings);
     py::dict info = PlanInfo(plan);
     info["twin_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (countOps) AddOpCounts(r, info);

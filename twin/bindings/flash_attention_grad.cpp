@@ -77,7 +77,7 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
     const uint64_t oBytes = qTok * p.n1 * p.dv * 2, statBytes = qTok * p.n1 * 8 * 4;
     // System part (the library's, untouched here) then the user part, poisoned so that unwritten reads are NaN.
     const uint64_t wsBytes = t.workspaceBytes;
-    std::unique_ptr<uint8_t[]> wsMem(new uint8_t[wsBytes]);
+    auto wsMem = twin_bindings::DeviceAlloc(wsBytes);
     std::memset(wsMem.get() + npu_fa::kLibApiWorkspaceBytes, 0xFF, wsBytes - npu_fa::kLibApiWorkspaceBytes);
     std::vector<int64_t> seqInfo = t.seqInfo;
     if (seqInfo.empty()) seqInfo.assign(npu_fa::kGradSeqFields, 0);
@@ -135,6 +135,7 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
                                        (uint8_t*)dv, (uint8_t*)dsinkRows, (uint8_t*)dpseRows, wsMem.get(),
                                        (uint8_t*)&tiling);
             }
+            twin_bindings::RequireNoWarnings(r.warnings);
             if (model) {
                 py::dict one;
                 AddCostModel(r, o.gm, *chip, one);

@@ -4,14 +4,28 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "flash_attention_tiling_host.h"
+#include "twin/launch/runtime.h"
 
 namespace twin_bindings {
 
 namespace py = pybind11;
+
+// GM the binding allocates itself (the workspace), 512-byte aligned like aclrtMalloc's device memory.
+inline std::unique_ptr<uint8_t, void (*)(void*)> DeviceAlloc(uint64_t bytes) {
+    const uint64_t n = (bytes + 511) / 512 * 512;
+    return {static_cast<uint8_t*>(std::aligned_alloc(512, n != 0 ? n : 512)), &std::free};
+}
+
+// The op's own kernels must not do what the twin only warns about (twin::Warn): it would be a kernel bug.
+inline void RequireNoWarnings(const std::vector<std::string>& warnings) {
+    if (!warnings.empty()) throw twin::TwinError("twin warning in the op's kernel: " + warnings.front());
+}
 
 inline npu_fa::FaLayout ParseLayout(const std::string& s) {
     if (s == "BSH") return npu_fa::kBSH;

@@ -262,17 +262,22 @@ inline void MmadImpl(const char* api, const AscendC::LocalTensor<T>& dst, const 
     const uint64_t needA = g.gemv ? (uint64_t)p.k * sizeof(U) : (uint64_t)g.M1 * g.K1a * kFractalBytes;
     const uint64_t needB = (uint64_t)g.K1b * g.N1 * kFractalBytes;
     const uint64_t needC = (uint64_t)g.N1 * g.M1 * 1024;
+    char what[192];
     if (needA > fm.GetLength()) {
-        Fail(api, "fm: m = %u, k = %u%s read %llu bytes of L0A (%u x %u fractals), past the tensor's %u bytes", p.m, p.k,
-             g.gemv ? " (GEMV mode: one ND row)" : "", (unsigned long long)needA, g.M1, g.K1a, fm.GetLength());
+        std::snprintf(what, sizeof what, "fm: m = %u, k = %u%s read %llu bytes of L0A (%u x %u fractals), past the tensor's "
+                      "%u bytes", p.m, p.k, g.gemv ? " (GEMV mode: one ND row)" : "", (unsigned long long)needA, g.M1,
+                      g.K1a, fm.GetLength());
+        JudgeOverrun(api, Mem::L0A, fm.Addr(api), fm.GetLength(), needA, what);
     }
     if (needB > filter.GetLength()) {
-        Fail(api, "filter: k = %u, n = %u read %llu bytes of L0B (%u x %u fractals), past the tensor's %u bytes", p.k, p.n,
-             (unsigned long long)needB, g.K1b, g.N1, filter.GetLength());
+        std::snprintf(what, sizeof what, "filter: k = %u, n = %u read %llu bytes of L0B (%u x %u fractals), past the "
+                      "tensor's %u bytes", p.k, p.n, (unsigned long long)needB, g.K1b, g.N1, filter.GetLength());
+        JudgeOverrun(api, Mem::L0B, filter.Addr(api), filter.GetLength(), needB, what);
     }
     if (needC > dst.GetLength()) {
-        Fail(api, "dst: m = %u, n = %u write %llu bytes of L0C (%u x %u fractals of 1 KB), past the tensor's %u bytes", p.m,
-             p.n, (unsigned long long)needC, g.N1, g.M1, dst.GetLength());
+        std::snprintf(what, sizeof what, "dst: m = %u, n = %u write %llu bytes of L0C (%u x %u fractals of 1 KB), past the "
+                      "tensor's %u bytes", p.m, p.n, (unsigned long long)needC, g.N1, g.M1, dst.GetLength());
+        JudgeOverrun(api, Mem::L0C, dst.Addr(api), dst.GetLength(), needC, what);
     }
     NoteAccess(api, Mem::L0A, fm.Addr(api), needA, false);
     NoteAccess(api, Mem::L0B, filter.Addr(api), needB, false);

@@ -71,7 +71,8 @@ inline void AscCPUKernelLaunch(unsigned numBlocks, void* dynicsize, void* stream
         o.kernelType = it->second;
         for (const auto& kv : r.gm) o.gm.push_back(kv.second);
     }
-    twin::Launch(o, [&]() { kernelFunc(args...); });
+    const twin::LaunchResult r = twin::Launch(o, [&]() { kernelFunc(args...); });
+    for (const std::string& w : r.warnings) std::fprintf(stderr, "twin warning: %s\n", w.c_str());
 }
 
 }  // namespace AscendC

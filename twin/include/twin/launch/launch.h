@@ -31,6 +31,7 @@ struct LaunchResult {
     std::vector<std::array<std::pair<uint64_t, uint64_t>, (int)Mem::COUNT>> memSpans;  // per core: [base, size) per Mem
     std::vector<int32_t> coreTypes;
     std::vector<std::vector<TraceRec>> traces;
+    std::vector<std::string> warnings;  // LaunchState::warnings (Warn)
 };
 
 constexpr uint8_t kPoisonByte = 0xFF;  // NaN in half, bfloat16 and float
@@ -209,6 +210,7 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
 
     LaunchResult r;
     r.numBlocks = opt.numBlocks;
+    r.warnings = std::move(L.warnings);
     r.memSpans = std::move(spans);
     for (auto& c : cores) {
         r.coreNames.push_back(c->Name());

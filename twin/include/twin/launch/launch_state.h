@@ -26,6 +26,7 @@ struct LaunchState {
 
     std::mutex mu;
     std::condition_variable cv;
+    std::vector<std::string> warnings;  // Warn(): harmless on the NPU but worth knowing (guarded by mu)
     int live = 0;
     int blocked = 0;
     bool aborted = false;
@@ -70,6 +71,21 @@ struct LaunchState {
         return nullptr;
     }
 };
+
+// Records "[<core>] <api>: <message>" in the launch's warnings (each distinct message once, at most 64): something
+// the NPU does silently and harmlessly that the docs do not forbid, but that the kernel likely did not mean.
+inline void Warn(const char* api, const char* fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    CoreState& c = Cur();
+    const std::string w = "[" + c.Name() + "] " + api + ": " + msg;
+    std::lock_guard<std::mutex> g(c.launch->mu);
+    std::vector<std::string>& v = c.launch->warnings;
+    if (v.size() < 64 && std::find(v.begin(), v.end(), w) == v.end()) v.push_back(w);
+}
 
 // Fails when GM bytes [p, p+bytes) are not inside one buffer handed to the launch (when the launch declared them).
 inline void CheckGm(const char* api, const void* p, uint64_t bytes) {

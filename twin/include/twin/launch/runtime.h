@@ -119,6 +119,13 @@ struct SprState {
     bool padSet = false;
 };
 
+// On-core bytes handed to a tensor: a queue buffer, a TBuf or an explicit-address LocalTensor.
+struct OwnedRange {
+    Mem m;
+    uint64_t lo, hi;
+    std::string what;
+};
+
 struct CoreState {
     int32_t coreType = AscendC::AIV;
     int64_t blockIdx = 0, blockNum = 1, subBlockIdx = 0, subBlockNum = 1, taskRatio = 1;
@@ -146,6 +153,7 @@ struct CoreState {
     void* pipe = nullptr;  // the live AscendC::TPipe, if any
     std::vector<QueBuf> queBufs;  // every queue buffer created on this core during the launch
     std::map<const void*, std::shared_ptr<void>> unitState;  // registers of API units kept elsewhere (core_local.h)
+    std::vector<OwnedRange> owned;  // what the kernel gave to tensors during the launch (never shrinks)
     uint32_t ubTop = 0;  // end of the highest UB byte given to the kernel (TPipe, TBufPool, explicit-address tensors)
     bool traceOn = true;
     bool modelOnly = false;  // LaunchOptions::modelOnly: skip element arithmetic (Computing())
@@ -315,6 +323,30 @@ inline void RequireAic(const char* api) {
 }
 
 // Offset of p in its on-core buffer, or a failure naming the API when p is not inside `m` of this core.
+// Records that the kernel gave bytes [lo, hi) of `m` to a tensor (`what` names it in error messages).
+inline void NoteOwned(Mem m, uint64_t lo, uint64_t hi, const std::string& what) {
+    std::vector<OwnedRange>& v = Cur().owned;
+    for (const OwnedRange& o : v) {
+        if (o.m == m && o.lo == lo && o.hi == hi) return;
+    }
+    v.push_back({m, lo, hi, what});
+}
+
+// The same for a host pointer into one of the core's memories.
+inline void NoteOwnedPtr(const uint8_t* p, uint64_t bytes, const char* what) {
+    CoreState& c = Cur();
+    for (int m = 0; m < (int)Mem::COUNT; ++m) {
+        const uint8_t* b = c.mem[m].data();
+        if (b != nullptr && p >= b && p < b + c.mem[m].size()) {
+            char d[96];
+            std::snprintf(d, sizeof d, "%s at %s byte %llu (%llu bytes)", what, MemName((Mem)m),
+                          (unsigned long long)(p - b), (unsigned long long)bytes);
+            NoteOwned((Mem)m, (uint64_t)(p - b), (uint64_t)(p - b) + bytes, d);
+            return;
+        }
+    }
+}
+
 inline uint64_t OffsetIn(const char* api, Mem m, const void* p) {
     CoreState& c = Cur();
     const uint8_t* base = c.Base(m);

@@ -48,7 +48,10 @@ inline uint32_t Align32(uint64_t v) { return (uint32_t)((v + 31) / 32 * 32); }
 inline int AddQueBufs(uint8_t* const* ptrs, const uint32_t* lens, int num) {
     std::vector<QueBuf>& v = Cur().queBufs;
     const int first = (int)v.size();
-    for (int i = 0; i < num; ++i) v.push_back(QueBuf{ptrs[i], lens[i], kQueFree, -1, 0, 0});
+    for (int i = 0; i < num; ++i) {
+        v.push_back(QueBuf{ptrs[i], lens[i], kQueFree, -1, 0, 0});
+        NoteOwnedPtr(ptrs[i], lens[i], "a TQue buffer");
+    }
     return first;
 }
 // Waits the pending free events of buffers [first, first + num) (what TPipe::Destroy / TBufPool::Reset do).
@@ -332,6 +335,7 @@ public:
         return t;
     }
     void TwinInit(uint8_t* p, uint32_t len) {
+        twin::NoteOwnedPtr(p, len, "a TBuf");
         ptr_ = p;
         len_ = len;
     }

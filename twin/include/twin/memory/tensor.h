@@ -145,6 +145,10 @@ public:
         if (tileSize == 0 || len % 32 != 0) twin::Fail(api, "tensor length %llu bytes is not a positive multiple of 32", (unsigned long long)len);
         if (addr + len > cap) twin::Fail(api, "addr %u + length %llu bytes exceeds %s size %u", addr, (unsigned long long)len, twin::MemName(m), cap);
         if (m == twin::Mem::UB && addr + len > c.ubTop) c.ubTop = (uint32_t)(addr + len);
+        char what[96];
+        std::snprintf(what, sizeof what, "LocalTensor(%s, addr %u, %llu bytes)", twin::PositionName(pos), addr,
+                      (unsigned long long)len);
+        twin::NoteOwned(m, addr, addr + len, what);
         Init(pos, c.Base(m) + addr, (uint32_t)len);
     }
 
@@ -260,7 +264,33 @@ private:
 
 namespace twin {
 
-// Fails unless [t, t + bytes) lies inside t's tensor, with a message naming the API and the numbers.
+// An access reaching byte `end` of a tensor at byte `start` of `m` with `len` declared bytes (end > len); `what`
+// describes it ("dst: ... past the tensor's N bytes"). The NPU knows only physical buffers and the docs set no rule
+// for the bytes past a LocalTensor's length (an official int8 Mmad example writes its L0C tile past its declared
+// length and reads back only the valid part), so the cube-side buffers are judged as the hardware would: past the
+// physical buffer, or into bytes the kernel gave another tensor, is an error; bytes no other tensor was given are a
+// warning (LaunchResult::warnings). UB accesses keep the stricter rule: an error past the declared length.
+inline void JudgeOverrun(const char* api, Mem m, uint64_t start, uint64_t len, uint64_t end, const char* what) {
+    CoreState& c = Cur();
+    if (m == Mem::UB) Fail(api, "%s", what);
+    const uint64_t cap = c.mem[(int)m].size();
+    if (start + end > cap) {
+        Fail(api, "%s, and past the end of %s (%llu bytes)", what, MemName(m), (unsigned long long)cap);
+    }
+    for (const OwnedRange& o : c.owned) {
+        if (o.m != m || (o.lo <= start && start < o.hi)) continue;  // another memory, or the tensor's own buffer
+        if (o.lo < start + end && start + len < o.hi) {
+            Fail(api, "%s, into %s bytes [%llu, %llu) of %s", what, MemName(m),
+                 (unsigned long long)std::max(o.lo, start + len), (unsigned long long)std::min(o.hi, start + end),
+                 o.what.c_str());
+        }
+    }
+    Warn(api, "%s; bytes [%llu, %llu) of %s belong to no other tensor, so the NPU writes or reads them harmlessly",
+         what, (unsigned long long)(start + len), (unsigned long long)(start + end), MemName(m));
+}
+
+// Fails unless [t, t + bytes) lies inside t's tensor (or, cube side, JudgeOverrun lets it pass), with a message
+// naming the API and the numbers.
 template <typename T>
 inline void CheckLocalSpan(const char* api, const char* operand, const AscendC::LocalTensor<T>& t, uint64_t offsetBytes,
                            uint64_t bytes) {
@@ -269,8 +299,10 @@ inline void CheckLocalSpan(const char* api, const char* operand, const AscendC::
         Fail(api, "%s is an int4b_t tensor, which the twin does not model for this API", operand);
     }
     if (offsetBytes + bytes > t.GetLength()) {
-        Fail(api, "%s: access of %llu bytes at byte %llu is past the tensor's %u bytes (%s)", operand,
-             (unsigned long long)bytes, (unsigned long long)offsetBytes, t.GetLength(), PositionName(t.Pos()));
+        char what[256];
+        std::snprintf(what, sizeof what, "%s: access of %llu bytes at byte %llu is past the tensor's %u bytes (%s)", operand,
+                      (unsigned long long)bytes, (unsigned long long)offsetBytes, t.GetLength(), PositionName(t.Pos()));
+        JudgeOverrun(api, t.Phys(), t.Addr(api), t.GetLength(), offsetBytes + bytes, what);
     }
     NoteAccess(api, t.Phys(), t.Addr(api) + offsetBytes, bytes, std::strncmp(operand, "dst", 3) == 0);
 }

@@ -19,6 +19,8 @@ inline void TwoSourceRun(const char* api, const AscendC::LocalTensor<T>& dst, co
     CheckOperand(api, "src0", s0, o[1], x);
     CheckOperand(api, "src1", s1, o[2], x);
     CheckDstBlkStride(api, "dstBlkStride", o[0], x);
+    CheckOverlap(api, "src0", o[0], o[1], x, false);
+    CheckOverlap(api, "src1", o[0], o[2], x, OneOf<T, half, int32_t, float> && ChainsDstIntoSrc1(api));
     ForEachRun(o, x, sizeof(T), [&](uint8_t* const* q, uint64_t n, uint64_t) {
         body(reinterpret_cast<T*>(q[0]), reinterpret_cast<const T*>(q[1]), reinterpret_cast<const T*>(q[2]), n);
     });

@@ -89,6 +89,7 @@ inline void NotRun(const char* api, const AscendC::LocalTensor<T>& dst, const As
     CheckOperand(api, "dst", dst, o[0], x);
     CheckOperand(api, "src", src, o[1], x);
     CheckDstBlkStride(api, "dstBlkStride", o[0], x);
+    CheckOverlap(api, "src", o[0], o[1], x, false);
     ForEachRun(o, x, sizeof(T), [](uint8_t* const* q, uint64_t n, uint64_t) {
         T* d = reinterpret_cast<T*>(q[0]);
         const T* a = reinterpret_cast<const T*>(q[1]);
@@ -115,6 +116,7 @@ inline void ShiftRun(const char* api, const AscendC::LocalTensor<T>& dst, const 
     CheckOperand(api, "dst", dst, o[0], x);
     CheckOperand(api, "src", src, o[1], x);
     CheckDstBlkStride(api, "dstBlkStride", o[0], x);
+    CheckOverlap(api, "src", o[0], o[1], x, false);
     const uint32_t n = (uint32_t)(int64_t)shift;
     ForEachRun(o, x, sizeof(T), [n, left, round](uint8_t* const* q, uint64_t cnt, uint64_t) {
         T* d = reinterpret_cast<T*>(q[0]);

@@ -139,6 +139,7 @@ inline void CastRun(const char* api, const AscendC::LocalTensor<T>& dst, const A
     CheckOperand(api, "dst", dst, o[0], x);
     CheckOperand(api, "src", src, o[1], x);
     CheckDstBlkStride(api, "dstBlkStride", o[0], x);
+    CheckOverlap(api, "src", o[0], o[1], x, false);
     float deq = 0.0f;
     if constexpr (std::is_same_v<T, half> && std::is_same_v<U, int32_t>) {
         deq = twin::HalfBitsToFloat((uint16_t)(Cur().deqScale & 0xFFFFu));

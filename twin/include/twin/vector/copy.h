@@ -48,6 +48,7 @@ inline void CopyRun(const char* api, const AscendC::LocalTensor<T>& dst, const A
         CheckOperand(api, "dst", dst, od, x);
         CheckOperand(api, "src", src, os, x);
         CheckDstBlkStride(api, "dstStride", od, x);
+        CheckOverlap(api, "src", od, os, x, false);
         const Opd o[2] = {od, os};
         ForEachRun(o, x, sizeof(T), [](uint8_t* const* q, uint64_t n, uint64_t) {
             std::memmove(q[0], q[1], n * sizeof(T));

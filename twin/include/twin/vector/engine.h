@@ -9,7 +9,9 @@
 // total, ceil(count / E) repeats, the last one partial; repeatTime is ignored.
 #pragma once
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "twin/memory/tensor.h"
 #include "twin/vector/mask.h"
@@ -282,6 +284,98 @@ inline void CheckOperand(const char* api, const char* name, const AscendC::Local
              name, (unsigned long long)end, d, o.blk, o.rep, t.GetLength());
     }
     NoteAccess(api, Mem::UB, a, end, std::strncmp(name, "dst", 3) == 0);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Source/destination address overlap (docs/zh/api/SIMD-API/通用说明和约束.md, 通用地址重叠约束; the count forms run
+// as repeats of 256 B too). Within one repeat a source sharing bytes with the destination must cover exactly the
+// destination's bytes (100% overlap); the destination of a repeat must not overlap a source of a later repeat.
+// Operands of different widths (Cast narrow -> wide, Cast.md) can never overlap 100%.
+
+// Byte intervals [lo, hi) relative to the operand's base that repeat r touches: one per block with active elements.
+inline uint32_t RepeatIntervals(const Opd& o, const Exec& x, uint64_t r, uint64_t (*iv)[2]) {
+    uint64_t b[2];
+    x.RepBits(r, b);
+    const uint32_t epb = 32 / o.size, nb = x.perRep / epb;
+    uint32_t n = 0;
+    for (uint32_t blk = 0; blk < nb; ++blk) {
+        const uint32_t lo = NextSet(b, blk * epb, (blk + 1) * epb);
+        if (lo >= (blk + 1) * epb) continue;
+        uint32_t hi = lo;
+        for (uint32_t e = lo; e < (blk + 1) * epb; e = NextSet(b, e + 1, (blk + 1) * epb)) hi = e;
+        const uint64_t at = r * o.rep * 32ull + (uint64_t)blk * o.blk * 32ull;
+        iv[n][0] = at + (lo % epb) * o.size;
+        iv[n][1] = at + (hi % epb + 1) * o.size;
+        ++n;
+    }
+    return n;
+}
+
+// The binary APIs whose dst may feed src1 of later repeats when src1RepStride or dstRepStride is 0 (same page).
+inline bool ChainsDstIntoSrc1(const char* api) {
+    static const char* const k[] = {"Add", "Sub", "Mul", "Max", "Min", "AddRelu", "SubRelu"};
+    for (const char* n : k) {
+        if (std::strcmp(api, n) == 0) return true;
+    }
+    return false;
+}
+
+// Checks destination `d` against source `s` of one instruction. chainOk: the dst -> later-src1 exemption applies.
+inline void CheckOverlap(const char* api, const char* sname, const Opd& d, const Opd& s, const Exec& x, bool chainOk) {
+    const uint64_t R = x.Repeats(), de = SpanEnd(d, x), se = SpanEnd(s, x);
+    if (R == 0 || de == 0 || se == 0 || d.p >= s.p + se || s.p >= d.p + de) return;
+    const bool same = d.p == s.p && d.size == s.size && d.blk == s.blk && d.rep == s.rep;
+    uint64_t b0[2];
+    x.RepBits(0, b0);
+    if (same && (R == 1 || (d.blk != 0 && (uint64_t)d.rep * 32 >= RepeatSpan(d, b0, x.perRep)))) return;  // in place
+    const int64_t shift = s.p - d.p;  // source offsets in destination coordinates
+    uint8_t* ub = Cur().Base(Mem::UB);
+    const uint64_t dOff = (uint64_t)(d.p - ub), sOff = (uint64_t)(s.p - ub);
+    uint64_t di[8][2], si[8][2];
+    for (uint64_t r = 0; r < R; ++r) {
+        const uint32_t nd = RepeatIntervals(d, x, r, di), ns = RepeatIntervals(s, x, r, si);
+        bool meet = false;
+        for (uint32_t i = 0; i < nd; ++i) {
+            for (uint32_t j = 0; j < ns; ++j) {
+                meet = meet || ((int64_t)di[i][0] < (int64_t)si[j][1] + shift && (int64_t)si[j][0] + shift < (int64_t)di[i][1]);
+            }
+        }
+        if (!meet) continue;
+        bool exact = nd == ns && d.size == s.size;
+        for (uint32_t i = 0; exact && i < nd; ++i) {
+            exact = (int64_t)di[i][0] == (int64_t)si[i][0] + shift && (int64_t)di[i][1] == (int64_t)si[i][1] + shift;
+        }
+        if (!exact) {
+            Fail(api, "dst (UB byte %llu, %u-byte elements) and %s (UB byte %llu, %u-byte elements) partially overlap in "
+                      "repeat %llu (dst bytes [%llu, %llu), %s bytes [%llu, %llu)): only 100%% overlap of same-width "
+                      "operands is supported",
+                 (unsigned long long)dOff, d.size, sname, (unsigned long long)sOff, s.size, (unsigned long long)r,
+                 (unsigned long long)(dOff + di[0][0]), (unsigned long long)(dOff + di[nd - 1][1]), sname,
+                 (unsigned long long)(sOff + si[0][0]), (unsigned long long)(sOff + si[ns - 1][1]));
+        }
+    }
+    if (chainOk && (s.rep == 0 || d.rep == 0)) return;
+    // Repeat that last reads each destination byte as a source, over the bytes both operands reach.
+    const uint64_t lo = std::max(dOff, sOff), hi = std::min(dOff + de, sOff + se);
+    std::vector<int32_t> lastRead(hi - lo, -1);
+    for (uint64_t r = 0; r < R; ++r) {
+        const uint32_t ns = RepeatIntervals(s, x, r, si);
+        for (uint32_t j = 0; j < ns; ++j) {
+            for (uint64_t a = std::max(lo, sOff + si[j][0]); a < std::min(hi, sOff + si[j][1]); ++a) lastRead[a - lo] = (int32_t)r;
+        }
+    }
+    for (uint64_t r = 0; r < R; ++r) {
+        const uint32_t nd = RepeatIntervals(d, x, r, di);
+        for (uint32_t i = 0; i < nd; ++i) {
+            for (uint64_t a = std::max(lo, dOff + di[i][0]); a < std::min(hi, dOff + di[i][1]); ++a) {
+                if (lastRead[a - lo] > (int32_t)r) {
+                    Fail(api, "dst of repeat %llu writes UB byte %llu, which %s (UB byte %llu) reads in the later repeat "
+                              "%d: a repeat's destination must not overlap the source of a later repeat",
+                         (unsigned long long)r, (unsigned long long)a, sname, (unsigned long long)sOff, lastRead[a - lo]);
+                }
+            }
+        }
+    }
 }
 
 // dstBlkStride 0 makes several blocks of one repeat write the same place: undefined on the NPU.

@@ -62,12 +62,8 @@ inline void TernaryRun(const char* api, const AscendC::LocalTensor<TD>& dst, con
     CheckOperand(api, "src0", s0, o[1], x);
     CheckOperand(api, "src1", s1, o[2], x);
     CheckDstBlkStride(api, "dstBlkStride", o[0], x);
-    if constexpr (sizeof(TD) != sizeof(TA)) {
-        const uint64_t ed = SpanEnd(o[0], x), e0 = SpanEnd(o[1], x), e1 = SpanEnd(o[2], x);
-        if (Overlaps(dst.Ptr(), ed, s0.Ptr(), e0) || Overlaps(dst.Ptr(), ed, s1.Ptr(), e1)) {
-            Fail(api, "dst overlaps a source: not supported with half sources and a float dst");
-        }
-    }
+    CheckOverlap(api, "src0", o[0], o[1], x, false);
+    CheckOverlap(api, "src1", o[0], o[2], x, OneOf<TD, half, int32_t, float> && std::is_same_v<TD, TB> && ChainsDstIntoSrc1(api));
     constexpr uint32_t wide = sizeof(TD) > sizeof(TA) ? sizeof(TD) : sizeof(TA);
     ForEachRun(o, x, wide, [](uint8_t* const* q, uint64_t n, uint64_t) {
         RunMixed<TD, TA, TB>(reinterpret_cast<TD*>(q[0]), reinterpret_cast<const TA*>(q[1]),
@@ -114,11 +110,7 @@ inline void ScalarOpRun(const char* api, const AscendC::LocalTensor<TD>& dst, co
     CheckOperand(api, "dst", dst, o[0], x);
     CheckOperand(api, "src", src, o[1], x);
     CheckDstBlkStride(api, "dstBlkStride", o[0], x);
-    if constexpr (sizeof(TD) != sizeof(TA)) {
-        if (Overlaps(dst.Ptr(), SpanEnd(o[0], x), src.Ptr(), SpanEnd(o[1], x))) {
-            Fail(api, "dst overlaps src: not supported with a half src and a float dst");
-        }
-    }
+    CheckOverlap(api, "src", o[0], o[1], x, false);
     const typename Lane<TS>::C s = Lane<TS>::Of(scalar);
     constexpr uint32_t wide = sizeof(TD) > sizeof(TA) ? sizeof(TD) : sizeof(TA);
     ForEachRun(o, x, wide, [s](uint8_t* const* q, uint64_t n, uint64_t) {

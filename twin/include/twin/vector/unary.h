@@ -15,6 +15,7 @@ inline void UnaryRun(const char* api, const AscendC::LocalTensor<T>& dst, const 
     CheckOperand(api, "dst", dst, o[0], x);
     CheckOperand(api, "src", src, o[1], x);
     CheckDstBlkStride(api, "dstBlkStride", o[0], x);
+    CheckOverlap(api, "src", o[0], o[1], x, false);
     ForEachRun(o, x, sizeof(T), [](uint8_t* const* q, uint64_t n, uint64_t) {
         RunUnary<Op, T>(reinterpret_cast<T*>(q[0]), reinterpret_cast<const T*>(q[1]), n);
     });
