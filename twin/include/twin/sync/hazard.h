@@ -60,7 +60,7 @@ struct HzConflict {
 };
 
 // Byte ranges of one memory with their last writer(s) and readers since. Disjoint segments [key, end); bytes never
-// written during the launch have no segment (reading them is always fine).
+// accessed during the launch have no segment.
 class HzShadow {
 public:
     // Checks an access of [lo, hi) by `me` and records it. seen(w): is `me` ordered after access w of another pipe?
@@ -86,8 +86,10 @@ public:
                 }
             }
         }
-        if (!write) {
+        if (!write) {  // bytes nobody wrote yet get a segment too: a later unordered write is a write-after-read
+            const std::vector<std::pair<uint64_t, uint64_t>> gaps = Gaps(first, lo, hi);
             for (auto it = first; it != segs_.end() && it->first < hi; ++it) Upsert(it->second.readers, me);
+            for (const auto& g : gaps) segs_.emplace(g.first, Seg{g.second, {}, false, {me}});
             return c;
         }
         if (!atomic) {  // one segment now covers [lo, hi)
@@ -95,18 +97,14 @@ public:
             segs_.emplace(lo, Seg{hi, {me}, false, {}});
             return c;
         }
-        uint64_t cursor = lo;  // atomic add: overlapping atomic writers stay, gaps get a segment of their own
-        std::vector<std::pair<uint64_t, uint64_t>> gaps;
-        for (auto it = first; it != segs_.end() && it->first < hi; ++it) {
-            if (it->first > cursor) gaps.push_back({cursor, it->first});
+        const std::vector<std::pair<uint64_t, uint64_t>> gaps = Gaps(first, lo, hi);  // atomic add: overlapping
+        for (auto it = first; it != segs_.end() && it->first < hi; ++it) {              // atomic writers stay
             Seg& s = it->second;
             if (!s.atomic) s.writers.clear();
             Upsert(s.writers, me);
             s.atomic = true;
             s.readers.clear();
-            cursor = s.end;
         }
-        if (cursor < hi) gaps.push_back({cursor, hi});
         for (const auto& g : gaps) segs_.emplace(g.first, Seg{g.second, {me}, true, {}});
         return c;
     }
@@ -137,6 +135,18 @@ private:
         c.who = w;
         c.at = at;
         return c;
+    }
+    // The parts of [lo, hi) no segment covers; `first` is the first segment at or after lo (after Split(lo)).
+    std::vector<std::pair<uint64_t, uint64_t>> Gaps(std::map<uint64_t, Seg>::iterator first, uint64_t lo,
+                                                    uint64_t hi) const {
+        std::vector<std::pair<uint64_t, uint64_t>> gaps;
+        uint64_t cursor = lo;
+        for (auto it = first; it != segs_.end() && it->first < hi; ++it) {
+            if (it->first > cursor) gaps.push_back({cursor, it->first});
+            cursor = it->second.end;
+        }
+        if (cursor < hi) gaps.push_back({cursor, hi});
+        return gaps;
     }
     void Split(uint64_t at) {
         auto it = segs_.upper_bound(at);
