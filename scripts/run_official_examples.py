@@ -55,6 +55,15 @@ RULE_BREAKS = {
         "overlapping addresses may give wrong results). On the NPU the result depends on the order in which the "
         "vector unit reads and writes the blocks."),
 }
+_HARD_SYNC_ALL = (
+    "cross-core sync does not work in KERNEL_TYPE_AIV_ONLY",
+    "the kernel is declared __vector__ and calls the hardware SyncAll(); the SyncAll page's constraints require a "
+    "pure vector kernel that uses the hardware form to be declared __mix__(0, 1) instead of __vector__: with "
+    "KERNEL_TYPE_AIV_ONLY the hardware does not start the scheduling unit that carries cross-core flags "
+    "(CrossCoreSetFlag(ISASI).md, 约束说明), so on the NPU the cores would wait forever")
+RULE_BREAKS.update({name: _HARD_SYNC_ALL for name in (
+    "05_sync_control/sync_all", "06_atomic/data_movement_with_atomic_operations [1]",
+    "06_atomic/data_movement_with_atomic_operations [2]")})
 
 
 @dataclass
