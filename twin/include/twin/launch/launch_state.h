@@ -75,13 +75,11 @@ struct LaunchState {
 // Records "[<core>] <api>: <message>" in the launch's warnings (each distinct message once, at most 64): something
 // the NPU does silently and harmlessly that the docs do not forbid, but that the kernel likely did not mean.
 inline void Warn(const char* api, const char* fmt, ...) {
-    char msg[1024];
+    CoreState& c = Cur();
     va_list ap;
     va_start(ap, fmt);
-    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    const std::string w = CoreMessage(api, fmt, ap);
     va_end(ap);
-    CoreState& c = Cur();
-    const std::string w = "[" + c.Name() + "] " + api + ": " + msg;
     std::lock_guard<std::mutex> g(c.launch->mu);
     std::vector<std::string>& v = c.launch->warnings;
     if (v.size() < 64 && std::find(v.begin(), v.end(), w) == v.end()) v.push_back(w);

@@ -190,15 +190,21 @@ inline CoreState& Cur() {
     return *tCore;
 }
 
+// "[<core>] <api>: <message>", the form of every twin error and warning.
+inline std::string CoreMessage(const char* api, const char* fmt, va_list ap) {
+    char msg[1024];
+    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    const std::string who = tCore ? tCore->Name() : std::string("host");
+    return "[" + who + "] " + api + ": " + msg;
+}
+
 // Throws TwinError "[<core>] <api>: <message>".
 [[noreturn]] inline void Fail(const char* api, const char* fmt, ...) {
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    std::string m = CoreMessage(api, fmt, ap);
     va_end(ap);
-    std::string who = tCore ? tCore->Name() : std::string("host");
-    throw TwinError("[" + who + "] " + api + ": " + msg);
+    throw TwinError(m);
 }
 
 // A LocalTensor of queue buffer `rec` taken at generation `gen` is usable only until that buffer's FreeTensor.
