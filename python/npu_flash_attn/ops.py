@@ -262,11 +262,8 @@ class FAProblem:
 
     def flops(self) -> float:
         """4 * scores * D: the forward's matmul FLOPs without masks (progress estimates)."""
-        if self.layout == "TND":
-            scores = sum(a * b for a, b in zip(_lengths(self.cu_seqlens_q), _lengths(self.cu_seqlens_kv)))
-        else:
-            scores = self.B * self.S1 * self.S2
-        return 4.0 * float(scores) * self.N1 * self.D
+        shapes = _sequence_shapes(self.layout, self.B, self.S1, self.S2, self.cu_seqlens_q, self.cu_seqlens_kv)
+        return 4.0 * float(dropout.mask_elements(shapes, self.N1)) * self.D
 
     def has_work(self) -> bool:
         """False when no query row sees any key, so no kernel launch is needed."""
