@@ -80,6 +80,13 @@ bool VecRowsThatFit(uint32_t s1Block, uint32_t w, uint32_t dvPad, const FaVecFea
     return false;
 }
 
+// The largest s1Block * s2Block whose block-map pre-pass fits `ub` bytes (a multiple of 1024: s1 16, s2 64).
+uint32_t MaxMapTile(uint32_t ub) {
+    uint32_t tile = 1024;
+    while (MapUbSizes(1, tile + 1024).total <= ub) tile += 1024;
+    return tile;
+}
+
 }  // namespace
 
 uint32_t SplitTasksByCost(const std::vector<uint64_t>& cost, uint32_t aicNum, uint32_t* coreTaskStart) {
@@ -265,6 +272,15 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
             t.vecRows = 8;  // the twin refuses
         }
         if (!PlanL0c(AlignUp(t.s1Block, 16), t.s2Block, t.kvSub, t.dPad, t.dvPad, plan)) return "forced blocks do not fit L0C";
+        // The block-map pre-pass holds a whole s1Block x s2Block mask tile in UB three times (u8, half, fp32).
+        const uint32_t mapUb = p.denseMask ? MapUbSizes(t.s1Block, t.s2Block).total : 0;
+        if (mapUb > ub) {
+            return "s1_block " + std::to_string(t.s1Block) + " x s2_block " + std::to_string(t.s2Block) +
+                   " needs " + std::to_string(mapUb) + " bytes of UB per vector core in the block-map pre-pass of a "
+                   "dense atten_mask (about 7 * s1_block * s2_block + 20 KB), more than the " + std::to_string(ub) +
+                   " bytes usable on " + chip.name + "; s1_block * s2_block may be at most " +
+                   std::to_string(MaxMapTile(ub));
+        }
     }
     t.l0cSlot0 = plan.slot0;
     t.l0cSlotBytes = plan.slotBytes;

@@ -13,8 +13,8 @@
 
 namespace npu_fa {
 
-// Cross-core flags (mode 2), each rotating over kGradFlagRing IDs by step so no ID is set twice in a row.
-// IDs 11-14 stay free for SyncAll.
+// Cross-core flags (mode 2), each rotating over kGradFlagRing IDs by step. IDs 11-15 stay free: 11-14 belong to
+// SyncAll, 15 to CANN's kernel wrapper (its workspace clearing signals the AIVs with NotifyEvent<PIPE_MTE3>(15)).
 constexpr uint16_t kGradFlagRing = 3;
 constexpr uint16_t kGradFlagScores = 0;  // AIC -> AIV: S and dP of a step are in the workspace
 constexpr uint16_t kGradFlagProbs = 3;   // AIV -> AIC: both halves of P and dS are in the workspace

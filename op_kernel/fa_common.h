@@ -9,7 +9,8 @@
 namespace npu_fa {
 
 // Cross-core flags (mode 2: AIC <-> its two AIVs). Each signal rotates over kFlagRing IDs by step, as the
-// built-in does, so one direction never sets the same ID twice in a row. IDs 11-14 stay free for SyncAll.
+// built-in does. IDs 11-15 stay free: 11-14 belong to SyncAll, 15 to CANN's kernel wrapper (its workspace clearing
+// signals the AIVs with NotifyEvent<PIPE_MTE3>(15)).
 constexpr uint16_t kFlagRing = 3;
 constexpr uint16_t kFlagScoresReady = 0;   // AIC -> AIV, IDs 0-2: S of a step is in the workspace
 constexpr uint16_t kFlagOutputReady = 3;   // AIC -> AIV, IDs 3-5: P*V of a step is in the workspace

@@ -139,6 +139,12 @@ public:
         AscendC::WaitFlag<AscendC::HardEvent::M_FIX>(id);
         AscendC::GlobalTensor<float> out;
         out.SetGlobalBuffer(dst);
+        // nSize = n, also when n is not a multiple of 16 (key tails, dv = 72): with NZ2ND (CFG_ROW_MAJOR) the docs
+        // allow it. The FixpipeParamsV220 table (矩阵计算的搬出/Fixpipe（L0C到GM数据搬运）.md) states "multiple of 16",
+        // but the NZ2ND page (矩阵搬出关键特性说明/NZ2ND.md) walks ceil(nSize / 16) blocks per row, and the example
+        // of DataCopy（L0C到GM数据搬运）.md (same L0C->GM instruction) says with NZ2ND nSize may be any value, kept
+        // equal to the Mmad's n, and must be a multiple of 16 only for NZ output; catlass passes unaligned N the
+        // same way. The twin refuses unaligned nSize for NZ output only.
         AscendC::FixpipeParamsV220 fp(n, m, CeilDiv(m, 16) * 16, ldc, false);
         fp.quantPre = QuantMode_t::NoQuant;
         AscendC::Fixpipe<float, float, AscendC::CFG_ROW_MAJOR>(out, c, fp);

@@ -217,7 +217,10 @@ private:
         const uint32_t slot = WsSlot(step);
         AscendC::CrossCoreWaitFlag(FlagOf(kFlagScoresReady, step));
         if (mine.count == 0) {
-            AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kFlagProbsReady, step));
+            // Nothing to write: the set only certifies that the last OutputStep's MTE2 read of the workspace slot the
+            // cube's P*V of this step overwrites is done. A set reports once the earlier work of its own pipe is
+            // complete (CrossCoreSetFlag(ISASI).md), so it goes on MTE2; an MTE3 set would not cover that read.
+            AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(FlagOf(kFlagProbsReady, step));
             return;
         }
         Chunk c;
@@ -236,6 +239,8 @@ private:
             c.rows = FaMin((int64_t)(mine.count - c.r0), (int64_t)chunk_);
             SoftmaxRows(task, mine, c);
         }
+        // On MTE3 after the last P store, which waited (V_MTE3) for the vector work that had waited (MTE2_V) for every
+        // earlier workspace read of this AIV: the set covers the reads as well.
         AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kFlagProbsReady, step));
     }
 

@@ -17,15 +17,15 @@ public:
         maskGm_.SetGlobalBuffer((__gm__ uint8_t*)attenMask);
         mapGm_.SetGlobalBuffer((__gm__ uint8_t*)blockMap);
         countGm_.SetGlobalBuffer((__gm__ int32_t*)((__gm__ uint8_t*)blockMap + t->mapCountsOffset));
-        const uint32_t tile = t->s1Block * t->s2Block;
-        pipe->InitBuffer(bytesBuf_, tile);
-        pipe->InitBuffer(halfBuf_, tile * 2);
-        pipe->InitBuffer(floatBuf_, tile * 4);
+        const FaMapUbSizes u = MapUbSizes(t->s1Block, t->s2Block);  // the tiling checked that they fit UB
+        pipe->InitBuffer(bytesBuf_, u.bytes);
+        pipe->InitBuffer(halfBuf_, u.halfs);
+        pipe->InitBuffer(floatBuf_, u.floats);
         // ReduceSum (count form) leaves one partial per 64-float repeat in dst before the total: room for all.
-        pipe->InitBuffer(workBuf_, AlignUp(CeilDiv(tile, 64), 8) * 4);
-        pipe->InitBuffer(sumBuf_, AlignUp(CeilDiv(tile, 64), 8) * 4);
-        pipe->InitBuffer(statesBuf_, kChunk);
-        pipe->InitBuffer(countsBuf_, kChunk * 4);
+        pipe->InitBuffer(workBuf_, u.work);
+        pipe->InitBuffer(sumBuf_, u.sum);
+        pipe->InitBuffer(statesBuf_, u.states);
+        pipe->InitBuffer(countsBuf_, u.counts);
         const uint32_t core = (uint32_t)AscendC::GetBlockIdx();
         const uint64_t rows = t->mapRows, cores = t->mapCores;
         rowBegin_ = rows * core / cores;
@@ -54,7 +54,7 @@ public:
     }
 
 private:
-    static constexpr uint32_t kChunk = 4096;  // map entries / counts staged in UB per DMA
+    static constexpr uint32_t kChunk = kFaMapChunk;  // map entries / counts staged in UB per DMA
     static constexpr int32_t kIdTile = 0, kIdStates = 0, kIdCounts = 1;
 
     __aicore__ inline int64_t Seq(uint32_t b, uint32_t f) const { return seqInfo_[(uint64_t)b * kSeqInfoFields + f]; }

@@ -331,6 +331,34 @@ FA_INLINE FaUbSizes UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t 
     return u;
 }
 
+// UB of one AIV in the block-map pre-pass (flash_attention_block_map.cpp), bytes, for s1Block x s2Block mask tiles.
+// The kernel allocates exactly these; the tiling refuses forced blocks whose total exceeds the usable UB.
+struct FaMapUbSizes {
+    uint32_t bytes;   // one mask tile as loaded [s1Block, s2Block] u8
+    uint32_t halfs;   // the same as half
+    uint32_t floats;  // the same as fp32, ReduceSum's source
+    uint32_t work;    // ReduceSum's work buffer: one partial per 64-float repeat
+    uint32_t sum;     // ReduceSum's destination (the partials land before the total)
+    uint32_t states;  // tile states staged for one DMA (kFaMapChunk entries)
+    uint32_t counts;  // per-row computed-tile counts staged for one DMA (kFaMapChunk int32)
+    uint32_t total;
+};
+constexpr uint32_t kFaMapChunk = 4096;
+
+FA_INLINE FaMapUbSizes MapUbSizes(uint32_t s1Block, uint32_t s2Block) {
+    FaMapUbSizes u;
+    const uint32_t tile = s1Block * s2Block;
+    u.bytes = tile;
+    u.halfs = tile * 2;
+    u.floats = tile * 4;
+    u.work = AlignUp(CeilDiv(tile, 64), 8) * 4;
+    u.sum = u.work;
+    u.states = kFaMapChunk;
+    u.counts = kFaMapChunk * 4;
+    u.total = u.bytes + u.halfs + u.floats + u.work + u.sum + u.states + u.counts;
+    return u;
+}
+
 }  // namespace npu_fa
 
 #endif  // NPU_FA_FLASH_ATTENTION_TILING_H

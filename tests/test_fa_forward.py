@@ -281,6 +281,25 @@ def test_varlen_nothing_to_compute_needs_no_launch(gen):
     assert torch.all(out == 0) and torch.all(m == -FLT_MAX) and torch.all(s == FLT_MAX)
 
 
+@pytest.mark.parametrize("layout", ["BSND", "TND"])
+def test_one_row_task_right_after_multi_step_tasks(gen, layout):
+    # A 1-row task leaves the second AIV no rows: its steps only signal ProbsReady, right after the fold of an
+    # earlier task's step, whose MTE2 read of the workspace slot the cube's next P*V overwrites (fa_vector.h). More
+    # tasks than cores, so cores run a multi-step task (3 key steps of 512) and then a 1-row one: S1 = 1 mod 128,
+    # or sequences of 20 and 1 rows. (That read and the 1-row P*V cover different rows, so the set's pipe is not
+    # observable here; test_twin_hazards.py checks the rule on the same pattern.)
+    N1, D, S2 = 40, 64, 1100
+    if layout == "TND":
+        q_lens, kv_lens = [20, 1, 33, 1], [S2, S2, S2 - 97, 700]
+        q, k, v = make_qkv(gen, layout, 0, N1, N1, 0, 0, D, D, torch.float16, q_lens, kv_lens)
+        kw = dict(actual_seq_qlen=cumsum(q_lens), actual_seq_kvlen=cumsum(kv_lens))
+    else:
+        q, k, v = make_qkv(gen, layout, 1, N1, N1, 129, S2, D, D, torch.float16)
+        kw = {}
+    info = run_and_check(q, k, v, N1, layout, label=layout, scale=D ** -0.5, **kw)["info"]
+    assert info["s1_block"] == 128 and info["s2_block"] == 512 and info["tasks"] > info["block_dim"], info
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # shapes and options the grid does not cover
 # ---------------------------------------------------------------------------------------------------------------

@@ -405,3 +405,23 @@ def test_wide_steps_bands_and_prefix(gen, mode):
         kw.update(pre_tokens=int(torch.randint(100, 600, (1,), generator=gen)), next_tokens=300)
     info = run_and_check(q, k, v, 2, "BNSD", **kw)["info"]
     assert info["s2_block"] >= 512 and info["band_tiles"] == 1
+
+
+def test_forced_blocks_are_checked_against_the_block_map_ub(gen):
+    # The block-map pre-pass of a dense mask holds a whole s1_block x s2_block tile three times (u8, half, fp32):
+    # 128 x 256 needs 7 * 32768 + ~20 KB of UB, more than the 188416 bytes usable; the tiling refuses it by name.
+    q, k, v = make_qkv(gen, "BNSD", 1, 2, 2, 150, 300, 64, 64, F16)
+    mask = rand_mask(gen, (150, 300))
+    try:
+        ops.set_block_override(128, 256)
+        with pytest.raises(ValueError, match=r"s1_block 128 x s2_block 256 needs 25\d{4} bytes of UB per vector core "
+                                             r"in the block-map pre-pass of a dense atten_mask .* more than the 188416 "
+                                             r"bytes usable on Ascend910B2; s1_block \* s2_block may be at most 23552"):
+            op(q, k, v, 2, "BNSD", scale=0.125, sparse_mode=1, atten_mask=mask)
+        ops.set_block_override(64, 256)  # fits: the same blocks run and match the reference
+        info = run_and_check(q, k, v, 2, "BNSD", scale=0.125, sparse_mode=1, atten_mask=mask)["info"]
+        assert (info["s1_block"], info["s2_block"]) == (64, 256)
+        ops.set_block_override(128, 256)  # without a dense mask there is no pre-pass to refuse
+        run_and_check(q, k, v, 2, "BNSD", scale=0.125, sparse_mode=3)
+    finally:
+        ops.set_block_override()

@@ -60,7 +60,7 @@ def test_flag_set_before_the_dma_finished_is_a_hazard(lib, rng):
     x = np.zeros(3 * L, np.float32)
     x[:] = rng.standard_normal(3 * L)
     with pytest.raises(twin.TwinError, match=r"\[AIV 0 .*DataCopy: pipe hazard: DataCopy \(pipe MTE2\) reads GM "
-                                             r"buffer 'argument 2' .* that DataCopy on AIV [12] .*\(pipe MTE3\) wrote"):
+                                             r"buffer 'argument 2' .* that DataCopy on AIV [12] .*\(pipe MTE3, bytes \[\d+, \d+\)\) wrote"):
         run(lib, "poll", 3, 3, x=x)
 
 

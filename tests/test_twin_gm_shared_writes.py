@@ -52,5 +52,5 @@ def test_identical_stores_from_several_cores_are_accepted(lib, rng):
 def test_different_stores_from_several_cores_are_a_race(lib, rng):
     x = rng.standard_normal(64).astype(np.float32)
     with pytest.raises(twin.TwinError, match=r"pipe hazard: DataCopy \(pipe MTE3\) writes GM buffer 'argument 1' bytes "
-                                             r"\[0, 256\) that DataCopy on AIV \d .* \(pipe MTE3\) wrote with no ordering"):
+                                             r"\[0, 256\) that DataCopy on AIV \d .* \(pipe MTE3, bytes \[0, 256\)\) wrote with no ordering"):
         launch(lib, x, 1.0)

@@ -39,12 +39,12 @@ def test_synced_cube_pipeline_runs(lib):
 
 
 @pytest.mark.parametrize("case, pattern", [
-    (1, r"Muls \(pipe V\) (reads|writes) UB bytes \[0, 512\) that DataCopy \(pipe MTE2\) wrote"),
-    (2, r"DataCopy \(pipe MTE3\) reads UB bytes \[0, 512\) that Muls \(pipe V\) wrote"),
-    (3, r"DataCopy \(pipe MTE2\) writes UB bytes \[0, 512\) that .* \(pipe MTE3\) may still be reading"),
-    (11, r"LoadData\(L1->L0\) \(pipe MTE1\) reads L1 bytes \[0, 512\) that DataCopy\(GM->L1, Nd2NzParams\) \(pipe MTE2\) wrote"),
-    (12, r"Mmad \(pipe M\) reads L0A bytes \[0, 512\) that LoadData\(L1->L0\) \(pipe MTE1\) wrote"),
-    (13, r"Fixpipe\(L0C->GM\) \(pipe FIX\) reads L0C bytes \[0, 1024\) that Mmad \(pipe M\) wrote"),
+    (1, r"Muls \(pipe V\) (reads|writes) UB bytes \[0, 512\) that DataCopy \(pipe MTE2, bytes \[0, 512\)\) wrote"),
+    (2, r"DataCopy \(pipe MTE3\) reads UB bytes \[0, 512\) that Muls \(pipe V, bytes \[0, 512\)\) wrote"),
+    (3, r"DataCopy \(pipe MTE2\) writes UB bytes \[0, 512\) that DataCopy \(pipe MTE3, bytes \[0, 512\)\) may still be reading"),
+    (11, r"LoadData\(L1->L0\) \(pipe MTE1\) reads L1 bytes \[0, 512\) that DataCopy\(GM->L1, Nd2NzParams\) \(pipe MTE2, bytes \[0, 512\)\) wrote"),
+    (12, r"Mmad \(pipe M\) reads L0A bytes \[0, 512\) that LoadData\(L1->L0\) \(pipe MTE1, bytes \[0, 512\)\) wrote"),
+    (13, r"Fixpipe\(L0C->GM\) \(pipe FIX\) reads L0C bytes \[0, 1024\) that Mmad \(pipe M, bytes \[0, 1024\)\) wrote"),
 ])
 def test_missing_ordering_is_reported(lib, case, pattern):
     with pytest.raises(twin.TwinError, match=r"pipe hazard: " + pattern):
@@ -60,8 +60,23 @@ def test_cross_core_gm_hand_over_needs_the_flag_on_the_writing_pipe(lib):
     # A mode-1 flag issued on PIPE_V does not wait for AIV 0's MTE3 write of z: AIV 1's read races with it.
     with pytest.raises(twin.TwinError, match=r"AIV 1 \(block 0, sub 1\)\] DataCopy: pipe hazard: DataCopy \(pipe MTE2\) "
                        r"reads GM buffer 'argument 1' bytes \[0, 512\) that DataCopy on AIV 0 \(block 0, sub 0\) "
-                       r"\(pipe MTE3\) wrote"):
+                       r"\(pipe MTE3, bytes \[0, 512\)\) wrote"):
         run(lib, 21)
+
+
+def test_cross_core_set_orders_only_its_own_pipe(lib):
+    # Both AIVs read `out` on MTE2 and signal the AIC with CrossCoreSetFlag<2, PIPE_MTE3>; the AIC's Fixpipe then
+    # overwrites `out`. The MTE3 set does not wait for the MTE2 read: a write-after-read naming both accesses.
+    with pytest.raises(twin.TwinError, match=r"\[AIC 0\] Fixpipe\(L0C->GM\): pipe hazard: Fixpipe\(L0C->GM\) \(pipe FIX\) "
+                       r"writes GM buffer 'argument 2' bytes \[0, 64\) that DataCopy on AIV [01] \(block 0, sub [01]\) "
+                       r"\(pipe MTE2, bytes \[0, 1024\)\) may still be reading .*; a CrossCoreSetFlag orders only the "
+                       r"earlier work of the pipe it is issued on and what that pipe waited for: set it on PIPE_MTE2"):
+        run(lib, 22)
+    # Legal: the set on the reading pipe, or MTE3 ordered after MTE2 (a flag, or a PIPE_ALL barrier) before the set.
+    for case in (23, 24, 25):
+        x, _, out = run(lib, case)
+        a = x.astype(np.float32).reshape(16, 16)
+        np.testing.assert_allclose(out.reshape(16, 16), a @ a.T, rtol=1e-3, atol=1e-3)
 
 
 def test_hazard_checks_can_be_switched_off(lib, monkeypatch):

@@ -39,16 +39,16 @@ def test_overlapping_atomic_adds_need_no_barrier(lib):
 
 
 @pytest.mark.parametrize("which, mn, pattern", [
-    (1, 16, r"DataCopy \(pipe MTE2\) writes UB bytes \[128, 256\) that DataCopy \(pipe MTE2\) wrote with no "
+    (1, 16, r"DataCopy \(pipe MTE2\) writes UB bytes \[128, 256\) that DataCopy \(pipe MTE2, bytes \[0, 512\)\) wrote with no "
             r"PipeBarrier<PIPE_MTE2> between the two"),
     (3, 16, r"DataCopy \(pipe MTE3\) writes GM buffer 'argument 2' bytes \[256, 384\) that DataCopy on AIV 0 \(block 0, sub "
-            r"0\) \(pipe MTE3\) wrote with no PipeBarrier<PIPE_MTE3> between the two"),
-    (7, 16, r"DataCopy\(GM->L1, Nd2NzParams\) \(pipe MTE2\) writes L1 bytes \[0, 512\) that Fill \(pipe MTE2\) wrote "
+            r"0\) \(pipe MTE3, bytes \[0, 512\)\) wrote with no PipeBarrier<PIPE_MTE3> between the two"),
+    (7, 16, r"DataCopy\(GM->L1, Nd2NzParams\) \(pipe MTE2\) writes L1 bytes \[0, 512\) that Fill \(pipe MTE2, bytes \[0, 1024\)\) wrote "
             r"with no PipeBarrier<PIPE_MTE2>"),
-    (17, 16, r"Mmad \(pipe M\) reads L0C bytes \[0, 1024\) that Mmad \(pipe M\) wrote with no PipeBarrier<PIPE_M> "
+    (17, 16, r"Mmad \(pipe M\) reads L0C bytes \[0, 1024\) that Mmad \(pipe M, bytes \[0, 1024\)\) wrote with no PipeBarrier<PIPE_M> "
              r"between the two \(the docs require one between Mmads accumulating into one L0C tile when \(m / 16\) \* "
              r"\(n / 16\) < 10\)"),
-    (17, 48, r"Mmad \(pipe M\) reads L0C bytes \[0, 9216\) that Mmad \(pipe M\) wrote with no PipeBarrier<PIPE_M>"),
+    (17, 48, r"Mmad \(pipe M\) reads L0C bytes \[0, 9216\) that Mmad \(pipe M, bytes \[0, 9216\)\) wrote with no PipeBarrier<PIPE_M>"),
 ])
 def test_missing_same_pipe_barrier_is_reported(lib, which, mn, pattern):
     with pytest.raises(twin.TwinError, match=r"pipe hazard: " + pattern):

@@ -1,6 +1,7 @@
 """GM-word synchronisation on the twin (IBSet/IBWait, software SyncAll, InitDetermineComputeWorkspace/WaitPreBlock/
-NotifyNextBlock), SuperKernel task sync, GM atomics add/max/min per documented type, reserved event IDs and
-consecutive cross-core sets. Expected values come from numpy models of the documented semantics."""
+NotifyNextBlock), SuperKernel task sync, GM atomics add/max/min per documented type, reserved event IDs,
+consecutive cross-core sets and the cross-core flag IDs the runtime uses. Expected values come from numpy models of
+the documented semantics."""
 from pathlib import Path
 
 import numpy as np
@@ -221,12 +222,30 @@ def test_reserved_event_ids_with_a_live_tpipe(lib):
 
 
 def test_same_cross_core_flag_twice_in_a_row(lib):
+    # Legal: each flagId is a counter of pending sets (CrossCoreSetFlag page), so a second set before the wait is
+    # counted and the AIVs' two waits both pass. The 16th pending set is refused (the hardware would hang).
     run = lambda v: lib.launch("cross_twice", 1, np.array([v] + [0] * 7, np.int32), kernel_type="mix")
     run(0)  # set 0, wait 1, set 0
+    run(1)  # set 0, set 0
     run(2)  # set 0, set 1
-    with pytest.raises(twin.TwinError, match=r"\[AIC 0\] CrossCoreSetFlag: CrossCoreSetFlag<2, PIPE_FIX>\(0\) is set "
-                                             r"twice in a row with no other cross-core flag operation in between"):
+    with pytest.raises(twin.TwinError, match=r"\[AIC 0\] CrossCoreSetFlag: cross-core flag 0 of AIV [01] \(block 0, "
+                                             r"sub [01]\) saturates at 15 pending sets"):
+        run(3)
+
+
+def test_cross_core_flags_the_runtime_uses(lib):
+    run = lambda v: lib.launch("reserved_cross", 1, np.array([v] + [0] * 7, np.int32), kernel_type="mix")
+    run(0)  # 12 by hand without the hardware SyncAll, as the official cross_core_set_wait_flag example does
+    run(4)  # 10 by hand next to SyncAll
+    with pytest.raises(twin.TwinError, match=r"SyncAll: the hardware SyncAll uses cross-core flags 11-14, which this "
+                                             r"kernel also uses by hand \(CrossCore(Set|Wait)Flag\(12\) on (AIC 0|AIV 0)"):
         run(1)
+    with pytest.raises(twin.TwinError, match=r"CrossCore(Set|Wait)Flag: cross-core flag 12 is used by the hardware "
+                                             r"SyncAll this kernel also calls"):
+        run(2)
+    with pytest.raises(twin.TwinError, match=r"CrossCore(Set|Wait)Flag: cross-core flag 15 is used by CANN's kernel "
+                                             r"wrapper of a mix kernel"):
+        run(3)
 
 
 @pytest.mark.parametrize("p1,blocks,kt,pattern", [

@@ -726,7 +726,9 @@ _block_override = None
 
 def set_block_override(s1_block: Optional[int] = None, s2_block: Optional[int] = None) -> None:
     """Tuning knob: run the forward with these query/key block sizes instead of the tiling's choice (both or neither;
-    multiples of 16 and 64). The twin refuses blocks whose buffers overflow the chip's UB or L1."""
+    multiples of 16 and 64). With a dense atten_mask the tiling refuses (ValueError) blocks whose block-map pre-pass
+    overflows the chip's UB (s1_block * s2_block at most 23552 with 192 KB of UB); the twin refuses other buffers
+    that overflow UB or L1."""
     global _block_override
     if (s1_block is None) != (s2_block is None):
         raise ValueError("set_block_override: give both s1_block and s2_block, or neither")

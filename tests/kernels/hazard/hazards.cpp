@@ -18,7 +18,32 @@ enum Case : int32_t {
     kCubeNoMFix = 13,     // Fixpipe reads L0C before Mmad is ordered
     kGmFlagOnMte3 = 20,   // AIV 0 writes GM, sets a mode-1 flag on MTE3; AIV 1 waits and reads it back
     kGmFlagOnV = 21,      // the same, but the flag is issued on PIPE_V: it does not cover the MTE3 write
+    // Write-after-read across cores (the forward kernel's zero-row ProbsReady): both AIVs read `out` on MTE2 and
+    // signal the AIC (mode 2), which then overwrites `out` with a Fixpipe.
+    kReadThenSetOnMte3 = 22,   // the set is issued on MTE3: it does not cover the MTE2 read
+    kReadThenSetOnMte2 = 23,   // the set is issued on the reading pipe
+    kReadFlagThenMte3 = 24,    // MTE2 -> MTE3 flag first, then the MTE3 set
+    kReadBarrierThenMte3 = 25, // PipeBarrier<PIPE_ALL> first, then the MTE3 set
 };
+
+__aicore__ inline void ReadThenSignal(int32_t c, GM_ADDR out) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, N * sizeof(float));
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer((__gm__ float*)out, N);
+    DataCopy(buf.Get<float>(), g, N);
+    if (c == kReadFlagThenMte3) {
+        SetFlag<HardEvent::MTE2_MTE3>(0);
+        WaitFlag<HardEvent::MTE2_MTE3>(0);
+    }
+    if (c == kReadBarrierThenMte3) PipeBarrier<PIPE_ALL>();
+    if (c == kReadThenSetOnMte2) {
+        CrossCoreSetFlag<2, PIPE_MTE2>(6);
+    } else {
+        CrossCoreSetFlag<2, PIPE_MTE3>(6);
+    }
+}
 
 // Cross-core GM hand-over between the two AIVs of an AI core: x -> (AIV 0) -> z -> (AIV 1) -> out.
 __aicore__ inline void GmHandOver(int32_t c, GlobalTensor<half>& x, GlobalTensor<half>& z, GlobalTensor<half>& back) {
@@ -138,13 +163,14 @@ extern "C" __global__ __aicore__ void hazard_case(GM_ADDR x, GM_ADDR z, GM_ADDR 
     p.SetGlobalBuffer((__gm__ int32_t*)params, 8);
     const int32_t c = p.GetValue(0);
     if ASCEND_IS_AIV {
-        if (c >= 20 && GetBlockIdx() < 2) {
+        if ((c == kGmFlagOnMte3 || c == kGmFlagOnV) && GetBlockIdx() < 2) {
             GlobalTensor<half> gx, gz, gb;
             gx.SetGlobalBuffer((__gm__ half*)x, N);
             gz.SetGlobalBuffer((__gm__ half*)z, N);
             gb.SetGlobalBuffer((__gm__ half*)out, N);
             GmHandOver(c, gx, gz, gb);
         }
+        if (c >= kReadThenSetOnMte3 && GetBlockIdx() < 2) ReadThenSignal(c, out);
         if (c < 10 && GetBlockIdx() == 0) {  // one AIV: two writing z would race
             GlobalTensor<half> gx, gz;
             gx.SetGlobalBuffer((__gm__ half*)x, N);
@@ -154,6 +180,10 @@ extern "C" __global__ __aicore__ void hazard_case(GM_ADDR x, GM_ADDR z, GM_ADDR 
     }
     if ASCEND_IS_AIC {
         if (c >= 10 && c < 20) CubeCase(c, x, out);
+        if (c >= kReadThenSetOnMte3) {
+            CrossCoreWaitFlag(6);
+            CubeCase(c, x, out);
+        }
     }
 }
 

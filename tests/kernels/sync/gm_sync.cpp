@@ -245,12 +245,23 @@ extern "C" __global__ __aicore__ void gm_sync_case(GM_ADDR prm, GM_ADDR xAddr, G
 }
 
 // Consecutive CrossCoreSetFlag of one flagId on the AIC (mix 1:2, one block). p[0]: 0 = set 0, wait 1, set 0;
-// 1 = set 0, set 0; 2 = set 0, set 1.
+// 1 = set 0, set 0; 2 = set 0, set 1; 3 = set 0 sixteen times while the AIVs wait for flag 1 first.
 extern "C" __global__ __aicore__ void cross_twice(GM_ADDR prm) {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
     GlobalTensor<int32_t> p;
     p.SetGlobalBuffer((__gm__ int32_t*)prm, 8);
     const int32_t v = p.GetValue(0);
+    if (v == 3) {
+        if ASCEND_IS_AIC {
+            for (int i = 0; i < 16; ++i) CrossCoreSetFlag<2, PIPE_FIX>(0);
+            CrossCoreSetFlag<2, PIPE_FIX>(1);
+        }
+        if ASCEND_IS_AIV {
+            CrossCoreWaitFlag(1);
+            for (int i = 0; i < 16; ++i) CrossCoreWaitFlag(0);
+        }
+        return;
+    }
     if ASCEND_IS_AIC {
         CrossCoreSetFlag<2, PIPE_FIX>(0);
         if (v == 0) CrossCoreWaitFlag(1);
@@ -261,4 +272,23 @@ extern "C" __global__ __aicore__ void cross_twice(GM_ADDR prm) {
         if (v == 0) CrossCoreSetFlag<2, PIPE_MTE3>(1);
         CrossCoreWaitFlag(v == 2 ? 1 : 0);
     }
+}
+
+// Cross-core flag IDs the runtime uses (mix 1:2). p[0]: 0 = AIC -> AIV on flag 12 by hand, no SyncAll (legal);
+// 1 = the same, then the hardware SyncAll; 2 = SyncAll, then flag 12 by hand; 3 = flag 15 by hand; 4 = flag 10 by hand
+// and SyncAll (legal).
+extern "C" __global__ __aicore__ void reserved_cross(GM_ADDR prm) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
+    GlobalTensor<int32_t> p;
+    p.SetGlobalBuffer((__gm__ int32_t*)prm, 8);
+    const int32_t v = p.GetValue(0);
+    const uint16_t flag = v == 3 ? 15 : v == 4 ? 10 : 12;
+    if (v == 2) SyncAll<false>();
+    if ASCEND_IS_AIC {
+        CrossCoreSetFlag<2, PIPE_FIX>(flag);
+    }
+    if ASCEND_IS_AIV {
+        CrossCoreWaitFlag(flag);
+    }
+    if (v == 1 || v == 4) SyncAll<false>();
 }

@@ -35,6 +35,8 @@ struct LaunchState {
     // Cross-core flags: counters[core][flag]; pending sets that wait for the rest of their group.
     std::vector<std::array<uint8_t, kCrossFlags>> counters;
     std::vector<std::array<uint32_t, kCrossFlags>> pending;  // per core: sets not yet matched by the group
+    bool hwSyncAll = false;       // the hardware SyncAll ran (it owns flags 11-14; sync.h CheckRuntimeFlag)
+    std::string syncAllFlagUser;  // the kernel's first own use of a flag in 11-14, for that check's message
     std::mutex atomicMu;
 
     // Hazard checking (hazard.h): the knowledge each pending/counted cross-core set carries, and the GM shadow.
@@ -166,10 +168,17 @@ inline void HazardGm(CoreState& c, const HzAccess& a, int q, uint32_t now) {
             base = (uint64_t)(uintptr_t)r.begin;
         }
     }
-    HazardFail(a, q, x.withWriter ? "wrote" : "may still be reading",
-               std::string(x.who.api ? x.who.api : "an earlier instruction") + " on " + L.cores[x.who.core]->Name() +
-                   " (pipe " + HzPipeName(x.who.pipe) + ")",
-               x.at, where, base, x.samePipe);
+    char range[80];
+    std::snprintf(range, sizeof range, " bytes [%llu, %llu)", (unsigned long long)(x.who.lo - base),
+                  (unsigned long long)(x.who.hi - base));
+    const std::string other = std::string(x.who.api ? x.who.api : "an earlier instruction") + " on " +
+                              L.cores[x.who.core]->Name() + " (pipe " + HzPipeName(x.who.pipe) + "," + range + ")";
+    // Rule (a): across cores, only what the setting pipe had seen is ordered.
+    const std::string hint = x.who.core == c.id ? std::string()
+        : std::string("; a CrossCoreSetFlag orders only the earlier work of the pipe it is issued on and what that pipe "
+                      "waited for: set it on PIPE_") + HzPipeName(x.who.pipe) + " or order " + HzPipeName(x.who.pipe) +
+              " before the set (SetFlag/WaitFlag, PipeBarrier<PIPE_ALL>)";
+    HazardFail(a, q, x.withWriter ? "wrote" : "may still be reading", other, x.at, where, base, x.samePipe, hint);
 }
 
 }  // namespace twin

@@ -162,7 +162,6 @@ struct CoreState {
     HazardState hz;          // pipe-ordering checker (hazard.h)
     // GM synchronisation state (sync/dcache.h, sync/gm_sync.h, sync/sync.h).
     std::vector<uint64_t> dcUnfenced;  // DCache lines written back since the last DataSyncBarrier
-    int64_t lastCrossSet = -1;         // the last cross-core flag op if it was a CrossCoreSetFlag: (mode, pipe, flag)
     std::vector<uint64_t> softSyncWs;  // software-SyncAll workspaces this core has used
     int determineOpen = 0;             // WaitPreBlock calls not yet answered by NotifyNextBlock
     int taskStartCalls = 0, taskEndCalls = 0;  // SetNextTaskStart / WaitPreTaskEnd
@@ -241,17 +240,17 @@ void HazardGm(CoreState& c, const HzAccess& a, int q, uint32_t now);
 // `where` names the memory; offsets are printed relative to `base`. `samePipe`: the other instruction ran on the
 // same pipe, so only a PipeBarrier of that pipe would have ordered the two.
 inline void HazardFail(const HzAccess& a, int q, const char* what, const std::string& other, uint64_t at,
-                       const std::string& where, uint64_t base = 0, bool samePipe = false) {
+                       const std::string& where, uint64_t base = 0, bool samePipe = false, const std::string& hint = "") {
     const std::string how =
         !samePipe ? "with no ordering between the two (SetFlag/WaitFlag or queue EnQue/DeQue in a core, PIPE_ALL barrier, "
                     "CrossCoreSetFlag/WaitFlag or SyncAll across cores)"
                   : std::string("with no PipeBarrier<PIPE_") + HzPipeName(q) + "> between the two (the docs require one " +
                         (a.write ? "when two MTE2 or two MTE3 transfers write overlapping destination bytes)"
                                  : "between Mmads accumulating into one L0C tile when (m / 16) * (n / 16) < 10)");
-    Fail(a.api ? a.api : "GM write", "pipe hazard: %s (pipe %s) %s %s bytes [%llu, %llu) that %s %s %s; first conflict at byte %llu",
+    Fail(a.api ? a.api : "GM write", "pipe hazard: %s (pipe %s) %s %s bytes [%llu, %llu) that %s %s %s; first conflict at byte %llu%s",
          a.api ? a.api : "this instruction", HzPipeName(q), a.write ? "writes" : "reads", where.c_str(),
          (unsigned long long)(a.off - base), (unsigned long long)(a.off + a.bytes - base), other.c_str(), what, how.c_str(),
-         (unsigned long long)(at - base));
+         (unsigned long long)(at - base), hint.c_str());
 }
 
 // Applies the pending accesses of instruction `op` on pipe `pipe`, or the ordering effect of a sync record.
@@ -299,7 +298,8 @@ inline void HazardOnTrace(CoreState& c, const char* op, pipe_t pipe, TraceKind k
             [&](const HzWho& w) { return h.SameOk(q, w, a.write, a.sameRaw); });
         if (x.found) {
             HazardFail(a, q, x.withWriter ? "wrote" : "may still be reading",
-                       std::string(x.who.api ? x.who.api : "an earlier instruction") + " (pipe " + HzPipeName(x.who.pipe) + ")",
+                       std::string(x.who.api ? x.who.api : "an earlier instruction") + " (pipe " + HzPipeName(x.who.pipe) +
+                           ", bytes [" + std::to_string(x.who.lo) + ", " + std::to_string(x.who.hi) + "))",
                        x.at, MemName(a.mem), 0, x.samePipe);
         }
     }

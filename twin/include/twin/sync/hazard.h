@@ -6,7 +6,11 @@
 // write-after-read between two pipes) raise an error naming both instructions.
 // The clocks span every (core, pipe) of the launch, so the same check covers GM: cross-core flags (CrossCoreSetFlag on
 // a pipe, CrossCoreWaitFlag, SyncAll) carry the setter's knowledge to the waiter, and DMA/Fixpipe accesses to GM are
-// checked against the last writer and readers on any core (atomic adds may overlap each other).
+// checked against the last writer and readers on any core (atomic adds may overlap each other). A
+// CrossCoreSetFlag<mode, pipe> reports once the earlier work of its own pipe is done (CrossCoreSetFlag(ISASI).md,
+// 功能说明), so it carries only what that pipe has seen: its own instructions and what it waited for through flags or
+// barriers. An earlier read or write of another pipe of the setting core stays unordered against the waiter (a
+// consumer's write over bytes the setter's MTE2 may still be reading is a write-after-read hazard).
 // Same-pipe ordering: a pipe executes in order, but the docs require PipeBarrier<PIPE_X> between two dependent
 // instructions of one pipe in these cases (PipeBarrier page; Mmad page, "synchronisation"): MTE2 -> MTE2 and
 // MTE3 -> MTE3 writes to overlapping destination bytes (UB, L1 or GM), and an Mmad accumulating into L0C that a
@@ -43,12 +47,14 @@ inline const char* HzPipeName(int i) {
     return n[i];
 }
 
-// Who accessed memory: a (core, pipe) at that pipe's clock, by which API.
+// Who accessed memory: a (core, pipe) at that pipe's clock, by which API, and the whole byte range of that access
+// (HzShadow::Access fills it in; a hazard report names both accesses' ranges).
 struct HzWho {
     int32_t core;
     int8_t pipe;
     uint32_t clk;
     const char* api;
+    uint64_t lo = 0, hi = 0;
 };
 
 struct HzConflict {
@@ -67,9 +73,11 @@ public:
     // sameOk(w): may `me` follow w, an earlier write of its own pipe (the same-pipe rules above)? Returns the first
     // conflict, if any (then nothing is recorded).
     template <class Seen, class SameOk>
-    HzConflict Access(uint64_t lo, uint64_t hi, bool write, bool atomic, const HzWho& me, Seen seen, SameOk sameOk) {
+    HzConflict Access(uint64_t lo, uint64_t hi, bool write, bool atomic, HzWho me, Seen seen, SameOk sameOk) {
         HzConflict c;
         if (hi <= lo) return c;
+        me.lo = lo;
+        me.hi = hi;
         Split(lo);
         Split(hi);
         auto first = segs_.lower_bound(lo);

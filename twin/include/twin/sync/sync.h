@@ -164,24 +164,52 @@ inline std::vector<uint32_t> CollectSets(LaunchState& L, const std::vector<CoreS
     return merged;
 }
 
+// Cross-core flag IDs the runtime uses (rule (c)). The hardware SyncAll uses 11-14 (CrossCoreSetFlag(ISASI).md,
+// 约束说明: "SyncAll硬件同步接口flagId占用范围为[11-14]"); CANN's kernel wrapper of a dav-2201 mix kernel clears the
+// workspace on each AIC and signals its AIVs on flag 15 (NotifyEvent<PIPE_MTE3>(15), mode 2: asc-devkit
+// kernel_kfc.h clearWorkspace, emitted by compile_op.py), so an AIV's flag-15 counter starts at 1; the dav-2201
+// architecture page (架构规格/NPU架构版本2201.md, 核间同步) gives user code flagIds 0-10. A kernel may use 11-14 only
+// when it never calls the hardware SyncAll (the official cross_core_set_wait_flag example uses 11-13 alone), and 15
+// not at all in a launch with AIC and AIV cores. Call under L.mu; `internal`: the call is SyncAll's own.
+inline void CheckRuntimeFlag(const char* api, CoreState& c, uint16_t flag, bool internal) {
+    LaunchState& L = *c.launch;
+    const bool aicAndAiv = L.kernelType == AscendC::KERNEL_TYPE_MIX_AIC_1_1 || L.kernelType == AscendC::KERNEL_TYPE_MIX_AIC_1_2;
+    if (internal) {
+        L.hwSyncAll = true;
+        if (!L.syncAllFlagUser.empty()) {
+            Fail(api, "the hardware SyncAll uses cross-core flags 11-14, which this kernel also uses by hand (%s): the "
+                      "counters would mix (CrossCoreSetFlag page: SyncAll occupies flagId 11-14); use IDs 0-10",
+                 L.syncAllFlagUser.c_str());
+        }
+        return;
+    }
+    if (flag == 15 && aicAndAiv) {
+        Fail(api, "cross-core flag 15 is used by CANN's kernel wrapper of a mix kernel (the workspace clearing on each "
+                  "AIC signals its AIVs with NotifyEvent<PIPE_MTE3>(15)); use IDs 0-10 (dav-2201 architecture page)");
+    }
+    if (flag < 11 || flag > 14) return;
+    if (L.hwSyncAll) {
+        Fail(api, "cross-core flag %u is used by the hardware SyncAll this kernel also calls (SyncAll occupies flagId "
+                  "11-14, CrossCoreSetFlag page); use IDs 0-10", flag);
+    }
+    if (L.syncAllFlagUser.empty()) L.syncAllFlagUser = std::string(api) + "(" + std::to_string(flag) + ") on " + c.Name();
+}
+
 // `pipe`: the pipe the set is issued on; it publishes what that pipe has seen (PIPE_ALL: the whole core).
+// Setting one flagId again before its wait is legal: each flagId is a counter of 0-15 pending sets
+// (CrossCoreSetFlag(ISASI).md, flagId constraints; the dav-2201 hardware-constraints page: more than 15 sets need a
+// reverse sync). The 2201 architecture page's "不允许连续设置同一个flagId" contradicts its own next bullet (a flagId's
+// counter may be set up to 15 times); the twin follows the API page and refuses only the 16th pending set.
 inline void CrossSet(const char* api, uint8_t mode, uint16_t flag, pipe_t pipe, bool internal = false) {
     CoreState& c = Cur();
     RequireCrossCore(api);
     if (flag >= kCrossFlags) Fail(api, "flagId %u is outside [0, 15]", flag);
     if (!internal && mode > 2) Fail(api, "modeId %u is not supported on dav-2201 (0, 1 or 2)", mode);
-    // The dav-2201 architecture page: the same flagId must not be set twice in a row (the counter gets confused).
-    const int64_t key = ((int64_t)mode << 12) | ((int64_t)pipe << 4) | flag;
-    if (!internal && c.lastCrossSet == key) {
-        Fail(api, "CrossCoreSetFlag<%u, PIPE_%s>(%u) is set twice in a row with no other cross-core flag operation in "
-                  "between (dav-2201 forbids setting the same flagId consecutively); alternate flag IDs",
-             mode, HzPipe(pipe) >= 0 ? HzPipeName(HzPipe(pipe)) : "?", flag);
-    }
-    c.lastCrossSet = key;
     LaunchState& L = *c.launch;
     std::vector<uint32_t> snap;
     if (c.hz.on) snap = (pipe == PIPE_ALL || HzPipe(pipe) < 0) ? c.hz.Merged() : c.hz.known[HzPipe(pipe)];
     std::lock_guard<std::mutex> lk(L.mu);
+    CheckRuntimeFlag(api, c, flag, internal);
     if (mode == 1 && c.coreType != AscendC::AIV) Fail(api, "mode 1 synchronises the AIVs of one AI core; called on the AIC");
     if (mode == 1 && L.kernelType != AscendC::KERNEL_TYPE_MIX_AIC_1_2) Fail(api, "mode 1 needs two AIVs per AI core (KERNEL_TYPE_MIX_AIC_1_2)");
     if (mode == 0 || mode == 1) {
@@ -223,13 +251,13 @@ inline void CrossSet(const char* api, uint8_t mode, uint16_t flag, pipe_t pipe, 
 
 // `pipe`: the pipe that waits. PIPE_S (the default) stalls instruction issue, so every later instruction of the
 // core is ordered after the set; another pipe only orders its own later instructions.
-inline void CrossWait(const char* api, uint16_t flag, pipe_t pipe) {
+inline void CrossWait(const char* api, uint16_t flag, pipe_t pipe, bool internal = false) {
     CoreState& c = Cur();
     RequireCrossCore(api);
     if (flag >= kCrossFlags) Fail(api, "flagId %u is outside [0, 15]", flag);
-    c.lastCrossSet = -1;
     LaunchState& L = *c.launch;
     std::unique_lock<std::mutex> lk(L.mu);
+    CheckRuntimeFlag(api, c, flag, internal);
     char what[64];
     std::snprintf(what, sizeof what, "cross-core flag %u", flag);
     BlockUntil(lk, api, what, [&] { return L.counters[c.id][flag] > 0; });
@@ -344,7 +372,7 @@ inline void SyncAll() {
     if (isAIVOnly) {
         twin::RequireAiv("SyncAll<true>");
         twin::CrossSet(api, 0, 14, PIPE_ALL, true);
-        twin::CrossWait(api, 14, PIPE_ALL);
+        twin::CrossWait(api, 14, PIPE_ALL, true);
         return;
     }
     if (c.launch->kernelType != KERNEL_TYPE_MIX_AIC_1_1 && c.launch->kernelType != KERNEL_TYPE_MIX_AIC_1_2) {
@@ -352,11 +380,11 @@ inline void SyncAll() {
     }
     if (c.coreType == AIV) {
         twin::CrossSet(api, 2, 12, PIPE_ALL, true);
-        twin::CrossWait(api, 13, PIPE_ALL);
+        twin::CrossWait(api, 13, PIPE_ALL, true);
     } else {
-        twin::CrossWait(api, 12, PIPE_ALL);
+        twin::CrossWait(api, 12, PIPE_ALL, true);
         twin::CrossSet(api, 0, 11, PIPE_ALL, true);
-        twin::CrossWait(api, 11, PIPE_ALL);
+        twin::CrossWait(api, 11, PIPE_ALL, true);
         twin::CrossSet(api, 2, 13, PIPE_ALL, true);
     }
 }
