@@ -1,7 +1,7 @@
 """Run any Ascend C kernel source on the CPU twin.
 
     from npu_flash_attn import twin
-    lib = twin.compile_kernel("my_kernel.cpp")                 # g++ against the twin's kernel_operator.h
+    lib = twin.compile_kernel("my_kernel.cpp")                 # against the twin's kernel_operator.h
     lib.launch("my_kernel", 8, x, y, z, kernel_type="aiv")     # numpy arrays / CPU torch tensors are GM buffers
 
 A kernel is an `extern "C" __global__ __aicore__ void name(GM_ADDR ...)` function (at most 32 arguments), as in
@@ -17,6 +17,7 @@ import functools
 import hashlib
 import operator
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["TwinError", "TwinWarning", "KernelLibrary", "compile_kernel", "include_dirs", "KERNEL_TYPES",
+__all__ = ["TwinError", "TwinWarning", "KernelLibrary", "compile_kernel", "compiler", "include_dirs", "KERNEL_TYPES",
            "DEFAULT_CHIP", "GM_ALIGN", "gm_empty"]
 
 DEFAULT_CHIP = "Ascend910B2"
@@ -93,8 +94,20 @@ def _headers_digest() -> str:
     return h.hexdigest()
 
 
+def compiler() -> str:
+    """The C++ compiler kernels are built with: $CXX, else clang++ when installed (CANN's compiler is clang-based and
+    accepts what g++ rejects, e.g. explicit specialisations in class scope, as catlass writes them), else g++."""
+    return os.environ.get("CXX") or ("clang++" if shutil.which("clang++") else "g++")
+
+
 @functools.lru_cache(maxsize=None)
-def _native_flags() -> tuple[str, ...]:
+def _compiler_identity(cxx: str) -> str:
+    r = subprocess.run([cxx, "--version"], capture_output=True, text=True)
+    return r.stdout.splitlines()[0] if r.returncode == 0 and r.stdout else cxx
+
+
+@functools.lru_cache(maxsize=None)
+def _native_flags(cxx: str) -> tuple[str, ...]:
     """-march=native when the compiler takes it: kernels are built on the machine that runs them, and F16C/AVX make
     half/bfloat16 emulation several times faster. NPU_FA_PORTABLE=1 turns it off."""
     if os.environ.get("NPU_FA_PORTABLE"):
@@ -102,8 +115,7 @@ def _native_flags() -> tuple[str, ...]:
     with tempfile.TemporaryDirectory() as td:
         src = Path(td) / "t.cpp"
         src.write_text("int main() { return 0; }\n")
-        r = subprocess.run([os.environ.get("CXX", "g++"), "-march=native", str(src), "-o", str(Path(td) / "t")],
-                           capture_output=True)
+        r = subprocess.run([cxx, "-march=native", str(src), "-o", str(Path(td) / "t")], capture_output=True)
     return ("-march=native",) if r.returncode == 0 else ()
 
 
@@ -120,15 +132,45 @@ def _user_headers_digest(dirs: Sequence[str]) -> str:
 
 _compile_lock = threading.Lock()
 
+# The two builds of every kernel, as CANN's compiler makes them (twin/include/twin/launch/core_builds.h): the cube
+# build runs on AIC cores, the vector build on AIV cores.
+CORE_BUILDS = (("aic", "-D__DAV_CUBE__"), ("aiv", "-D__DAV_VEC__"))
+
+
+def _build(cxx: str, unit: Path, td: Path, key: str, cmd_tail: list[str]) -> Path:
+    """Compiles `unit` once per core type (in parallel) and links the cube build and the vector build, which loads it
+    (core_builds.h says why two libraries). Returns the vector build's library, in `td`."""
+    objs, procs = {}, []
+    for core, macro in CORE_BUILDS:
+        objs[core] = td / f"{core}.o"
+        cmd = [cxx, "-c", str(unit), "-o", str(objs[core]), macro, f'-DTWIN_CORE_BUILD_ID="{key}"', *cmd_tail]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+    errors = [p.communicate()[1] for p in procs]
+    for (core, _), p, err in zip(CORE_BUILDS, procs, errors):
+        if p.returncode != 0:
+            raise RuntimeError(f"compiling the kernel against the twin failed ({core} build, {cxx}):\n{err[-6000:]}")
+    aic, aiv = td / f"kernel_{key}.aic.so", td / f"kernel_{key}.aiv.so"
+    link = [cxx, "-shared", "-pthread", "-Wl,-Bsymbolic-functions", "-ldl"]
+    for cmd in ([*link, str(objs["aic"]), "-o", str(aic), f"-Wl,-soname,{aic.name}"],
+                [*link, str(objs["aiv"]), "-o", str(aiv), "-Wl,--no-as-needed", str(aic), "-Wl,--as-needed",
+                 "-Wl,-rpath,$ORIGIN"]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"linking the kernel failed:\n{r.stderr[-6000:]}")
+    return aiv
+
 
 def compile_kernel(source: str | os.PathLike, *, flags: Sequence[str] = (), include: Sequence[str] = (),
                    opt: str = "-O2") -> "KernelLibrary":
     """Compile an Ascend C kernel file (a path, or source text containing a newline) against the twin.
 
-    Builds with `opt` plus -march=native where supported (NPU_FA_PORTABLE=1: without). `include` adds include
-    directories, `flags` extra g++ flags (e.g. "-DMY_TILE=64"). Results are cached by
-    content (the source, the twin, and the headers next to the source and in `include`) under
-    ~/.cache/npu_flash_attn/kernels (override with NPU_TWIN_CACHE).
+    Builds it as CANN's compiler does, once per core type (`__DAV_CUBE__` for the AIC cores, `__DAV_VEC__` for the
+    AIV cores, so `g_coreType` is a constant and `if ASCEND_IS_AIC` an if-constexpr), with `compiler()` (CXX, else
+    clang++ when installed, else g++), `opt` plus -march=native where supported (NPU_FA_PORTABLE=1: without) and
+    -ffp-contract=off (every operation rounds, as on the NPU, whichever compiler). `include` adds include
+    directories, `flags` extra compiler flags (e.g. "-DMY_TILE=64"). Results are cached by content (the source, the
+    twin, the headers next to the source and in `include`, the compiler) under ~/.cache/npu_flash_attn/kernels
+    (override with NPU_TWIN_CACHE).
     """
     text_given = isinstance(source, str) and "\n" in source
     if text_given:
@@ -140,10 +182,12 @@ def compile_kernel(source: str | os.PathLike, *, flags: Sequence[str] = (), incl
         src_text, src_dir = path.read_text(), path.parent
     inc = include_dirs() + [str(Path(i).resolve()) for i in include] + ([str(src_dir)] if src_dir else [])
     abi = _resource_root() / "twin" / "src" / "kernel_abi.inc"
-    cmd_tail = ["-std=c++17", opt, *_native_flags(), "-fPIC", "-shared", "-pthread", *flags, *[f"-I{i}" for i in inc]]
-    key = hashlib.sha256("\0".join([src_text, _headers_digest(), _user_headers_digest(inc[2:]), *cmd_tail])
-                         .encode()).hexdigest()[:24]
-    out = _cache_dir() / f"kernel_{key}.so"
+    cxx = compiler()
+    cmd_tail = ["-std=c++17", opt, *_native_flags(cxx), "-ffp-contract=off", "-fPIC", "-pthread", *flags,
+                *[f"-I{i}" for i in inc]]
+    key = hashlib.sha256("\0".join([src_text, _headers_digest(), _user_headers_digest(inc[2:]),
+                                    _compiler_identity(cxx), *cmd_tail]).encode()).hexdigest()[:24]
+    out = _cache_dir() / f"kernel_{key}.aiv.so"
     with _compile_lock:
         if not out.exists():
             with tempfile.TemporaryDirectory() as td:
@@ -151,12 +195,10 @@ def compile_kernel(source: str | os.PathLike, *, flags: Sequence[str] = (), incl
                 user = Path(td) / "user_kernel.cpp"
                 user.write_text(src_text)
                 unit.write_text(f'#include "{user}"\n#include "{abi}"\n')
-                tmp_out = Path(td) / "k.so"
-                cmd = [os.environ.get("CXX", "g++"), str(unit), "-o", str(tmp_out), *cmd_tail]
-                r = subprocess.run(cmd, capture_output=True, text=True)
-                if r.returncode != 0:
-                    raise RuntimeError(f"compiling the kernel against the twin failed:\n{r.stderr[-6000:]}")
-                os.replace(tmp_out, out)
+                aiv = _build(cxx, unit, Path(td), key, cmd_tail)
+                aic = aiv.with_name(f"kernel_{key}.aic.so")
+                os.replace(aic, out.with_name(aic.name))  # the cube build first: the vector build's file marks both done
+                os.replace(aiv, out)
     return KernelLibrary(out)
 
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "twin/launch/core_builds.h"
 #include "twin/launch/launch.h"
 
 namespace twin {
@@ -71,7 +72,10 @@ inline void AscCPUKernelLaunch(unsigned numBlocks, void* dynicsize, void* stream
         o.kernelType = it->second;
         for (const auto& kv : r.gm) o.gm.push_back(kv.second);
     }
-    const twin::LaunchResult r = twin::Launch(o, [&]() { kernelFunc(args...); });
+    // Per-core builds (core_builds.h): each core runs the build of its core type.
+    const twin::CoreEntries entry = twin::CoreBuildEntries(reinterpret_cast<void*>(kernelFunc), o.kernelType);
+    const twin::LaunchResult r =
+        twin::Launch(o, [&]() { reinterpret_cast<T>(entry.For(twin::Cur().coreType))(args...); });
     for (const std::string& w : r.warnings) std::fprintf(stderr, "twin warning: %s\n", w.c_str());
 }
 
