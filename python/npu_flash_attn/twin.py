@@ -8,7 +8,8 @@ A kernel is an `extern "C" __global__ __aicore__ void name(GM_ADDR ...)` functio
 CANN's CPU debug flow. Errors the NPU would not report (overflow, misalignment, unpaired flags, ...) raise
 `TwinError` naming the core, the API and the numbers; what the NPU does harmlessly but the kernel likely did not
 mean is a `TwinWarning` (also in `last_warnings()`). The kernel sees every GM buffer at an address with the
-alignment aclrtMalloc gives (512 bytes), whatever the caller's allocator did.
+alignment aclrtMalloc gives (512 bytes) and followed by aclrtMalloc's padding, whatever the caller's allocator did.
+Each kernel is built once per core type, as CANN's compiler builds it (compile_kernel).
 """
 from __future__ import annotations
 
@@ -24,12 +25,12 @@ import tempfile
 import threading
 import warnings
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 __all__ = ["TwinError", "TwinWarning", "KernelLibrary", "compile_kernel", "compiler", "include_dirs", "KERNEL_TYPES",
-           "DEFAULT_CHIP", "GM_ALIGN", "gm_empty"]
+           "DEFAULT_CHIP", "GM_ALIGN", "acl_malloc_bytes", "gm_empty"]
 
 DEFAULT_CHIP = "Ascend910B2"
 
@@ -58,6 +59,7 @@ class TwinWarning(UserWarning):
 
 
 GM_ALIGN = 512  # aclrtMalloc's alignment: the start of every device allocation on the NPU
+ACL_MALLOC_ROUND = 32  # aclrtMalloc rounds sizes up to this and adds as much again (acl_malloc_bytes)
 
 
 def _resource_root() -> Path:
@@ -212,11 +214,28 @@ PIPE_NAMES = {0: "S", 1: "V", 2: "M", 3: "MTE1", 4: "MTE2", 5: "MTE3", 6: "ALL",
 TRACE_KINDS = ["instr", "set_flag", "wait_flag", "barrier", "cross_set", "cross_wait", "atomic"]
 
 
-def _as_buffer(a: Any) -> tuple[int, int, Any, int]:
-    """(address, byte size, keep-alive, start of the allocation it is a view of) of a numpy array or CPU torch
-    tensor used as a GM buffer."""
+class _Buffer(NamedTuple):
+    """A GM argument: its bytes [addr, addr + size), the allocation it is a view of [origin, end), and how far the
+    memory behind that allocation is known to reach (`backing`, >= end)."""
+    addr: int
+    size: int
+    keep: Any
+    origin: int
+    end: int
+    backing: int
+
+
+def acl_malloc_bytes(n: int) -> int:
+    """The bytes aclrtMalloc(n) gives: n rounded up to a multiple of 32, plus 32 (the aclrtMalloc page of the CANN
+    runtime API, 功能说明; aclrtMallocAlign32's page: "与aclrtMalloc接口相比 ... 不会再多加32字节"). Kernels may rely on
+    the padding (catlass's FlashAttention example reads one block-table entry past its end)."""
+    return -(-n // ACL_MALLOC_ROUND) * ACL_MALLOC_ROUND + ACL_MALLOC_ROUND
+
+
+def _as_buffer(a: Any) -> _Buffer:
+    """The _Buffer of a numpy array or CPU torch tensor used as a GM buffer."""
     if a is None:
-        return 0, 0, None, 0
+        return _Buffer(0, 0, None, 0, 0, 0)
     if isinstance(a, (bytes, bytearray)):
         a = np.frombuffer(bytearray(a), dtype=np.uint8)
     if isinstance(a, np.ndarray):
@@ -225,7 +244,11 @@ def _as_buffer(a: Any) -> tuple[int, int, Any, int]:
         root = a
         while isinstance(root.base, np.ndarray):
             root = root.base
-        return a.ctypes.data, a.nbytes, a, root.ctypes.data
+        origin, end = root.ctypes.data, root.ctypes.data + root.nbytes
+        backing = end
+        if isinstance(root.base, ctypes.Array):  # gm_empty: the ctypes buffer it was cut from
+            backing = ctypes.addressof(root.base) + ctypes.sizeof(root.base)
+        return _Buffer(a.ctypes.data, a.nbytes, a, origin, end, backing)
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is optional for the twin
@@ -235,17 +258,21 @@ def _as_buffer(a: Any) -> tuple[int, int, Any, int]:
             raise ValueError(f"twin GM buffers must be CPU tensors, got device {a.device}")
         if not a.is_contiguous():
             raise ValueError("GM buffers must be contiguous tensors")
-        return a.data_ptr(), a.numel() * a.element_size(), a, a.untyped_storage().data_ptr()
+        st = a.untyped_storage()
+        end = st.data_ptr() + st.nbytes()
+        return _Buffer(a.data_ptr(), a.numel() * a.element_size(), a, st.data_ptr(), end, end)
     raise TypeError(f"GM buffer must be a numpy array or CPU torch tensor, got {type(a).__name__}")
 
 
 def gm_empty(shape: int | Sequence[int], dtype: Any) -> np.ndarray:
-    """An uninitialised array whose memory starts GM_ALIGN-aligned, as aclrtMalloc's does. A launch passes it in
-    place, so the kernel sees the array's own address: use it for data that holds GM addresses (a ListTensorDesc,
-    pointer tables) or when the kernel's view of an address matters (printf %p, DumpTensor)."""
+    """An uninitialised array whose memory starts GM_ALIGN-aligned and is followed by aclrtMalloc's padding, as
+    aclrtMalloc's is. A launch passes it in place, so the kernel sees the array's own address: use it for data that
+    holds GM addresses (a ListTensorDesc, pointer tables) or when the kernel's view of an address matters (printf %p,
+    DumpTensor)."""
     dtype = np.dtype(dtype)
     count = int(np.prod(shape))
-    raw = (ctypes.c_uint8 * (count * dtype.itemsize + GM_ALIGN))()
+    n = count * dtype.itemsize
+    raw = (ctypes.c_uint8 * (acl_malloc_bytes(n) + GM_ALIGN))()
     return np.frombuffer(raw, dtype, count, (-ctypes.addressof(raw)) % GM_ALIGN).reshape(shape)
 
 
@@ -255,39 +282,48 @@ def _host_bytes(addr: int, n: int) -> np.ndarray:
 
 class _DeviceView:
     """The launch's GM as the NPU would hold it: each allocation the buffers are views of starts at a GM_ALIGN-aligned
-    address (buffers of one allocation, or overlapping ones, keep their relative layout). Allocations the caller
-    already aligned are used in place; the others are staged in an aligned copy, and whatever the kernel changed
-    is copied back by `finish` (also after an error, as the NPU's memory would keep a failed kernel's writes)."""
+    address and is followed by aclrtMalloc's padding (acl_malloc_bytes); buffers of one allocation, or overlapping
+    ones, keep their relative layout. A buffer that reaches the end of its allocation may be read and written up to
+    the end of the padding (`sizes`): the aclrtMalloc page sizes the allocation that way, and asks the same of every
+    segment of memory an application carves up itself, so those bytes belong to no one else. The padding holds
+    0xFF bytes (NaN, or -1 as an index) and what the kernel writes there is dropped.
+    Allocations the caller already aligned, with the padding's memory behind them (gm_empty), are used in place; the
+    others are staged in an aligned copy, and whatever the kernel changed is copied back by `finish` (also after an
+    error, as the NPU's memory would keep a failed kernel's writes)."""
 
-    def __init__(self, bufs: list[tuple[int, int, Any, int]]):
-        groups: list[list[int]] = []  # [origin, lo, hi]; buffers of one allocation or sharing bytes merge
-        for addr, n, _, origin in bufs:
-            if not addr:
+    def __init__(self, bufs: list[_Buffer]):
+        # Accessible end of each buffer: the allocation's padded end when the buffer reaches the allocation's end.
+        self.sizes = [(b.origin + acl_malloc_bytes(b.end - b.origin) if b.addr + b.size == b.end else b.addr + b.size)
+                      - b.addr if b.addr else 0 for b in bufs]
+        groups: list[list[int]] = []  # [origin, lo, hi (the buffers' own end), padded hi, backing]
+        for b, size in zip(bufs, self.sizes):
+            if not b.addr:
                 continue
-            g = [origin, addr, addr + n]
+            g = [b.origin, b.addr, b.addr + b.size, b.addr + size, b.backing]
             while True:
                 same = [o for o in groups if o[0] == g[0] or (o[1] < g[2] and g[1] < o[2])]
                 if not same:
                     break
                 for o in same:
                     groups.remove(o)
-                    g = [min(g[0], o[0]), min(g[1], o[1]), max(g[2], o[2])]
+                    g = [min(g[0], o[0]), min(g[1], o[1]), max(g[2], o[2]), max(g[3], o[3]), max(g[4], o[4])]
             groups.append(g)
-        self._staged = []  # (host lo, staging array, device lo, bytes)
+        self._staged = []  # (host lo, staging array, device lo, bytes to copy back)
         shift = {}
-        for origin, lo, hi in groups:
-            if origin % GM_ALIGN == 0:
+        for origin, lo, hi, padded, backing in groups:
+            if origin % GM_ALIGN == 0 and backing >= padded:
+                ctypes.memset(hi, 0xFF, padded - hi)
                 continue
-            n = hi - lo
-            st = np.empty(n + 2 * GM_ALIGN, np.uint8)
+            st = np.empty(padded - lo + 2 * GM_ALIGN, np.uint8)
             dev = -(-st.ctypes.data // GM_ALIGN) * GM_ALIGN + (lo - origin) % GM_ALIGN
-            ctypes.memmove(dev, lo, n)
-            self._staged.append((lo, st, dev, n))
-            shift[(lo, hi)] = dev - lo
+            ctypes.memmove(dev, lo, hi - lo)
+            ctypes.memset(dev + hi - lo, 0xFF, padded - hi)
+            self._staged.append((lo, st, dev, hi - lo))
+            shift[(lo, padded)] = dev - lo
         self.addrs = []
-        for addr, n, _, _ in bufs:
-            d = next((s for (lo, hi), s in shift.items() if lo <= addr and addr + n <= hi), 0) if addr else 0
-            self.addrs.append(addr + d if addr else 0)
+        for b in bufs:
+            d = next((s for (lo, hi), s in shift.items() if lo <= b.addr and b.addr + b.size <= hi), 0) if b.addr else 0
+            self.addrs.append(b.addr + d if b.addr else 0)
 
     def finish(self) -> None:
         for lo, _, dev, n in self._staged:
@@ -362,7 +398,7 @@ class KernelLibrary:
         n = len(bufs)
         gm = _DeviceView(bufs)
         args = (ctypes.c_void_p * max(n, 1))(*[a or None for a in gm.addrs])
-        sizes = (ctypes.c_uint64 * max(n, 1))(*[b[1] for b in bufs])
+        sizes = (ctypes.c_uint64 * max(n, 1))(*gm.sizes)
         err = ctypes.create_string_buffer(4096)
         with self._launch_lock:
             self._lib.twin_print_clear()
