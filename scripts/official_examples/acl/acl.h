@@ -51,7 +51,7 @@ inline aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy) {
     if (devPtr == nullptr) return ACL_ERROR_INVALID_PARAM;
     *devPtr = twin_acl::Alloc(size);
     if (*devPtr == nullptr) return ACL_ERROR_BAD_ALLOC;
-    twin::RegisterHostGm(*devPtr, twin_acl::MallocBytes(size));
+    twin::RegisterHostGm(*devPtr, size, twin_acl::MallocBytes(size));
     return ACL_SUCCESS;
 }
 inline aclError aclrtMallocHost(void** hostPtr, size_t size) {

@@ -5,6 +5,7 @@
 // twin::RegisterKernelMode. A host runtime standing in for ACL registers the device buffers it hands out with
 // twin::RegisterHostGm, so the launch checks every GM access against them.
 #pragma once
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <string>
@@ -34,11 +35,13 @@ inline bool RegisterKernelMode(const char* kernel, int kernelType) {
     return true;
 }
 
-inline void RegisterHostGm(const void* ptr, uint64_t bytes) {
+// `bytes` as requested; kernels may access `accessible` bytes (aclrtMalloc's padding included).
+inline void RegisterHostGm(const void* ptr, uint64_t bytes, uint64_t accessible = 0) {
     HostLaunchRegistry& r = HostRegistry();
     std::lock_guard<std::mutex> g(r.mu);
     const uint8_t* p = (const uint8_t*)ptr;
-    r.gm[p] = {p, bytes, "device buffer " + std::to_string(r.gmSerial++) + " (" + std::to_string(bytes) + " bytes)"};
+    r.gm[p] = {p, std::max(bytes, accessible),
+               "device buffer " + std::to_string(r.gmSerial++) + " (" + std::to_string(bytes) + " bytes)"};
 }
 
 inline void UnregisterHostGm(const void* ptr) {
