@@ -141,7 +141,8 @@ CORE_BUILDS = (("aic", "-D__DAV_CUBE__"), ("aiv", "-D__DAV_VEC__"))
 
 def _build(cxx: str, unit: Path, td: Path, key: str, cmd_tail: list[str]) -> Path:
     """Compiles `unit` once per core type (in parallel) and links the cube build and the vector build, which loads it
-    (core_builds.h says why two libraries). Returns the vector build's library, in `td`."""
+    (core_builds.h says why two libraries). Linker flags among `cmd_tail` (-l, -L, -Wl,) go to both links. Returns the
+    vector build's library, in `td`."""
     objs, procs = {}, []
     for core, macro in CORE_BUILDS:
         objs[core] = td / f"{core}.o"
@@ -152,10 +153,10 @@ def _build(cxx: str, unit: Path, td: Path, key: str, cmd_tail: list[str]) -> Pat
         if p.returncode != 0:
             raise RuntimeError(f"compiling the kernel against the twin failed ({core} build, {cxx}):\n{err[-6000:]}")
     aic, aiv = td / f"kernel_{key}.aic.so", td / f"kernel_{key}.aiv.so"
-    link = [cxx, "-shared", "-pthread", "-Wl,-Bsymbolic-functions", "-ldl"]
-    for cmd in ([*link, str(objs["aic"]), "-o", str(aic), f"-Wl,-soname,{aic.name}"],
-                [*link, str(objs["aiv"]), "-o", str(aiv), "-Wl,--no-as-needed", str(aic), "-Wl,--as-needed",
-                 "-Wl,-rpath,$ORIGIN"]):
+    user = [f for f in cmd_tail if f.startswith(("-l", "-L", "-Wl,"))]
+    for obj, out, extra in ((objs["aic"], aic, [f"-Wl,-soname,{aic.name}"]),
+                            (objs["aiv"], aiv, ["-Wl,--no-as-needed", str(aic), "-Wl,--as-needed", "-Wl,-rpath,$ORIGIN"])):
+        cmd = [cxx, "-shared", "-pthread", "-Wl,-Bsymbolic-functions", str(obj), "-o", str(out), *extra, *user, "-ldl"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"linking the kernel failed:\n{r.stderr[-6000:]}")
