@@ -37,8 +37,9 @@ TARGET_ARCH = "dav-2201"
 RUN_TIMEOUT_S = 600
 # Short diagnostics, so the first errors survive compile_kernel's truncation of the compiler output.
 # ASC_ARCHITECTURES: what the examples' CMakeLists define from CMAKE_ASC_ARCHITECTURES (dav-2201 -> 2201).
-COMPILE_FLAGS = ["-Dmain=twin_example_main", "-DASC_ARCHITECTURES=2201", "-w", "-fno-diagnostics-show-caret",
-                 "-ftemplate-backtrace-limit=1", "-fmax-errors=40"]
+COMPILE_FLAGS = ["-Dmain=twin_example_main", "-DASC_ARCHITECTURES=2201", "-w", "-ftemplate-backtrace-limit=1"]
+DIAG_FLAGS = {"clang": ["-fno-caret-diagnostics", "-ferror-limit=40"],
+              "gcc": ["-fno-diagnostics-show-caret", "-fmax-errors=40"]}
 KERNEL_MODES = {"vector": "KERNEL_TYPE_AIV_ONLY", "cube": "KERNEL_TYPE_AIC_ONLY", (1, 0): "KERNEL_TYPE_MIX_AIC_1_0",
                 (0, 1): "KERNEL_TYPE_MIX_AIV_1_0", (1, 1): "KERNEL_TYPE_MIX_AIC_1_1", (1, 2): "KERNEL_TYPE_MIX_AIC_1_2"}
 
@@ -261,6 +262,11 @@ _MISSING_PATTERNS = [
     (r"no matching function for call to '([\w:]+)", "{0}"),
     (r"there are no arguments to '(\w+)' that depend on a template parameter", "{0}"),
     (r"fatal error: ([\w./]+): No such file", "{0}"),
+    # clang++'s wording
+    (r"no (?:member|type|template) named '(\w+)' in (?:namespace )?'([\w:]+)'", "{1}::{0}"),
+    (r"use of undeclared identifier '([\w:]+)'", "{0}"),
+    (r"unknown type name '([\w:]+)'", "{0}"),
+    (r"fatal error: '([\w./]+)' file not found", "{0}"),
 ]
 
 
@@ -333,7 +339,8 @@ def compile_example(asc: Path, scenario: int | None):
     """(KernelLibrary, launched kernels without a kernel mode) for one .asc file and scenario."""
     from npu_flash_attn import twin
 
-    flags = list(COMPILE_FLAGS) + ([f"-DSCENARIO_NUM={scenario}"] if scenario is not None else [])
+    family = "clang" if "clang" in Path(twin.compiler()).name else "gcc"
+    flags = COMPILE_FLAGS + DIAG_FLAGS[family] + ([f"-DSCENARIO_NUM={scenario}"] if scenario is not None else [])
     source, unknown = build_source(asc)
     return twin.compile_kernel(source, include=[str(asc.parent), str(SHIM_DIR)], flags=flags), unknown
 

@@ -291,7 +291,7 @@ extern "C" __global__ __aicore__ void task_types(GM_ADDR x) {
 extern "C" __global__ __aicore__ void core_ids(GM_ADDR out) {
     GlobalTensor<int64_t> og;
     og.SetGlobalBuffer((__gm__ int64_t*)out, 1024);
-    int64_t slot = (ASCEND_IS_AIC ? 512 : 0) + GetBlockIdx() * 8;
+    int64_t slot = (g_coreType == AIC ? 512 : 0) + GetBlockIdx() * 8;
     og.SetValue(slot + 0, block_idx);
     og.SetValue(slot + 1, GetBlockIdx());
     og.SetValue(slot + 2, sub_block_idx);

@@ -1,7 +1,8 @@
 """GM buffers of a standalone launch behave like aclrtMalloc memory (twin.py _DeviceView): every allocation the
 arguments are views of starts 512-byte aligned, views keep their offsets, and what the kernel writes reaches the
 caller's arrays. So a documented GM alignment rule (Fixpipe NZ output: 32 bytes, Fixpipe（L0C到GM数据搬运）.md) is
-checked against the kernel's own offsets, not against numpy's allocator."""
+checked against the kernel's own offsets, not against numpy's allocator. Each allocation is followed by aclrtMalloc's
+padding (size rounded up to 32 bytes, plus 32), which kernels may read and write."""
 import ctypes
 from pathlib import Path
 
@@ -61,3 +62,49 @@ def test_fixpipe_nz_alignment_follows_the_kernels_offsets(lib, rng):
     big = misaligned(256 + 4, 0)
     with pytest.raises(twin.TwinError, match=r"Fixpipe.*an NZ destination in GM must be 32-byte aligned"):
         lib.launch("l0c_overrun", 1, big[4:], p, kernel_type="aic")  # 16 bytes into an allocation: misaligned
+
+
+def test_acl_malloc_padding_rule():
+    # The aclrtMalloc page: the size is rounded up to a multiple of 32 bytes, then 32 bytes are added.
+    assert [twin.acl_malloc_bytes(n) for n in (1, 32, 33, 60, 64)] == [64, 64, 96, 96, 96]
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_reads_in_the_padding_after_a_buffer_are_legal(lib, rng, in_place):
+    n, extra = 60, 4  # aclrtMalloc(60) holds 96 bytes
+    buf = twin.gm_empty(n, np.uint8) if in_place else np.empty(n, np.uint8)
+    buf[:] = rng.integers(0, 255, n, dtype=np.uint8)
+    out = np.zeros(n + extra, np.uint8)
+    lib.launch("gm_past_end", 1, buf, np.array([n, extra, 0, 0], np.int32), out, kernel_type="aiv")
+    np.testing.assert_array_equal(out[:n], buf)
+    assert (out[n:] == 0xFF).all()  # the padding holds no data of the caller's
+
+
+def test_reads_past_the_padding_fail(lib, rng):
+    n = 60
+    buf = rng.integers(0, 255, n, dtype=np.uint8)
+    out = np.zeros(n + 40, np.uint8)
+    with pytest.raises(twin.TwinError, match=r"DataCopyPad\(GM->UB\): GM access of 100 bytes at byte 0 of buffer 'argument 0' "
+                                             r"runs past its end \(96 bytes\)"):
+        lib.launch("gm_past_end", 1, buf, np.array([n, 40, 0, 0], np.int32), out, kernel_type="aiv")
+
+
+def test_padding_belongs_to_its_allocation_only(lib, rng):
+    base = rng.integers(0, 255, 256, dtype=np.uint8)
+    out = np.zeros(64, np.uint8)
+    with pytest.raises(twin.TwinError, match="runs past its end"):  # a view inside an allocation has no padding
+        lib.launch("gm_past_end", 1, base[:60], np.array([60, 4, 0, 0], np.int32), out, kernel_type="aiv")
+
+
+def test_writes_into_the_padding_stay_in_the_padding(lib, rng):
+    n, extra = 60, 4
+    raw = (ctypes.c_uint8 * 1024)()
+    host = np.frombuffer(raw, np.uint8)
+    host[:] = rng.integers(0, 255, host.size, dtype=np.uint8) & 0x7F  # never 0xFF
+    before = host.copy()
+    off = (16 - ctypes.addressof(raw)) % 512  # 16 bytes past an aclrtMalloc boundary: staged
+    buf = np.frombuffer(raw, np.uint8, n, off)  # an allocation of n bytes whose neighbours are the caller's
+    out = np.zeros(n + extra, np.uint8)
+    lib.launch("gm_past_end", 1, buf, np.array([n, extra, 1, 0], np.int32), out, kernel_type="aiv")
+    assert (out[n:] == 0xFF).all()  # the kernel wrote the padding it read back into the padding: legal
+    np.testing.assert_array_equal(host, before)  # and none of it reached the caller's bytes after the buffer

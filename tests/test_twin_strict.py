@@ -36,7 +36,7 @@ extern "C" __global__ __aicore__ void strict_case(GM_ADDR params, GM_ADDR a, GM_
     pg.SetGlobalBuffer((__gm__ int64_t*)params, 8);
     int64_t which = pg.GetValue(0);
     const int64_t p1 = pg.GetValue(1), p2 = pg.GetValue(2), onBlock = pg.GetValue(3);
-    if (onBlock >= 0 && GetBlockIdx() != onBlock) which = ASCEND_IS_AIV ? 0 : -1;  // others: a normal copy
+    if (onBlock >= 0 && GetBlockIdx() != onBlock) which = g_coreType == AIV ? 0 : -1;  // others: a normal copy
     GlobalTensor<float> ag, bg;
     ag.SetGlobalBuffer((__gm__ float*)a, 1024);
     bg.SetGlobalBuffer((__gm__ float*)b + GetBlockIdx() * N, N);

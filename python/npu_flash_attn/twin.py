@@ -1,14 +1,15 @@
 """Run any Ascend C kernel source on the CPU twin.
 
     from npu_flash_attn import twin
-    lib = twin.compile_kernel("my_kernel.cpp")                 # g++ against the twin's kernel_operator.h
+    lib = twin.compile_kernel("my_kernel.cpp")                 # against the twin's kernel_operator.h
     lib.launch("my_kernel", 8, x, y, z, kernel_type="aiv")     # numpy arrays / CPU torch tensors are GM buffers
 
 A kernel is an `extern "C" __global__ __aicore__ void name(GM_ADDR ...)` function (at most 32 arguments), as in
 CANN's CPU debug flow. Errors the NPU would not report (overflow, misalignment, unpaired flags, ...) raise
 `TwinError` naming the core, the API and the numbers; what the NPU does harmlessly but the kernel likely did not
 mean is a `TwinWarning` (also in `last_warnings()`). The kernel sees every GM buffer at an address with the
-alignment aclrtMalloc gives (512 bytes), whatever the caller's allocator did.
+alignment aclrtMalloc gives (512 bytes) and followed by aclrtMalloc's padding, whatever the caller's allocator did.
+Each kernel is built once per core type, as CANN's compiler builds it (compile_kernel).
 """
 from __future__ import annotations
 
@@ -17,18 +18,19 @@ import functools
 import hashlib
 import operator
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import warnings
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["TwinError", "TwinWarning", "KernelLibrary", "compile_kernel", "include_dirs", "KERNEL_TYPES",
-           "DEFAULT_CHIP", "GM_ALIGN", "gm_empty"]
+__all__ = ["TwinError", "TwinWarning", "KernelLibrary", "compile_kernel", "compiler", "include_dirs", "KERNEL_TYPES",
+           "DEFAULT_CHIP", "GM_ALIGN", "acl_malloc_bytes", "gm_empty"]
 
 DEFAULT_CHIP = "Ascend910B2"
 
@@ -57,6 +59,7 @@ class TwinWarning(UserWarning):
 
 
 GM_ALIGN = 512  # aclrtMalloc's alignment: the start of every device allocation on the NPU
+ACL_MALLOC_ROUND = 32  # aclrtMalloc rounds sizes up to this and adds as much again (acl_malloc_bytes)
 
 
 def _resource_root() -> Path:
@@ -93,8 +96,20 @@ def _headers_digest() -> str:
     return h.hexdigest()
 
 
+def compiler() -> str:
+    """The C++ compiler kernels are built with: $CXX, else clang++ when installed (CANN's compiler is clang-based and
+    accepts what g++ rejects, e.g. explicit specialisations in class scope, as catlass writes them), else g++."""
+    return os.environ.get("CXX") or ("clang++" if shutil.which("clang++") else "g++")
+
+
 @functools.lru_cache(maxsize=None)
-def _native_flags() -> tuple[str, ...]:
+def _compiler_identity(cxx: str) -> str:
+    r = subprocess.run([cxx, "--version"], capture_output=True, text=True)
+    return r.stdout.splitlines()[0] if r.returncode == 0 and r.stdout else cxx
+
+
+@functools.lru_cache(maxsize=None)
+def _native_flags(cxx: str) -> tuple[str, ...]:
     """-march=native when the compiler takes it: kernels are built on the machine that runs them, and F16C/AVX make
     half/bfloat16 emulation several times faster. NPU_FA_PORTABLE=1 turns it off."""
     if os.environ.get("NPU_FA_PORTABLE"):
@@ -102,8 +117,7 @@ def _native_flags() -> tuple[str, ...]:
     with tempfile.TemporaryDirectory() as td:
         src = Path(td) / "t.cpp"
         src.write_text("int main() { return 0; }\n")
-        r = subprocess.run([os.environ.get("CXX", "g++"), "-march=native", str(src), "-o", str(Path(td) / "t")],
-                           capture_output=True)
+        r = subprocess.run([cxx, "-march=native", str(src), "-o", str(Path(td) / "t")], capture_output=True)
     return ("-march=native",) if r.returncode == 0 else ()
 
 
@@ -120,15 +134,46 @@ def _user_headers_digest(dirs: Sequence[str]) -> str:
 
 _compile_lock = threading.Lock()
 
+# The two builds of every kernel, as CANN's compiler makes them (twin/include/twin/launch/core_builds.h): the cube
+# build runs on AIC cores, the vector build on AIV cores.
+CORE_BUILDS = (("aic", "-D__DAV_CUBE__"), ("aiv", "-D__DAV_VEC__"))
+
+
+def _build(cxx: str, unit: Path, td: Path, key: str, cmd_tail: list[str]) -> Path:
+    """Compiles `unit` once per core type (in parallel) and links the cube build and the vector build, which loads it
+    (core_builds.h says why two libraries). Linker flags among `cmd_tail` (-l, -L, -Wl,) go to both links. Returns the
+    vector build's library, in `td`."""
+    objs, procs = {}, []
+    for core, macro in CORE_BUILDS:
+        objs[core] = td / f"{core}.o"
+        cmd = [cxx, "-c", str(unit), "-o", str(objs[core]), macro, f'-DTWIN_CORE_BUILD_ID="{key}"', *cmd_tail]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+    errors = [p.communicate()[1] for p in procs]
+    for (core, _), p, err in zip(CORE_BUILDS, procs, errors):
+        if p.returncode != 0:
+            raise RuntimeError(f"compiling the kernel against the twin failed ({core} build, {cxx}):\n{err[-6000:]}")
+    aic, aiv = td / f"kernel_{key}.aic.so", td / f"kernel_{key}.aiv.so"
+    user = [f for f in cmd_tail if f.startswith(("-l", "-L", "-Wl,"))]
+    for obj, out, extra in ((objs["aic"], aic, [f"-Wl,-soname,{aic.name}"]),
+                            (objs["aiv"], aiv, ["-Wl,--no-as-needed", str(aic), "-Wl,--as-needed", "-Wl,-rpath,$ORIGIN"])):
+        cmd = [cxx, "-shared", "-pthread", "-Wl,-Bsymbolic-functions", str(obj), "-o", str(out), *extra, *user, "-ldl"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"linking the kernel failed:\n{r.stderr[-6000:]}")
+    return aiv
+
 
 def compile_kernel(source: str | os.PathLike, *, flags: Sequence[str] = (), include: Sequence[str] = (),
                    opt: str = "-O2") -> "KernelLibrary":
     """Compile an Ascend C kernel file (a path, or source text containing a newline) against the twin.
 
-    Builds with `opt` plus -march=native where supported (NPU_FA_PORTABLE=1: without). `include` adds include
-    directories, `flags` extra g++ flags (e.g. "-DMY_TILE=64"). Results are cached by
-    content (the source, the twin, and the headers next to the source and in `include`) under
-    ~/.cache/npu_flash_attn/kernels (override with NPU_TWIN_CACHE).
+    Builds it as CANN's compiler does, once per core type (`__DAV_CUBE__` for the AIC cores, `__DAV_VEC__` for the
+    AIV cores, so `g_coreType` is a constant and `if ASCEND_IS_AIC` an if-constexpr), with `compiler()` (CXX, else
+    clang++ when installed, else g++), `opt` plus -march=native where supported (NPU_FA_PORTABLE=1: without) and
+    -ffp-contract=off (every operation rounds, as on the NPU, whichever compiler). `include` adds include
+    directories, `flags` extra compiler flags (e.g. "-DMY_TILE=64"). Results are cached by content (the source, the
+    twin, the headers next to the source and in `include`, the compiler) under ~/.cache/npu_flash_attn/kernels
+    (override with NPU_TWIN_CACHE).
     """
     text_given = isinstance(source, str) and "\n" in source
     if text_given:
@@ -140,10 +185,12 @@ def compile_kernel(source: str | os.PathLike, *, flags: Sequence[str] = (), incl
         src_text, src_dir = path.read_text(), path.parent
     inc = include_dirs() + [str(Path(i).resolve()) for i in include] + ([str(src_dir)] if src_dir else [])
     abi = _resource_root() / "twin" / "src" / "kernel_abi.inc"
-    cmd_tail = ["-std=c++17", opt, *_native_flags(), "-fPIC", "-shared", "-pthread", *flags, *[f"-I{i}" for i in inc]]
-    key = hashlib.sha256("\0".join([src_text, _headers_digest(), _user_headers_digest(inc[2:]), *cmd_tail])
-                         .encode()).hexdigest()[:24]
-    out = _cache_dir() / f"kernel_{key}.so"
+    cxx = compiler()
+    cmd_tail = ["-std=c++17", opt, *_native_flags(cxx), "-ffp-contract=off", "-fPIC", "-pthread", *flags,
+                *[f"-I{i}" for i in inc]]
+    key = hashlib.sha256("\0".join([src_text, _headers_digest(), _user_headers_digest(inc[2:]),
+                                    _compiler_identity(cxx), *cmd_tail]).encode()).hexdigest()[:24]
+    out = _cache_dir() / f"kernel_{key}.aiv.so"
     with _compile_lock:
         if not out.exists():
             with tempfile.TemporaryDirectory() as td:
@@ -151,12 +198,10 @@ def compile_kernel(source: str | os.PathLike, *, flags: Sequence[str] = (), incl
                 user = Path(td) / "user_kernel.cpp"
                 user.write_text(src_text)
                 unit.write_text(f'#include "{user}"\n#include "{abi}"\n')
-                tmp_out = Path(td) / "k.so"
-                cmd = [os.environ.get("CXX", "g++"), str(unit), "-o", str(tmp_out), *cmd_tail]
-                r = subprocess.run(cmd, capture_output=True, text=True)
-                if r.returncode != 0:
-                    raise RuntimeError(f"compiling the kernel against the twin failed:\n{r.stderr[-6000:]}")
-                os.replace(tmp_out, out)
+                aiv = _build(cxx, unit, Path(td), key, cmd_tail)
+                aic = aiv.with_name(f"kernel_{key}.aic.so")
+                os.replace(aic, out.with_name(aic.name))  # the cube build first: the vector build's file marks both done
+                os.replace(aiv, out)
     return KernelLibrary(out)
 
 
@@ -170,11 +215,28 @@ PIPE_NAMES = {0: "S", 1: "V", 2: "M", 3: "MTE1", 4: "MTE2", 5: "MTE3", 6: "ALL",
 TRACE_KINDS = ["instr", "set_flag", "wait_flag", "barrier", "cross_set", "cross_wait", "atomic"]
 
 
-def _as_buffer(a: Any) -> tuple[int, int, Any, int]:
-    """(address, byte size, keep-alive, start of the allocation it is a view of) of a numpy array or CPU torch
-    tensor used as a GM buffer."""
+class _Buffer(NamedTuple):
+    """A GM argument: its bytes [addr, addr + size), the allocation it is a view of [origin, end), and how far the
+    memory behind that allocation is known to reach (`backing`, >= end)."""
+    addr: int
+    size: int
+    keep: Any
+    origin: int
+    end: int
+    backing: int
+
+
+def acl_malloc_bytes(n: int) -> int:
+    """The bytes aclrtMalloc(n) gives: n rounded up to a multiple of 32, plus 32 (the aclrtMalloc page of the CANN
+    runtime API, 功能说明; aclrtMallocAlign32's page: "与aclrtMalloc接口相比 ... 不会再多加32字节"). Kernels may rely on
+    the padding (catlass's FlashAttention example reads one block-table entry past its end)."""
+    return -(-n // ACL_MALLOC_ROUND) * ACL_MALLOC_ROUND + ACL_MALLOC_ROUND
+
+
+def _as_buffer(a: Any) -> _Buffer:
+    """The _Buffer of a numpy array or CPU torch tensor used as a GM buffer."""
     if a is None:
-        return 0, 0, None, 0
+        return _Buffer(0, 0, None, 0, 0, 0)
     if isinstance(a, (bytes, bytearray)):
         a = np.frombuffer(bytearray(a), dtype=np.uint8)
     if isinstance(a, np.ndarray):
@@ -183,7 +245,11 @@ def _as_buffer(a: Any) -> tuple[int, int, Any, int]:
         root = a
         while isinstance(root.base, np.ndarray):
             root = root.base
-        return a.ctypes.data, a.nbytes, a, root.ctypes.data
+        origin, end = root.ctypes.data, root.ctypes.data + root.nbytes
+        backing = end
+        if isinstance(root.base, ctypes.Array):  # gm_empty: the ctypes buffer it was cut from
+            backing = ctypes.addressof(root.base) + ctypes.sizeof(root.base)
+        return _Buffer(a.ctypes.data, a.nbytes, a, origin, end, backing)
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is optional for the twin
@@ -193,17 +259,21 @@ def _as_buffer(a: Any) -> tuple[int, int, Any, int]:
             raise ValueError(f"twin GM buffers must be CPU tensors, got device {a.device}")
         if not a.is_contiguous():
             raise ValueError("GM buffers must be contiguous tensors")
-        return a.data_ptr(), a.numel() * a.element_size(), a, a.untyped_storage().data_ptr()
+        st = a.untyped_storage()
+        end = st.data_ptr() + st.nbytes()
+        return _Buffer(a.data_ptr(), a.numel() * a.element_size(), a, st.data_ptr(), end, end)
     raise TypeError(f"GM buffer must be a numpy array or CPU torch tensor, got {type(a).__name__}")
 
 
 def gm_empty(shape: int | Sequence[int], dtype: Any) -> np.ndarray:
-    """An uninitialised array whose memory starts GM_ALIGN-aligned, as aclrtMalloc's does. A launch passes it in
-    place, so the kernel sees the array's own address: use it for data that holds GM addresses (a ListTensorDesc,
-    pointer tables) or when the kernel's view of an address matters (printf %p, DumpTensor)."""
+    """An uninitialised array whose memory starts GM_ALIGN-aligned and is followed by aclrtMalloc's padding, as
+    aclrtMalloc's is. A launch passes it in place, so the kernel sees the array's own address: use it for data that
+    holds GM addresses (a ListTensorDesc, pointer tables) or when the kernel's view of an address matters (printf %p,
+    DumpTensor)."""
     dtype = np.dtype(dtype)
     count = int(np.prod(shape))
-    raw = (ctypes.c_uint8 * (count * dtype.itemsize + GM_ALIGN))()
+    n = count * dtype.itemsize
+    raw = (ctypes.c_uint8 * (acl_malloc_bytes(n) + GM_ALIGN))()
     return np.frombuffer(raw, dtype, count, (-ctypes.addressof(raw)) % GM_ALIGN).reshape(shape)
 
 
@@ -213,39 +283,48 @@ def _host_bytes(addr: int, n: int) -> np.ndarray:
 
 class _DeviceView:
     """The launch's GM as the NPU would hold it: each allocation the buffers are views of starts at a GM_ALIGN-aligned
-    address (buffers of one allocation, or overlapping ones, keep their relative layout). Allocations the caller
-    already aligned are used in place; the others are staged in an aligned copy, and whatever the kernel changed
-    is copied back by `finish` (also after an error, as the NPU's memory would keep a failed kernel's writes)."""
+    address and is followed by aclrtMalloc's padding (acl_malloc_bytes); buffers of one allocation, or overlapping
+    ones, keep their relative layout. A buffer that reaches the end of its allocation may be read and written up to
+    the end of the padding (`sizes`): the aclrtMalloc page sizes the allocation that way, and asks the same of every
+    segment of memory an application carves up itself, so those bytes belong to no one else. The padding holds
+    0xFF bytes (NaN, or -1 as an index) and what the kernel writes there is dropped.
+    Allocations the caller already aligned, with the padding's memory behind them (gm_empty), are used in place; the
+    others are staged in an aligned copy, and whatever the kernel changed is copied back by `finish` (also after an
+    error, as the NPU's memory would keep a failed kernel's writes)."""
 
-    def __init__(self, bufs: list[tuple[int, int, Any, int]]):
-        groups: list[list[int]] = []  # [origin, lo, hi]; buffers of one allocation or sharing bytes merge
-        for addr, n, _, origin in bufs:
-            if not addr:
+    def __init__(self, bufs: list[_Buffer]):
+        # Accessible end of each buffer: the allocation's padded end when the buffer reaches the allocation's end.
+        self.sizes = [(b.origin + acl_malloc_bytes(b.end - b.origin) if b.addr + b.size == b.end else b.addr + b.size)
+                      - b.addr if b.addr else 0 for b in bufs]
+        groups: list[list[int]] = []  # [origin, lo, hi (the buffers' own end), padded hi, backing]
+        for b, size in zip(bufs, self.sizes):
+            if not b.addr:
                 continue
-            g = [origin, addr, addr + n]
+            g = [b.origin, b.addr, b.addr + b.size, b.addr + size, b.backing]
             while True:
                 same = [o for o in groups if o[0] == g[0] or (o[1] < g[2] and g[1] < o[2])]
                 if not same:
                     break
                 for o in same:
                     groups.remove(o)
-                    g = [min(g[0], o[0]), min(g[1], o[1]), max(g[2], o[2])]
+                    g = [min(g[0], o[0]), min(g[1], o[1]), max(g[2], o[2]), max(g[3], o[3]), max(g[4], o[4])]
             groups.append(g)
-        self._staged = []  # (host lo, staging array, device lo, bytes)
+        self._staged = []  # (host lo, staging array, device lo, bytes to copy back)
         shift = {}
-        for origin, lo, hi in groups:
-            if origin % GM_ALIGN == 0:
+        for origin, lo, hi, padded, backing in groups:
+            if origin % GM_ALIGN == 0 and backing >= padded:
+                ctypes.memset(hi, 0xFF, padded - hi)
                 continue
-            n = hi - lo
-            st = np.empty(n + 2 * GM_ALIGN, np.uint8)
+            st = np.empty(padded - lo + 2 * GM_ALIGN, np.uint8)
             dev = -(-st.ctypes.data // GM_ALIGN) * GM_ALIGN + (lo - origin) % GM_ALIGN
-            ctypes.memmove(dev, lo, n)
-            self._staged.append((lo, st, dev, n))
-            shift[(lo, hi)] = dev - lo
+            ctypes.memmove(dev, lo, hi - lo)
+            ctypes.memset(dev + hi - lo, 0xFF, padded - hi)
+            self._staged.append((lo, st, dev, hi - lo))
+            shift[(lo, padded)] = dev - lo
         self.addrs = []
-        for addr, n, _, _ in bufs:
-            d = next((s for (lo, hi), s in shift.items() if lo <= addr and addr + n <= hi), 0) if addr else 0
-            self.addrs.append(addr + d if addr else 0)
+        for b in bufs:
+            d = next((s for (lo, hi), s in shift.items() if lo <= b.addr and b.addr + b.size <= hi), 0) if b.addr else 0
+            self.addrs.append(b.addr + d if b.addr else 0)
 
     def finish(self) -> None:
         for lo, _, dev, n in self._staged:
@@ -320,7 +399,7 @@ class KernelLibrary:
         n = len(bufs)
         gm = _DeviceView(bufs)
         args = (ctypes.c_void_p * max(n, 1))(*[a or None for a in gm.addrs])
-        sizes = (ctypes.c_uint64 * max(n, 1))(*[b[1] for b in bufs])
+        sizes = (ctypes.c_uint64 * max(n, 1))(*gm.sizes)
         err = ctypes.create_string_buffer(4096)
         with self._launch_lock:
             self._lib.twin_print_clear()

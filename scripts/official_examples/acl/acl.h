@@ -22,9 +22,11 @@ enum aclrtMemcpyKind { ACL_MEMCPY_HOST_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE, ACL_M
 
 namespace twin_acl {
 constexpr size_t kAlign = 512;  // generous device-address alignment, so no kernel fails on the buffer base
+// What aclrtMalloc(size) holds: size rounded up to 32 bytes, plus 32 (the aclrtMalloc page); kernels may use it all.
+inline size_t MallocBytes(size_t size) { return (size + 31) / 32 * 32 + 32; }
 inline void* Alloc(size_t size) {
-    void* p = std::aligned_alloc(kAlign, ((size == 0 ? 1 : size) + kAlign - 1) / kAlign * kAlign);
-    if (p != nullptr) std::memset(p, 0, size);
+    void* p = std::aligned_alloc(kAlign, (MallocBytes(size) + kAlign - 1) / kAlign * kAlign);
+    if (p != nullptr) std::memset(p, 0, MallocBytes(size));
     return p;
 }
 }  // namespace twin_acl
@@ -49,7 +51,7 @@ inline aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy) {
     if (devPtr == nullptr) return ACL_ERROR_INVALID_PARAM;
     *devPtr = twin_acl::Alloc(size);
     if (*devPtr == nullptr) return ACL_ERROR_BAD_ALLOC;
-    twin::RegisterHostGm(*devPtr, size);
+    twin::RegisterHostGm(*devPtr, size, twin_acl::MallocBytes(size));
     return ACL_SUCCESS;
 }
 inline aclError aclrtMallocHost(void** hostPtr, size_t size) {

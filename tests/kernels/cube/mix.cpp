@@ -16,9 +16,9 @@ __aicore__ inline void Spin(int64_t ms) {
 extern "C" __global__ __aicore__ void core_ids(GM_ADDR out) {
     GlobalTensor<int64_t> g;
     g.SetGlobalBuffer((__gm__ int64_t*)out);
-    int64_t slot = ASCEND_IS_AIC ? GetBlockIdx() : GetBlockNum() + GetBlockIdx();
+    int64_t slot = g_coreType == AIC ? GetBlockIdx() : GetBlockNum() + GetBlockIdx();
     GlobalTensor<int64_t> s = g[slot * 8];
-    s.SetValue(0, ASCEND_IS_AIC ? 1 : 2);
+    s.SetValue(0, g_coreType == AIC ? 1 : 2);
     s.SetValue(1, GetBlockIdx());
     s.SetValue(2, GetBlockNum());
     s.SetValue(3, GetSubBlockIdx());
@@ -156,7 +156,7 @@ extern "C" __global__ __aicore__ void cross_case(GM_ADDR slotsAddr, GM_ADDR resu
     const int32_t which = p.GetValue(0), late = p.GetValue(1), spinMs = p.GetValue(2);
     // Participant numbering: AIVs 0 .. 2N-1 by GetBlockIdx, then AICs 2N .. 3N-1.
     const int64_t nAiv = GetBlockNum() * 2;
-    const int64_t me = ASCEND_IS_AIV ? GetBlockIdx() : nAiv + GetBlockIdx();
+    const int64_t me = g_coreType == AIV ? GetBlockIdx() : nAiv + GetBlockIdx();
     switch (which) {
         case 0: {  // mode 0 barrier across all AIVs (flag 3)
             if ASCEND_IS_AIC {

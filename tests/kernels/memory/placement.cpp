@@ -1,5 +1,6 @@
 // Where a kernel's data lives: l0c_overrun accesses past a LocalTensor's declared length on the cube side
-// (tests/test_twin_bounds.py), gm_where the GM addresses a launch hands over (tests/test_twin_gm_align.py).
+// (tests/test_twin_bounds.py), gm_where the GM addresses a launch hands over and gm_past_end the padding after them
+// (tests/test_twin_gm_align.py).
 //
 // l0c_overrun: A = 16 x 16 and
 // B = 16 x 32 half filled with the constants a and b, so C = 16 * a * b everywhere. The L0C tile c1 is declared
@@ -55,4 +56,25 @@ extern "C" __global__ __aicore__ void gm_where(GM_ADDR a, GM_ADDR b, GM_ADDR out
     o.SetValue(1, (uint64_t)((uintptr_t)b - (uintptr_t)a));
     o.SetValue(2, (uint64_t)(ga.GetValue(0) * 1000.0f));
     ga.SetValue(1, 7.0f);
+}
+
+// Copies P[0] + P[1] bytes of `buf` (P[1] past its P[0]-byte end) to `out` through UB; P[2] = 1 also writes them
+// back over `buf`, the last P[1] bytes into what follows it.
+extern "C" __global__ __aicore__ void gm_past_end(GM_ADDR buf, GM_ADDR prm, GM_ADDR out) {
+    GlobalTensor<int32_t> P;
+    P.SetGlobalBuffer((__gm__ int32_t*)prm, 4);
+    const uint32_t n = (uint32_t)(P.GetValue(0) + P.GetValue(1));
+    const bool writeBack = P.GetValue(2) == 1;
+    GlobalTensor<uint8_t> src, dst;
+    src.SetGlobalBuffer((__gm__ uint8_t*)buf, n);
+    dst.SetGlobalBuffer((__gm__ uint8_t*)out, n);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> ub;
+    pipe.InitBuffer(ub, 256);
+    LocalTensor<uint8_t> t = ub.Get<uint8_t>();
+    DataCopyPad(t, src, DataCopyExtParams(1, n, 0, 0, 0), DataCopyPadExtParams<uint8_t>(false, 0, 0, 0));
+    SetFlag<HardEvent::MTE2_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_MTE3>(EVENT_ID0);
+    DataCopyPad(dst, t, DataCopyExtParams(1, n, 0, 0, 0));
+    if (writeBack) DataCopyPad(src, t, DataCopyExtParams(1, n, 0, 0, 0));
 }

@@ -30,6 +30,10 @@
 #define __mix__(...)
 #define __schedmode__(...)
 #define GM_ADDR __gm__ uint8_t*
+// Predefined by CANN's compiler, not by the asc-devkit headers (catlass's CATLASS_DEVICE is `__forceinline__
+// __aicore__`): an inline function the compiler must inline, the form asc-devkit's own generated kernel code spells
+// out (tools/build/asc_op_compile_base/asc_op_compiler/compile_op.py: `inline __attribute__((always_inline))`).
+#define __forceinline__ inline __attribute__((always_inline))
 
 namespace twin {
 

@@ -5,10 +5,12 @@
 // twin::RegisterKernelMode. A host runtime standing in for ACL registers the device buffers it hands out with
 // twin::RegisterHostGm, so the launch checks every GM access against them.
 #pragma once
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <string>
 
+#include "twin/launch/core_builds.h"
 #include "twin/launch/launch.h"
 
 namespace twin {
@@ -33,11 +35,13 @@ inline bool RegisterKernelMode(const char* kernel, int kernelType) {
     return true;
 }
 
-inline void RegisterHostGm(const void* ptr, uint64_t bytes) {
+// `bytes` as requested; kernels may access `accessible` bytes (aclrtMalloc's padding included).
+inline void RegisterHostGm(const void* ptr, uint64_t bytes, uint64_t accessible = 0) {
     HostLaunchRegistry& r = HostRegistry();
     std::lock_guard<std::mutex> g(r.mu);
     const uint8_t* p = (const uint8_t*)ptr;
-    r.gm[p] = {p, bytes, "device buffer " + std::to_string(r.gmSerial++) + " (" + std::to_string(bytes) + " bytes)"};
+    r.gm[p] = {p, std::max(bytes, accessible),
+               "device buffer " + std::to_string(r.gmSerial++) + " (" + std::to_string(bytes) + " bytes)"};
 }
 
 inline void UnregisterHostGm(const void* ptr) {
@@ -71,7 +75,10 @@ inline void AscCPUKernelLaunch(unsigned numBlocks, void* dynicsize, void* stream
         o.kernelType = it->second;
         for (const auto& kv : r.gm) o.gm.push_back(kv.second);
     }
-    const twin::LaunchResult r = twin::Launch(o, [&]() { kernelFunc(args...); });
+    // Per-core builds (core_builds.h): each core runs the build of its core type.
+    const twin::CoreEntries entry = twin::CoreBuildEntries(reinterpret_cast<void*>(kernelFunc), o.kernelType);
+    const twin::LaunchResult r =
+        twin::Launch(o, [&]() { reinterpret_cast<T>(entry.For(twin::Cur().coreType))(args...); });
     for (const std::string& w : r.warnings) std::fprintf(stderr, "twin warning: %s\n", w.c_str());
 }
 

@@ -154,7 +154,9 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
 
     auto runCore = [&](CoreState& c) {
         tCore = &c;
-        g_coreType = c.coreType;
+#if !defined(SPLIT_CORE_CUBE) && !defined(SPLIT_CORE_VEC)
+        g_coreType = c.coreType;  // per-core builds: a constant, and each core runs its own build (core_builds.h)
+#endif
         block_idx = c.blockIdx;
         sub_block_idx = c.subBlockIdx;
         g_tilingKey = opt.tilingKey;

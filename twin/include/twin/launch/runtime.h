@@ -16,12 +16,34 @@
 #include "chip_spec.h"
 #include "twin/launch/core_types.h"
 
-// Runtime core kind, as CANN's CPU debug build has it (ASCEND_IS_AIV/AIC become runtime tests there too).
+// Core kind. CANN's compiler builds a kernel once per core type it runs on, with __DAV_CUBE__ (cube) or __DAV_VEC__
+// (vector) defined; for dav-2201 that defines SPLIT_CORE_CUBE / SPLIT_CORE_VEC, makes g_coreType a constant and
+// ASCEND_IS_AIV/AIC `if constexpr` conditions (impl/utils/sys_macros.h), so `if ASCEND_IS_AIC {` and
+// `template <int32_t CORE_TYPE = g_coreType>` work. npu_flash_attn.twin.compile_kernel builds kernels that way
+// (twin/launch/core_builds.h). Without either macro (the extension's op kernels, plain C++ hosts) the twin keeps the
+// CPU debug form of that header: one build for every core, g_coreType set per core at run time.
+#if defined(__DAV_CUBE__) && defined(__DAV_VEC__)
+#error "define one of __DAV_CUBE__ (cube build) and __DAV_VEC__ (vector build), not both"
+#endif
+#if defined(__DAV_CUBE__) && __NPU_ARCH__ == 2201
+#define SPLIT_CORE_CUBE
+constexpr int32_t g_coreType = AscendC::AIC;
+#elif defined(__DAV_VEC__) && __NPU_ARCH__ == 2201
+#define SPLIT_CORE_VEC
+constexpr int32_t g_coreType = AscendC::AIV;
+#endif
+#if defined(SPLIT_CORE_CUBE) || defined(SPLIT_CORE_VEC)
+#define ASCEND_IS_AIV constexpr(g_coreType == AscendC::AIV)
+#define ASCEND_IS_AIC constexpr(g_coreType == AscendC::AIC)
+#define ASCEND_IS_NOT_AIV constexpr(g_coreType != AscendC::AIV)
+#define ASCEND_IS_NOT_AIC constexpr(g_coreType != AscendC::AIC)
+#else
 inline thread_local int32_t g_coreType = AscendC::AIV;
 #define ASCEND_IS_AIV (g_coreType == AscendC::AIV)
 #define ASCEND_IS_AIC (g_coreType == AscendC::AIC)
 #define ASCEND_IS_NOT_AIV (g_coreType != AscendC::AIV)
 #define ASCEND_IS_NOT_AIC (g_coreType != AscendC::AIC)
+#endif
 // Raw core-index builtins of the CPU debug build (set per core by the launcher): block_idx is the AI core index
 // (0,0,1,1,... for the AIVs of a 1:2 mix launch; GetBlockIdx() is the API form), sub_block_idx the AIV's index in it.
 inline thread_local int64_t block_idx = 0;

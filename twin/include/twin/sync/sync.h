@@ -305,6 +305,18 @@ inline void SetAtomicMode(const char* api, int op) {
 
 }  // namespace twin
 
+namespace twin {
+
+// PipeBarrier<pipe> and the raw intrinsic it issues (pipe_barrier, impl/basic_api/kernel_reg.h): the PipeBarrier page
+// excludes PIPE_S (scalar instructions are ordered by the hardware).
+inline void DoPipeBarrier(const char* api, pipe_t pipe) {
+    if (pipe == PIPE_S) Fail(api, "PIPE_S is not a valid barrier pipe");
+    if (HzPipe(pipe) < 0 && pipe != PIPE_ALL) Fail(api, "%d is not a pipe of dav-2201", (int)pipe);
+    Trace("PipeBarrier", pipe, 0, 0, 0, nullptr, nullptr, TraceKind::Barrier);
+}
+
+}  // namespace twin
+
 namespace AscendC {
 
 template <HardEvent event>
@@ -322,8 +334,7 @@ inline void WaitFlag(int32_t eventID) {
 
 template <pipe_t pipe>
 inline void PipeBarrier() {
-    if (pipe == PIPE_S) twin::Fail("PipeBarrier", "PIPE_S is not a valid barrier pipe");
-    twin::Trace("PipeBarrier", pipe, 0, 0, 0, nullptr, nullptr, twin::TraceKind::Barrier);
+    twin::DoPipeBarrier("PipeBarrier", pipe);
 }
 
 template <pipe_t src, pipe_t dst>
@@ -412,3 +423,7 @@ inline void SetAtomicNone() {
 inline void DisableDmaAtomic() { SetAtomicNone(); }
 
 }  // namespace AscendC
+
+// The raw intrinsic of CANN's compiler that PipeBarrier<pipe> issues (impl/basic_api/kernel_reg.h), with the pipe as a
+// run-time argument; kernels such as catlass's call it directly.
+inline void pipe_barrier(pipe_t pipe) { twin::DoPipeBarrier("pipe_barrier", pipe); }
