@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "twin/cube/fractal.h"
+#include "twin/cube/unit_flag.h"
 
 namespace AscendC {
 
@@ -242,7 +243,7 @@ inline void MmadImpl(const char* api, const AscendC::LocalTensor<T>& dst, const 
     if (p.m > 4095 || p.n > 4095 || p.k > 4095) {
         Fail(api, "m = %u, n = %u, k = %u: each must lie in [0, 4095]", p.m, p.n, p.k);
     }
-    if (p.unitFlag != 0 && p.unitFlag != 2 && p.unitFlag != 3) Fail(api, "unitFlag %u is not 0, 2 or 3", p.unitFlag);
+    CheckUnitFlagValue(api, p.unitFlag);
     CubeOperand(api, "dst", dst, Mem::L0C, 1024, "L0C (CO1)");
     CubeOperand(api, "fm", fm, Mem::L0A, 512, "L0A (A2)");
     CubeOperand(api, "filter", filter, Mem::L0B, 512, "L0B (B2)");
@@ -288,7 +289,13 @@ inline void MmadImpl(const char* api, const AscendC::LocalTensor<T>& dst, const 
     // Accumulating reads L0C: after an Mmad into the same tile the Mmad page asks for PipeBarrier<PIPE_M> unless the
     // tile is large enough for the hardware to resolve the dependency itself.
     if (initMode == 1) NoteAccess(api, Mem::L0C, dst.Addr(api), needC, false, (p.m / 16) * (p.n / 16) < 10);
-    NoteAccess(api, Mem::L0C, dst.Addr(api), needC, true);
+    const uint64_t cLo = dst.Addr(api), cHi = cLo + needC;
+    if (p.unitFlag == 0) {
+        NoteAccess(api, Mem::L0C, cLo, needC, true);
+    } else {
+        MmadUnitsWrite(api, cLo, cHi, p.unitFlag);
+    }
+    const uint32_t clk = NextClock(PIPE_M);
     if (initMode == 2) {
         if (biasLen < (uint64_t)p.n * 4) {
             Fail(api, "bias: n = %u needs %llu bytes of BiasTable, the tensor has %llu", p.n, (unsigned long long)p.n * 4,
@@ -303,6 +310,7 @@ inline void MmadImpl(const char* api, const AscendC::LocalTensor<T>& dst, const 
         }
     }
     Trace(api, PIPE_M, (uint64_t)p.m * p.n * p.k, 0, g.M1 * g.N1 * g.K1b, dst.Ptr(), fm.Ptr());
+    MmadUnitsDone(api, cLo, cHi, p.unitFlag, clk);
 }
 
 }  // namespace twin
