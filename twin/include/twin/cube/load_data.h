@@ -43,6 +43,25 @@ struct LoadData2dTransposeParams {
     uint8_t addrMode = 0;
 };
 
+// Declared by the common headers; the loads taking it exist on Ascend 950 only (LoadData_2D_V2.md and
+// LoadData（GMToL1-2D矩阵搬运V2）.md: Atlas A2/A3 不支持; the dav-2201 implementation reports it unsupported).
+struct LoadData2DParamsV2 {
+    LoadData2DParamsV2() {}
+    LoadData2DParamsV2(const uint32_t mStartPositionIn, const uint32_t kStartPositionIn, const uint16_t mStepIn,
+                       const uint16_t kStepIn, const int32_t srcStrideIn, const uint16_t dstStrideIn,
+                       const bool ifTransposeIn, const uint8_t sidIn)
+        : mStartPosition(mStartPositionIn), kStartPosition(kStartPositionIn), mStep(mStepIn), kStep(kStepIn),
+          srcStride(srcStrideIn), dstStride(dstStrideIn), ifTranspose(ifTransposeIn), sid(sidIn) {}
+    uint32_t mStartPosition = 0;
+    uint32_t kStartPosition = 0;
+    uint16_t mStep = 0;
+    uint16_t kStep = 0;
+    int32_t srcStride = 0;
+    uint16_t dstStride = 0;
+    bool ifTranspose = false;
+    uint8_t sid = 0;
+};
+
 template <typename T>
 struct InitConstValueParams {
     InitConstValueParams() {}
@@ -190,6 +209,18 @@ inline void LoadData(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
                 p.repeatTimes, dst.Ptr(), src.GetPhyAddr());
 }
 
+template <typename T>
+inline void LoadData(const LocalTensor<T>&, const LocalTensor<T>&, const LoadData2DParamsV2&) {
+    twin::Fail("LoadData(LoadData2DParamsV2)", "not supported on Atlas A2/A3 (dav-2201): LoadData_2D_V2.md lists Ascend "
+               "950 only; load L1 -> L0A/L0B with LoadData2DParams (Nz -> Zz per row of fractals, or ifTranspose for Zn)");
+}
+
+template <typename T>
+inline void LoadData(const LocalTensor<T>&, const GlobalTensor<T>&, const LoadData2DParamsV2&) {
+    twin::Fail("LoadData(GM, LoadData2DParamsV2)", "not supported on Atlas A2/A3 (dav-2201): LoadData（GMToL1-2D矩阵搬运V2）.md "
+               "lists Ascend 950 only; use LoadData2DParams or DataCopy with Nd2NzParams");
+}
+
 // L1 -> L0A/L0B with a transpose of square blocks: b16 one 16x16 fractal; b32 two 16x8 fractals side by side
 // (so L1 must hold them adjacent: Zz/Zn layout) forming 16x16; b8 two 16x32 fractals stacked forming 32x32.
 // The transposed square is split back into fractals written at i*(dstGap+1) and i*(dstGap+1) + 1 + dstFracGap.
@@ -290,8 +321,23 @@ inline void Fill(const LocalTensor<T>& dst, const InitConstValueParams<U>& initC
         twin::Fail(api, "blockNum is 0, so this fills nothing on dav-2201 (the two-argument InitConstValueParams "
                         "constructor leaves blockNum = 0; it only means '512 B per repeat' on older parts)");
     }
+    // Fill.md: repeatTimes runs of blockNum blocks (32 B in L1, 512 B in L0A/L0B), dstGap blocks apart. It
+    // initialises the tensor it is given, so a footprint past it is refused (not judged like an Mmad overrun), and
+    // only the runs are written: the gap blocks keep their bytes.
     const uint64_t step = (uint64_t)(p.blockNum + p.dstGap) * blk, run = (uint64_t)p.blockNum * blk;
-    twin::CheckLocalSpan(api, "dst", dst, 0, (p.repeatTimes - 1) * step + run);
+    const uint64_t span = (p.repeatTimes - 1) * step + run;
+    if (span > dst.GetLength()) {
+        twin::Fail(api, "repeatTimes %u x (blockNum %u + dstGap %u) blocks of %u B write bytes [0, %llu), past the %s "
+                        "tensor's %u bytes", p.repeatTimes, p.blockNum, p.dstGap, blk, (unsigned long long)span,
+                   twin::MemName(m), dst.GetLength());
+    }
+    for (uint32_t r = 0; r < p.repeatTimes; ++r) {
+        if (p.dstGap == 0) {  // one contiguous run
+            twin::NoteAccess(api, m, dst.Addr(api), span, true);
+            break;
+        }
+        twin::NoteAccess(api, m, dst.Addr(api) + r * step, run, true);
+    }
     T v = p.initValue;
     for (uint32_t r = 0; r < p.repeatTimes; ++r) {
         uint8_t* q = dst.Ptr() + r * step;

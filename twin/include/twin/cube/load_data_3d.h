@@ -1,5 +1,6 @@
-// LoadData with LoadData3DParamsV2 (img2col, L1 -> L0A/L0B on PIPE_MTE1) and its register setters SetFmatrix,
-// SetLoadDataPaddingValue, SetLoadDataRepeat and SetLoadDataBoundary (cube/cube_spr.h).
+// LoadData with LoadData3DParamsV2 / LoadData3DParamsV2Pro (img2col, L1 -> L0A/L0B on PIPE_MTE1) and its register
+// setters SetFmatrix (Load3DSetFMatrixCal), SetLoadDataPaddingValue, SetLoadDataRepeat and SetLoadDataBoundary
+// (cube/cube_spr.h).
 //
 // The feature map sits in L1 as C1 x l1H x l1W x C0 (C0 = 32 B / sizeof(T)). img2col turns it into a matrix X with
 // one row per output position m = ho * Wo + wo and one column per k = ((c1 * Hk + kh) * Wk + kw) * C0 + c0:
@@ -88,6 +89,43 @@ struct LoadData3DParamsV2 {
     bool fMatrixCtrl = false;
 };
 
+// LoadData3DParamsV2Pro: the LoadData3DParamsV2 fields packed into two words (LoadData_3D.md, table 5); l1H, l1W,
+// padList and the pad value come from the FMATRIX and PADDING registers (SetFmatrix / Load3DSetFMatrixCal,
+// SetLoadDataPaddingValue).
+struct LoadData3DParamsV2Pro {
+    LoadData3DParamsV2Pro() {}
+    LoadData3DParamsV2Pro(const uint16_t channelSizeIn, const bool enTransposeIn, const bool enSmallKIn,
+                          const bool filterSizeWIn, const bool filterSizeHIn, const bool fMatrixCtrlIn,
+                          const uint64_t extConfigIn, const uint64_t filterConfigIn)
+        : channelSize(channelSizeIn), enTranspose(enTransposeIn), enSmallK(enSmallKIn), filterSizeW(filterSizeWIn),
+          filterSizeH(filterSizeHIn), fMatrixCtrl(fMatrixCtrlIn), extConfig(extConfigIn), filterConfig(filterConfigIn) {}
+    uint16_t channelSize = 0;
+    bool enTranspose = false;
+    bool enSmallK = false;
+    bool filterSizeW = false;
+    bool filterSizeH = false;
+    bool fMatrixCtrl = false;
+    uint64_t extConfig = 0;  // mStartPt [63:48], kStartPt [47:32], mExtension [31:16], kExtension [15:0]
+    uint64_t filterConfig = 0X10101010101;  // dilationH [47:40], dilationW [39:32], filterH, filterW, strideH, strideW
+};
+
+}  // namespace AscendC
+
+namespace twin {
+
+// The FMATRIX register write shared by SetFmatrix and the raw Load3DSetFMatrixCal.
+inline void WriteFmatrix(uint16_t l1H, uint16_t l1W, const uint8_t padList[4]) {
+    CubeSpr& r = CubeRegs();
+    r.l1H = l1H;
+    r.l1W = l1W;
+    for (int i = 0; i < 4; ++i) r.padList[i] = padList[i];
+    r.fmatrixSet = true;
+}
+
+}  // namespace twin
+
+namespace AscendC {
+
 inline void SetFmatrix(uint16_t l1H, uint16_t l1W, const uint8_t padList[4], const FmatrixMode& fmatrixMode) {
     const char* api = "SetFmatrix";
     twin::RequireAic(api);
@@ -95,12 +133,16 @@ inline void SetFmatrix(uint16_t l1H, uint16_t l1W, const uint8_t padList[4], con
     if (fmatrixMode != FmatrixMode::FMATRIX_LEFT) {
         twin::Fail(api, "FMATRIX_RIGHT is not supported: only FMATRIX_LEFT exists (it serves both matrices)");
     }
-    twin::CubeSpr& r = twin::CubeRegs();
-    r.l1H = l1H;
-    r.l1W = l1W;
-    for (int i = 0; i < 4; ++i) r.padList[i] = padList[i];
-    r.fmatrixSet = true;
+    twin::WriteFmatrix(l1H, l1W, padList);
     twin::Trace(api, PIPE_S, 0, 0, 1, nullptr, nullptr);
+}
+
+// The dav-2201 implementation function behind SetFmatrix(..., FMATRIX_LEFT) (kernel_operator_mm_impl.h), called
+// directly by catlass: the plain register write, without SetFmatrix's range checks.
+inline void Load3DSetFMatrixCal(uint16_t l1H, uint16_t l1W, const uint8_t padList[4]) {
+    twin::RequireAic("Load3DSetFMatrixCal");
+    twin::WriteFmatrix(l1H, l1W, padList);
+    twin::Trace("Load3DSetFMatrixCal", PIPE_S, 0, 0, 1, nullptr, nullptr);
 }
 
 }  // namespace AscendC
@@ -206,16 +248,22 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
         for (int i = 0; i < 4; ++i) r.padList[i] = p.padList[i];
         r.fmatrixSet = true;
     } else if (!r.fmatrixSet) {
-        Fail(api, "isSetFMatrix = false but the FMATRIX register was never set in this kernel: call SetFmatrix first");
+        Fail(api, "the FMATRIX register was never set in this kernel (isSetFMatrix = false, or LoadData3DParamsV2Pro): "
+                  "call SetFmatrix first");
     }
     if (setPadding) SetLoad3dPadding(p.padValue);
     const uint32_t H = r.l1H, W = r.l1W;
     if (H > 32767 || W > 32767) Fail(api, "l1H %u / l1W %u are outside [0, 32767]", H, W);
     const uint32_t fW = p.filterW + (p.filterSizeW ? 256u : 0u), fH = p.filterH + (p.filterSizeH ? 256u : 0u);
-    if (H == 0 || W == 0 || p.channelSize == 0 || p.kExtension == 0 || p.mExtension == 0 || fW == 0 || fH == 0 ||
-        r.repeatTime == 0) {
-        return;  // documented NOP
+    // LoadData_3D.md calls a zero size a NOP; CANN's debug checks reject it (l1H, l1W, kExtension, mExtension, filter
+    // size >= 1: asc-devkit tests/api/basic_api/ascendc_case_ascend910b1 test_loaddata_check.cpp): the destination
+    // would keep stale bytes while the kernel goes on as if loaded, so the twin refuses it too.
+    if (H == 0 || W == 0 || p.channelSize == 0 || p.kExtension == 0 || p.mExtension == 0 || fW == 0 || fH == 0) {
+        Fail(api, "l1H %u, l1W %u, channelSize %u, kExtension %u, mExtension %u, filter %ux%u: a zero size loads nothing "
+                  "(a NOP per LoadData_3D.md, rejected by CANN's debug checks): each must be at least 1", H, W,
+             p.channelSize, p.kExtension, p.mExtension, fW, fH);
     }
+    if (r.repeatTime == 0) return;  // documented NOP
     if (!Load3dChannelAllowed<T>(p.channelSize)) Fail(api, "channelSize %u is not allowed for %s", p.channelSize, TypeName<T>());
     if (p.channelSize % c0 != 0) {
         Fail(api, "channelSize %u is allowed but not a multiple of C0 = %u: the small-channel L1 layouts are not "
@@ -298,8 +346,8 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
         }
     }
     if (padNeeded && !setPadding && !r.paddingSet) {
-        Fail(api, "isSetPadding = false and the window reads padding, but the PADDING register was never set in this "
-                  "kernel: call SetLoadDataPaddingValue first");
+        Fail(api, "the window reads padding, but the PADDING register was never set in this kernel (isSetPadding = "
+                  "false, or LoadData3DParamsV2Pro): call SetLoadDataPaddingValue first");
     }
     const uint64_t elems = (uint64_t)p.mExtension * p.kExtension;
     Trace(api, PIPE_MTE1, elems, elems * sizeof(T), CeilDivU(dstBytes, kFractalBytes), out, src.Ptr());
@@ -308,6 +356,30 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
 }  // namespace twin
 
 namespace AscendC {
+
+template <typename T>
+inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData3DParamsV2Pro& loadDataParams) {
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadData with LoadData3DParamsV2Pro moves b8, b16 or b32 data");
+    const LoadData3DParamsV2Pro& q = loadDataParams;
+    LoadData3DParamsV2<T> p;
+    p.channelSize = q.channelSize;
+    p.kExtension = (uint16_t)q.extConfig;
+    p.mExtension = (uint16_t)(q.extConfig >> 16);
+    p.kStartPt = (uint16_t)(q.extConfig >> 32);
+    p.mStartPt = (uint16_t)(q.extConfig >> 48);
+    p.strideW = (uint8_t)q.filterConfig;
+    p.strideH = (uint8_t)(q.filterConfig >> 8);
+    p.filterW = (uint8_t)(q.filterConfig >> 16);
+    p.filterH = (uint8_t)(q.filterConfig >> 24);
+    p.dilationFilterW = (uint8_t)(q.filterConfig >> 32);
+    p.dilationFilterH = (uint8_t)(q.filterConfig >> 40);
+    p.enTranspose = q.enTranspose;
+    p.enSmallK = q.enSmallK;
+    p.filterSizeW = q.filterSizeW;
+    p.filterSizeH = q.filterSizeH;
+    p.fMatrixCtrl = q.fMatrixCtrl;
+    twin::LoadData3dV2("LoadData(L1->L0, LoadData3DParamsV2Pro)", dst, src, p, false, false);
+}
 
 template <typename T, const IsResetLoad3dConfig& defaultConfig = IS_RESER_LOAD3D_DEFAULT_CONFIG, typename U = PrimT<T>,
           typename std::enable_if<std::is_same<PrimT<T>, U>::value, bool>::type = true>

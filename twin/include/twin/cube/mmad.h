@@ -2,6 +2,7 @@
 // Only the valid m x k x n elements take part; the padding of partially used fractals is never read. Type pairs:
 // half x half -> float, bfloat16_t x bfloat16_t -> float, float x float -> float, int8_t x int8_t -> int32_t.
 // m == 1 runs in GEMV mode: A is read as one contiguous ND row of k elements (not Zz), as dav-2201 does.
+// float x float rounds both inputs to HF32 first while SetHF32Mode(ENABLE) holds (cube/mmad_config.h).
 //
 // Speed: the used L0A/L0B regions are converted to packed float panels once per call, then a register-blocked
 // micro-kernel written with GCC vector extensions accumulates MR x NR tiles of C over k.
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "twin/cube/fractal.h"
+#include "twin/cube/mmad_config.h"
 #include "twin/cube/unit_flag.h"
 
 namespace AscendC {
@@ -172,6 +174,11 @@ inline void MmadFloat(const char* api, uint8_t* co, const uint8_t* fm, const uin
     s.c.resize((size_t)mp * np);
     PackA<U>(api, fm, g, s.a.data(), mp);
     PackB<S>(api, filter, g, s.b.data(), np);
+    const MmadCtrl& ctrl = MmadCtrlRegs();
+    if (std::is_same<U, float>::value && ctrl.hf32) {  // SetHF32Mode: both inputs rounded to HF32 (mmad_config.h)
+        for (float& v : s.a) v = RoundToHf32(v, ctrl.hf32TowardZero);
+        for (float& v : s.b) v = RoundToHf32(v, ctrl.hf32TowardZero);
+    }
     float* c = s.c.data();
     std::memset(c, 0, sizeof(float) * (size_t)mp * np);
     if (initMode == 1) {
