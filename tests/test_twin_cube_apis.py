@@ -171,3 +171,19 @@ def test_fill_past_its_tensor_raises(lib, rng, where, kw, span):
         lib.launch("fill_probe", 1, x, x.copy(), params(**kw), kernel_type="aic")
     kw = dict(kw, REP=kw["REP"] - 1 if where == "L0A" else 2)  # control: the footprint fits
     lib.launch("fill_probe", 1, x, x.copy(), params(**kw), kernel_type="aic")
+
+
+def pack_int4(x):
+    """int values in [-8, 7] -> bytes, element 2i in the low nibble of byte i."""
+    u = (x.astype(np.int16) & 0xF).astype(np.uint8).reshape(x.shape[0], -1, 2)
+    return (u[..., 0] | (u[..., 1] << 4)).astype(np.uint8)
+
+
+def test_int4_mmad(lib, rng):
+    """Mmad.md table 7: int4b_t x int4b_t -> int32_t; ND2NZ moves b4 as b8 (parameters in bytes)."""
+    M, N, K = 20, 24, 128
+    a = rng.integers(-8, 8, (M, K))
+    b = rng.integers(-8, 8, (N, K))
+    c = np.zeros((M, N), np.int32)
+    lib.launch("int4_matmul", 1, pack_int4(a), pack_int4(b), c, params(M=M, N=N, K=K), kernel_type="aic")
+    np.testing.assert_array_equal(c, a @ b.T)

@@ -149,3 +149,42 @@ extern "C" __global__ __aicore__ void fill_probe(GM_ADDR x, GM_ADDR y, GM_ADDR p
     WaitFlag<HardEvent::MTE2_MTE3>(EVENT_ID0);
     DataCopy(yG, l1, len);
 }
+
+// C (int32) = A x B^T with A [M, K], B [N, K] int4b_t packed two per byte in GM (row-major): ND -> NZ as bytes, the
+// 16 x 64 fractals L1 -> L0A (Zz) / L0B (Zn), Mmad (int32_t, int4b_t, int4b_t).
+extern "C" __global__ __aicore__ void int4_matmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR prm) {
+    if ASCEND_IS_AIV {
+        return;
+    }
+    GlobalTensor<int64_t> P;
+    P.SetGlobalBuffer((__gm__ int64_t*)prm, 16);
+    const uint32_t M = P.GetValue(P_M), N = P.GetValue(P_N), K = P.GetValue(P_K);
+    constexpr uint32_t FRAC = 1024;  // int4b_t elements per 512 B fractal
+    const uint32_t M1 = CeilDiv(M, 16), N1 = CeilDiv(N, 16), K1 = CeilDiv(K, 64);
+    GlobalTensor<int4b_t> aG, bG;
+    aG.SetGlobalBuffer((__gm__ int4b_t*)a, (uint64_t)M * K);
+    bG.SetGlobalBuffer((__gm__ int4b_t*)b, (uint64_t)N * K);
+    GlobalTensor<int32_t> cG;
+    cG.SetGlobalBuffer((__gm__ int32_t*)c, (uint64_t)M * N);
+    LocalTensor<int4b_t> a1(TPosition::A1, 0, 32 * 1024), b1(TPosition::B1, 32 * 1024, 32 * 1024);
+    LocalTensor<int4b_t> a2(TPosition::A2, 0, 32 * 1024), b2(TPosition::B2, 0, 32 * 1024);
+    LocalTensor<int32_t> c1(TPosition::CO1, 0, 8 * 1024);
+    DataCopy(a1, aG, Nd2NzParams(1, M, K / 2, 0, K / 2, M1 * 16, 1, 0));  // b4 moves as b8: dValue in bytes
+    DataCopy(b1, bG, Nd2NzParams(1, N, K / 2, 0, K / 2, N1 * 16, 1, 0));
+    SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    for (uint32_t m1 = 0; m1 < M1; ++m1) {
+        LoadData(a2[m1 * K1 * FRAC], a1[m1 * FRAC], LoadData2DParams(0, K1, M1, 0, 0, false, 0));
+    }
+    LoadData(b2, b1, LoadData2DParams(0, K1 * N1, 1, 0, 0, false, 0));
+    SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    MmadParams mp;
+    mp.m = M;
+    mp.n = N;
+    mp.k = K;
+    Mmad(c1, a2, b2, mp);
+    SetFlag<HardEvent::M_FIX>(EVENT_ID0);
+    WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
+    Fixpipe(cG, c1, FixpipeParamsV220(N, M, M1 * 16, N, false));
+}

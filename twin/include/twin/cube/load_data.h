@@ -148,8 +148,8 @@ inline void Load2DFractals(const char* api, uint8_t* dst, uint64_t dstLen, const
 template <typename T>
 inline void CheckLoadType(const char* api) {
     static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadData moves b8, b16 or b32 data");
-    if constexpr (ElemBits<T>::value == 4) {  // b4 has its own fractal shape (16 x 64); not modelled
-        Fail(api, "int4b_t (b4) data is not modelled by the twin for this API");
+    if constexpr (ElemBits<T>::value == 4) {  // LoadData_2D.md: int4b_t only L1 -> L0A/L0B (LoadData2DParams)
+        Fail(api, "int4b_t (b4) data is not supported or not modelled on this path (plain L1 -> L0A/L0B LoadData is)");
     }
 }
 
@@ -162,6 +162,11 @@ template <typename T>
 inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParams& loadDataParams) {
     const char* api = "LoadData(L1->L0)";
     twin::RequireAic(api);
+    if constexpr (twin::ElemBits<T>::value == 4) {  // int4b_t: whole 512 B fractals (16 x 64) moved as bytes
+        if (loadDataParams.ifTranspose) twin::Fail(api, "ifTranspose works only for b16 data, got int4b_t");
+        LoadData(dst.template ReinterpretCast<int8_t>(), src.template ReinterpretCast<int8_t>(), loadDataParams);
+        return;
+    }
     twin::CheckLoadType<T>(api);
     const LoadData2DParams& p = loadDataParams;
     if (!dst.Valid()) twin::Fail(api, "dst tensor is not allocated");
