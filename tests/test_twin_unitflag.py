@@ -24,7 +24,7 @@ def lib():
     return twin.compile_kernel(KSRC, flags=["-O0"])
 
 
-def run(lib, rng, mmad=(2, 3), fix=3, flags=0, fix_first=3):
+def run(lib, rng, mmad=(2, 3), fix=3, flags=0, fix_first=3, M=M):
     a = rng.integers(-4, 5, (M, K)).astype(np.float16)
     b = rng.integers(-4, 5, (N, K)).astype(np.float16)
     p = np.zeros(16, np.int64)
@@ -43,6 +43,13 @@ def test_unit_flags_order_mmad_and_fixpipe(lib, rng, flags):
     np.testing.assert_array_equal(c[0], ref)
     if flags & TWICE:  # the second round re-fills the tile the first Fixpipe drained
         np.testing.assert_array_equal(c[1], ref)
+
+
+def test_tail_rows_drain_whole_fractals(lib, rng):
+    """m = 20: the Fixpipe reads 4 rows of the second row of fractals and still frees all of it for the next Mmad."""
+    ref, c = run(lib, rng, flags=TWICE, M=20)
+    np.testing.assert_array_equal(c[0], ref)
+    np.testing.assert_array_equal(c[1], ref)
 
 
 def test_two_fixpipes_of_one_block_keep_then_clear(lib, rng):

@@ -217,11 +217,12 @@ inline void FixpipeRun(const char* api, uint8_t* dst, bool toGm, uint64_t dstLen
     UnitSpan units;
     if (p.unitFlag == 0) {
         NoteAccess(api, Mem::L0C, srcOff, srcElems * 4, false);
-    } else {  // the blocks each column block of each ND matrix reads wait for their unit flags
+    } else {  // the fractals each column block of each ND matrix drains wait for their unit flags (whole 16-row
+              // fractals: the hand-off unit, "每计算完一个分形" on the Mmad and Fixpipe pages)
         for (uint32_t n = 0; n < ndNum; ++n) {
             for (uint32_t b = 0; b < nBlocks; ++b) {
                 const uint64_t at = srcOff + ((uint64_t)n * p.srcNdStride * 256 + (uint64_t)b * p.srcStride * 16) * 4;
-                units.Add(at, at + (uint64_t)p.mSize * 64);
+                units.Add(at, at + (uint64_t)CeilDivU(p.mSize, 16) * 1024);
             }
         }
         FixpipeUnitsRead(api, units, p.unitFlag);

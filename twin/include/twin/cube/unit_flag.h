@@ -1,7 +1,9 @@
 // L0C unit flags (MmadParams / FixpipeParamsV220 / DataCopyCO12DstParams::unitFlag; Mmad计算关键特性说明/UnitFlag.md):
 // with unitFlag 2 or 3, each 512 B block of L0C has a flag, 0 = writable, 1 = readable. An Mmad waits for 0 on
 // every block it writes and, with 3, sets it to 1 when done; a Fixpipe waits for 1 on every block it reads and,
-// with 3, sets it back to 0 (2 keeps the flag on both sides). So Fixpipe may drain L0C while the Mmad still
+// with 3, sets it back to 0 (2 keeps the flag on both sides); both hand over whole fractals (the pages: the result
+// leaves "each time the hardware completes a fractal"), so a Fixpipe of a partial 16-row fractal frees all of it.
+// So Fixpipe may drain L0C while the Mmad still
 // writes it, without SetFlag/WaitFlag between PIPE_M and PIPE_FIX: the twin turns each handshake into an ordering
 // of the waiting access after the instruction that flipped the flag (HzAccess::unitPipe/unitClk). Flags start 0
 // in each launch; SetFixPipeConfig(..., isUnitFlag = true) resets them all to 0. Instructions with unitFlag 0
