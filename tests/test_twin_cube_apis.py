@@ -176,7 +176,7 @@ def test_fill_past_its_tensor_raises(lib, rng, where, kw, span):
 def pack_int4(x):
     """int values in [-8, 7] -> bytes, element 2i in the low nibble of byte i."""
     u = (x.astype(np.int16) & 0xF).astype(np.uint8).reshape(x.shape[0], -1, 2)
-    return (u[..., 0] | (u[..., 1] << 4)).astype(np.uint8)
+    return np.ascontiguousarray(u[..., 0] | (u[..., 1] << 4), np.uint8)
 
 
 def test_int4_mmad(lib, rng):
@@ -187,3 +187,20 @@ def test_int4_mmad(lib, rng):
     c = np.zeros((M, N), np.int32)
     lib.launch("int4_matmul", 1, pack_int4(a), pack_int4(b), c, params(M=M, N=N, K=K), kernel_type="aic")
     np.testing.assert_array_equal(c, a @ b.T)
+
+
+def test_int4_img2col_into_l0a(lib, rng):
+    """LoadData3DParamsV2 with int4b_t (LoadData_3D.md: b4 into L0A, C0 = 64, kExtension a multiple of 64)."""
+    from test_twin_cube_more import img2col
+    C, H, W, pad, padv = 64, 3, 5, 1, -3
+    fm = rng.integers(-8, 8, (C // 64, H, W, 64))
+    X = img2col(fm.astype(np.float64), (pad,) * 4, padv, 1, 1, 1, 1, 1, 1)  # 35 x 64
+    M, K = 32, 64
+    eye = np.zeros((K, K), np.int64)  # Zn image of the K x K identity: fractal (k1, n1) of 16 n x 64 k
+    eye[np.arange(K), np.arange(K)] = 1
+    zn = eye.reshape(1, 64, K // 16, 16).transpose(0, 2, 3, 1).reshape(-1, 64)
+    c = np.zeros((M, K), np.int32)
+    lib.launch("int4_img2col", 1, pack_int4(fm.reshape(-1, 64)), pack_int4(zn), c,
+               params(M=M, K=K, N=H, REP=W, FLAGS=C, GAP=pad, BLK=padv), kernel_type="aic")
+    np.testing.assert_array_equal(c, X[:M, :K])
+    assert (X[:M, :K] == padv).any()

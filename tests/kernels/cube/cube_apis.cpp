@@ -188,3 +188,49 @@ extern "C" __global__ __aicore__ void int4_matmul(GM_ADDR a, GM_ADDR b, GM_ADDR 
     WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
     Fixpipe(cG, c1, FixpipeParamsV220(N, M, M1 * 16, N, false));
 }
+
+// img2col of an int4b_t feature map C1 x H x W x 64 (GM bytes moved as int8_t) into L0A (LoadData3DParamsV2, stride
+// and filter 1, padding P_GAP on every side with pad value P_BLK), times an int4b_t identity in L0B (Zn bytes from
+// GM): C (int32) = the P_M x P_K window starting at row 0, column 0.
+extern "C" __global__ __aicore__ void int4_img2col(GM_ADDR fm, GM_ADDR idn, GM_ADDR c, GM_ADDR prm) {
+    if ASCEND_IS_AIV {
+        return;
+    }
+    GlobalTensor<int64_t> P;
+    P.SetGlobalBuffer((__gm__ int64_t*)prm, 16);
+    const uint32_t M = P.GetValue(P_M), K = P.GetValue(P_K), H = P.GetValue(P_N), W = P.GetValue(P_REP);
+    const uint32_t C = P.GetValue(P_FLAGS), pad = P.GetValue(P_GAP), fmBytes = C / 2 * H * W;
+    const uint32_t idBytes = CeilDiv(K, 64) * CeilDiv(K, 16) * 512;
+    GlobalTensor<int8_t> fG, iG;
+    fG.SetGlobalBuffer((__gm__ int8_t*)fm, fmBytes);
+    iG.SetGlobalBuffer((__gm__ int8_t*)idn, idBytes);
+    GlobalTensor<int32_t> cG;
+    cG.SetGlobalBuffer((__gm__ int32_t*)c, (uint64_t)M * K);
+    LocalTensor<int4b_t> f1(TPosition::A1, 0, 64 * 1024), i1(TPosition::B1, 32 * 1024, 64 * 1024);
+    LocalTensor<int4b_t> a2(TPosition::A2, 0, 64 * 1024), b2(TPosition::B2, 0, 64 * 1024);
+    LocalTensor<int32_t> c1(TPosition::CO1, 0, 8 * 1024);
+    DataCopy(f1.ReinterpretCast<int8_t>(), fG, fmBytes);
+    DataCopy(i1.ReinterpretCast<int8_t>(), iG, idBytes);
+    SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    LoadData3DParamsV2<int4b_t> p;
+    for (int i = 0; i < 4; ++i) p.padList[i] = (uint8_t)pad;
+    p.l1H = H;
+    p.l1W = W;
+    p.channelSize = C;
+    p.kExtension = K;
+    p.mExtension = M;
+    p.padValue = int4b_t((int32_t)P.GetValue(P_BLK));
+    LoadData(a2, f1, p);
+    LoadData(b2, i1, LoadData2DParams(0, (uint8_t)(idBytes / 512), 1, 0, 0, false, 0));
+    SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    MmadParams mp;
+    mp.m = M;
+    mp.n = K;
+    mp.k = K;
+    Mmad(c1, a2, b2, mp);
+    SetFlag<HardEvent::M_FIX>(EVENT_ID0);
+    WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
+    Fixpipe(cG, c1, FixpipeParamsV220(K, M, CeilDiv(M, 16) * 16, K, false));
+}

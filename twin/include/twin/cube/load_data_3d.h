@@ -198,9 +198,12 @@ inline void SetLoadDataBoundary(uint32_t boundaryValue) {
 namespace twin {
 
 // channelSize values the dav-2201 docs allow (n >= 1): b32 4, 8n, 8n+4; b16 4, 8, 16n, 16n+4, 16n+8;
-// b8 4, 8, 16, 32n, 32n+4, 32n+8, 32n+16.
+// b8 4, 8, 16, 32n, 32n+4, 32n+8, 32n+16; b4 8, 16, 32, 64n, 64n+8, 64n+16, 64n+32.
 template <typename T>
 inline bool Load3dChannelAllowed(uint32_t c) {
+    if constexpr (ElemBits<T>::value == 4) {  // b4: 8, 16, 32, 64n, 64n+8, 64n+16, 64n+32
+        return c == 8 || c == 16 || c == 32 || (c >= 64 && (c % 64 == 0 || c % 64 == 8 || c % 64 == 16 || c % 64 == 32));
+    }
     constexpr uint32_t c0 = C0Of<T>();
     if (c == 4 || (c0 >= 16 && c == 8) || (c0 == 32 && c == 16)) return true;
     if (c < c0) return false;
@@ -219,15 +222,17 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
     }
     CubeOperand(api, "dst", dst, dm, 512, "L0A (A2) or L0B (B2)");
     const uint64_t srcAddr = CubeOperand(api, "src", src, Mem::L1, 32, "L1 (A1/B1)");
-    constexpr bool b8 = sizeof(T) == 1;
-    constexpr uint32_t c0 = C0Of<T>();
+    constexpr bool b4 = ElemBits<T>::value == 4;  // int4b_t: 64 per 32 B block, nibbles (element 2i low)
+    constexpr bool b8 = sizeof(T) == 1 && !b4;
+    constexpr uint32_t c0 = b4 ? 64 : C0Of<T>();
+    const char* tname = b4 ? "int4b_t" : TypeName<T>();
     const bool toB = dm == Mem::L0B;
     constexpr bool typeOk = std::is_same<T, int8_t>::value || std::is_same<T, uint8_t>::value || std::is_same<T, half>::value ||
                             std::is_same<T, bfloat16_t>::value || std::is_same<T, int32_t>::value ||
-                            std::is_same<T, uint32_t>::value || std::is_same<T, float>::value;
-    if (!typeOk) Fail(api, "%s is not a LoadData3DParamsV2 type on dav-2201", TypeName<T>());
-    if (b8 && (toB || p.enTranspose)) {
-        Fail(api, "b8 data (%s) cannot go to L0B or be transposed into L0A on dav-2201", TypeName<T>());
+                            std::is_same<T, uint32_t>::value || std::is_same<T, float>::value || b4;
+    if (!typeOk) Fail(api, "%s is not a LoadData3DParamsV2 type on dav-2201", tname);
+    if ((b8 || b4) && (toB || p.enTranspose)) {
+        Fail(api, "b4/b8 data (%s) cannot go to L0B or be transposed into L0A on dav-2201", tname);
     }
     if (p.enSmallK) Fail(api, "enSmallK is no longer supported");
     if (p.fMatrixCtrl) Fail(api, "fMatrixCtrl = true (right-matrix FMATRIX) is not supported; only false");
@@ -239,7 +244,7 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
     }
     if (p.mStartPt > 32767) Fail(api, "mStartPt %u is outside [0, 32767]", p.mStartPt);
     if (p.kStartPt % c0 != 0 || p.kExtension % c0 != 0) {
-        Fail(api, "kStartPt %u and kExtension %u must be multiples of %u for %s", p.kStartPt, p.kExtension, c0, TypeName<T>());
+        Fail(api, "kStartPt %u and kExtension %u must be multiples of %u for %s", p.kStartPt, p.kExtension, c0, tname);
     }
     CubeSpr& r = CubeRegs();
     if (setFMatrix) {  // the call programs FMATRIX (and PADDING) itself, and they stay set afterwards
@@ -264,7 +269,7 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
              p.channelSize, p.kExtension, p.mExtension, fW, fH);
     }
     if (r.repeatTime == 0) return;  // documented NOP
-    if (!Load3dChannelAllowed<T>(p.channelSize)) Fail(api, "channelSize %u is not allowed for %s", p.channelSize, TypeName<T>());
+    if (!Load3dChannelAllowed<T>(p.channelSize)) Fail(api, "channelSize %u is not allowed for %s", p.channelSize, tname);
     if (p.channelSize % c0 != 0) {
         Fail(api, "channelSize %u is allowed but not a multiple of C0 = %u: the small-channel L1 layouts are not "
                   "modelled by the twin", p.channelSize, c0);
@@ -297,8 +302,16 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
         return ((i / 16 * cols + j / c0) * 16 + i % 16) * c0 + j % c0;               // A[m = i][k = j]
     };
     // The last window element is the highest offset in every layout; padding rows past the window are not written.
-    const uint64_t dstBytes = (dstOff(p.mExtension - 1, p.kExtension - 1) + 1) * sizeof(T);
-    CheckLocalSpan(api, "dst", dst, 0, dstBytes);
+    const uint64_t dstElems = dstOff(p.mExtension - 1, p.kExtension - 1) + 1;
+    const uint64_t dstBytes = b4 ? (dstElems + 1) / 2 : dstElems * sizeof(T);
+    auto span = [&](const char* operand, const AscendC::LocalTensor<T>& t, uint64_t off, uint64_t n) {
+        if constexpr (b4) {  // the span checks count bytes; an int4b_t view would refuse them
+            CheckLocalSpan(api, operand, t.template ReinterpretCast<int8_t>(), off, n);
+        } else {
+            CheckLocalSpan(api, operand, t, off, n);
+        }
+    };
+    span("dst", dst, 0, dstBytes);
     // Source footprint: the C1 planes the window's columns touch; with a boundary it wraps to the start of L1.
     const uint64_t plane = (uint64_t)H * W * 32, c1Lo = p.kStartPt / c0 / (fH * fW);
     const uint64_t c1Hi = (p.kStartPt + p.kExtension - 1) / c0 / (fH * fW);
@@ -317,7 +330,7 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
         NoteAccess(api, Mem::L1, srcAddr + fmLo, B - (srcAddr + fmLo), false);
         NoteAccess(api, Mem::L1, 0, srcAddr + fmLo + fmLen - B, false);
     } else {
-        CheckLocalSpan(api, "src", src, fmLo, fmLen);
+        span("src", src, fmLo, fmLen);
     }
     const uint8_t* l1 = Cur().Base(Mem::L1);
     auto fmapAt = [&](uint64_t c1, uint64_t h, uint64_t w) -> const uint8_t* {
@@ -335,8 +348,17 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
             const uint64_t kk = p.kStartPt + j, kb = kk / c0, kpos = kb % (fH * fW), c1 = kb / (fH * fW);
             const int64_t h = (int64_t)(ho * p.strideH + (kpos / fW) * p.dilationFilterH) - padT;
             const int64_t w = (int64_t)(wo * p.strideW + (kpos % fW) * p.dilationFilterW) - padL;
+            const bool pad = h < 0 || h >= (int64_t)H || w < 0 || w >= (int64_t)W;
+            if constexpr (b4) {
+                padNeeded = padNeeded || pad;
+                const uint64_t e = kk % c0, o = dstOff(i, j);
+                const uint8_t nib = pad ? (uint8_t)(r.padding & 0xF)
+                                        : (uint8_t)((fmapAt(c1, (uint64_t)h, (uint64_t)w)[e / 2] >> (4 * (e % 2))) & 0xF);
+                out[o / 2] = (uint8_t)((out[o / 2] & ~(0xF << (4 * (o % 2)))) | (nib << (4 * (o % 2))));
+                continue;
+            }
             const uint8_t* v;
-            if (h < 0 || h >= (int64_t)H || w < 0 || w >= (int64_t)W) {
+            if (pad) {
                 padNeeded = true;
                 v = reinterpret_cast<const uint8_t*>(&padV);
             } else {
