@@ -102,7 +102,7 @@ inline void NoteLoadSpans(const char* api, const AscendC::LocalTensor<T>& dst, c
     }
     const uint64_t unit = (uint64_t)fracs * kFractalBytes;
     NoteAccess(api, Mem::L1, src.Addr(api) + (uint64_t)lo * unit, (uint64_t)(hi - lo + 1) * unit, false);
-    const uint64_t lastDst = (uint64_t)(repeat - 1) * (dstGap + 1ull) + (fracs > 1 ? 1ull + dstFracGap : 0);
+    const uint64_t lastDst = (uint64_t)(repeat - 1) * (dstGap + 1ull) + (uint64_t)(fracs - 1) * (1ull + dstFracGap);
     NoteAccess(api, dst.Phys(), dst.Addr(api), (lastDst + 1) * kFractalBytes, true);
 }
 
@@ -227,14 +227,16 @@ inline void LoadData(const LocalTensor<T>&, const GlobalTensor<T>&, const LoadDa
 }
 
 // L1 -> L0A/L0B with a transpose of square blocks: b16 one 16x16 fractal; b32 two 16x8 fractals side by side
-// (so L1 must hold them adjacent: Zz/Zn layout) forming 16x16; b8 two 16x32 fractals stacked forming 32x32.
-// The transposed square is split back into fractals written at i*(dstGap+1) and i*(dstGap+1) + 1 + dstFracGap.
+// (so L1 must hold them adjacent: Zz/Zn layout) forming 16x16; b8 two 16x32 fractals stacked forming 32x32; b4
+// (L0B only) four 16x64 fractals stacked forming 64x64. The transposed square is split back into fractals written at
+// i*(dstGap+1) + f*(1 + dstFracGap).
 template <typename T>
 inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
                                   const LoadData2dTransposeParams& loadDataParams) {
     const char* api = "LoadDataWithTranspose";
     twin::RequireAic(api);
-    twin::CheckLoadType<T>(api);
+    constexpr bool b4 = twin::ElemBits<T>::value == 4;
+    if constexpr (!b4) twin::CheckLoadType<T>(api);
     const LoadData2dTransposeParams& p = loadDataParams;
     if (!dst.Valid()) twin::Fail(api, "dst tensor is not allocated");
     if (dst.Phys() != twin::Mem::L0A && dst.Phys() != twin::Mem::L0B) {
@@ -242,8 +244,9 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
     }
     twin::CubeOperand(api, "dst", dst, dst.Phys(), 512, "L0A (A2) or L0B (B2)");
     twin::CubeOperand(api, "src", src, twin::Mem::L1, 32, "L1 (A1/B1)");
+    if (b4 && dst.Phys() != twin::Mem::L0B) twin::Fail(api, "int4b_t goes only to L0B (LoadDataWithTranspose.md)");
     if (p.repeatTimes == 0) return;
-    constexpr uint32_t fracs = sizeof(T) == 2 ? 1 : 2;  // fractals per square
+    constexpr uint32_t fracs = b4 ? 4 : sizeof(T) == 2 ? 1 : 2;  // fractals per square
     twin::NoteLoadSpans(api, dst, src, p.startIndex, p.srcStride, p.addrMode, p.repeatTimes, p.dstGap, fracs, p.dstFracGap);
     const uint64_t sq = (uint64_t)fracs * twin::kFractalBytes;
     // Destination fractals of every iteration; overlapping outputs are undefined on the NPU.
@@ -256,7 +259,7 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
                        (unsigned long long)sq, src.GetLength());
         }
         for (uint32_t f = 0; f < fracs; ++f) {
-            uint64_t d = (uint64_t)i * (p.dstGap + 1ull) + (f == 0 ? 0 : 1ull + p.dstFracGap);
+            uint64_t d = (uint64_t)i * (p.dstGap + 1ull) + f * (1ull + p.dstFracGap);
             if (d >= dstFracs) {
                 twin::Fail(api, "dst: iteration %u writes fractal %llu, past the tensor's %llu fractals (dstGap %u, dstFracGap %u)",
                            i, (unsigned long long)d, (unsigned long long)dstFracs, p.dstGap, p.dstFracGap);
@@ -272,7 +275,17 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
         const uint8_t* s = src.Ptr() + (uint64_t)twin::LoadSrcIndex(api, p.startIndex, p.srcStride, p.addrMode, i) * sq;
         uint8_t* d0 = dst.Ptr() + (uint64_t)i * (p.dstGap + 1ull) * twin::kFractalBytes;
         uint8_t* d1 = d0 + (1ull + p.dstFracGap) * twin::kFractalBytes;
-        if constexpr (sizeof(T) == 2) {
+        if constexpr (b4) {
+            // X (64 x 64 nibbles) = [F0; F1; F2; F3], Fi = 16 rows x 64 columns; Df = X^T rows 16f..16f+15.
+            uint8_t x[64][64];
+            for (int r = 0; r < 64; ++r)
+                for (int c = 0; c < 64; ++c) x[r][c] = (s[(r * 64 + c) / 2] >> (4 * (c % 2))) & 0xF;
+            for (int f = 0; f < 4; ++f) {
+                uint8_t* d = d0 + f * (1ull + p.dstFracGap) * twin::kFractalBytes;
+                for (int r = 0; r < 16; ++r)
+                    for (int c = 0; c < 64; c += 2) d[(r * 64 + c) / 2] = (uint8_t)(x[c][16 * f + r] | (x[c + 1][16 * f + r] << 4));
+            }
+        } else if constexpr (sizeof(T) == 2) {
             twin::TransposeB16Fractal(d0, s);
         } else if constexpr (sizeof(T) == 4) {
             // X (16 x 16) = [F0 | F1], Fi = 16 rows x 8 columns; D0 = X^T[:, 0:8], D1 = X^T[:, 8:16].
