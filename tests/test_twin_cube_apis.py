@@ -189,6 +189,16 @@ def test_int4_mmad(lib, rng):
     np.testing.assert_array_equal(c, a @ b.T)
 
 
+def test_int4_transposed_into_l0b(lib, rng):
+    """LoadDataWithTranspose.md: int4b_t squares of four 16 x 64 fractals, transposed into L0B (B given as [K, N])."""
+    M, N, K = 16, 128, 128
+    a = rng.integers(-8, 8, (M, K))
+    b = rng.integers(-8, 8, (K, N))
+    c = np.zeros((M, N), np.int32)
+    lib.launch("int4_matmul", 1, pack_int4(a), pack_int4(b), c, params(M=M, N=N, K=K, FLAGS=1), kernel_type="aic")
+    np.testing.assert_array_equal(c, a @ b)
+
+
 def test_int4_img2col_into_l0a(lib, rng):
     """LoadData3DParamsV2 with int4b_t (LoadData_3D.md: b4 into L0A, C0 = 64, kExtension a multiple of 64)."""
     from test_twin_cube_more import img2col

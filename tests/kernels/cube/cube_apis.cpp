@@ -151,7 +151,8 @@ extern "C" __global__ __aicore__ void fill_probe(GM_ADDR x, GM_ADDR y, GM_ADDR p
 }
 
 // C (int32) = A x B^T with A [M, K], B [N, K] int4b_t packed two per byte in GM (row-major): ND -> NZ as bytes, the
-// 16 x 64 fractals L1 -> L0A (Zz) / L0B (Zn), Mmad (int32_t, int4b_t, int4b_t).
+// 16 x 64 fractals L1 -> L0A (Zz) / L0B (Zn), Mmad (int32_t, int4b_t, int4b_t). With P_FLAGS = 1, B is given as
+// [K, N] (K and N multiples of 64) and reaches L0B through LoadDataWithTranspose (64 x 64 squares).
 extern "C" __global__ __aicore__ void int4_matmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR prm) {
     if ASCEND_IS_AIV {
         return;
@@ -170,13 +171,25 @@ extern "C" __global__ __aicore__ void int4_matmul(GM_ADDR a, GM_ADDR b, GM_ADDR 
     LocalTensor<int4b_t> a2(TPosition::A2, 0, 32 * 1024), b2(TPosition::B2, 0, 32 * 1024);
     LocalTensor<int32_t> c1(TPosition::CO1, 0, 8 * 1024);
     DataCopy(a1, aG, Nd2NzParams(1, M, K / 2, 0, K / 2, M1 * 16, 1, 0));  // b4 moves as b8: dValue in bytes
-    DataCopy(b1, bG, Nd2NzParams(1, N, K / 2, 0, K / 2, N1 * 16, 1, 0));
+    const bool bKn = P.GetValue(P_FLAGS) == 1;
+    if (bKn) {
+        DataCopy(b1, bG, Nd2NzParams(1, K, N / 2, 0, N / 2, K, 1, 0));  // Nz of [K, N]: N / 64 blocks of K rows
+    } else {
+        DataCopy(b1, bG, Nd2NzParams(1, N, K / 2, 0, K / 2, N1 * 16, 1, 0));
+    }
     SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
     WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
     for (uint32_t m1 = 0; m1 < M1; ++m1) {
         LoadData(a2[m1 * K1 * FRAC], a1[m1 * FRAC], LoadData2DParams(0, K1, M1, 0, 0, false, 0));
     }
-    LoadData(b2, b1, LoadData2DParams(0, K1 * N1, 1, 0, 0, false, 0));
+    if (bKn) {  // square (k1, nb) of 64 K rows x 64 N -> Zn fractals (k1, 4 nb .. 4 nb + 3)
+        for (uint32_t k1 = 0; k1 < K1; ++k1) {
+            LoadDataWithTranspose(b2[k1 * N1 * FRAC], b1[k1 * 4 * FRAC],
+                                  LoadData2dTransposeParams(0, (uint8_t)(N / 64), (uint16_t)(K / 64), 3, 0));
+        }
+    } else {
+        LoadData(b2, b1, LoadData2DParams(0, K1 * N1, 1, 0, 0, false, 0));
+    }
     SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
     WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
     MmadParams mp;
