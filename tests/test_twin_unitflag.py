@@ -114,3 +114,15 @@ def test_plain_mmad_after_unit_flag_fixpipe_needs_fix_m_sync(lib, rng):
 def test_unit_flag_value_is_checked(lib, rng):
     with pytest.raises(twin.TwinError, match=r"Mmad: unitFlag 1 is not 0 \(off\), 2 \(keep the unit flags\) or 3"):
         run(lib, rng, mmad=(1, 3))
+
+
+def test_data_copy_l0c_to_gm_waits_on_unit_flags_too(rng):
+    """DataCopy(L0C->GM, DataCopyCO12DstParams) is the raw Fixpipe: with unitFlag 3 after an Mmad without unit flags
+    it would wait forever (cube_more.cpp's co12 kernel, whose Mmad sets none)."""
+    from test_twin_cube_more import KSRC as MORE_SRC, SET_ND, co12
+    more = twin.compile_kernel(MORE_SRC, flags=["-O0"])
+    with pytest.raises(twin.TwinError, match=r"DataCopy\(L0C->GM\): unitFlag 3 reads L0C block 0 .* no Mmad with "
+                                             r"unitFlag 3 has set"):
+        co12(more, "co12_h_f", rng, 16, 32, 16, nd=True, flags=SET_ND, unit=3)
+    c, out = co12(more, "co12_h_f", rng, 16, 32, 16, nd=True, flags=SET_ND)  # control: no unit flags, M_FIX orders it
+    np.testing.assert_array_equal(out.reshape(c.shape), c)
