@@ -17,6 +17,8 @@
 
 namespace AscendC {
 
+constexpr uint8_t PAD_SIZE = 4;  // entries of padList: left, right, top, bottom (kernel_utils_constants.h)
+
 enum class FmatrixMode : uint8_t {
     FMATRIX_LEFT = 0,
     FMATRIX_RIGHT = 1,
@@ -322,20 +324,24 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
              (unsigned long long)(srcAddr + fmLo), (unsigned long long)B);
     }
     const bool wraps = B != 0 && srcAddr + fmLo + fmLen > B;
-    if (wraps) {
-        if (fmLen > B || B > l1Size) {
-            Fail(api, "feature map of %llu bytes does not fit the boundary of %llu bytes (L1 %llu bytes)",
-                 (unsigned long long)fmLen, (unsigned long long)B, (unsigned long long)l1Size);
+    if (wraps) {  // addresses wrap modulo the boundary, as often as the feature map needs (the official
+                  // set_loaddata_boundary example reads 2 KB through a 1 KB boundary)
+        if (B > l1Size) {
+            Fail(api, "the boundary of %llu bytes lies past L1 (%llu bytes)", (unsigned long long)B, (unsigned long long)l1Size);
         }
-        NoteAccess(api, Mem::L1, srcAddr + fmLo, B - (srcAddr + fmLo), false);
-        NoteAccess(api, Mem::L1, 0, srcAddr + fmLo + fmLen - B, false);
+        if (fmLen >= B) {
+            NoteAccess(api, Mem::L1, 0, B, false);
+        } else {
+            NoteAccess(api, Mem::L1, srcAddr + fmLo, B - (srcAddr + fmLo), false);
+            NoteAccess(api, Mem::L1, 0, srcAddr + fmLo + fmLen - B, false);
+        }
     } else {
         span("src", src, fmLo, fmLen);
     }
     const uint8_t* l1 = Cur().Base(Mem::L1);
     auto fmapAt = [&](uint64_t c1, uint64_t h, uint64_t w) -> const uint8_t* {
         uint64_t a = srcAddr + ((c1 * H + h) * W + w) * 32;
-        if (wraps && a >= B) a -= B;
+        if (wraps && a >= B) a %= B;
         return l1 + a;
     };
     T padV;
