@@ -322,7 +322,7 @@ def test_load3d_int8_l0a(lib, rng):
 
 
 LOAD3D_MISUSE = [  # (id, dtype, load3d kwargs on CONV, message)
-    ("no_fmatrix", "f16", dict(flags=NO_FMATRIX), r"isSetFMatrix = false but the FMATRIX register was never set"),
+    ("no_fmatrix", "f16", dict(flags=NO_FMATRIX), r"the FMATRIX register was never set in this kernel \(isSetFMatrix = false"),
     ("no_padding", "f16", dict(flags=NO_PADDING), r"reads padding, but the PADDING register was never set"),
     ("fmatrix_right", "f16", dict(flags=RIGHT_FM), r"SetFmatrix: FMATRIX_RIGHT is not supported"),
     ("repeat_time_2", "f16", dict(flags=REPEAT, rpt=2), r"repeatTime 2 > 1 is not modelled"),

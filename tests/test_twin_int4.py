@@ -97,15 +97,13 @@ NEGATIVE = [
     (20, 0, r"DataCopy\(GM->UB, SliceInfo\): dst is an int4b_t tensor, which the twin does not model for this API"),
 ]
 
-# The docs list b4 (int4b_t) for LoadData (L1 -> L0A/L0B) and Nd2Nz, but the twin does not model its 16 x 64 fractals.
-UNMODELLED = r"int4b_t \(b4\) data is not modelled by the twin for this API"
+# The docs list b4 (int4b_t) for Nd2Nz and LoadData L1 -> L0A/L0B only (the cube path: tests/test_twin_cube_apis.py);
+# GM -> L0 is refused, and a transposed square of four fractals does not fit a 1 KB L0B tensor.
 NEGATIVE_AIC = [
     (30, r"DataCopy\(GM->L1\): " + NOT_A2),
     (31, r"DataCopy\(L1->GM\): " + NOT_A2),
-    (32, r"DataCopy\(GM->L1, Nd2NzParams\): dst is an int4b_t tensor, which the twin does not model for this API"),
-    (33, r"LoadData\(L1->L0\): " + UNMODELLED),
-    (34, r"LoadData\(GM->L0/L1\): " + UNMODELLED),
-    (35, r"LoadDataWithTranspose: " + UNMODELLED),
+    (34, r"LoadData\(GM->L0/L1\): int4b_t \(b4\) data is not supported or not modelled on this path"),
+    (35, r"LoadDataWithTranspose: dst: iteration 0 writes fractal 2, past the tensor's 2 fractals"),
 ]
 
 
@@ -118,6 +116,11 @@ def test_int4_misuse_is_refused(lib):
         with pytest.raises(twin.TwinError) as ei:
             run(lib, case, kernel_type="aic")
         assert re.search(r"^\[AIC 0\] " + pattern, str(ei.value)), (case, str(ei.value))
+
+
+def test_int4_cube_loads_pass(lib):
+    for case in (32, 33):  # ND2NZ as bytes, one 16 x 64 fractal L1 -> L0A
+        run(lib, case, kernel_type="aic")
 
 
 def test_int4_even_offsets_and_in_range_indices_pass(lib):

@@ -21,6 +21,7 @@
 #include "twin/cube/mmad.h"
 #include "twin/cube/fixpipe.h"
 #include "twin/cube/data_copy_co12.h"
+#include "twin/cube/sparse.h"
 #include "twin/launch/launch.h"
 #include "twin/launch/cpu_launch.h"
 #include "twin/memory/buf_pool.h"

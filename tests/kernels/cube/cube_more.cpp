@@ -171,6 +171,7 @@ constexpr int64_t kNoPadding = 4;   // ... without SetLoadDataPaddingValue
 constexpr int64_t kBoundary = 8;    // SetLoadDataBoundary(Q_BOUND); feature map split at the boundary
 constexpr int64_t kRepeat = 16;     // SetLoadDataRepeat with repeatTime Q_RPT
 constexpr int64_t kRightFm = 32;    // SetFmatrix(FMATRIX_RIGHT)
+constexpr int64_t kV2Pro = 64;      // Load3DSetFMatrixCal + SetLoadDataPaddingValue + LoadData3DParamsV2Pro
 
 constexpr IsResetLoad3dConfig kManual = {false, false};
 
@@ -229,7 +230,16 @@ __aicore__ inline void Load3dBody(GM_ADDR fm, GM_ADDR idn, GM_ADDR c, GM_ADDR pr
     if (flags & kRepeat) SetLoadDataRepeat(LoadDataRepeatParam(0, (uint8_t)P.GetValue(Q_RPT), 0));
     if (flags & kRightFm) SetFmatrix(p.l1H, p.l1W, p.padList, FmatrixMode::FMATRIX_RIGHT);
     LocalTensor<T> dst = toB ? b2 : a2;
-    if (flags & (kManualRegs | kNoFmatrix | kNoPadding)) {
+    if (flags & kV2Pro) {
+        Load3DSetFMatrixCal(p.l1H, p.l1W, p.padList);
+        SetLoadDataPaddingValue(p.padValue);
+        const uint64_t ext = ((uint64_t)p.mStartPt << 48) | ((uint64_t)p.kStartPt << 32) | ((uint64_t)p.mExtension << 16) |
+                             p.kExtension;
+        const uint64_t filt = ((uint64_t)p.dilationFilterH << 40) | ((uint64_t)p.dilationFilterW << 32) |
+                              ((uint64_t)p.filterH << 24) | ((uint64_t)p.filterW << 16) | ((uint64_t)p.strideH << 8) |
+                              p.strideW;
+        LoadData(dst, fm1, LoadData3DParamsV2Pro(p.channelSize, trans, false, false, false, false, ext, filt));
+    } else if (flags & (kManualRegs | kNoFmatrix | kNoPadding)) {
         if (!(flags & kNoFmatrix)) SetFmatrix(p.l1H, p.l1W, p.padList, FmatrixMode::FMATRIX_LEFT);
         if (!(flags & kNoPadding)) SetLoadDataPaddingValue(p.padValue);
         LoadData3DParamsV2<T> q = p;  // the fields the registers replace must not matter

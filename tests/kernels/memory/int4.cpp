@@ -87,7 +87,7 @@ __aicore__ inline void Cube(GM_ADDR a, int32_t which) {
     load.repeatTimes = 1;
     if (which == 30) DataCopy(x1, g, 128);
     if (which == 31) DataCopy(g, x1, 128);
-    if (which == 32) DataCopy(x1, g, Nd2NzParams(1, 4, 64, 0, 64, 16, 1, 0));
+    if (which == 32) DataCopy(x1, g, Nd2NzParams(1, 4, 32, 0, 32, 16, 1, 0));  // b4 as b8: 4 rows of 32 bytes
     if (which == 33) LoadData(l0a.Get<int4b_t>(), x1, load);
     if (which == 34) LoadData(l0a.Get<int4b_t>(), g, load);
     if (which == 35) {

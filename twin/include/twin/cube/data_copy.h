@@ -213,7 +213,11 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
     if (dst.Valid() && dst.Phys() == twin::Mem::UB) {
         twin::Fail("DataCopy(GM->UB, Nd2NzParams)", "ND -> NZ into UB exists only on Atlas inference parts (310P), not on dav-2201");
     }
-    twin::Nd2NzGmToL1(dst, src, intriParams);
+    if constexpr (twin::ElemBits<T>::value == 4) {  // b4 moves as b8, its parameters count bytes (ND2NZ page, 约束说明)
+        twin::Nd2NzGmToL1(dst.template ReinterpretCast<int8_t>(), src.template ReinterpretCast<int8_t>(), intriParams);
+    } else {
+        twin::Nd2NzGmToL1(dst, src, intriParams);
+    }
 }
 
 // UB -> L1 with ND -> NZ: software-emulated through the Matmul API's KFC server on dav-2201.

@@ -13,6 +13,7 @@
 #include "twin/sync/atomic_gm.h"
 #include "twin/cube/cube_spr.h"
 #include "twin/cube/fractal.h"
+#include "twin/cube/unit_flag.h"
 
 namespace AscendC {
 
@@ -177,7 +178,7 @@ inline void FixpipeRun(const char* api, uint8_t* dst, bool toGm, uint64_t dstLen
     constexpr bool nd = layout == CO2Layout::ROW_MAJOR;
     if (layout == CO2Layout::COLUMN_MAJOR) Fail(api, "CFG_COLUMN_MAJOR (NZ -> DN) exists only on Ascend 950");
     CheckFixpipeTypes<T, U>(api, p.quantPre, !toGm);
-    if (p.unitFlag != 0 && p.unitFlag != 2 && p.unitFlag != 3) Fail(api, "unitFlag %u is not 0, 2 or 3", p.unitFlag);
+    CheckUnitFlagValue(api, p.unitFlag);
     if (IsVectorQuant(p.quantPre) && v.cols == nullptr) {
         Fail(api, "quantPre %s takes per-column parameters: use the overload with a cbufWorkspace tensor", QuantName(p.quantPre));
     }
@@ -212,7 +213,21 @@ inline void FixpipeRun(const char* api, uint8_t* dst, bool toGm, uint64_t dstLen
         Fail(api, "src: ndNum %u, nSize %u, mSize %u, srcStride %u read %llu bytes of L0C, past the tensor's %llu bytes", ndNum,
              p.nSize, p.mSize, p.srcStride, (unsigned long long)(srcElems * 4), (unsigned long long)v.srcLen);
     }
-    NoteAccess(api, Mem::L0C, OffsetIn(api, Mem::L0C, v.src), srcElems * 4, false);
+    const uint64_t srcOff = OffsetIn(api, Mem::L0C, v.src);
+    UnitSpan units;
+    if (p.unitFlag == 0) {
+        NoteAccess(api, Mem::L0C, srcOff, srcElems * 4, false);
+    } else {  // the fractals each column block of each ND matrix drains wait for their unit flags (whole 16-row
+              // fractals: the hand-off unit, "每计算完一个分形" on the Mmad and Fixpipe pages)
+        for (uint32_t n = 0; n < ndNum; ++n) {
+            for (uint32_t b = 0; b < nBlocks; ++b) {
+                const uint64_t at = srcOff + ((uint64_t)n * p.srcNdStride * 256 + (uint64_t)b * p.srcStride * 16) * 4;
+                units.Add(at, at + (uint64_t)CeilDivU(p.mSize, 16) * 1024);
+            }
+        }
+        FixpipeUnitsRead(api, units, p.unitFlag);
+    }
+    const uint32_t clk = NextClock(PIPE_FIX);
     // Output geometry: ND rows, or NZ blocks of c0 columns (b8: 32 via channel merge, except that an odd last
     // group of 16 columns stays a 16-wide block; f32: 16, or 8 split).
     const uint32_t c0 = nd ? 0 : (sizeof(T) == 1 ? 32 : sizeof(T) == 2 ? 16 : (p.isChannelSplit ? 8 : 16));
@@ -299,6 +314,7 @@ inline void FixpipeRun(const char* api, uint8_t* dst, bool toGm, uint64_t dstLen
     }
     const uint64_t elems = (uint64_t)ndNum * p.mSize * p.nSize;
     Trace(api, PIPE_FIX, elems, elems * sizeof(T), ndNum * p.mSize, dst, v.src);
+    FixpipeUnitsDone(units, p.unitFlag, clk);
 }
 
 template <typename U>

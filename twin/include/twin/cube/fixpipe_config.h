@@ -5,6 +5,7 @@
 #pragma once
 #include "twin/cube/cube_spr.h"
 #include "twin/cube/fractal.h"
+#include "twin/cube/unit_flag.h"
 
 namespace AscendC {
 
@@ -39,15 +40,18 @@ inline void SetFixpipePreQuantFlag(uint64_t config) {
 namespace twin {
 
 // FPC[15:8] holds the quantisation address in 128 B units, so the tensor must sit on a 128 B boundary of the FB.
+// An L0C tensor (any element type, as the unit-flag reset of the official mmad_unitflag example passes its float
+// CO1 tensor) only carries isUnitFlag.
 template <typename T>
-inline void SetFpcQuant(const char* api, const AscendC::LocalTensor<T>& quantPre) {
-    static_assert(std::is_same<T, uint64_t>::value, "SetFixPipeConfig: the quantisation tensor holds uint64_t words");
+inline void SetFpcQuant(const char* api, const AscendC::LocalTensor<T>& quantPre, bool isUnitFlag) {
     CubeSpr& r = CubeRegs();
+    if (isUnitFlag) ResetUnits();
     if (quantPre.Valid() && quantPre.Phys() == Mem::L0C) {
-        // An L0C tensor only carries isUnitFlag; FPC then holds that address, which points at no quantisation data.
+        // FPC then holds the L0C address, which points at no quantisation data.
         r.fpcQuantAddr = -1;
         r.fpcInvalid = "the last SetFixPipeConfig passed an L0C tensor (unit-flag reset only)";
     } else {
+        if (!std::is_same<T, uint64_t>::value) Fail(api, "the quantisation tensor holds uint64_t words, got %s", TypeName<T>());
         r.fpcQuantAddr = (int64_t)CubeOperand(api, "quantPre", quantPre, Mem::FB, 128, "the Fixpipe Buffer (C2PIPE2GM)");
         r.fpcInvalid = nullptr;
     }
@@ -58,23 +62,20 @@ inline void SetFpcQuant(const char* api, const AscendC::LocalTensor<T>& quantPre
 
 namespace AscendC {
 
-// reluPre is reserved on dav-2201 (pass an empty tensor); isUnitFlag clears L0C unit flags, which the twin does not
-// model beyond checking unitFlag values.
+// reluPre is reserved on dav-2201 (pass an empty tensor); isUnitFlag sets every L0C unit flag to 0 (SetFixPipeConfig.md).
 template <typename T>
 inline void SetFixPipeConfig(const LocalTensor<T>& reluPre, const LocalTensor<T>& quantPre, bool isUnitFlag = false) {
     const char* api = "SetFixPipeConfig";
-    (void)isUnitFlag;
     twin::RequireAic(api);
     if (reluPre.Valid()) twin::CubeOperand(api, "reluPre", reluPre, twin::Mem::FB, 64, "the Fixpipe Buffer (C2PIPE2GM)");
-    twin::SetFpcQuant(api, quantPre);
+    twin::SetFpcQuant(api, quantPre, isUnitFlag);
 }
 
 template <typename T, bool setRelu = false>
 inline void SetFixPipeConfig(const LocalTensor<T>& preData, bool isUnitFlag = false) {
     static_assert(!setRelu, "SetFixPipeConfig: setRelu = true (a ReLU tensor) is not supported; only quantPre can be set");
-    (void)isUnitFlag;
     twin::RequireAic("SetFixPipeConfig");
-    twin::SetFpcQuant("SetFixPipeConfig", preData);
+    twin::SetFpcQuant("SetFixPipeConfig", preData, isUnitFlag);
 }
 
 inline void SetFixPipeClipRelu(uint64_t) {

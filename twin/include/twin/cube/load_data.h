@@ -43,6 +43,25 @@ struct LoadData2dTransposeParams {
     uint8_t addrMode = 0;
 };
 
+// Declared by the common headers; the loads taking it exist on Ascend 950 only (LoadData_2D_V2.md and
+// LoadData（GMToL1-2D矩阵搬运V2）.md: Atlas A2/A3 不支持; the dav-2201 implementation reports it unsupported).
+struct LoadData2DParamsV2 {
+    LoadData2DParamsV2() {}
+    LoadData2DParamsV2(const uint32_t mStartPositionIn, const uint32_t kStartPositionIn, const uint16_t mStepIn,
+                       const uint16_t kStepIn, const int32_t srcStrideIn, const uint16_t dstStrideIn,
+                       const bool ifTransposeIn, const uint8_t sidIn)
+        : mStartPosition(mStartPositionIn), kStartPosition(kStartPositionIn), mStep(mStepIn), kStep(kStepIn),
+          srcStride(srcStrideIn), dstStride(dstStrideIn), ifTranspose(ifTransposeIn), sid(sidIn) {}
+    uint32_t mStartPosition = 0;
+    uint32_t kStartPosition = 0;
+    uint16_t mStep = 0;
+    uint16_t kStep = 0;
+    int32_t srcStride = 0;
+    uint16_t dstStride = 0;
+    bool ifTranspose = false;
+    uint8_t sid = 0;
+};
+
 template <typename T>
 struct InitConstValueParams {
     InitConstValueParams() {}
@@ -83,7 +102,7 @@ inline void NoteLoadSpans(const char* api, const AscendC::LocalTensor<T>& dst, c
     }
     const uint64_t unit = (uint64_t)fracs * kFractalBytes;
     NoteAccess(api, Mem::L1, src.Addr(api) + (uint64_t)lo * unit, (uint64_t)(hi - lo + 1) * unit, false);
-    const uint64_t lastDst = (uint64_t)(repeat - 1) * (dstGap + 1ull) + (fracs > 1 ? 1ull + dstFracGap : 0);
+    const uint64_t lastDst = (uint64_t)(repeat - 1) * (dstGap + 1ull) + (uint64_t)(fracs - 1) * (1ull + dstFracGap);
     NoteAccess(api, dst.Phys(), dst.Addr(api), (lastDst + 1) * kFractalBytes, true);
 }
 
@@ -129,8 +148,8 @@ inline void Load2DFractals(const char* api, uint8_t* dst, uint64_t dstLen, const
 template <typename T>
 inline void CheckLoadType(const char* api) {
     static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadData moves b8, b16 or b32 data");
-    if constexpr (ElemBits<T>::value == 4) {  // b4 has its own fractal shape (16 x 64); not modelled
-        Fail(api, "int4b_t (b4) data is not modelled by the twin for this API");
+    if constexpr (ElemBits<T>::value == 4) {  // LoadData_2D.md: int4b_t only L1 -> L0A/L0B (LoadData2DParams)
+        Fail(api, "int4b_t (b4) data is not supported or not modelled on this path (plain L1 -> L0A/L0B LoadData is)");
     }
 }
 
@@ -143,6 +162,11 @@ template <typename T>
 inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParams& loadDataParams) {
     const char* api = "LoadData(L1->L0)";
     twin::RequireAic(api);
+    if constexpr (twin::ElemBits<T>::value == 4) {  // int4b_t: whole 512 B fractals (16 x 64) moved as bytes
+        if (loadDataParams.ifTranspose) twin::Fail(api, "ifTranspose works only for b16 data, got int4b_t");
+        LoadData(dst.template ReinterpretCast<int8_t>(), src.template ReinterpretCast<int8_t>(), loadDataParams);
+        return;
+    }
     twin::CheckLoadType<T>(api);
     const LoadData2DParams& p = loadDataParams;
     if (!dst.Valid()) twin::Fail(api, "dst tensor is not allocated");
@@ -190,15 +214,29 @@ inline void LoadData(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
                 p.repeatTimes, dst.Ptr(), src.GetPhyAddr());
 }
 
+template <typename T>
+inline void LoadData(const LocalTensor<T>&, const LocalTensor<T>&, const LoadData2DParamsV2&) {
+    twin::Fail("LoadData(LoadData2DParamsV2)", "not supported on Atlas A2/A3 (dav-2201): LoadData_2D_V2.md lists Ascend "
+               "950 only; load L1 -> L0A/L0B with LoadData2DParams (Nz -> Zz per row of fractals, or ifTranspose for Zn)");
+}
+
+template <typename T>
+inline void LoadData(const LocalTensor<T>&, const GlobalTensor<T>&, const LoadData2DParamsV2&) {
+    twin::Fail("LoadData(GM, LoadData2DParamsV2)", "not supported on Atlas A2/A3 (dav-2201): LoadData（GMToL1-2D矩阵搬运V2）.md "
+               "lists Ascend 950 only; use LoadData2DParams or DataCopy with Nd2NzParams");
+}
+
 // L1 -> L0A/L0B with a transpose of square blocks: b16 one 16x16 fractal; b32 two 16x8 fractals side by side
-// (so L1 must hold them adjacent: Zz/Zn layout) forming 16x16; b8 two 16x32 fractals stacked forming 32x32.
-// The transposed square is split back into fractals written at i*(dstGap+1) and i*(dstGap+1) + 1 + dstFracGap.
+// (so L1 must hold them adjacent: Zz/Zn layout) forming 16x16; b8 two 16x32 fractals stacked forming 32x32; b4
+// (L0B only) four 16x64 fractals stacked forming 64x64. The transposed square is split back into fractals written at
+// i*(dstGap+1) + f*(1 + dstFracGap).
 template <typename T>
 inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
                                   const LoadData2dTransposeParams& loadDataParams) {
     const char* api = "LoadDataWithTranspose";
     twin::RequireAic(api);
-    twin::CheckLoadType<T>(api);
+    constexpr bool b4 = twin::ElemBits<T>::value == 4;
+    if constexpr (!b4) twin::CheckLoadType<T>(api);
     const LoadData2dTransposeParams& p = loadDataParams;
     if (!dst.Valid()) twin::Fail(api, "dst tensor is not allocated");
     if (dst.Phys() != twin::Mem::L0A && dst.Phys() != twin::Mem::L0B) {
@@ -206,8 +244,9 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
     }
     twin::CubeOperand(api, "dst", dst, dst.Phys(), 512, "L0A (A2) or L0B (B2)");
     twin::CubeOperand(api, "src", src, twin::Mem::L1, 32, "L1 (A1/B1)");
+    if (b4 && dst.Phys() != twin::Mem::L0B) twin::Fail(api, "int4b_t goes only to L0B (LoadDataWithTranspose.md)");
     if (p.repeatTimes == 0) return;
-    constexpr uint32_t fracs = sizeof(T) == 2 ? 1 : 2;  // fractals per square
+    constexpr uint32_t fracs = b4 ? 4 : sizeof(T) == 2 ? 1 : 2;  // fractals per square
     twin::NoteLoadSpans(api, dst, src, p.startIndex, p.srcStride, p.addrMode, p.repeatTimes, p.dstGap, fracs, p.dstFracGap);
     const uint64_t sq = (uint64_t)fracs * twin::kFractalBytes;
     // Destination fractals of every iteration; overlapping outputs are undefined on the NPU.
@@ -220,7 +259,7 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
                        (unsigned long long)sq, src.GetLength());
         }
         for (uint32_t f = 0; f < fracs; ++f) {
-            uint64_t d = (uint64_t)i * (p.dstGap + 1ull) + (f == 0 ? 0 : 1ull + p.dstFracGap);
+            uint64_t d = (uint64_t)i * (p.dstGap + 1ull) + f * (1ull + p.dstFracGap);
             if (d >= dstFracs) {
                 twin::Fail(api, "dst: iteration %u writes fractal %llu, past the tensor's %llu fractals (dstGap %u, dstFracGap %u)",
                            i, (unsigned long long)d, (unsigned long long)dstFracs, p.dstGap, p.dstFracGap);
@@ -236,7 +275,17 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
         const uint8_t* s = src.Ptr() + (uint64_t)twin::LoadSrcIndex(api, p.startIndex, p.srcStride, p.addrMode, i) * sq;
         uint8_t* d0 = dst.Ptr() + (uint64_t)i * (p.dstGap + 1ull) * twin::kFractalBytes;
         uint8_t* d1 = d0 + (1ull + p.dstFracGap) * twin::kFractalBytes;
-        if constexpr (sizeof(T) == 2) {
+        if constexpr (b4) {
+            // X (64 x 64 nibbles) = [F0; F1; F2; F3], Fi = 16 rows x 64 columns; Df = X^T rows 16f..16f+15.
+            uint8_t x[64][64];
+            for (int r = 0; r < 64; ++r)
+                for (int c = 0; c < 64; ++c) x[r][c] = (s[(r * 64 + c) / 2] >> (4 * (c % 2))) & 0xF;
+            for (int f = 0; f < 4; ++f) {
+                uint8_t* d = d0 + f * (1ull + p.dstFracGap) * twin::kFractalBytes;
+                for (int r = 0; r < 16; ++r)
+                    for (int c = 0; c < 64; c += 2) d[(r * 64 + c) / 2] = (uint8_t)(x[c][16 * f + r] | (x[c + 1][16 * f + r] << 4));
+            }
+        } else if constexpr (sizeof(T) == 2) {
             twin::TransposeB16Fractal(d0, s);
         } else if constexpr (sizeof(T) == 4) {
             // X (16 x 16) = [F0 | F1], Fi = 16 rows x 8 columns; D0 = X^T[:, 0:8], D1 = X^T[:, 8:16].
@@ -290,8 +339,23 @@ inline void Fill(const LocalTensor<T>& dst, const InitConstValueParams<U>& initC
         twin::Fail(api, "blockNum is 0, so this fills nothing on dav-2201 (the two-argument InitConstValueParams "
                         "constructor leaves blockNum = 0; it only means '512 B per repeat' on older parts)");
     }
+    // Fill.md: repeatTimes runs of blockNum blocks (32 B in L1, 512 B in L0A/L0B), dstGap blocks apart. It
+    // initialises the tensor it is given, so a footprint past it is refused (not judged like an Mmad overrun), and
+    // only the runs are written: the gap blocks keep their bytes.
     const uint64_t step = (uint64_t)(p.blockNum + p.dstGap) * blk, run = (uint64_t)p.blockNum * blk;
-    twin::CheckLocalSpan(api, "dst", dst, 0, (p.repeatTimes - 1) * step + run);
+    const uint64_t span = (p.repeatTimes - 1) * step + run;
+    if (span > dst.GetLength()) {
+        twin::Fail(api, "repeatTimes %u x (blockNum %u + dstGap %u) blocks of %u B write bytes [0, %llu), past the %s "
+                        "tensor's %u bytes", p.repeatTimes, p.blockNum, p.dstGap, blk, (unsigned long long)span,
+                   twin::MemName(m), dst.GetLength());
+    }
+    for (uint32_t r = 0; r < p.repeatTimes; ++r) {
+        if (p.dstGap == 0) {  // one contiguous run
+            twin::NoteAccess(api, m, dst.Addr(api), span, true);
+            break;
+        }
+        twin::NoteAccess(api, m, dst.Addr(api) + r * step, run, true);
+    }
     T v = p.initValue;
     for (uint32_t r = 0; r < p.repeatTimes; ++r) {
         uint8_t* q = dst.Ptr() + r * step;

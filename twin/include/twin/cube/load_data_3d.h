@@ -1,5 +1,6 @@
-// LoadData with LoadData3DParamsV2 (img2col, L1 -> L0A/L0B on PIPE_MTE1) and its register setters SetFmatrix,
-// SetLoadDataPaddingValue, SetLoadDataRepeat and SetLoadDataBoundary (cube/cube_spr.h).
+// LoadData with LoadData3DParamsV2 / LoadData3DParamsV2Pro (img2col, L1 -> L0A/L0B on PIPE_MTE1) and its register
+// setters SetFmatrix (Load3DSetFMatrixCal), SetLoadDataPaddingValue, SetLoadDataRepeat and SetLoadDataBoundary
+// (cube/cube_spr.h).
 //
 // The feature map sits in L1 as C1 x l1H x l1W x C0 (C0 = 32 B / sizeof(T)). img2col turns it into a matrix X with
 // one row per output position m = ho * Wo + wo and one column per k = ((c1 * Hk + kh) * Wk + kw) * C0 + c0:
@@ -15,6 +16,8 @@
 #include "twin/cube/fractal.h"
 
 namespace AscendC {
+
+constexpr uint8_t PAD_SIZE = 4;  // entries of padList: left, right, top, bottom (kernel_utils_constants.h)
 
 enum class FmatrixMode : uint8_t {
     FMATRIX_LEFT = 0,
@@ -88,6 +91,43 @@ struct LoadData3DParamsV2 {
     bool fMatrixCtrl = false;
 };
 
+// LoadData3DParamsV2Pro: the LoadData3DParamsV2 fields packed into two words (LoadData_3D.md, table 5); l1H, l1W,
+// padList and the pad value come from the FMATRIX and PADDING registers (SetFmatrix / Load3DSetFMatrixCal,
+// SetLoadDataPaddingValue).
+struct LoadData3DParamsV2Pro {
+    LoadData3DParamsV2Pro() {}
+    LoadData3DParamsV2Pro(const uint16_t channelSizeIn, const bool enTransposeIn, const bool enSmallKIn,
+                          const bool filterSizeWIn, const bool filterSizeHIn, const bool fMatrixCtrlIn,
+                          const uint64_t extConfigIn, const uint64_t filterConfigIn)
+        : channelSize(channelSizeIn), enTranspose(enTransposeIn), enSmallK(enSmallKIn), filterSizeW(filterSizeWIn),
+          filterSizeH(filterSizeHIn), fMatrixCtrl(fMatrixCtrlIn), extConfig(extConfigIn), filterConfig(filterConfigIn) {}
+    uint16_t channelSize = 0;
+    bool enTranspose = false;
+    bool enSmallK = false;
+    bool filterSizeW = false;
+    bool filterSizeH = false;
+    bool fMatrixCtrl = false;
+    uint64_t extConfig = 0;  // mStartPt [63:48], kStartPt [47:32], mExtension [31:16], kExtension [15:0]
+    uint64_t filterConfig = 0X10101010101;  // dilationH [47:40], dilationW [39:32], filterH, filterW, strideH, strideW
+};
+
+}  // namespace AscendC
+
+namespace twin {
+
+// The FMATRIX register write shared by SetFmatrix and the raw Load3DSetFMatrixCal.
+inline void WriteFmatrix(uint16_t l1H, uint16_t l1W, const uint8_t padList[4]) {
+    CubeSpr& r = CubeRegs();
+    r.l1H = l1H;
+    r.l1W = l1W;
+    for (int i = 0; i < 4; ++i) r.padList[i] = padList[i];
+    r.fmatrixSet = true;
+}
+
+}  // namespace twin
+
+namespace AscendC {
+
 inline void SetFmatrix(uint16_t l1H, uint16_t l1W, const uint8_t padList[4], const FmatrixMode& fmatrixMode) {
     const char* api = "SetFmatrix";
     twin::RequireAic(api);
@@ -95,12 +135,16 @@ inline void SetFmatrix(uint16_t l1H, uint16_t l1W, const uint8_t padList[4], con
     if (fmatrixMode != FmatrixMode::FMATRIX_LEFT) {
         twin::Fail(api, "FMATRIX_RIGHT is not supported: only FMATRIX_LEFT exists (it serves both matrices)");
     }
-    twin::CubeSpr& r = twin::CubeRegs();
-    r.l1H = l1H;
-    r.l1W = l1W;
-    for (int i = 0; i < 4; ++i) r.padList[i] = padList[i];
-    r.fmatrixSet = true;
+    twin::WriteFmatrix(l1H, l1W, padList);
     twin::Trace(api, PIPE_S, 0, 0, 1, nullptr, nullptr);
+}
+
+// The dav-2201 implementation function behind SetFmatrix(..., FMATRIX_LEFT) (kernel_operator_mm_impl.h), called
+// directly by catlass: the plain register write, without SetFmatrix's range checks.
+inline void Load3DSetFMatrixCal(uint16_t l1H, uint16_t l1W, const uint8_t padList[4]) {
+    twin::RequireAic("Load3DSetFMatrixCal");
+    twin::WriteFmatrix(l1H, l1W, padList);
+    twin::Trace("Load3DSetFMatrixCal", PIPE_S, 0, 0, 1, nullptr, nullptr);
 }
 
 }  // namespace AscendC
@@ -156,9 +200,12 @@ inline void SetLoadDataBoundary(uint32_t boundaryValue) {
 namespace twin {
 
 // channelSize values the dav-2201 docs allow (n >= 1): b32 4, 8n, 8n+4; b16 4, 8, 16n, 16n+4, 16n+8;
-// b8 4, 8, 16, 32n, 32n+4, 32n+8, 32n+16.
+// b8 4, 8, 16, 32n, 32n+4, 32n+8, 32n+16; b4 8, 16, 32, 64n, 64n+8, 64n+16, 64n+32.
 template <typename T>
 inline bool Load3dChannelAllowed(uint32_t c) {
+    if constexpr (ElemBits<T>::value == 4) {  // b4: 8, 16, 32, 64n, 64n+8, 64n+16, 64n+32
+        return c == 8 || c == 16 || c == 32 || (c >= 64 && (c % 64 == 0 || c % 64 == 8 || c % 64 == 16 || c % 64 == 32));
+    }
     constexpr uint32_t c0 = C0Of<T>();
     if (c == 4 || (c0 >= 16 && c == 8) || (c0 == 32 && c == 16)) return true;
     if (c < c0) return false;
@@ -177,15 +224,17 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
     }
     CubeOperand(api, "dst", dst, dm, 512, "L0A (A2) or L0B (B2)");
     const uint64_t srcAddr = CubeOperand(api, "src", src, Mem::L1, 32, "L1 (A1/B1)");
-    constexpr bool b8 = sizeof(T) == 1;
-    constexpr uint32_t c0 = C0Of<T>();
+    constexpr bool b4 = ElemBits<T>::value == 4;  // int4b_t: 64 per 32 B block, nibbles (element 2i low)
+    constexpr bool b8 = sizeof(T) == 1 && !b4;
+    constexpr uint32_t c0 = b4 ? 64 : C0Of<T>();
+    const char* tname = b4 ? "int4b_t" : TypeName<T>();
     const bool toB = dm == Mem::L0B;
     constexpr bool typeOk = std::is_same<T, int8_t>::value || std::is_same<T, uint8_t>::value || std::is_same<T, half>::value ||
                             std::is_same<T, bfloat16_t>::value || std::is_same<T, int32_t>::value ||
-                            std::is_same<T, uint32_t>::value || std::is_same<T, float>::value;
-    if (!typeOk) Fail(api, "%s is not a LoadData3DParamsV2 type on dav-2201", TypeName<T>());
-    if (b8 && (toB || p.enTranspose)) {
-        Fail(api, "b8 data (%s) cannot go to L0B or be transposed into L0A on dav-2201", TypeName<T>());
+                            std::is_same<T, uint32_t>::value || std::is_same<T, float>::value || b4;
+    if (!typeOk) Fail(api, "%s is not a LoadData3DParamsV2 type on dav-2201", tname);
+    if ((b8 || b4) && (toB || p.enTranspose)) {
+        Fail(api, "b4/b8 data (%s) cannot go to L0B or be transposed into L0A on dav-2201", tname);
     }
     if (p.enSmallK) Fail(api, "enSmallK is no longer supported");
     if (p.fMatrixCtrl) Fail(api, "fMatrixCtrl = true (right-matrix FMATRIX) is not supported; only false");
@@ -197,7 +246,7 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
     }
     if (p.mStartPt > 32767) Fail(api, "mStartPt %u is outside [0, 32767]", p.mStartPt);
     if (p.kStartPt % c0 != 0 || p.kExtension % c0 != 0) {
-        Fail(api, "kStartPt %u and kExtension %u must be multiples of %u for %s", p.kStartPt, p.kExtension, c0, TypeName<T>());
+        Fail(api, "kStartPt %u and kExtension %u must be multiples of %u for %s", p.kStartPt, p.kExtension, c0, tname);
     }
     CubeSpr& r = CubeRegs();
     if (setFMatrix) {  // the call programs FMATRIX (and PADDING) itself, and they stay set afterwards
@@ -206,17 +255,23 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
         for (int i = 0; i < 4; ++i) r.padList[i] = p.padList[i];
         r.fmatrixSet = true;
     } else if (!r.fmatrixSet) {
-        Fail(api, "isSetFMatrix = false but the FMATRIX register was never set in this kernel: call SetFmatrix first");
+        Fail(api, "the FMATRIX register was never set in this kernel (isSetFMatrix = false, or LoadData3DParamsV2Pro): "
+                  "call SetFmatrix first");
     }
     if (setPadding) SetLoad3dPadding(p.padValue);
     const uint32_t H = r.l1H, W = r.l1W;
     if (H > 32767 || W > 32767) Fail(api, "l1H %u / l1W %u are outside [0, 32767]", H, W);
     const uint32_t fW = p.filterW + (p.filterSizeW ? 256u : 0u), fH = p.filterH + (p.filterSizeH ? 256u : 0u);
-    if (H == 0 || W == 0 || p.channelSize == 0 || p.kExtension == 0 || p.mExtension == 0 || fW == 0 || fH == 0 ||
-        r.repeatTime == 0) {
-        return;  // documented NOP
+    // LoadData_3D.md calls a zero size a NOP; CANN's debug checks reject it (l1H, l1W, kExtension, mExtension, filter
+    // size >= 1: asc-devkit tests/api/basic_api/ascendc_case_ascend910b1 test_loaddata_check.cpp): the destination
+    // would keep stale bytes while the kernel goes on as if loaded, so the twin refuses it too.
+    if (H == 0 || W == 0 || p.channelSize == 0 || p.kExtension == 0 || p.mExtension == 0 || fW == 0 || fH == 0) {
+        Fail(api, "l1H %u, l1W %u, channelSize %u, kExtension %u, mExtension %u, filter %ux%u: a zero size loads nothing "
+                  "(a NOP per LoadData_3D.md, rejected by CANN's debug checks): each must be at least 1", H, W,
+             p.channelSize, p.kExtension, p.mExtension, fW, fH);
     }
-    if (!Load3dChannelAllowed<T>(p.channelSize)) Fail(api, "channelSize %u is not allowed for %s", p.channelSize, TypeName<T>());
+    if (r.repeatTime == 0) return;  // documented NOP
+    if (!Load3dChannelAllowed<T>(p.channelSize)) Fail(api, "channelSize %u is not allowed for %s", p.channelSize, tname);
     if (p.channelSize % c0 != 0) {
         Fail(api, "channelSize %u is allowed but not a multiple of C0 = %u: the small-channel L1 layouts are not "
                   "modelled by the twin", p.channelSize, c0);
@@ -249,8 +304,16 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
         return ((i / 16 * cols + j / c0) * 16 + i % 16) * c0 + j % c0;               // A[m = i][k = j]
     };
     // The last window element is the highest offset in every layout; padding rows past the window are not written.
-    const uint64_t dstBytes = (dstOff(p.mExtension - 1, p.kExtension - 1) + 1) * sizeof(T);
-    CheckLocalSpan(api, "dst", dst, 0, dstBytes);
+    const uint64_t dstElems = dstOff(p.mExtension - 1, p.kExtension - 1) + 1;
+    const uint64_t dstBytes = b4 ? (dstElems + 1) / 2 : dstElems * sizeof(T);
+    auto span = [&](const char* operand, const AscendC::LocalTensor<T>& t, uint64_t off, uint64_t n) {
+        if constexpr (b4) {  // the span checks count bytes; an int4b_t view would refuse them
+            CheckLocalSpan(api, operand, t.template ReinterpretCast<int8_t>(), off, n);
+        } else {
+            CheckLocalSpan(api, operand, t, off, n);
+        }
+    };
+    span("dst", dst, 0, dstBytes);
     // Source footprint: the C1 planes the window's columns touch; with a boundary it wraps to the start of L1.
     const uint64_t plane = (uint64_t)H * W * 32, c1Lo = p.kStartPt / c0 / (fH * fW);
     const uint64_t c1Hi = (p.kStartPt + p.kExtension - 1) / c0 / (fH * fW);
@@ -261,20 +324,24 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
              (unsigned long long)(srcAddr + fmLo), (unsigned long long)B);
     }
     const bool wraps = B != 0 && srcAddr + fmLo + fmLen > B;
-    if (wraps) {
-        if (fmLen > B || B > l1Size) {
-            Fail(api, "feature map of %llu bytes does not fit the boundary of %llu bytes (L1 %llu bytes)",
-                 (unsigned long long)fmLen, (unsigned long long)B, (unsigned long long)l1Size);
+    if (wraps) {  // addresses wrap modulo the boundary, as often as the feature map needs (the official
+                  // set_loaddata_boundary example reads 2 KB through a 1 KB boundary)
+        if (B > l1Size) {
+            Fail(api, "the boundary of %llu bytes lies past L1 (%llu bytes)", (unsigned long long)B, (unsigned long long)l1Size);
         }
-        NoteAccess(api, Mem::L1, srcAddr + fmLo, B - (srcAddr + fmLo), false);
-        NoteAccess(api, Mem::L1, 0, srcAddr + fmLo + fmLen - B, false);
+        if (fmLen >= B) {
+            NoteAccess(api, Mem::L1, 0, B, false);
+        } else {
+            NoteAccess(api, Mem::L1, srcAddr + fmLo, B - (srcAddr + fmLo), false);
+            NoteAccess(api, Mem::L1, 0, srcAddr + fmLo + fmLen - B, false);
+        }
     } else {
-        CheckLocalSpan(api, "src", src, fmLo, fmLen);
+        span("src", src, fmLo, fmLen);
     }
     const uint8_t* l1 = Cur().Base(Mem::L1);
     auto fmapAt = [&](uint64_t c1, uint64_t h, uint64_t w) -> const uint8_t* {
         uint64_t a = srcAddr + ((c1 * H + h) * W + w) * 32;
-        if (wraps && a >= B) a -= B;
+        if (wraps && a >= B) a %= B;
         return l1 + a;
     };
     T padV;
@@ -287,8 +354,17 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
             const uint64_t kk = p.kStartPt + j, kb = kk / c0, kpos = kb % (fH * fW), c1 = kb / (fH * fW);
             const int64_t h = (int64_t)(ho * p.strideH + (kpos / fW) * p.dilationFilterH) - padT;
             const int64_t w = (int64_t)(wo * p.strideW + (kpos % fW) * p.dilationFilterW) - padL;
+            const bool pad = h < 0 || h >= (int64_t)H || w < 0 || w >= (int64_t)W;
+            if constexpr (b4) {
+                padNeeded = padNeeded || pad;
+                const uint64_t e = kk % c0, o = dstOff(i, j);
+                const uint8_t nib = pad ? (uint8_t)(r.padding & 0xF)
+                                        : (uint8_t)((fmapAt(c1, (uint64_t)h, (uint64_t)w)[e / 2] >> (4 * (e % 2))) & 0xF);
+                out[o / 2] = (uint8_t)((out[o / 2] & ~(0xF << (4 * (o % 2)))) | (nib << (4 * (o % 2))));
+                continue;
+            }
             const uint8_t* v;
-            if (h < 0 || h >= (int64_t)H || w < 0 || w >= (int64_t)W) {
+            if (pad) {
                 padNeeded = true;
                 v = reinterpret_cast<const uint8_t*>(&padV);
             } else {
@@ -298,8 +374,8 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
         }
     }
     if (padNeeded && !setPadding && !r.paddingSet) {
-        Fail(api, "isSetPadding = false and the window reads padding, but the PADDING register was never set in this "
-                  "kernel: call SetLoadDataPaddingValue first");
+        Fail(api, "the window reads padding, but the PADDING register was never set in this kernel (isSetPadding = "
+                  "false, or LoadData3DParamsV2Pro): call SetLoadDataPaddingValue first");
     }
     const uint64_t elems = (uint64_t)p.mExtension * p.kExtension;
     Trace(api, PIPE_MTE1, elems, elems * sizeof(T), CeilDivU(dstBytes, kFractalBytes), out, src.Ptr());
@@ -308,6 +384,30 @@ inline void LoadData3dV2(const char* api, const AscendC::LocalTensor<T>& dst, co
 }  // namespace twin
 
 namespace AscendC {
+
+template <typename T>
+inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData3DParamsV2Pro& loadDataParams) {
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadData with LoadData3DParamsV2Pro moves b8, b16 or b32 data");
+    const LoadData3DParamsV2Pro& q = loadDataParams;
+    LoadData3DParamsV2<T> p;
+    p.channelSize = q.channelSize;
+    p.kExtension = (uint16_t)q.extConfig;
+    p.mExtension = (uint16_t)(q.extConfig >> 16);
+    p.kStartPt = (uint16_t)(q.extConfig >> 32);
+    p.mStartPt = (uint16_t)(q.extConfig >> 48);
+    p.strideW = (uint8_t)q.filterConfig;
+    p.strideH = (uint8_t)(q.filterConfig >> 8);
+    p.filterW = (uint8_t)(q.filterConfig >> 16);
+    p.filterH = (uint8_t)(q.filterConfig >> 24);
+    p.dilationFilterW = (uint8_t)(q.filterConfig >> 32);
+    p.dilationFilterH = (uint8_t)(q.filterConfig >> 40);
+    p.enTranspose = q.enTranspose;
+    p.enSmallK = q.enSmallK;
+    p.filterSizeW = q.filterSizeW;
+    p.filterSizeH = q.filterSizeH;
+    p.fMatrixCtrl = q.fMatrixCtrl;
+    twin::LoadData3dV2("LoadData(L1->L0, LoadData3DParamsV2Pro)", dst, src, p, false, false);
+}
 
 template <typename T, const IsResetLoad3dConfig& defaultConfig = IS_RESER_LOAD3D_DEFAULT_CONFIG, typename U = PrimT<T>,
           typename std::enable_if<std::is_same<PrimT<T>, U>::value, bool>::type = true>

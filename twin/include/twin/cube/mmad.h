@@ -1,7 +1,9 @@
 // Mmad: C (L0C, Nz fp32/int32) = [C or bias or 0] + A (L0A, Zz) x B (L0B, Zn), PIPE_M.
 // Only the valid m x k x n elements take part; the padding of partially used fractals is never read. Type pairs:
-// half x half -> float, bfloat16_t x bfloat16_t -> float, float x float -> float, int8_t x int8_t -> int32_t.
+// half x half -> float, bfloat16_t x bfloat16_t -> float, float x float -> float, int8_t x int8_t -> int32_t,
+// int4b_t x int4b_t -> int32_t (fractals of 16 x 64; no bias form).
 // m == 1 runs in GEMV mode: A is read as one contiguous ND row of k elements (not Zz), as dav-2201 does.
+// float x float rounds both inputs to HF32 first while SetHF32Mode(ENABLE) holds (cube/mmad_config.h).
 //
 // Speed: the used L0A/L0B regions are converted to packed float panels once per call, then a register-blocked
 // micro-kernel written with GCC vector extensions accumulates MR x NR tiles of C over k.
@@ -9,6 +11,8 @@
 #include <vector>
 
 #include "twin/cube/fractal.h"
+#include "twin/cube/mmad_config.h"
+#include "twin/cube/unit_flag.h"
 
 namespace AscendC {
 
@@ -171,6 +175,11 @@ inline void MmadFloat(const char* api, uint8_t* co, const uint8_t* fm, const uin
     s.c.resize((size_t)mp * np);
     PackA<U>(api, fm, g, s.a.data(), mp);
     PackB<S>(api, filter, g, s.b.data(), np);
+    const MmadCtrl& ctrl = MmadCtrlRegs();
+    if (std::is_same<U, float>::value && ctrl.hf32) {  // SetHF32Mode: both inputs rounded to HF32 (mmad_config.h)
+        for (float& v : s.a) v = RoundToHf32(v, ctrl.hf32TowardZero);
+        for (float& v : s.b) v = RoundToHf32(v, ctrl.hf32TowardZero);
+    }
     float* c = s.c.data();
     std::memset(c, 0, sizeof(float) * (size_t)mp * np);
     if (initMode == 1) {
@@ -197,7 +206,16 @@ inline void MmadFloat(const char* api, uint8_t* co, const uint8_t* fm, const uin
     MarkL0cPadding(co, g);
 }
 
-inline void MmadInt8(uint8_t* co, const uint8_t* fm, const uint8_t* filter, const uint8_t* bias, const MmadGeom& g, int initMode) {
+// Element `idx` of an int8 (b4 = false) or packed int4 (b4: element 2i in the low nibble of byte i) operand.
+template <bool b4>
+inline int32_t IntElem(const uint8_t* p, size_t idx) {
+    if (!b4) return (int8_t)p[idx];
+    const uint8_t nib = (p[idx / 2] >> (4 * (idx % 2))) & 0xF;
+    return nib >= 8 ? (int32_t)nib - 16 : (int32_t)nib;
+}
+
+template <bool b4>
+inline void MmadInt(uint8_t* co, const uint8_t* fm, const uint8_t* filter, const uint8_t* bias, const MmadGeom& g, int initMode) {
     MmadScratch& s = Scratch();
     s.ia.assign((size_t)g.m * g.k, 0);
     s.ib.assign((size_t)g.k * g.n, 0);
@@ -205,11 +223,11 @@ inline void MmadInt8(uint8_t* co, const uint8_t* fm, const uint8_t* filter, cons
     for (uint32_t i = 0; i < g.m; ++i)
         for (uint32_t kk = 0; kk < g.k; ++kk) {
             size_t off = g.gemv ? kk : (((size_t)(i / 16) * g.K1a + kk / g.K0) * 16 + i % 16) * g.K0 + kk % g.K0;
-            s.ia[(size_t)i * g.k + kk] = (int8_t)fm[off];
+            s.ia[(size_t)i * g.k + kk] = IntElem<b4>(fm, off);
         }
     for (uint32_t kk = 0; kk < g.k; ++kk)
         for (uint32_t j = 0; j < g.n; ++j)
-            s.ib[(size_t)kk * g.n + j] = (int8_t)filter[(((size_t)(kk / g.K0) * g.N1 + j / 16) * 16 + j % 16) * g.K0 + kk % g.K0];
+            s.ib[(size_t)kk * g.n + j] = IntElem<b4>(filter, (((size_t)(kk / g.K0) * g.N1 + j / 16) * 16 + j % 16) * g.K0 + kk % g.K0);
     for (uint32_t i = 0; i < g.m; ++i) {
         int32_t* crow = &s.ic[(size_t)i * g.n];
         if (initMode == 1) {
@@ -236,13 +254,14 @@ inline void MmadImpl(const char* api, const AscendC::LocalTensor<T>& dst, const 
     constexpr bool kBf16 = std::is_same<T, float>::value && std::is_same<U, bfloat16_t>::value && std::is_same<S, bfloat16_t>::value;
     constexpr bool kF32 = std::is_same<T, float>::value && std::is_same<U, float>::value && std::is_same<S, float>::value;
     constexpr bool kS8 = std::is_same<T, int32_t>::value && std::is_same<U, int8_t>::value && std::is_same<S, int8_t>::value;
-    static_assert(kF16 || kBf16 || kF32 || kS8,
+    constexpr bool kS4 = std::is_same<T, int32_t>::value && ElemBits<U>::value == 4 && ElemBits<S>::value == 4;
+    static_assert(kF16 || kBf16 || kF32 || kS8 || kS4,
                   "Mmad on dav-2201 supports (dst, fm, filter) = (float, half, half), (float, bfloat16_t, bfloat16_t), "
-                  "(float, float, float) and (int32_t, int8_t, int8_t)");
+                  "(float, float, float), (int32_t, int8_t, int8_t) and (int32_t, int4b_t, int4b_t) (Mmad.md table 7)");
     if (p.m > 4095 || p.n > 4095 || p.k > 4095) {
         Fail(api, "m = %u, n = %u, k = %u: each must lie in [0, 4095]", p.m, p.n, p.k);
     }
-    if (p.unitFlag != 0 && p.unitFlag != 2 && p.unitFlag != 3) Fail(api, "unitFlag %u is not 0, 2 or 3", p.unitFlag);
+    CheckUnitFlagValue(api, p.unitFlag);
     CubeOperand(api, "dst", dst, Mem::L0C, 1024, "L0C (CO1)");
     CubeOperand(api, "fm", fm, Mem::L0A, 512, "L0A (A2)");
     CubeOperand(api, "filter", filter, Mem::L0B, 512, "L0B (B2)");
@@ -255,11 +274,11 @@ inline void MmadImpl(const char* api, const AscendC::LocalTensor<T>& dst, const 
     g.k = p.k;
     g.M1 = CeilDivU(p.m, 16);
     g.N1 = CeilDivU(p.n, 16);
-    g.K0 = C0Of<U>();
+    g.K0 = kS4 ? 64 : C0Of<U>();  // a 512 B fractal holds 16 x 64 int4b_t
     g.K1b = CeilDivU(p.k, g.K0);
     g.K1a = (kF32 && p.kDirectionAlign) ? CeilDivU(p.k, 16) * 2 : g.K1b;
     g.gemv = p.m == 1;
-    const uint64_t needA = g.gemv ? (uint64_t)p.k * sizeof(U) : (uint64_t)g.M1 * g.K1a * kFractalBytes;
+    const uint64_t needA = g.gemv ? ((uint64_t)p.k * ElemBits<U>::value + 7) / 8 : (uint64_t)g.M1 * g.K1a * kFractalBytes;
     const uint64_t needB = (uint64_t)g.K1b * g.N1 * kFractalBytes;
     const uint64_t needC = (uint64_t)g.N1 * g.M1 * 1024;
     char what[192];
@@ -288,7 +307,13 @@ inline void MmadImpl(const char* api, const AscendC::LocalTensor<T>& dst, const 
     // Accumulating reads L0C: after an Mmad into the same tile the Mmad page asks for PipeBarrier<PIPE_M> unless the
     // tile is large enough for the hardware to resolve the dependency itself.
     if (initMode == 1) NoteAccess(api, Mem::L0C, dst.Addr(api), needC, false, (p.m / 16) * (p.n / 16) < 10);
-    NoteAccess(api, Mem::L0C, dst.Addr(api), needC, true);
+    const uint64_t cLo = dst.Addr(api), cHi = cLo + needC;
+    if (p.unitFlag == 0) {
+        NoteAccess(api, Mem::L0C, cLo, needC, true);
+    } else {
+        MmadUnitsWrite(api, cLo, cHi, p.unitFlag);
+    }
+    const uint32_t clk = NextClock(PIPE_M);
     if (initMode == 2) {
         if (biasLen < (uint64_t)p.n * 4) {
             Fail(api, "bias: n = %u needs %llu bytes of BiasTable, the tensor has %llu", p.n, (unsigned long long)p.n * 4,
@@ -296,13 +321,14 @@ inline void MmadImpl(const char* api, const AscendC::LocalTensor<T>& dst, const 
         }
     }
     if (Computing()) {
-        if constexpr (kS8) {
-            MmadInt8(dst.Ptr(), fm.Ptr(), filter.Ptr(), bias, g, initMode);
+        if constexpr (kS8 || kS4) {
+            MmadInt<kS4>(dst.Ptr(), fm.Ptr(), filter.Ptr(), bias, g, initMode);
         } else {
             MmadFloat<U, S>(api, dst.Ptr(), fm.Ptr(), filter.Ptr(), bias, g, initMode);
         }
     }
     Trace(api, PIPE_M, (uint64_t)p.m * p.n * p.k, 0, g.M1 * g.N1 * g.K1b, dst.Ptr(), fm.Ptr());
+    MmadUnitsDone(api, cLo, cHi, p.unitFlag, clk);
 }
 
 }  // namespace twin
@@ -332,6 +358,7 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
     twin::RequireAic(api);
     if (!bias.Valid()) twin::Fail(api, "bias tensor is not allocated");
     static_assert(sizeof(V) == 4, "the bias of Mmad is float or int32_t");
+    static_assert(twin::ElemBits<U>::value != 4, "Mmad with bias has no int4b_t form on dav-2201 (Mmad.md table 8)");
     MmadParams p = mmadParams;
     if (bias.Phys() == twin::Mem::BT) {
         twin::CubeOperand(api, "bias", bias, twin::Mem::BT, 64, "BiasTable (C2)");

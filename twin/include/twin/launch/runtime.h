@@ -316,7 +316,7 @@ inline void HazardOnTrace(CoreState& c, const char* op, pipe_t pipe, TraceKind k
         const int self = h.self / kHzPipes;
         HzConflict x = h.shadow[(int)a.mem].Access(
             a.off, a.off + a.bytes, a.write, false, HzWho{self, (int8_t)q, now, op},
-            [&](const HzWho& w) { return k[h.self + w.pipe] >= w.clk; },
+            [&](const HzWho& w) { return k[h.self + w.pipe] >= w.clk || a.UnitOrdered(w); },
             [&](const HzWho& w) { return h.SameOk(q, w, a.write, a.sameRaw); });
         if (x.found) {
             HazardFail(a, q, x.withWriter ? "wrote" : "may still be reading",

@@ -17,6 +17,7 @@
 // previous Mmad wrote when (m / 16) * (n / 16) < 10. PIPE_V -> PIPE_V needs nothing on dav-2201 (the compiler's
 // auto-sync inserts it). Such a dependency is ordered by a PipeBarrier of that pipe (or PIPE_ALL), or by a flag
 // round trip through another pipe (a WaitFlag whose setter had seen the earlier instruction complete).
+// Unit flags (Mmad/Fixpipe unitFlag) order PIPE_M and PIPE_FIX accesses to L0C block by block (cube/unit_flag.h).
 // Not modelled: the scalar pipe (the compiler's auto-sync orders S against V/MTE2/MTE3 on the AIV; S cannot touch
 // L1/L0; scalar GM accesses go through the data cache).
 #pragma once
@@ -176,6 +177,11 @@ struct HzAccess {
     bool write;
     bool atomic;
     bool sameRaw = false;  // a read that must be ordered after an earlier write of its own pipe (Mmad accumulation)
+    // L0C access of an Mmad or Fixpipe with unitFlag (cube/unit_flag.h): it waits for the block's unit flag, which
+    // instruction unitClk of pipe unitPipe on this core flipped, so it is ordered after that one and its predecessors.
+    int8_t unitPipe = -1;
+    uint32_t unitClk = 0;
+    bool UnitOrdered(const HzWho& w) const { return w.pipe == unitPipe && w.clk <= unitClk; }
 };
 
 inline void MergeInto(std::vector<uint32_t>& dst, const std::vector<uint32_t>& src) {
