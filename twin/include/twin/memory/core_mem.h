@@ -12,7 +12,9 @@ namespace twin {
 constexpr uint8_t kPoisonByte = 0xFF;  // never-written on-core bytes: NaN in half, bfloat16 and float
 
 // Top of UB and L1 the Ascend C framework keeps for itself in Cube+Vector fusion kernels (NPU架构版本2201.md,
-// "各存储单元的参数规格": at most 192 KB - 256 B of UB and 512 KB - 256 B of L1 for the user).
+// "各存储单元的参数规格": at most 192 KB - 256 B of UB and 512 KB - 256 B of L1 for the user). The page does not say
+// what uses them, CANN's own TPipe checks allow the whole buffers, and catlass's FA example (run on hardware) writes
+// the last UB bytes with its mask tile: touching them is a TwinWarning, not an error.
 constexpr uint32_t kCvFusionReserved = 256;
 // How much Fixpipe Buffer a TPipe may hand out: 7 KB, the bound of CANN's own TPipe checks on dav-2201
 // (impl/basic_api/utils/kernel_utils_mode_cpu.h, bufferInitLen), which catlass's Arch::Resource allocates whole.
@@ -44,16 +46,10 @@ inline bool CvFusionLaunch(const CoreState& c) {
     return kt == AscendC::KERNEL_TYPE_MIX_AIC_1_1 || kt == AscendC::KERNEL_TYPE_MIX_AIC_1_2;
 }
 
-// End of the bytes of `m` an instruction may touch on this core: the documented buffer size (NPU架构版本2201.md
-// "各存储单元的参数规格": Fixpipe Buffer 2 KB), less the framework's 256 B of UB and L1 in a fusion kernel.
+// End of the bytes of `m` an instruction may touch: the documented buffer size (NPU架构版本2201.md "各存储单元的参数规格":
+// Fixpipe Buffer 2 KB, not the 7 KB a TPipe hands out).
 inline uint64_t AccessibleBytes(const CoreState& c, Mem m) {
-    const npu_fa::ChipSpec& chip = *c.chip;
-    switch (m) {
-        case Mem::UB: return chip.ubSize - (CvFusionLaunch(c) ? kCvFusionReserved : 0);
-        case Mem::L1: return chip.l1Size - (CvFusionLaunch(c) ? kCvFusionReserved : 0);
-        case Mem::FB: return chip.fbSize;
-        default: return AllocBytes(chip, m);
-    }
+    return m == Mem::FB ? c.chip->fbSize : AllocBytes(*c.chip, m);
 }
 
 // Gives core `c` its buffer of `m` (poisoned) if it has none yet; a memory the core lacks is only ever addressed.
@@ -80,9 +76,13 @@ inline void CheckOnCoreAccess(const char* api, Mem m, uint64_t off, uint64_t byt
         Fail(api, "%s %s bytes [%llu, %llu), past the %llu bytes an instruction may touch (%s)", what, MemName(m),
              (unsigned long long)off, (unsigned long long)(off + bytes), (unsigned long long)end,
              m == Mem::FB ? "the Fixpipe Buffer is 2 KB, NPU架构版本2201.md; a TPipe may hand out 7 KB of addresses"
-             : end < c.mem[(int)m].size()
-                 ? "the top 256 B of UB and L1 belong to the Ascend C framework in a Cube+Vector fusion kernel, NPU架构版本2201.md"
-                 : "the end of the buffer");
+                          : "the end of the buffer");
+    }
+    const uint64_t top = end - kCvFusionReserved;
+    if ((m == Mem::UB || m == Mem::L1) && off + bytes > top && CvFusionLaunch(c)) {
+        Warn(api, "%s the top 256 B of %s, bytes [%llu, %llu), which the Ascend C framework keeps in Cube+Vector fusion "
+                  "kernels (NPU架构版本2201.md, which does not say what uses them)",
+             what, MemName(m), (unsigned long long)top, (unsigned long long)end);
     }
 }
 
