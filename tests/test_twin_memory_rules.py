@@ -6,7 +6,8 @@ cube/data_copy.h Nd2NzRuns), and the small APIs LocalTensor::SetAddr and SetSync
 - Capacities: a TPipe may hand out all 512 KB of L1 and 7 KB of Fixpipe Buffer addresses (CANN's own TPipe bound);
   only the documented 2 KB of Fixpipe Buffer can be accessed, and touching the top 256 B of UB or L1, which the
   framework keeps in a Cube+Vector kernel (NPU架构版本2201.md, "各存储单元的参数规格"), is a warning.
-- ND -> NZ copies are judged by the 32 B rows they write, so copies whose spans interleave are legal.
+- ND -> NZ copies are judged by the 32 B rows they write, strided copies by their blocks, so copies whose spans
+  interleave are legal.
 """
 import re
 from pathlib import Path
@@ -120,6 +121,16 @@ def test_nd2nz_column_blocks_interleaved_row_by_row(lib, rng):
 def test_nd2nz_rows_of_one_copy_on_the_same_bytes_are_refused(lib, rng):
     with pytest.raises(twin.TwinError, match=r"two destination rows overlap at dst byte 768 .*dstNzC0Stride 24"):
         lib.launch("nd2nz", 1, halves(rng, 32 * 32), np.zeros(32 * 32, np.float16), prm(3), kernel_type="aic")
+
+
+def test_interval_copies_judged_by_their_blocks(lib, rng):
+    x = halves(rng, 16 * 32)
+    y = np.zeros(16 * 32, np.float16)
+    lib.launch("interval_rows", 1, x, y, prm(0), kernel_type="aic")
+    np.testing.assert_array_equal(y, x.reshape(16, 2, 16).transpose(1, 0, 2).reshape(-1))
+    with pytest.raises(twin.TwinError, match=r"DataCopy\(GM->L1\): pipe hazard: .* writes L1 bytes \[0, 32\) .*"
+                       r"no PipeBarrier<PIPE_MTE2>"):
+        lib.launch("interval_rows", 1, x, y, prm(1), kernel_type="aic")
 
 
 def test_set_addr_takes_another_tensors_place(lib, rng):

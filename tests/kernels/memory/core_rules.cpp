@@ -143,6 +143,27 @@ extern "C" __global__ __aicore__ void nd2nz(GM_ADDR x, GM_ADDR y, GM_ADDR prm) {
     DataCopy(yG, t, 32 * 32);
 }
 
+// AIC: the 16 x 32 half ND matrix x into one NZ tile (2 column blocks of 16 rows) one row per DataCopy (2 blocks
+// of 32 B, dstGap 15), as catlass's interval copies do, then the tile to y. P[0]: 0 row i to its own 32 B rows (the
+// spans interleave, the bytes do not); 1 every row onto row 0's bytes (a real overlap, no PipeBarrier).
+extern "C" __global__ __aicore__ void interval_rows(GM_ADDR x, GM_ADDR y, GM_ADDR prm) {
+    GlobalTensor<int32_t> P;
+    P.SetGlobalBuffer((__gm__ int32_t*)prm, 8);
+    GlobalTensor<half> xG, yG;
+    xG.SetGlobalBuffer((__gm__ half*)x, 16 * 32);
+    yG.SetGlobalBuffer((__gm__ half*)y, 16 * 32);
+    const int32_t kase = P.GetValue(0);
+    TPipe pipe;
+    TBuf<TPosition::A1> l1;
+    pipe.InitBuffer(l1, 16 * 32 * sizeof(half));
+    LocalTensor<half> t = l1.Get<half>();
+    for (uint32_t i = 0; i < 16; ++i) {
+        DataCopy(t[kase == 0 ? i * 16 : 0], xG[i * 32], DataCopyParams(2, 1, 0, 15));
+    }
+    PipeBarrier<PIPE_ALL>();
+    DataCopy(yG, t, 16 * 32);
+}
+
 // AIV: SetAddr places a tensor by a TBuffAddr. P[0]: 0 the address_ of base[P[1] / 4] (x lands there, read back
 // through base); 1 a TBuffAddr built by hand at UB byte P[1], 256 bytes (read back through base too); 2 the address_
 // of a queue tensor that is freed before the copy.

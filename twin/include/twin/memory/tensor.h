@@ -350,6 +350,25 @@ inline void CheckLocalSpan(const char* api, const char* operand, const AscendC::
     NoteAccess(api, t.Phys(), t.Addr(api) + offsetBytes, bytes, std::strncmp(operand, "dst", 3) == 0);
 }
 
+// CheckLocalBounds over `count` blocks of `len` bytes, `step` bytes apart head to head, of which the instruction
+// reads (or, operand "dst...", writes) only the blocks: bytes in the gaps stay another copy's, so copies that
+// interleave their blocks (rows of one NZ tile, one per copy, as catlass's interval copies do) are judged by the
+// bytes they move.
+template <typename T>
+inline void CheckLocalBlocks(const char* api, const char* operand, const AscendC::LocalTensor<T>& t, uint64_t offsetBytes,
+                             uint64_t count, uint64_t len, uint64_t step) {
+    if (count == 0 || len == 0) return;
+    const uint64_t span = (count - 1) * step + len;
+    CheckLocalBounds(api, operand, t, offsetBytes, span);
+    const bool write = std::strncmp(operand, "dst", 3) == 0;
+    const uint64_t at = t.Addr(api) + offsetBytes;
+    if (step <= len) {
+        NoteAccess(api, t.Phys(), at, span, write);
+        return;
+    }
+    for (uint64_t b = 0; b < count; ++b) NoteAccess(api, t.Phys(), at + b * step, len, write);
+}
+
 template <typename T>
 inline void CheckAlign(const char* api, const char* operand, const AscendC::LocalTensor<T>& t, uint32_t align) {
     uint64_t a = t.Addr(api);
