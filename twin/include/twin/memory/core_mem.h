@@ -2,7 +2,7 @@
 // Allocating a buffer (TPipe::InitBuffer, TBuf, an explicit-address LocalTensor) is address arithmetic on the NPU
 // and works on either core kind: mix kernels written once for both (catlass's Arch::Resource, the official matmul +
 // GELU example) give L1/L0 buffers on the AIVs and UB buffers on the AIC and use each only on its own core. So the
-// twin provides a memory the core lacks on demand, for addresses only; an access there is refused (RequireMemOnCore).
+// twin provides a memory the core lacks on demand, for addresses only; an access there is refused (CheckOnCoreAccess).
 #pragma once
 #include "twin/launch/launch_state.h"
 #include "twin/launch/runtime.h"
