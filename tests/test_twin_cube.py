@@ -147,7 +147,7 @@ GEMM_MISUSE = [  # (id, gemm.cpp flag, what the twin reports)
     ("accumulate_onto_unwritten_l0c", ACCUMULATE_FIRST, r"never written.*cmatrixInitVal = true"),
     ("l0a_misalignment", MISALIGN_L0A, r"LoadData\(L1->L0\): dst address 256 in L0A is not 512-byte aligned"),
     ("mmad_dimension_limit", HUGE_M, r"Mmad: m = 4096, n = 32, k = 64: each must lie in \[0, 4095\]"),
-    ("l1_capacity", L1_OVERFLOW, r"\[AIC 0\] TPipe::InitBuffer: L1 exhausted.*usable capacity 524032"),
+    ("l1_capacity", L1_OVERFLOW, r"\[AIC 0\] TPipe::InitBuffer: L1 exhausted.*usable capacity 524288"),
 ]
 
 

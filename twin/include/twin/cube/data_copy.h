@@ -146,6 +146,46 @@ void CopyPadGmToL1(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTens
          "Use DataCopy with Nd2NzParams, which zero-pads each row to 32 B", PositionName(dst.Pos()));
 }
 
+using ByteRun = std::pair<uint64_t, uint64_t>;  // (byte offset, bytes)
+
+// The bytes an ND -> NZ copy writes, as ascending disjoint runs relative to dst: 32 B per (matrix, column block, row),
+// so copies that interleave (rows i, i + T, ... of one NZ tile per copy, as catlass's GQA Q load does) touch
+// disjoint bytes and are judged by those. Two rows of one copy on the same bytes are refused: the page's constraints
+// say writes to L1 must not overlap (their order is not guaranteed) — except dstNzMatrixStride = 0, which it
+// defines as every matrix overwriting the first.
+inline std::vector<ByteRun> Nd2NzRuns(const char* api, const AscendC::Nd2NzParams& p, uint32_t blocks, uint32_t elemBytes) {
+    const uint32_t mats = p.dstNzMatrixStride == 0 ? 1 : p.ndNum;
+    const uint32_t rowsPerRun = p.dstNzNStride == 1 ? p.nValue : 1;  // rows of a block are contiguous at stride 1
+    std::vector<ByteRun> runs;
+    runs.reserve((size_t)mats * blocks * (p.nValue / rowsPerRun));
+    for (uint32_t i = 0; i < mats; ++i) {
+        for (uint32_t c = 0; c < blocks; ++c) {
+            const uint64_t base = (uint64_t)i * p.dstNzMatrixStride * elemBytes + (uint64_t)c * p.dstNzC0Stride * 32;
+            for (uint32_t r = 0; r < p.nValue; r += rowsPerRun) {
+                runs.push_back({base + (uint64_t)r * p.dstNzNStride * 32, (uint64_t)rowsPerRun * 32});
+            }
+        }
+    }
+    std::sort(runs.begin(), runs.end());
+    size_t n = 0;
+    for (size_t k = 0; k < runs.size(); ++k) {
+        if (n > 0 && runs[k].first < runs[n - 1].first + runs[n - 1].second) {
+            Fail(api, "two destination rows overlap at dst byte %llu (ndNum %u, nValue %u, dValue %u, dstNzC0Stride %u, "
+                      "dstNzNStride %u, dstNzMatrixStride %u): writes to L1 must not overlap, their order is not "
+                      "guaranteed; normally dstNzC0Stride >= nValue * dstNzNStride",
+                 (unsigned long long)runs[k].first, p.ndNum, p.nValue, p.dValue, p.dstNzC0Stride, p.dstNzNStride,
+                 p.dstNzMatrixStride);
+        }
+        if (n > 0 && runs[k].first == runs[n - 1].first + runs[n - 1].second) {
+            runs[n - 1].second += runs[k].second;  // contiguous: one run
+        } else {
+            runs[n++] = runs[k];
+        }
+    }
+    runs.resize(n);
+    return runs;
+}
+
 // ND -> NZ conversion GM -> L1. Row r, 32 B column block c of ND matrix i land at
 //   dst + i*dstNzMatrixStride (elements) + c*dstNzC0Stride*32 B + r*dstNzNStride*32 B.
 // Columns past dValue inside the last block are zero-filled; rows are never padded (whatever was there stays).
@@ -167,19 +207,9 @@ inline void Nd2NzGmToL1(const AscendC::LocalTensor<T>& dst, const AscendC::Globa
     }
     constexpr uint32_t c0 = C0Of<T>();
     const uint32_t blocks = CeilDivU(p.dValue, c0);
-    // Destination overlap is undefined on the NPU: column blocks must not run into each other.
-    if (blocks > 1 && (uint64_t)p.dstNzC0Stride < (uint64_t)(p.nValue - 1) * p.dstNzNStride + 1) {
-        Fail(api, "dstNzC0Stride %u (32 B units) is smaller than the %u rows x dstNzNStride %u of one column block: "
-                  "destination blocks overlap (undefined on the NPU); normally dstNzC0Stride = ceil(nValue/16)*16",
-             p.dstNzC0Stride, p.nValue, p.dstNzNStride);
-    }
-    const uint64_t matBytes = (uint64_t)(blocks - 1) * p.dstNzC0Stride * 32 + (uint64_t)(p.nValue - 1) * p.dstNzNStride * 32 + 32;
-    if (p.ndNum > 1 && p.dstNzMatrixStride != 0 && (uint64_t)p.dstNzMatrixStride * sizeof(T) < matBytes) {
-        Fail(api, "dstNzMatrixStride %u elements is smaller than one NZ matrix (%llu bytes): destination matrices "
-                  "overlap (undefined on the NPU)", p.dstNzMatrixStride, (unsigned long long)matBytes);
-    }
-    const uint64_t dstSpan = (uint64_t)(p.ndNum - 1) * p.dstNzMatrixStride * sizeof(T) + matBytes;
-    CheckLocalSpan(api, "dst", dst, 0, dstSpan);
+    const std::vector<ByteRun> runs = Nd2NzRuns(api, p, blocks, sizeof(T));
+    CheckLocalBounds(api, "dst", dst, 0, runs.back().first + runs.back().second);
+    for (const ByteRun& r : runs) NoteAccess(api, Mem::L1, dst.Addr(api) + r.first, r.second, true);
     const uint64_t srcElems = (uint64_t)(p.ndNum - 1) * p.srcNdMatrixStride + (uint64_t)(p.nValue - 1) * p.srcDValue + p.dValue;
     src.CheckElems(api, 0, srcElems);
 

@@ -66,7 +66,7 @@ inline AscendC::FixpipeParamsV220 Co12Params(const char* api, const AscendC::Loc
             Fail(api, "quantPre %s reads per-column words at the FPC address, which is not valid: %s", QuantName(d.quantPre),
                  r.fpcInvalid);
         }
-        const uint64_t bytes = (uint64_t)d.nSize * 8, fb = Cur().mem[(int)Mem::FB].size();
+        const uint64_t bytes = (uint64_t)d.nSize * 8, fb = AccessibleBytes(Cur(), Mem::FB);
         if ((uint64_t)r.fpcQuantAddr + bytes > fb) {
             Fail(api, "%u quantisation words at Fixpipe Buffer byte %lld run past its %llu bytes", d.nSize,
                  (long long)r.fpcQuantAddr, (unsigned long long)fb);

@@ -29,7 +29,7 @@ namespace twin {
 constexpr uint32_t kFractalBytes = 512;
 constexpr uint32_t kCubeBlock = 16;            // rows of a fractal, and the M/N granularity of the cube
 constexpr uint32_t kL0cFractalElems = 256;     // 16 x 16 fp32/int32 elements of an L0C fractal
-constexpr uint32_t kPoisonWord = 0xFFFFFFFFu;  // what launch.h fills local memories with (kPoisonByte x 4)
+constexpr uint32_t kPoisonWord = 0xFFFFFFFFu;  // what memory/core_mem.h fills local memories with (kPoisonByte x 4)
 // Written by Mmad into the padding part (rows >= m or columns >= n) of the L0C fractals it touches: a quiet NaN
 // distinct from the never-written poison, so Fixpipe can tell "garbage padding" from "never computed".
 constexpr uint32_t kPadGarbageWord = 0x7FC0DEADu;

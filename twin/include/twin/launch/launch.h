@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "twin/launch/launch_state.h"
+#include "twin/memory/core_mem.h"
 #include "twin/sync/sync.h"
 
 namespace twin {
@@ -34,29 +35,16 @@ struct LaunchResult {
     std::vector<std::string> warnings;  // LaunchState::warnings (Warn)
 };
 
-constexpr uint8_t kPoisonByte = 0xFF;  // NaN in half, bfloat16 and float
-
 inline const char* KernelTypeName(int t) {
     static const char* n[] = {"KERNEL_TYPE_AIV_ONLY", "KERNEL_TYPE_AIC_ONLY", "KERNEL_TYPE_MIX_AIV_1_0",
                               "KERNEL_TYPE_MIX_AIC_1_0", "KERNEL_TYPE_MIX_AIC_1_1", "KERNEL_TYPE_MIX_AIC_1_2"};
     return (t >= 0 && t < 6) ? n[t] : "unknown";
 }
 
+// The core's own memories; one it lacks is provided when the kernel first allocates there (memory/core_mem.h).
 inline void AllocCoreMemory(CoreState& c) {
-    const npu_fa::ChipSpec& chip = *c.chip;
-    auto give = [&](Mem m, uint32_t bytes, uint32_t usable) {
-        c.mem[(int)m].assign(bytes, kPoisonByte);
-        c.usable[(int)m] = usable;
-    };
-    if (c.coreType == AscendC::AIV) {
-        give(Mem::UB, chip.ubSize, chip.ubSize);  // TPipe may use all of UB; see StageTmp for the top 8 KB
-    } else {
-        give(Mem::L1, chip.l1Size, npu_fa::UsableL1(chip));
-        give(Mem::L0A, chip.l0aSize, chip.l0aSize);
-        give(Mem::L0B, chip.l0bSize, chip.l0bSize);
-        give(Mem::L0C, chip.l0cSize, chip.l0cSize);
-        give(Mem::BT, chip.btSize, chip.btSize);
-        give(Mem::FB, chip.fbSize, chip.fbSize);
+    for (int m = 0; m < (int)Mem::GM; ++m) {
+        if (CoreHasMem(c.coreType, (Mem)m)) ProvideMem(c, (Mem)m);
     }
 }
 

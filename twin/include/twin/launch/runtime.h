@@ -239,9 +239,13 @@ inline void CheckQueBufLive(const char* api, int32_t rec, uint32_t gen) {
 // Records that the API about to be traced reads or writes [off, off + bytes) of on-core memory `m`; the access is
 // checked against the other pipes when the API's Trace call names its pipe.
 // `sameRaw`: a read that must follow an earlier write of its own pipe only through a PipeBarrier (hazard.h).
+// Every access must be to a memory of this core, inside the bytes an instruction may touch (memory/core_mem.h).
+void CheckOnCoreAccess(const char* api, Mem m, uint64_t off, uint64_t bytes, bool write);
 inline void NoteAccess(const char* api, Mem m, uint64_t off, uint64_t bytes, bool write, bool sameRaw = false) {
     CoreState* c = tCore;
-    if (c == nullptr || !c->hz.on || bytes == 0 || m == Mem::GM || m == Mem::COUNT) return;
+    if (c == nullptr || bytes == 0 || m == Mem::GM || m == Mem::COUNT) return;
+    CheckOnCoreAccess(api, m, off, bytes, write);
+    if (!c->hz.on) return;
     c->hz.pending.push_back(HzAccess{api, m, off, bytes, write, false, sameRaw});
 }
 

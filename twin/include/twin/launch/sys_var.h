@@ -1,5 +1,5 @@
-// Core-index APIs with the dav-2201 semantics (see launch.h for how each core kind is numbered), and the user
-// workspace accessor.
+// Core-index APIs with the dav-2201 semantics (see launch.h for how each core kind is numbered), the user
+// workspace accessor and the cross-core sync base address.
 #pragma once
 #include <chrono>
 
@@ -51,6 +51,14 @@ inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) {
     if (workspace == nullptr) twin::Fail(api, "workspace can not be nullptr");
     twin::CheckSysWorkspace(api, workspace);
     return workspace + twin::kReservedWorkspace;
+}
+
+// Sets the base address of the hardware cross-core sync unit (FFTS) to `config`, the value the host gets from
+// aclrtGetHardwareSyncAddr (impl/basic_api/dav_c220/kernel_operator_sync_impl.h: set_ffts_base_addr; C-API page
+// asc_sync_block_arrive.md shows the sequence). The twin's cross-core flags need no such unit, so the value is
+// only traced (scalar pipe, `dst` = the value).
+inline void SetSyncBaseAddr(uint64_t config) {
+    twin::Trace("SetSyncBaseAddr", PIPE_S, 0, 0, 0, reinterpret_cast<const void*>((uintptr_t)config), nullptr);
 }
 
 }  // namespace AscendC

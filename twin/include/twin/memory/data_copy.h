@@ -90,9 +90,8 @@ template <typename T>
 inline void GmLocalCopy(const char* api, const AscendC::LocalTensor<T>& local, const AscendC::GlobalTensor<T>& gm,
                         bool toGm, uint32_t blockCount, uint64_t blockBytes, uint64_t gmGapBytes, uint64_t localGapBytes) {
     RejectInt4<T>(api);
-    const uint64_t localSpan = (blockCount - 1) * (blockBytes + localGapBytes) + blockBytes;
     const uint64_t gmSpan = (blockCount - 1) * (blockBytes + gmGapBytes) + blockBytes;
-    CheckLocalSpan(api, toGm ? "src" : "dst", local, 0, localSpan);
+    CheckLocalBlocks(api, toGm ? "src" : "dst", local, 0, blockCount, blockBytes, blockBytes + localGapBytes);
     if (gmSpan % sizeof(T) != 0) Fail(api, "GM span of %llu bytes is not a whole number of elements", (unsigned long long)gmSpan);
     gm.CheckElems(api, 0, gmSpan / sizeof(T));
     uint8_t* g = (uint8_t*)gm.GetPhyAddr();
@@ -183,8 +182,8 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     twin::CheckAlign(api, "src", src, 32);
     if (p.blockCount == 0 || p.blockLen == 0) return;
     uint64_t len = p.blockLen * 32ull;
-    twin::CheckLocalSpan(api, "src", src, 0, (p.blockCount - 1) * (len + p.srcGap * 32ull) + len);
-    twin::CheckLocalSpan(api, "dst", dst, 0, (p.blockCount - 1) * (len + p.dstGap * 32ull) + len);
+    twin::CheckLocalBlocks(api, "src", src, 0, p.blockCount, len, len + p.srcGap * 32ull);
+    twin::CheckLocalBlocks(api, "dst", dst, 0, p.blockCount, len, len + p.dstGap * 32ull);
     for (uint32_t b = 0; b < p.blockCount; ++b) {
         std::memmove(dst.Ptr() + b * (len + p.dstGap * 32ull), src.Ptr() + b * (len + p.srcGap * 32ull), len);
     }
@@ -242,7 +241,7 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
     }
     const uint64_t row = (lp + p.blockLen + rp + 31) / 32 * 32;
     const uint64_t ubStep = row + p.dstStride * 32ull, gmStep = p.blockLen + (uint64_t)p.srcStride;
-    twin::CheckLocalSpan(api, "dst", dst, 0, (p.blockCount - 1) * ubStep + row);
+    twin::CheckLocalBlocks(api, "dst", dst, 0, p.blockCount, row, ubStep);
     src.CheckElems(api, 0, ((p.blockCount - 1) * gmStep + p.blockLen) / sizeof(T));
     const uint8_t* g = (const uint8_t*)src.GetPhyAddr();
     for (uint32_t b = 0; b < p.blockCount; ++b) {
@@ -305,7 +304,7 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
     if (p.blockCount == 0 || p.blockLen == 0) return;
     const uint64_t row = (p.blockLen + 31ull) / 32 * 32;
     const uint64_t ubStep = row + p.srcStride * 32ull, gmStep = p.blockLen + (uint64_t)p.dstStride;
-    twin::CheckLocalSpan(api, "src", src, 0, (p.blockCount - 1) * ubStep + p.blockLen);
+    twin::CheckLocalBlocks(api, "src", src, 0, p.blockCount, p.blockLen, ubStep);
     dst.CheckElems(api, 0, ((p.blockCount - 1) * gmStep + p.blockLen) / sizeof(T));
     uint8_t* g = (uint8_t*)dst.GetPhyAddr();
     for (uint32_t b = 0; b < p.blockCount; ++b) twin::GmWrite<T>(g + b * gmStep, src.Ptr() + b * ubStep, p.blockLen);

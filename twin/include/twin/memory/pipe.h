@@ -1,6 +1,6 @@
-// TPipe, TQueBind/TQue and TBuf: bump allocation per physical buffer within the usable capacity, queue state
-// machines with the real HardEvent mapping (EnQue sets / DeQue waits the enqueue event; FreeTensor sets / the
-// next AllocTensor of that buffer waits the free event), 8 event IDs per HardEvent.
+// TPipe, TQueBind/TQue and TBuf: bump allocation per physical buffer within what a TPipe may hand out (core_mem.h),
+// queue state machines with the real HardEvent mapping (EnQue sets / DeQue waits the enqueue event; FreeTensor sets /
+// the next AllocTensor of that buffer waits the free event), 8 event IDs per HardEvent.
 #pragma once
 #include <exception>
 #include <tuple>
@@ -22,17 +22,15 @@ constexpr int kMaxPipeBuffers = 64;  // QBUF_MAX_LEN
 inline uint8_t* PipeReserve(const char* api, PipeState& p, Mem m, uint32_t bytes, int count, int handles = -1) {
     if (handles < 0) handles = count;
     CoreState& c = Cur();
-    if (c.mem[(int)m].empty()) {
-        Fail(api, "%s does not exist on the %s", MemName(m), c.coreType == AscendC::AIC ? "cube core (AIC)" : "vector core (AIV)");
-    }
+    ProvideMem(c, m);  // also on the core kind that lacks it: addresses only (memory/core_mem.h)
     if (p.numBuffers + handles > kMaxPipeBuffers) {
         Fail(api, "a TPipe holds at most %d buffers; this call would make %d", kMaxPipeBuffers, p.numBuffers + handles);
     }
     uint64_t need = (uint64_t)bytes * count;
     uint32_t head = p.head[(int)m];
     if (head + need > c.usable[(int)m]) {
-        Fail(api, "%s exhausted: %d x %u bytes requested at offset %u, usable capacity %u bytes (nominal %zu)",
-             MemName(m), count, bytes, head, c.usable[(int)m], c.mem[(int)m].size());
+        Fail(api, "%s exhausted: %d x %u bytes requested at offset %u, usable capacity %u bytes", MemName(m), count, bytes,
+             head, c.usable[(int)m]);
     }
     p.head[(int)m] = head + (uint32_t)need;
     p.numBuffers += handles;
@@ -90,7 +88,6 @@ inline void RequireQueBufsFree(const char* api, const char* when, int first, int
 namespace AscendC {
 
 using TEventID = int8_t;
-using TBufHandle = uint8_t*;  // a buffer handle of a custom TBufPool (EXTERN_IMPL_BUFPOOL, buf_pool.h)
 
 template <TPosition pos>
 class TBuf;
@@ -422,7 +419,7 @@ public:
                                         {(uint64_t)std::get<0>(addrs), (uint64_t)std::get<1>(addrs)}...};
         twin::Mem m = twin::PhysicalMem(T::Position());
         twin::CoreState& c = twin::Cur();
-        if (c.mem[(int)m].empty()) twin::Fail(api, "%s does not exist on this core", twin::MemName(m));
+        twin::ProvideMem(c, m);
         if (st_.numBuffers + (int)num > twin::kMaxPipeBuffers) {
             twin::Fail(api, "a TPipe holds at most %d buffers; this call would make %d", twin::kMaxPipeBuffers,
                        st_.numBuffers + (int)num);

@@ -5,6 +5,7 @@
 
 #include "twin/launch/launch_state.h"
 #include "twin/launch/runtime.h"
+#include "twin/memory/core_mem.h"
 #include "twin/memory/int4.h"
 #include "twin/sync/dcache.h"
 
@@ -127,6 +128,20 @@ private:
     CacheMode cacheMode_ = CacheMode::CACHE_MODE_NORMAL;
 };
 
+using TBufHandle = uint8_t*;  // a buffer handle of a custom TBufPool (EXTERN_IMPL_BUFPOOL, buf_pool.h)
+
+// Where a LocalTensor lives (kernel_tensor_base.h): its fields, plus the host pointer the CPU debug build keeps
+// (absAddr) and the twin's queue-buffer record and generation (a tensor of a freed queue buffer is detected).
+struct TBuffAddr {
+    uint32_t dataLen = 0;
+    uint32_t bufferAddr = 0;
+    TBufHandle bufferHandle = nullptr;
+    uint8_t logicPos = (uint8_t)TPosition::MAX;
+    uint8_t* absAddr = nullptr;
+    int32_t twinRec = -1;
+    uint32_t twinGen = 0;
+};
+
 template <typename T>
 class LocalTensor {
 public:
@@ -138,9 +153,9 @@ public:
         if (pos == TPosition::GM || pos == TPosition::MAX) twin::Fail(api, "position must not be GM or MAX");
         twin::Mem m = twin::PhysicalMem(pos);
         twin::CoreState& c = twin::Cur();
+        twin::ProvideMem(c, m);  // also on the core kind that lacks it: an address, never accessed there
         uint32_t cap = (uint32_t)c.mem[(int)m].size();
         uint64_t len = twin::ElemBytes<T>(tileSize);
-        if (cap == 0) twin::Fail(api, "%s does not exist on this core", twin::MemName(m));
         if (addr % 32 != 0) twin::Fail(api, "addr %u is not 32-byte aligned", addr);
         if (tileSize == 0 || len % 32 != 0) twin::Fail(api, "tensor length %llu bytes is not a positive multiple of 32", (unsigned long long)len);
         if (addr + len > cap) twin::Fail(api, "addr %u + length %llu bytes exceeds %s size %u", addr, (unsigned long long)len, twin::MemName(m), cap);
@@ -155,48 +170,72 @@ public:
     // Twin-internal constructor used by queues and buffers.
     // `rec`/`gen`: the queue buffer (CoreState::queBufs) and its generation, for tensors handed out by a queue.
     void Init(TPosition pos, uint8_t* ptr, uint32_t byteLen, int32_t bufId = -1, int32_t rec = -1, uint32_t gen = 0) {
-        pos_ = pos;
-        ptr_ = ptr;
-        len_ = byteLen;
+        address_.logicPos = (uint8_t)pos;
+        address_.absAddr = ptr;
+        address_.dataLen = byteLen;
+        const uint8_t* base = twin::Cur().Base(twin::PhysicalMem(pos));
+        address_.bufferAddr = (base != nullptr && ptr >= base) ? (uint32_t)(ptr - base) : 0;
         bufId_ = bufId;
-        rec_ = rec;
-        gen_ = gen;
+        address_.twinRec = rec;
+        address_.twinGen = gen;
+    }
+
+    // The tensor's place (TBuffAddr: logicPos, bufferAddr = byte address in that position's buffer, dataLen),
+    // e.g. another tensor's address_ (kernel_tensor_base.h, BaseLocalTensor::SetAddr; catlass uses it). No page
+    // documents it; the NPU takes the address as it is, the twin only refuses one outside the physical buffer.
+    void SetAddr(const TBuffAddr& bufferAddr) {
+        const char* api = "LocalTensor::SetAddr";
+        const TPosition pos = (TPosition)bufferAddr.logicPos;
+        if (pos == TPosition::GM || bufferAddr.logicPos >= (uint8_t)TPosition::MAX) {
+            twin::Fail(api, "logicPos %u is not an on-core TPosition", bufferAddr.logicPos);
+        }
+        const twin::Mem m = twin::PhysicalMem(pos);
+        twin::CoreState& c = twin::Cur();
+        twin::ProvideMem(c, m);  // an address only, also on the core kind without this memory
+        if ((uint64_t)bufferAddr.bufferAddr + bufferAddr.dataLen > c.mem[(int)m].size()) {
+            twin::Fail(api, "bufferAddr %u + dataLen %u bytes runs past the %zu bytes of %s", bufferAddr.bufferAddr,
+                       bufferAddr.dataLen, c.mem[(int)m].size(), twin::MemName(m));
+        }
+        address_ = bufferAddr;
+        address_.absAddr = c.Base(m) + bufferAddr.bufferAddr;  // the NPU uses bufferAddr; absAddr is the twin's view
+        bufId_ = -1;
     }
 
     LocalTensor operator[](const uint32_t offset) const {
         uint64_t off = twin::ElemOffsetBytes<T>("LocalTensor::operator[]", offset);
-        if (off > len_) {
+        if (off > address_.dataLen) {
             twin::Fail("LocalTensor::operator[]", "offset %u elements (%llu bytes) is past the tensor's %u bytes",
-                       offset, (unsigned long long)off, len_);
+                       offset, (unsigned long long)off, address_.dataLen);
         }
         LocalTensor t = *this;
-        t.ptr_ = ptr_ + off;
-        t.len_ = len_ - (uint32_t)off;
+        t.address_.absAddr += off;
+        t.address_.bufferAddr += (uint32_t)off;
+        t.address_.dataLen -= (uint32_t)off;
         return t;
     }
-    uint32_t GetSize() const { return (uint32_t)twin::BytesElems<T>(len_); }
+    uint32_t GetSize() const { return (uint32_t)twin::BytesElems<T>(address_.dataLen); }
     void SetSize(const uint32_t size) {
-        if (twin::ElemBytes<T>(size) > len_) {
-            twin::Fail("LocalTensor::SetSize", "size %u elements exceeds the tensor's %u bytes", size, len_);
+        if (twin::ElemBytes<T>(size) > address_.dataLen) {
+            twin::Fail("LocalTensor::SetSize", "size %u elements exceeds the tensor's %u bytes", size, address_.dataLen);
         }
-        len_ = (uint32_t)twin::ElemOffsetBytes<T>("LocalTensor::SetSize", size, "size");
+        address_.dataLen = (uint32_t)twin::ElemOffsetBytes<T>("LocalTensor::SetSize", size, "size");
     }
-    uint32_t GetLength() const { return len_; }
-    int32_t GetPosition() const { return (int32_t)pos_; }
-    T* GetPhyAddr() const { return reinterpret_cast<T*>(ptr_); }
+    uint32_t GetLength() const { return address_.dataLen; }
+    int32_t GetPosition() const { return (int32_t)Pos(); }
+    T* GetPhyAddr() const { return reinterpret_cast<T*>(address_.absAddr); }
     T* GetPhyAddr(const uint32_t offset) const {
-        return reinterpret_cast<T*>(ptr_ + twin::ElemOffsetBytes<T>("LocalTensor::GetPhyAddr", offset));
+        return reinterpret_cast<T*>(address_.absAddr + twin::ElemOffsetBytes<T>("LocalTensor::GetPhyAddr", offset));
     }
 
     T GetValue(const uint32_t index) const {
         CheckScalar("LocalTensor::GetValue", index);
         if constexpr (twin::ElemBits<T>::value == 4) {
-            twin::Trace("LocalTensor::GetValue", PIPE_S, 1, 1, 1, nullptr, ptr_ + index / 2);
-            return twin::GetNibble(ptr_[index / 2], index);
+            twin::Trace("LocalTensor::GetValue", PIPE_S, 1, 1, 1, nullptr, address_.absAddr + index / 2);
+            return twin::GetNibble(address_.absAddr[index / 2], index);
         }
-        twin::Trace("LocalTensor::GetValue", PIPE_S, 1, sizeof(T), 1, nullptr, ptr_ + index * sizeof(T));
+        twin::Trace("LocalTensor::GetValue", PIPE_S, 1, sizeof(T), 1, nullptr, address_.absAddr + index * sizeof(T));
         T v;
-        std::memcpy(&v, ptr_ + (uint64_t)index * sizeof(T), sizeof(T));
+        std::memcpy(&v, address_.absAddr + (uint64_t)index * sizeof(T), sizeof(T));
         return v;
     }
     template <typename S>
@@ -204,13 +243,13 @@ public:
         CheckScalar("LocalTensor::SetValue", index);
         if constexpr (twin::ElemBits<T>::value == 4) {
             // As in the real headers the value must be an int4b_t (its .storage is stored).
-            twin::Trace("LocalTensor::SetValue", PIPE_S, 1, 1, 1, ptr_ + index / 2, nullptr);
-            ptr_[index / 2] = twin::SetNibble(ptr_[index / 2], index, ::int4b_t(value.storage));
+            twin::Trace("LocalTensor::SetValue", PIPE_S, 1, 1, 1, address_.absAddr + index / 2, nullptr);
+            address_.absAddr[index / 2] = twin::SetNibble(address_.absAddr[index / 2], index, ::int4b_t(value.storage));
             return;
         }
-        twin::Trace("LocalTensor::SetValue", PIPE_S, 1, sizeof(T), 1, ptr_ + index * sizeof(T), nullptr);
+        twin::Trace("LocalTensor::SetValue", PIPE_S, 1, sizeof(T), 1, address_.absAddr + index * sizeof(T), nullptr);
         T v = static_cast<T>(value);
-        std::memcpy(ptr_ + (uint64_t)index * sizeof(T), &v, sizeof(T));
+        std::memcpy(address_.absAddr + (uint64_t)index * sizeof(T), &v, sizeof(T));
     }
     T& operator()(const uint32_t offset) const {
         CheckScalar("LocalTensor::operator()", offset);
@@ -219,32 +258,34 @@ public:
     template <typename U>
     LocalTensor<U> ReinterpretCast() const {
         LocalTensor<U> t;
-        t.Init(pos_, ptr_, len_, bufId_, rec_, gen_);
+        t.Init(Pos(), address_.absAddr, address_.dataLen, bufId_, address_.twinRec, address_.twinGen);
         return t;
     }
 
     // ---- twin-internal accessors ----
-    uint8_t* Ptr() const { return ptr_; }
-    T* Data() const { return reinterpret_cast<T*>(ptr_); }
-    TPosition Pos() const { return pos_; }
-    twin::Mem Phys() const { return twin::PhysicalMem(pos_); }
+    uint8_t* Ptr() const { return address_.absAddr; }
+    T* Data() const { return reinterpret_cast<T*>(address_.absAddr); }
+    TPosition Pos() const { return (TPosition)address_.logicPos; }
+    twin::Mem Phys() const { return twin::PhysicalMem(Pos()); }
     int32_t BufId() const { return bufId_; }
-    bool Valid() const { return ptr_ != nullptr; }
+    bool Valid() const { return address_.absAddr != nullptr; }
     // Byte offset inside the physical buffer (the NPU's address of the tensor).
     uint64_t Addr(const char* api) const {
-        twin::CheckQueBufLive(api, rec_, gen_);
-        return twin::OffsetIn(api, Phys(), ptr_);
+        twin::CheckQueBufLive(api, address_.twinRec, address_.twinGen);
+        return twin::OffsetIn(api, Phys(), address_.absAddr);
     }
-    int32_t QueRec() const { return rec_; }
-    uint32_t QueGen() const { return gen_; }
+    int32_t QueRec() const { return address_.twinRec; }
+    uint32_t QueGen() const { return address_.twinGen; }
+
+    TBuffAddr address_;  // public, as in the real headers (kernels copy it into SetAddr)
 
 private:
     void CheckScalar(const char* api, uint32_t index) const {
-        if (ptr_ == nullptr) twin::Fail(api, "tensor is not allocated");
-        twin::CheckQueBufLive(api, rec_, gen_);
+        if (address_.absAddr == nullptr) twin::Fail(api, "tensor is not allocated");
+        twin::CheckQueBufLive(api, address_.twinRec, address_.twinGen);
         twin::Mem m = Phys();
         if (m != twin::Mem::UB) {
-            twin::Fail(api, "scalar access is only possible in UB (VECIN/VECOUT/VECCALC), not %s", twin::PositionName(pos_));
+            twin::Fail(api, "scalar access is only possible in UB (VECIN/VECOUT/VECCALC), not %s", twin::PositionName(Pos()));
         }
         twin::RequireAiv(api);
         if (index >= GetSize()) {
@@ -252,12 +293,7 @@ private:
         }
     }
 
-    TPosition pos_ = TPosition::MAX;
-    uint8_t* ptr_ = nullptr;
-    uint32_t len_ = 0;
     int32_t bufId_ = -1;
-    int32_t rec_ = -1;
-    uint32_t gen_ = 0;
 };
 
 }  // namespace AscendC
@@ -273,7 +309,7 @@ namespace twin {
 inline void JudgeOverrun(const char* api, Mem m, uint64_t start, uint64_t len, uint64_t end, const char* what) {
     CoreState& c = Cur();
     if (m == Mem::UB) Fail(api, "%s", what);
-    const uint64_t cap = c.mem[(int)m].size();
+    const uint64_t cap = AccessibleBytes(c, m);
     if (start + end > cap) {
         Fail(api, "%s, and past the end of %s (%llu bytes)", what, MemName(m), (unsigned long long)cap);
     }
@@ -289,11 +325,11 @@ inline void JudgeOverrun(const char* api, Mem m, uint64_t start, uint64_t len, u
          what, (unsigned long long)(start + len), (unsigned long long)(start + end), MemName(m));
 }
 
-// Fails unless [t, t + bytes) lies inside t's tensor (or, cube side, JudgeOverrun lets it pass), with a message
-// naming the API and the numbers.
+// Fails unless [t + offsetBytes, + bytes) lies inside t's tensor (or, cube side, JudgeOverrun lets it pass), with a
+// message naming the API and the numbers. Records nothing (CheckLocalSpan below, or NoteAccess per written run).
 template <typename T>
-inline void CheckLocalSpan(const char* api, const char* operand, const AscendC::LocalTensor<T>& t, uint64_t offsetBytes,
-                           uint64_t bytes) {
+inline void CheckLocalBounds(const char* api, const char* operand, const AscendC::LocalTensor<T>& t, uint64_t offsetBytes,
+                             uint64_t bytes) {
     if (!t.Valid()) Fail(api, "%s tensor is not allocated", operand);
     if constexpr (ElemBits<T>::value == 4) {  // no twin data path models packed nibbles: refuse, never move bytes
         Fail(api, "%s is an int4b_t tensor, which the twin does not model for this API", operand);
@@ -304,7 +340,33 @@ inline void CheckLocalSpan(const char* api, const char* operand, const AscendC::
                       (unsigned long long)bytes, (unsigned long long)offsetBytes, t.GetLength(), PositionName(t.Pos()));
         JudgeOverrun(api, t.Phys(), t.Addr(api), t.GetLength(), offsetBytes + bytes, what);
     }
+}
+
+// CheckLocalBounds, and the whole span is what the instruction reads (or, operand "dst...", writes).
+template <typename T>
+inline void CheckLocalSpan(const char* api, const char* operand, const AscendC::LocalTensor<T>& t, uint64_t offsetBytes,
+                           uint64_t bytes) {
+    CheckLocalBounds(api, operand, t, offsetBytes, bytes);
     NoteAccess(api, t.Phys(), t.Addr(api) + offsetBytes, bytes, std::strncmp(operand, "dst", 3) == 0);
+}
+
+// CheckLocalBounds over `count` blocks of `len` bytes, `step` bytes apart head to head, of which the instruction
+// reads (or, operand "dst...", writes) only the blocks: bytes in the gaps stay another copy's, so copies that
+// interleave their blocks (rows of one NZ tile, one per copy, as catlass's interval copies do) are judged by the
+// bytes they move.
+template <typename T>
+inline void CheckLocalBlocks(const char* api, const char* operand, const AscendC::LocalTensor<T>& t, uint64_t offsetBytes,
+                             uint64_t count, uint64_t len, uint64_t step) {
+    if (count == 0 || len == 0) return;
+    const uint64_t span = (count - 1) * step + len;
+    CheckLocalBounds(api, operand, t, offsetBytes, span);
+    const bool write = std::strncmp(operand, "dst", 3) == 0;
+    const uint64_t at = t.Addr(api) + offsetBytes;
+    if (step <= len) {
+        NoteAccess(api, t.Phys(), at, span, write);
+        return;
+    }
+    for (uint64_t b = 0; b < count; ++b) NoteAccess(api, t.Phys(), at + b * step, len, write);
 }
 
 template <typename T>
