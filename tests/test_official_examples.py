@@ -21,8 +21,8 @@ import run_official_examples as R  # noqa: E402
 MINI_ROOT = REPO / "tests" / "kernels" / "official_examples"
 MINI = MINI_ROOT / "mini_example"
 # Official examples that ran and matched their golden output once the twin had the APIs they use.
-KNOWN_GOOD = ["01_memory_vector_compute/brcb", "03_matrix_compute/mmad_gemv",
-              "04_memory_management/list_tensor_desc_input"]
+KNOWN_GOOD = ["03_basic_api/01_memory_vector_compute/brcb", "03_basic_api/03_matrix_compute/mmad_gemv",
+              "03_basic_api/04_memory_management/list_tensor_desc_input"]
 
 
 def test_rewrite_launches():

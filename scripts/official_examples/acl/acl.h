@@ -44,6 +44,7 @@ inline aclError aclrtCreateStream(aclrtStream* stream) {
 }
 inline aclError aclrtDestroyStream(aclrtStream) { return ACL_SUCCESS; }
 inline aclError aclrtSynchronizeStream(aclrtStream) { return ACL_SUCCESS; }
+inline aclError aclrtSynchronizeDevice() { return ACL_SUCCESS; }
 
 inline aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy) {
     if (devPtr == nullptr) return ACL_ERROR_INVALID_PARAM;

@@ -1,5 +1,5 @@
 // Reductions on dav-2201 (half and float):
-// - ReduceRepeat<ReduceType> (old names WholeReduceMax/Min/Sum): one result per repeat. SUM is a binary tree of
+// - ReduceRepeat<ReduceType> (old names WholeReduceMax/Min/Sum, RepeatReduceSum): one result per repeat. SUM is a binary tree of
 //   adjacent pairs over the repeat (rounded to T at every level). MAX/MIN give the value and the index inside the
 //   repeat (ties -> smallest index), laid out by ReduceOrder; the index is stored as raw integer bits of T
 //   (ORDER_ONLY_INDEX: as uint32_t). dstRepStride counts result slots (table 3 of the ReduceRepeat page).
@@ -514,6 +514,21 @@ inline void WholeReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src,
     twin::vec::ReduceTypeCheck<T>();
     twin::vec::RejectBf16<T>("WholeReduceSum");
     twin::vec::ReduceRepeatRun<ReduceType::SUM, T>("WholeReduceSum", dst, src,
+                                                   twin::vec::MaskArg::Len((uint64_t)(int64_t)mask, isSetMask),
+                                                   repeatTime, dstRepStride, srcBlkStride, srcRepStride,
+                                                   ReduceOrder::ORDER_ONLY_VALUE);
+}
+
+// RepeatReduceSum: the old name of ReduceRepeat<SUM> with repeatTime before mask; dstBlkStride is a dead argument
+// (docs/zh/api/附录/接口变更说明.md: "删除无效参数dstBlkStride").
+template <typename T, bool isSetMask = true>
+inline void RepeatReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
+                            const int32_t mask, const int32_t dstBlkStride, const int32_t srcBlkStride,
+                            const int32_t dstRepStride, const int32_t srcRepStride) {
+    (void)dstBlkStride;
+    twin::vec::ReduceTypeCheck<T>();
+    twin::vec::RejectBf16<T>("RepeatReduceSum");
+    twin::vec::ReduceRepeatRun<ReduceType::SUM, T>("RepeatReduceSum", dst, src,
                                                    twin::vec::MaskArg::Len((uint64_t)(int64_t)mask, isSetMask),
                                                    repeatTime, dstRepStride, srcBlkStride, srcRepStride,
                                                    ReduceOrder::ORDER_ONLY_VALUE);
