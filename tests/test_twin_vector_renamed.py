@@ -1,7 +1,8 @@
 """Old API names and edge forms of the vector unit on the twin, against numpy models written from the pages:
 RepeatReduceSum (= ReduceRepeat<SUM> with repeatTime first and a dead dstBlkStride, 附录/接口变更说明.md), CompareScalar
 (= Compares, same page), Cast half <-> int4b_t (Cast.md, A2 table),
-InitOutput (kernel_operator_common_intf.h) and printf of a UB address through %lu / %llu / %x.
+InitOutput (kernel_operator_common_intf.h), printf of a UB address through %lu / %llu / %x, and the operand
+overlaps that Sort32, ReduceSum (sharedTmpBuffer) and Transpose (sharedTmpBuffer) leave unsupported.
 
 Kernel: tests/kernels/vector/renamed_and_edge.cpp (case number in p[0]; 64 KB of input bytes x, output bytes y)."""
 from pathlib import Path
@@ -157,3 +158,37 @@ def test_printf_prints_ub_addresses_as_integers(lib, rng):
     (line,) = lib.last_output().splitlines()
     # the two TBufs take UB bytes [0, 64 KB) and [64 KB, 128 KB)
     assert line == f"[AIV Block 0/1] in=0 out={65536 + off} x={65536 + 512:x}"
+
+
+# ---------------------------------------------------------------------------------------------------- overlaps
+def test_sort32_dst_apart_from_its_sources(lib, rng):
+    reps = int(rng.integers(1, 5))
+    x = np.zeros(16384, np.float32)
+    x[:32 * reps] = rng.permutation(32 * reps).astype(np.float32)  # distinct scores
+    x.view(np.uint32)[8192:8192 + 32 * reps] = np.arange(32 * reps)
+    out = run(lib, 11, x, n=reps).view(np.float32)  # control: dst in out's second half
+    got = out[8192:8192 + 64 * reps].reshape(reps, 32, 2)[:, :, 0]
+    assert np.array_equal(got, -np.sort(-x[:32 * reps].reshape(reps, 32), axis=1))
+    # the page states no overlap rule, so none is allowed (通用说明和约束.md): dst on the scores or the indices
+    for at in (0, 32768):
+        with pytest.raises(twin.TwinError, match="Sort32: dst overlaps src0 or src1"):
+            run(lib, 11, x, n=reps, b=at, c=1)
+
+
+def test_reduce_sum_tmp_apart_from_src(lib, rng):
+    reps = int(rng.integers(2, 9))
+    x = rng.uniform(-1, 1, 64 * reps).astype(np.float32)
+    out = run(lib, 12, x, n=reps).view(np.float32)  # control: sharedTmpBuffer apart from src
+    np.testing.assert_allclose(out[0], x.astype(np.float64).sum(), rtol=1e-5, atol=1e-5)
+    run(lib, 12, x, n=reps, b=256 * reps, c=1)  # right after src: legal
+    with pytest.raises(twin.TwinError, match=r"ReduceSum: sharedTmpBuffer \(UB bytes \[0, 32\)\) overlaps src"):
+        run(lib, 12, x, n=reps, b=0, c=1)
+
+
+def test_transpose_tmp_apart_from_operands(lib, rng):
+    c = int(rng.integers(1, 8))
+    x = rng.standard_normal(c * 16).astype(np.float32)
+    out = run(lib, 13, x, n=c).view(np.float32)  # control
+    assert np.array_equal(out[:16 * c], x.reshape(c, 16).T.reshape(-1))
+    with pytest.raises(twin.TwinError, match="Transpose: sharedTmpBuffer overlaps src or dst"):
+        run(lib, 13, x, n=c, b=0, c=1)

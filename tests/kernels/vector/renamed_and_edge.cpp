@@ -1,5 +1,6 @@
 // Test kernels for tests/test_twin_vector_renamed.py: the old API names RepeatReduceSum and CompareScalar, Cast
-// half <-> int4b_t, InitOutput, and printf of a UB address through %lu / %x.
+// half <-> int4b_t, InitOutput, printf of a UB address through %lu / %x, and the operand overlaps the Sort32,
+// ReduceSum and Transpose pages leave unsupported.
 // p: [case, n, a, b, c, unused]; x: input bytes (GM), y: output bytes (GM); UB: 64 KB in, 64 KB out.
 #include "kernel_operator.h"
 
@@ -27,6 +28,8 @@ extern "C" __global__ __aicore__ void edge_case(GM_ADDR pp, GM_ADDR x, GM_ADDR y
     DataCopy(out, gy, 65536);
     SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
     WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    // where a case puts its extra operand: apart (c = 0: the second half of out) or at in[b]
+    LocalTensor<uint8_t> spare = c == 0 ? out[32768] : in[(uint32_t)b];
     switch (kase) {
         case 0:  // RepeatReduceSum<float>(dst, src, repeat = n, mask = a, dstBlkStride = c, 1, dstRepStride = 1, srcRepStride = b)
             RepeatReduceSum<float>(out.ReinterpretCast<float>(), in.ReinterpretCast<float>(), (int32_t)n, (int32_t)a,
@@ -63,6 +66,21 @@ extern "C" __global__ __aicore__ void edge_case(GM_ADDR pp, GM_ADDR x, GM_ADDR y
         case 7:  // Cast int4b_t -> half, count n
             Cast(out.ReinterpretCast<half>(), in.ReinterpretCast<int4b_t>(), RoundMode::CAST_NONE, (uint32_t)n);
             break;
+        case 11: {  // Sort32<float>: scores in[0, 128 n), indices in[32 KB...), n repeats, dst = spare
+            Sort32(spare.ReinterpretCast<float>(), in.ReinterpretCast<float>(),
+                   in[32768].ReinterpretCast<uint32_t>(), (int32_t)n);
+            break;
+        }
+        case 12: {  // ReduceSum<float> mask form (64 per repeat, n repeats, srcRepStride 8), sharedTmpBuffer = spare
+            LocalTensor<float> tmp = spare.ReinterpretCast<float>();
+            ReduceSum<float>(out.ReinterpretCast<float>(), in.ReinterpretCast<float>(), tmp, 64, (int32_t)n, 8);
+            break;
+        }
+        case 13: {  // Transpose NCHW -> NHWC of float [1, n, 2, 8], sharedTmpBuffer = spare
+            Transpose(out.ReinterpretCast<float>(), in.ReinterpretCast<float>(), spare,
+                      TransposeParamsExt(1, (uint16_t)n, 2, 8, TransposeType::TRANSPOSE_NCHW2NHWC));
+            break;
+        }
         case 10:  // printf of UB addresses through integer conversions (the NPU prints the address bits)
             AscendC::printf("in=%lu out=%llu x=%x\n", in.GetPhyAddr(), out[(uint32_t)n].GetPhyAddr(),
                             out.GetPhyAddr(512));
