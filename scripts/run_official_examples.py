@@ -447,7 +447,8 @@ def compile_example(asc: Path, scenario: int | None):
     flags = list(COMPILE_FLAGS) + ([f"-DSCENARIO_NUM={scenario}"] if scenario is not None else [])
     flags += [f for f in cmake_definitions(asc.parent, scenario) if f not in flags]
     source, unknown = build_source(asc)
-    return twin.compile_kernel(source, include=[str(asc.parent), str(SHIM_DIR)], flags=flags), unknown
+    # -O1: the examples are small, and compile time dominates a run over all of them
+    return twin.compile_kernel(source, include=[str(asc.parent), str(SHIM_DIR)], flags=flags, opt="-O1"), unknown
 
 
 def run_case(d: Path, asc: Path, scenario: int | None, res: Result) -> Result:
