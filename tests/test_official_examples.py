@@ -39,6 +39,33 @@ def test_rewrite_launches():
     assert "// c<<<1, 0, s>>>(x);" in out and '"q<<<1, 0, s>>>(x)"' in out  # comments and strings untouched
 
 
+def test_launch_without_stream_gets_the_default_one():
+    out, names = R.rewrite_launches("add<T, 8><<<numBlocks, 0>>>(x, y);\n")
+    assert names == ["add"]
+    assert 'AscendC::AscCPUKernelLaunch(numBlocks, 0, nullptr, "add", add<T, 8>, x, y);' in out
+
+
+def test_cmake_definitions(tmp_path):
+    (tmp_path / "CMakeLists.txt").write_text(
+        'set(SCENARIO_NUM 0 CACHE STRING "case")\nset(COPY_DST "UB" CACHE STRING "dst")\n'
+        'if(CMAKE_ASC_ARCHITECTURES STREQUAL "dav-2201")\n    set(NPU_ARCH_ID 2201)\n'
+        'elseif(CMAKE_ASC_ARCHITECTURES STREQUAL "dav-3510")\n    set(NPU_ARCH_ID 3510)\nendif()\n'
+        'if(COPY_DST STREQUAL "L1")\n    target_compile_definitions(demo PRIVATE COPY_DST_L1=1)\n'
+        'else()\n    target_compile_definitions(demo PRIVATE COPY_DST_UB=1)\nendif()\n'
+        'if(NOT SCENARIO_NUM EQUAL 3 AND CMAKE_ASC_ARCHITECTURES STREQUAL "dav-2201")  # a comment (with parens)\n'
+        '    target_compile_definitions(demo PRIVATE NOT_THREE=1)\nendif()\n'
+        'target_compile_definitions(demo PRIVATE\n    SCENARIO=${SCENARIO_NUM}\n    NPU_ARCH=${NPU_ARCH_ID}\n)\n')
+    assert R.cmake_definitions(tmp_path, 2) == ["-DCOPY_DST_UB=1", "-DNOT_THREE=1", "-DSCENARIO=2", "-DNPU_ARCH=2201"]
+    assert R.cmake_definitions(tmp_path, 3) == ["-DCOPY_DST_UB=1", "-DSCENARIO=3", "-DNPU_ARCH=2201"]
+
+
+def test_out_of_reach():
+    assert "high-level API library" in R.out_of_reach("04_advanced_api/10_math/exp", [""])
+    assert "Matmul class" in R.out_of_reach("00_introduction/x", ['#include "lib/matmul_intf.h"'])
+    assert "framework operator" in R.out_of_reach("02_features/y", ["#include <torch/extension.h>"])
+    assert R.out_of_reach("03_basic_api/z", ['#include "kernel_operator.h"']) is None
+
+
 def test_kernel_modes():
     src = """
     template <int N>
