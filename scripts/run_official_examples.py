@@ -172,8 +172,11 @@ def readme_args(d: Path, script: str, scenario: int | None) -> list[str] | None:
     m = re.search(rf"python3?\s+\.\./scripts/{script}\b([^#\n;]*)", read(d / "README.md"))
     if m is None:
         return None
-    args = m.group(1).replace("${SCENARIO_NUM}", str(scenario)).replace("$SCENARIO_NUM", str(scenario))
-    return args.split()
+    # Shell variables the README's command block sets (SCENARIO_NUM=1 COPY_DST=UB ...), the scenario's own number
+    # and the dav-2201 architecture taking precedence.
+    shell = dict(re.findall(r"(?:^|\s)([A-Z_]+)=([\w.-]+)", read(d / "README.md")))
+    shell.update({"ASC_ARCH": TARGET_ARCH, "SCENARIO_NUM": str(scenario)})
+    return [re.sub(r"\$\{?([A-Z_]+)\}?", lambda v: shell.get(v.group(1), v.group(0)), a) for a in m.group(1).split()]
 
 
 # ---------------------------------------------------------------------------------------------- source rewriting

@@ -29,6 +29,10 @@ inline void* Alloc(size_t size) {
 }
 }  // namespace twin_acl
 
+typedef uint16_t aclFloat16;  // ACL's host-side half: the raw IEEE binary16 bits
+inline float aclFloat16ToFloat(aclFloat16 v) { return twin::vnum::HalfToFloat1(v); }
+inline aclFloat16 aclFloatToFloat16(float v) { return twin::vnum::FloatToHalf1(v); }
+
 inline aclError aclInit(const char*) { return ACL_SUCCESS; }
 inline aclError aclFinalize() { return ACL_SUCCESS; }
 inline aclError aclrtSetDevice(int32_t) { return ACL_SUCCESS; }
