@@ -21,8 +21,8 @@ import run_official_examples as R  # noqa: E402
 MINI_ROOT = REPO / "tests" / "kernels" / "official_examples"
 MINI = MINI_ROOT / "mini_example"
 # Official examples that ran and matched their golden output once the twin had the APIs they use.
-KNOWN_GOOD = ["01_memory_vector_compute/brcb", "03_matrix_compute/mmad_gemv",
-              "04_memory_management/list_tensor_desc_input"]
+KNOWN_GOOD = ["03_basic_api/01_memory_vector_compute/brcb", "03_basic_api/03_matrix_compute/mmad_gemv",
+              "03_basic_api/04_memory_management/list_tensor_desc_input"]
 
 
 def test_rewrite_launches():
@@ -37,6 +37,33 @@ def test_rewrite_launches():
     assert 'AscendC::AscCPUKernelLaunch(2, 0, s, "plain", ns::plain, a);' in out
     assert 'AscendC::AscCPUKernelLaunch(1, 0, s, "noargs", noargs);' in out
     assert "// c<<<1, 0, s>>>(x);" in out and '"q<<<1, 0, s>>>(x)"' in out  # comments and strings untouched
+
+
+def test_launch_without_stream_gets_the_default_one():
+    out, names = R.rewrite_launches("add<T, 8><<<numBlocks, 0>>>(x, y);\n")
+    assert names == ["add"]
+    assert 'AscendC::AscCPUKernelLaunch(numBlocks, 0, nullptr, "add", add<T, 8>, x, y);' in out
+
+
+def test_cmake_definitions(tmp_path):
+    (tmp_path / "CMakeLists.txt").write_text(
+        'set(SCENARIO_NUM 0 CACHE STRING "case")\nset(COPY_DST "UB" CACHE STRING "dst")\n'
+        'if(CMAKE_ASC_ARCHITECTURES STREQUAL "dav-2201")\n    set(NPU_ARCH_ID 2201)\n'
+        'elseif(CMAKE_ASC_ARCHITECTURES STREQUAL "dav-3510")\n    set(NPU_ARCH_ID 3510)\nendif()\n'
+        'if(COPY_DST STREQUAL "L1")\n    target_compile_definitions(demo PRIVATE COPY_DST_L1=1)\n'
+        'else()\n    target_compile_definitions(demo PRIVATE COPY_DST_UB=1)\nendif()\n'
+        'if(NOT SCENARIO_NUM EQUAL 3 AND CMAKE_ASC_ARCHITECTURES STREQUAL "dav-2201")  # a comment (with parens)\n'
+        '    target_compile_definitions(demo PRIVATE NOT_THREE=1)\nendif()\n'
+        'target_compile_definitions(demo PRIVATE\n    SCENARIO=${SCENARIO_NUM}\n    NPU_ARCH=${NPU_ARCH_ID}\n)\n')
+    assert R.cmake_definitions(tmp_path, 2) == ["-DCOPY_DST_UB=1", "-DNOT_THREE=1", "-DSCENARIO=2", "-DNPU_ARCH=2201"]
+    assert R.cmake_definitions(tmp_path, 3) == ["-DCOPY_DST_UB=1", "-DSCENARIO=3", "-DNPU_ARCH=2201"]
+
+
+def test_out_of_reach():
+    assert "high-level API library" in R.out_of_reach("04_advanced_api/10_math/exp", [""])
+    assert "Matmul class" in R.out_of_reach("00_introduction/x", ['#include "lib/matmul_intf.h"'])
+    assert "framework operator" in R.out_of_reach("02_features/y", ["#include <torch/extension.h>"])
+    assert R.out_of_reach("03_basic_api/z", ['#include "kernel_operator.h"']) is None
 
 
 def test_kernel_modes():

@@ -49,5 +49,6 @@
 #include "twin/vector/reduce_spr.h"
 #include "twin/utils/type_utils.h"
 #include "twin/utils/print.h"
+#include "twin/utils/init_output.h"
 #include "twin/utils/dump_tensor.h"
 #include "twin/utils/assert.h"

@@ -31,6 +31,10 @@ inline void* Alloc(size_t size) {
 }
 }  // namespace twin_acl
 
+typedef uint16_t aclFloat16;  // ACL's host-side half: the raw IEEE binary16 bits
+inline float aclFloat16ToFloat(aclFloat16 v) { return twin::vnum::HalfToFloat1(v); }
+inline aclFloat16 aclFloatToFloat16(float v) { return twin::vnum::FloatToHalf1(v); }
+
 inline aclError aclInit(const char*) { return ACL_SUCCESS; }
 inline aclError aclFinalize() { return ACL_SUCCESS; }
 inline aclError aclrtSetDevice(int32_t) { return ACL_SUCCESS; }
@@ -46,6 +50,7 @@ inline aclError aclrtCreateStream(aclrtStream* stream) {
 }
 inline aclError aclrtDestroyStream(aclrtStream) { return ACL_SUCCESS; }
 inline aclError aclrtSynchronizeStream(aclrtStream) { return ACL_SUCCESS; }
+inline aclError aclrtSynchronizeDevice() { return ACL_SUCCESS; }
 
 inline aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy) {
     if (devPtr == nullptr) return ACL_ERROR_INVALID_PARAM;

@@ -30,6 +30,7 @@ extern "C" __global__ __aicore__ void overlap(GM_ADDR x, GM_ADDR y, GM_ADDR z, G
         case 4: Cast(h, u8, RoundMode::CAST_NONE, n); break;  // u8 -> half onto its own bytes
         case 5: Cast(h[1024], u8, RoundMode::CAST_NONE, n); break;  // u8 -> half into bytes [2048, ...)
         case 6: Cast(h, t, RoundMode::CAST_NONE, n); break;  // float -> half onto its own bytes
+        case 10: Cast(h[off], t, RoundMode::CAST_NONE, n); break;  // float -> half, dst `off` halves ahead
         case 7:
         case 8: {  // dst == src1 with dstRepStride = src1RepStride = 0: y1[0, 64) += t[r * 64 ...] over `rep` repeats
             const uint64_t mask = 64;

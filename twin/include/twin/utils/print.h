@@ -4,8 +4,10 @@
 // (twin_print_output) and echoes to sys.stdout. Only the documented conversions are accepted: %d %i %ld %li %lld
 // %lli, %u %lu %llu, %x %lx %llx, %f %F, %s, %p; no flags, widths or precisions, no escape character but \n.
 // A call whose output exceeds the 30 KB print limit (the NPU silently drops it) fails, as do an argument that does not
-// fit its conversion and a wrong argument count. (An unqualified printf("text") without arguments resolves to the C
-// library's, which the twin does not capture: write AscendC::printf or PRINTF.)
+// fit its conversion and a wrong argument count. A pointer given to an integer conversion prints its address on the
+// device (an on-core pointer: its byte offset in that memory), as the NPU's printf prints the address bits. (An
+// unqualified printf("text") without arguments resolves to the C library's, which the twin does not capture: write
+// AscendC::printf or PRINTF.)
 #pragma once
 #include <map>
 #include <string>
@@ -119,9 +121,23 @@ inline PrintArg MakePrintArg(const A& v) {
     } else {
         static_assert(std::is_pointer_v<T>, "printf takes integers, float/half/bfloat16_t, strings and pointers");
         a.kind = PrintArg::Ptr;
+        a.bits = 64;
         a.p = (const void*)v;
     }
     return a;
+}
+
+// A pointer printed through an integer conversion (%lu of GetPhyAddr()): on the NPU an on-core address is a byte
+// offset in its memory (UB, L1, ...), so the twin prints that; any other address (GM) as the integer it is.
+inline uint64_t DeviceAddress(const void* p) {
+    const uint8_t* q = static_cast<const uint8_t*>(p);
+    if (tCore != nullptr) {
+        for (int m = 0; m < (int)Mem::GM; ++m) {
+            const std::vector<uint8_t>& mem = tCore->mem[m];
+            if (!mem.empty() && q >= mem.data() && q < mem.data() + mem.size()) return (uint64_t)(q - mem.data());
+        }
+    }
+    return (uint64_t)(uintptr_t)p;
 }
 
 inline const char* PrintKindName(PrintArg::Kind k) {
@@ -165,9 +181,9 @@ inline std::string FormatPrint(const char* api, const char* fmt, const PrintArg*
                  PrintKindName(a.kind), want);
         };
         if (intConv) {
-            if (a.kind != PrintArg::Int && a.kind != PrintArg::UInt) wrong("an integer");
+            if (a.kind != PrintArg::Int && a.kind != PrintArg::UInt && a.kind != PrintArg::Ptr) wrong("an integer");
             const uint64_t mask = a.bits >= 64 ? ~0ull : ((1ull << a.bits) - 1);
-            const uint64_t raw = a.u & mask;  // the argument's own bits
+            const uint64_t raw = (a.kind == PrintArg::Ptr ? DeviceAddress(a.p) : a.u) & mask;  // the argument's bits
             if (conv == 'x') {
                 std::snprintf(buf, sizeof buf, "%llx", (unsigned long long)raw);
             } else if (conv == 'u') {

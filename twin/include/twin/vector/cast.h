@@ -1,8 +1,9 @@
 // Cast<T, U> (dst type T, src type U) with the dav-2201 (Atlas A2) type pairs and round modes, and
 // SetDeqScale(half) for int32_t -> half. Mask and repeat are sized by the wider of the two types; each operand's
-// blocks are 32 B of its own type (half -> float: 64 elements per repeat, src 4 blocks, dst 8 blocks).
+// blocks are 32 B of its own type (half -> float: 64 elements per repeat, src 4 blocks, dst 8 blocks; half <->
+// int4b_t: 128 elements per repeat, the int4b_t operand 2 blocks of 64 packed nibbles, element 2k in the low nibble).
 #pragma once
-#include "twin/vector/engine.h"
+#include "twin/vector/more_common.h"
 
 namespace twin {
 namespace vec {
@@ -34,6 +35,8 @@ constexpr uint32_t CastModes() {
                        std::is_same_v<U, float>) return kModesRFCAZ;
     else if constexpr (std::is_same_v<T, int32_t> && std::is_same_v<U, int64_t>) return kModeNone;
     else if constexpr (std::is_same_v<T, float> && std::is_same_v<U, int64_t>) return kModesRFCAZ;
+    else if constexpr (std::is_same_v<T, half> && std::is_same_v<U, AscendC::int4b_t>) return kModeNone;
+    else if constexpr (std::is_same_v<T, AscendC::int4b_t> && std::is_same_v<U, half>) return kModesRFCAZ | kModeNone;
     else return 0;
 }
 
@@ -54,6 +57,7 @@ inline const char* TypeName() {
     else if constexpr (std::is_same_v<X, int32_t>) return "int32_t";
     else if constexpr (std::is_same_v<X, uint32_t>) return "uint32_t";
     else if constexpr (std::is_same_v<X, int64_t>) return "int64_t";
+    else if constexpr (std::is_same_v<X, AscendC::int4b_t>) return "int4b_t";
     else return "?";
 }
 
@@ -126,6 +130,61 @@ inline void CastRunN(T* d, const U* s, uint64_t n, int mode, float deqScale) {
     for (uint64_t i = 0; i < n; ++i) d[i] = CastOne<T, U>(s[i], mode, deqScale);
 }
 
+// half <-> int4b_t, element by element over the selection (the engine's operands have whole-byte elements).
+// half -> int4b_t rounds with the mode and saturates to [-8, 7]. The two operands must not share bytes.
+template <typename T, typename U>
+inline void CastInt4Run(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<U>& src, int mode,
+                        const Exec& x, const AscendC::UnaryRepeatParams& p) {
+    constexpr bool toInt4 = std::is_same_v<T, AscendC::int4b_t>;
+    const uint32_t hBlk = toInt4 ? p.srcBlkStride : p.dstBlkStride, hRep = toInt4 ? p.srcRepStride : p.dstRepStride;
+    const uint32_t nBlk = toInt4 ? p.dstBlkStride : p.srcBlkStride, nRep = toInt4 ? p.dstRepStride : p.srcRepStride;
+    auto halfAt = [&](uint64_t r, uint32_t e) { return r * hRep * 32 + (uint64_t)(e / 16) * hBlk * 32 + (e % 16) * 2; };
+    auto nibbleAt = [&](uint64_t r, uint32_t e) { return r * nRep * 32 + (uint64_t)(e / 64) * nBlk * 32 + (e % 64) / 2; };
+    uint64_t hEnd = 0, nEnd = 0, active = 0;
+    for (uint64_t r = 0; r < x.Repeats(); ++r) {
+        uint64_t b[2];
+        x.RepBits(r, b);
+        for (uint32_t e = 0; e < x.perRep; ++e) {
+            if (((b[e >> 6] >> (e & 63)) & 1u) == 0) continue;
+            hEnd = std::max(hEnd, halfAt(r, e) + 2);
+            nEnd = std::max(nEnd, nibbleAt(r, e) + 1);
+            ++active;
+        }
+    }
+    CheckSpanUB(api, "dst", dst, toInt4 ? nEnd : hEnd, true);
+    CheckSpanUB(api, "src", src, toInt4 ? hEnd : nEnd, false);
+    uint8_t* h = toInt4 ? src.Ptr() : dst.Ptr();
+    uint8_t* n = toInt4 ? dst.Ptr() : src.Ptr();
+    if (Overlaps(h, hEnd, n, nEnd)) {
+        Fail(api, "dst and src share bytes: half and int4b_t operands cannot overlap 100%% (通用说明和约束.md, "
+                  "通用地址重叠约束; Cast.md warns of narrow -> wide overlap)");
+    }
+    for (uint64_t r = 0; r < x.Repeats() && twin::Computing(); ++r) {
+        uint64_t b[2];
+        x.RepBits(r, b);
+        for (uint32_t e = 0; e < x.perRep; ++e) {
+            if (((b[e >> 6] >> (e & 63)) & 1u) == 0) continue;
+            uint8_t& byte = n[nibbleAt(r, e)];
+            const int shift = (e % 2) * 4;
+            half* hv = reinterpret_cast<half*>(h + halfAt(r, e));
+            if constexpr (toInt4) {
+                const int8_t v = vnum::ToIntMode<int8_t>((double)vnum::HalfToFloat1(hv->bits),
+                                                         mode == vnum::kNone ? vnum::kRint : mode);
+                const int8_t q = v < -8 ? -8 : (v > 7 ? 7 : v);
+                byte = (uint8_t)((byte & ~(0xF << shift)) | (((uint8_t)q & 0xF) << shift));
+            } else {
+                const int v = ((byte >> shift) & 0xF) ^ 0x8;
+                hv->bits = vnum::FloatToHalf1((float)(v - 8));
+            }
+        }
+    }
+    TraceV(api, active, active * 2 + (active + 1) / 2, x.Repeats(), dst.Ptr(), src.Ptr());
+}
+
+template <typename T, typename U>
+inline void CastBytesRun(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<U>& src,
+                         int mode, const Exec& x, const AscendC::UnaryRepeatParams& p);
+
 template <typename T, typename U>
 inline void CastRun(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<U>& src,
                     AscendC::RoundMode roundMode, const Exec& x, const AscendC::UnaryRepeatParams& p) {
@@ -134,12 +193,23 @@ inline void CastRun(const char* api, const AscendC::LocalTensor<T>& dst, const A
         Fail(api, "Cast %s -> %s does not support RoundMode::%s on dav-2201", TypeName<U>(), TypeName<T>(),
              RoundModeName(mode));
     }
+    if constexpr (std::is_same_v<T, AscendC::int4b_t> || std::is_same_v<U, AscendC::int4b_t>) {
+        CastInt4Run<T, U>(api, dst, src, mode, x, p);
+    } else {
+        CastBytesRun<T, U>(api, dst, src, mode, x, p);
+    }
+}
+
+// Types of whole bytes: through the engine's operand model.
+template <typename T, typename U>
+inline void CastBytesRun(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<U>& src,
+                         int mode, const Exec& x, const AscendC::UnaryRepeatParams& p) {
     const Opd o[2] = {{dst.Ptr(), (uint32_t)sizeof(T), p.dstBlkStride, p.dstRepStride},
                       {src.Ptr(), (uint32_t)sizeof(U), p.srcBlkStride, p.srcRepStride}};
     CheckOperand(api, "dst", dst, o[0], x);
     CheckOperand(api, "src", src, o[1], x);
     CheckDstBlkStride(api, "dstBlkStride", o[0], x);
-    CheckOverlap(api, "src", o[0], o[1], x, false);
+    CheckOverlap(api, "src", o[0], o[1], x, false, /*narrowInPlace=*/true);
     float deq = 0.0f;
     if constexpr (std::is_same_v<T, half> && std::is_same_v<U, int32_t>) {
         deq = twin::HalfBitsToFloat((uint16_t)(Cur().deqScale & 0xFFFFu));
@@ -195,8 +265,8 @@ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const Rou
     constexpr uint32_t wide = sizeof(T) > sizeof(U) ? sizeof(T) : sizeof(U);
     const twin::vec::Exec x = twin::vec::CountExec(api, (int64_t)count, 256 / wide);
     UnaryRepeatParams p;
-    p.dstRepStride = (uint8_t)(8 * sizeof(T) / wide);
-    p.srcRepStride = (uint8_t)(8 * sizeof(U) / wide);
+    p.dstRepStride = (uint8_t)(twin::ElemBits<T>::value / wide);  // 8 blocks of the wider type
+    p.srcRepStride = (uint8_t)(twin::ElemBits<U>::value / wide);
     twin::vec::CastRun(api, dst, src, roundMode, x, p);
     twin::vec::RestoreNormalFullMask();
 }

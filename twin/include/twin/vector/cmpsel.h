@@ -112,6 +112,30 @@ inline uint64_t CompareCountRepeats(const char* api, uint32_t count) {
     return (uint64_t)count * sizeof(T) / 256;
 }
 
+// Compares / CompareScalar (tensor vs scalar): the types of the Compares page's A2 list, level 0 and count forms.
+template <typename T, typename U>
+inline void ComparesTypes() {
+    static_assert(OneOf<T, half, float, int32_t>, "Compares/CompareScalar: T must be half, float or int32_t on dav-2201");
+    static_assert(std::is_same_v<U, uint8_t>, "Compares/CompareScalar: U must be uint8_t on dav-2201");
+}
+
+template <typename T, typename U>
+inline void ComparesL0(const char* api, const AscendC::LocalTensor<U>& dst, const AscendC::LocalTensor<T>& src0,
+                       const T& scalar, AscendC::CMPMODE cmpMode, uint8_t repeatTime,
+                       const AscendC::UnaryRepeatParams& rp) {
+    ComparesTypes<T, U>();
+    RequireAiv(api);
+    CompareRun<T, U>(api, dst, src0, nullptr, &scalar, cmpMode, repeatTime, rp.srcBlkStride, rp.srcRepStride, 0, 0);
+}
+
+template <typename T, typename U>
+inline void ComparesCount(const char* api, const AscendC::LocalTensor<U>& dst, const AscendC::LocalTensor<T>& src0,
+                          const T& scalar, AscendC::CMPMODE cmpMode, uint32_t count) {
+    ComparesTypes<T, U>();
+    RequireAiv(api);
+    CompareRun<T, U>(api, dst, src0, nullptr, &scalar, cmpMode, CompareCountRepeats<T>(api, count), 1, 8, 0, 0);
+}
+
 // ---- Select ----
 inline bool SelBit(const uint8_t* sel, uint64_t i) { return (sel[i >> 3] >> (i & 7)) & 1u; }
 
@@ -283,38 +307,29 @@ inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const
     twin::vec::CompareRun<T, U>("Compare", dst, src0, &src1, nullptr, cmpMode, rep, 1, 8, 1, 8);
 }
 
-// ---- Compares (tensor vs scalar) ----
-template <typename T, typename U, bool isSetMask = true>
-inline void Compares(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
-                     const uint64_t mask[], uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
-    static_assert(twin::vec::OneOf<T, half, float, int32_t>, "Compares: T must be half, float or int32_t on dav-2201");
-    static_assert(std::is_same_v<U, uint8_t>, "Compares: U must be uint8_t on dav-2201");
-    (void)mask;
-    twin::RequireAiv("Compares");
-    twin::vec::CompareRun<T, U>("Compares", dst, src0, nullptr, &src1Scalar, cmpMode, repeatTime,
-                                repeatParams.srcBlkStride, repeatParams.srcRepStride, 0, 0);
-}
+// ---- Compares (tensor vs scalar); CompareScalar is its old name (docs/zh/api/附录/接口变更说明.md) ----
+#define TWIN_COMPARES(NAME)                                                                                          \
+    template <typename T, typename U, bool isSetMask = true>                                                          \
+    inline void NAME(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,      \
+                     const uint64_t mask[], uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {              \
+        (void)mask;                                                                                                   \
+        twin::vec::ComparesL0<T, U>(#NAME, dst, src0, src1Scalar, cmpMode, repeatTime, repeatParams);                 \
+    }                                                                                                                 \
+    template <typename T, typename U, bool isSetMask = true>                                                          \
+    inline void NAME(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,      \
+                     const uint64_t mask, uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {                \
+        (void)mask;                                                                                                   \
+        twin::vec::ComparesL0<T, U>(#NAME, dst, src0, src1Scalar, cmpMode, repeatTime, repeatParams);                 \
+    }                                                                                                                 \
+    template <typename T, typename U>                                                                                 \
+    inline void NAME(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,      \
+                     uint32_t count) {                                                                                \
+        twin::vec::ComparesCount<T, U>(#NAME, dst, src0, src1Scalar, cmpMode, count);                                 \
+    }
 
-template <typename T, typename U, bool isSetMask = true>
-inline void Compares(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
-                     const uint64_t mask, uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
-    static_assert(twin::vec::OneOf<T, half, float, int32_t>, "Compares: T must be half, float or int32_t on dav-2201");
-    static_assert(std::is_same_v<U, uint8_t>, "Compares: U must be uint8_t on dav-2201");
-    (void)mask;
-    twin::RequireAiv("Compares");
-    twin::vec::CompareRun<T, U>("Compares", dst, src0, nullptr, &src1Scalar, cmpMode, repeatTime,
-                                repeatParams.srcBlkStride, repeatParams.srcRepStride, 0, 0);
-}
-
-template <typename T, typename U>
-inline void Compares(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
-                     uint32_t count) {
-    static_assert(twin::vec::OneOf<T, half, float, int32_t>, "Compares: T must be half, float or int32_t on dav-2201");
-    static_assert(std::is_same_v<U, uint8_t>, "Compares: U must be uint8_t on dav-2201");
-    twin::RequireAiv("Compares");
-    const uint64_t rep = twin::vec::CompareCountRepeats<T>("Compares", count);
-    twin::vec::CompareRun<T, U>("Compares", dst, src0, nullptr, &src1Scalar, cmpMode, rep, 1, 8, 0, 0);
-}
+TWIN_COMPARES(Compares)
+TWIN_COMPARES(CompareScalar)
+#undef TWIN_COMPARES
 
 // ---- Select ----
 #define TWIN_SEL_CHECK_TYPES                                                                                         \

@@ -290,7 +290,10 @@ inline void CheckOperand(const char* api, const char* name, const AscendC::Local
 // Source/destination address overlap (docs/zh/api/SIMD-API/通用说明和约束.md, 通用地址重叠约束; the count forms run
 // as repeats of 256 B too). Within one repeat a source sharing bytes with the destination must cover exactly the
 // destination's bytes (100% overlap); the destination of a repeat must not overlap a source of a later repeat.
-// Operands of different widths (Cast narrow -> wide, Cast.md) can never overlap 100%.
+// Operands of different widths (Cast narrow -> wide, Cast.md) can never overlap 100%. narrowInPlace: a narrowing
+// Cast with dst and src at one address is legal (Cast.md 约束说明 warns only of narrow -> wide overlap, and the
+// general page lets an API's own page decide); each repeat then writes bytes its own or an earlier repeat has
+// read, which the later-repeat check below confirms for the strides given.
 
 // Byte intervals [lo, hi) relative to the operand's base that repeat r touches: one per block with active elements.
 inline uint32_t RepeatIntervals(const Opd& o, const Exec& x, uint64_t r, uint64_t (*iv)[2]) {
@@ -321,7 +324,8 @@ inline bool ChainsDstIntoSrc1(const char* api) {
 }
 
 // Checks destination `d` against source `s` of one instruction. chainOk: the dst -> later-src1 exemption applies.
-inline void CheckOverlap(const char* api, const char* sname, const Opd& d, const Opd& s, const Exec& x, bool chainOk) {
+inline void CheckOverlap(const char* api, const char* sname, const Opd& d, const Opd& s, const Exec& x, bool chainOk,
+                         bool narrowInPlace = false) {
     const uint64_t R = x.Repeats(), de = SpanEnd(d, x), se = SpanEnd(s, x);
     if (R == 0 || de == 0 || se == 0 || d.p >= s.p + se || s.p >= d.p + de) return;
     const bool same = d.p == s.p && d.size == s.size && d.blk == s.blk && d.rep == s.rep;
@@ -332,7 +336,8 @@ inline void CheckOverlap(const char* api, const char* sname, const Opd& d, const
     uint8_t* ub = Cur().Base(Mem::UB);
     const uint64_t dOff = (uint64_t)(d.p - ub), sOff = (uint64_t)(s.p - ub);
     uint64_t di[8][2], si[8][2];
-    for (uint64_t r = 0; r < R; ++r) {
+    const bool withinRepeatOk = narrowInPlace && d.size < s.size && d.p == s.p;
+    for (uint64_t r = 0; r < R && !withinRepeatOk; ++r) {
         const uint32_t nd = RepeatIntervals(d, x, r, di), ns = RepeatIntervals(s, x, r, si);
         bool meet = false;
         for (uint32_t i = 0; i < nd; ++i) {

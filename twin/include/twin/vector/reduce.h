@@ -1,5 +1,5 @@
 // Reductions on dav-2201 (half and float):
-// - ReduceRepeat<ReduceType> (old names WholeReduceMax/Min/Sum): one result per repeat. SUM is a binary tree of
+// - ReduceRepeat<ReduceType> (old names WholeReduceMax/Min/Sum, RepeatReduceSum): one result per repeat. SUM is a binary tree of
 //   adjacent pairs over the repeat (rounded to T at every level). MAX/MIN give the value and the index inside the
 //   repeat (ties -> smallest index), laid out by ReduceOrder; the index is stored as raw integer bits of T
 //   (ORDER_ONLY_INDEX: as uint32_t). dstRepStride counts result slots (table 3 of the ReduceRepeat page).
@@ -8,13 +8,14 @@
 // - ReducePairElem<SUM> (old name PairReduceSum): sums of adjacent pairs; dstRepStride counts 128 B.
 // - ReduceMax / ReduceMin / ReduceSum with sharedTmpBuffer: level 0 (mask, int32 repeatTime, srcRepStride) and
 //   count forms; result in dst[0], with calIndex the index bits in dst[1]. The temporary buffer must hold the
-//   documented size; the twin writes the first-round partial results into it, as the NPU does.
+//   documented size and must not overlap src (dst may share its bytes); the twin writes the first-round partial
+//   results into it, as the NPU does.
 //   ReduceSum count form (A2): repeat sums are tree sums, accumulated in order; the per-repeat sums land in
 //   dst[0..repeats) before dst[0] receives the total.
 // Level-0 repeatTime of ReduceRepeat / ReduceDataBlock / ReducePairElem is an int32 limited to [0, 255].
 // The max/min reductions write MAX_MIN_CNT and the ReduceSum count form ACC_VAL (reduce_spr.h has the getters).
 #pragma once
-#include "twin/vector/engine.h"
+#include "twin/vector/more_common.h"
 #include "twin/vector/reduce_spr.h"
 
 namespace twin {
@@ -305,6 +306,20 @@ inline void CheckTmp(const char* api, const AscendC::LocalTensor<T>& tmp, uint64
     }
 }
 
+// sharedTmpBuffer takes the first round's results while src is still being read. The pages let it share bytes with
+// dst only (ReduceSum.md / ReduceMax.md / ReduceMin.md 约束说明); for src the general rule holds (通用说明和约束.md,
+// 通用地址重叠约束: no partial overlap, no earlier result over a later repeat's source).
+template <typename T>
+inline void CheckTmpApartFromSrc(const char* api, const AscendC::LocalTensor<T>& tmp, uint64_t tmpElems, const Opd& o,
+                                 const Exec& x) {
+    if (Overlaps(tmp.Ptr(), tmpElems * sizeof(T), o.p, SpanEnd(o, x))) {
+        uint8_t* ub = Cur().Base(Mem::UB);
+        Fail(api, "sharedTmpBuffer (UB bytes [%lld, %lld)) overlaps src (UB bytes [%lld, %lld)); only dst may share "
+                  "bytes with sharedTmpBuffer", (long long)(tmp.Ptr() - ub), (long long)(tmp.Ptr() - ub + tmpElems * sizeof(T)),
+             (long long)(o.p - ub), (long long)(o.p - ub + SpanEnd(o, x)));
+    }
+}
+
 // Max/Min over the selected elements (logical index r*E + e); partials [value, index] go to tmp.
 template <bool isMax, typename T>
 inline void ReduceMaxMinRun(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
@@ -315,6 +330,7 @@ inline void ReduceMaxMinRun(const char* api, const AscendC::LocalTensor<T>& dst,
     constexpr uint32_t perBlk = 32 / sizeof(T);
     const uint64_t need = MaxMinTmpElems(firstRepeats, x.perRep, perBlk, calIndex);
     CheckTmp(api, tmp, need);
+    CheckTmpApartFromSrc(api, tmp, need, o, x);
     CheckReduceDst(api, dst, calIndex ? 2 * sizeof(T) : sizeof(T), (calIndex ? 2 : 1) * sizeof(T));
     const uint64_t R = x.Repeats();
     float v[128];
@@ -355,6 +371,7 @@ inline void ReduceSumL0Run(const char* api, const AscendC::LocalTensor<T>& dst, 
     constexpr uint32_t perBlk = 32 / sizeof(T);
     const uint64_t R = x.Repeats();
     CheckTmp(api, tmp, AlignUpU(R, perBlk));
+    CheckTmpApartFromSrc(api, tmp, AlignUpU(R, perBlk), o, x);
     CheckReduceDst(api, dst, sizeof(T), sizeof(T));
     if (R > 0) InvalidateAcc("ReduceSum (mask form)");
     if (R == 0 || x.Active() == 0) {
@@ -514,6 +531,21 @@ inline void WholeReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src,
     twin::vec::ReduceTypeCheck<T>();
     twin::vec::RejectBf16<T>("WholeReduceSum");
     twin::vec::ReduceRepeatRun<ReduceType::SUM, T>("WholeReduceSum", dst, src,
+                                                   twin::vec::MaskArg::Len((uint64_t)(int64_t)mask, isSetMask),
+                                                   repeatTime, dstRepStride, srcBlkStride, srcRepStride,
+                                                   ReduceOrder::ORDER_ONLY_VALUE);
+}
+
+// RepeatReduceSum: the old name of ReduceRepeat<SUM> with repeatTime before mask; dstBlkStride is a dead argument
+// (docs/zh/api/附录/接口变更说明.md: "删除无效参数dstBlkStride").
+template <typename T, bool isSetMask = true>
+inline void RepeatReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
+                            const int32_t mask, const int32_t dstBlkStride, const int32_t srcBlkStride,
+                            const int32_t dstRepStride, const int32_t srcRepStride) {
+    (void)dstBlkStride;
+    twin::vec::ReduceTypeCheck<T>();
+    twin::vec::RejectBf16<T>("RepeatReduceSum");
+    twin::vec::ReduceRepeatRun<ReduceType::SUM, T>("RepeatReduceSum", dst, src,
                                                    twin::vec::MaskArg::Len((uint64_t)(int64_t)mask, isSetMask),
                                                    repeatTime, dstRepStride, srcBlkStride, srcRepStride,
                                                    ReduceOrder::ORDER_ONLY_VALUE);

@@ -94,6 +94,10 @@ inline void Sort32Run(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTe
     CheckAlignTo(api, "src0", src0.Addr(api), 32 * sizeof(T), why);
     CheckAlignTo(api, "src1", src1.Addr(api), 128, why);
     CheckAlignTo(api, "dst", dst.Addr(api), 256, why);
+    // The page states no overlap rule, so none is supported (通用说明和约束.md, 通用地址重叠约束, last note).
+    if (Overlaps(dst.Ptr(), R * 256, src0.Ptr(), R * 32 * sizeof(T)) || Overlaps(dst.Ptr(), R * 256, src1.Ptr(), R * 128)) {
+        Fail(api, "dst overlaps src0 or src1 (the Sort32 page allows no overlap)");
+    }
     std::vector<uint8_t> out(R * 256);
     for (uint64_t r = 0; r < R; ++r) {
         const uint8_t* s = src0.Ptr() + r * 32 * sizeof(T);

@@ -3,9 +3,9 @@
 //   dst may be src itself. Transpose(dst, src, sharedTmpBuffer, TransposeParamsExt): TRANSPOSE_ND2ND_B16 (hSize =
 //   wSize = 16, uint16_t only on A2) is the same 16 x 16 transpose; TRANSPOSE_NCHW2NHWC / TRANSPOSE_NHWC2NCHW permute
 //   [N, C, H, W] <-> [N, H, W, C] (8-, 16- and 32-bit types but bfloat16_t, which does not compile; cSize <= 4095,
-//   hSize * wSize <= 4095 and hSize * wSize * sizeof(T) a multiple of 32 B; dst must not overlap src; a zero size is
-//   a no-op). The temporary buffer must hold the documented (cSize + 2) resp. (2 * cSize + 1) fractals of 16 x 32 B
-//   (32 x 32 B for 8-bit types); TRANSPOSE_TYPE_NONE does nothing; the other TransposeType values are unsupported.
+//   hSize * wSize <= 4095 and hSize * wSize * sizeof(T) a multiple of 32 B; dst, src and sharedTmpBuffer must not
+//   overlap; a zero size is a no-op). The temporary buffer must hold the documented (cSize + 2) resp. (2 * cSize + 1)
+//   fractals of 16 x 32 B (32 x 32 B for 8-bit types); TRANSPOSE_TYPE_NONE does nothing; the other TransposeType values are unsupported.
 // TransDataTo5HD: 16 source and 16 destination 32 B blocks per repeat. 16-bit: dst block i = element i of every
 //   source block (source j at position j). 32-bit: dst blocks 2i and 2i + 1 take element i of sources 0..7 and
 //   8..15. 8-bit: the low or high half (dstHighHalf) of dst block i takes byte (srcHighHalf ? 16 : 0) + i of every
@@ -111,6 +111,10 @@ inline void Transpose4D(const char* api, const AscendC::LocalTensor<T>& dst, con
              (unsigned long long)c, tmp.Valid() ? tmp.GetLength() : 0u);
     }
     CheckSpanUB(api, "sharedTmpBuffer", tmp, c > 1 && bytes > 0 ? needTmp : 0, true);
+    // The page names no overlap of sharedTmpBuffer with an operand, so none is supported (通用说明和约束.md, last note).
+    if (bytes > 0 && (Overlaps(tmp.Ptr(), needTmp, src.Ptr(), bytes) || Overlaps(tmp.Ptr(), needTmp, dst.Ptr(), bytes))) {
+        Fail(api, "sharedTmpBuffer overlaps src or dst (not supported)");
+    }
     if (bytes == 0) {
         TraceV(api, 0, 0, 0, dst.Ptr(), src.Ptr());
         return;
