@@ -8,6 +8,7 @@
 
 #include "twin/launch/launch_state.h"
 #include "twin/sync/sync.h"
+#include "twin/memory/poison_store.h"
 
 namespace twin {
 
@@ -34,18 +35,24 @@ struct LaunchResult {
     std::vector<std::string> warnings;  // LaunchState::warnings (Warn)
 };
 
-constexpr uint8_t kPoisonByte = 0xFF;  // NaN in half, bfloat16 and float
-
 inline const char* KernelTypeName(int t) {
     static const char* n[] = {"KERNEL_TYPE_AIV_ONLY", "KERNEL_TYPE_AIC_ONLY", "KERNEL_TYPE_MIX_AIV_1_0",
                               "KERNEL_TYPE_MIX_AIC_1_0", "KERNEL_TYPE_MIX_AIC_1_1", "KERNEL_TYPE_MIX_AIC_1_2"};
     return (t >= 0 && t < 6) ? n[t] : "unknown";
 }
 
-inline void AllocCoreMemory(CoreState& c) {
+// Fills with poison (memory/poison.h), or as NPU_TWIN_LOCAL_FILL asks with an earlier kernel's NaN or finite data.
+inline void AllocCoreMemory(CoreState& c, LocalFill fill) {
     const npu_fa::ChipSpec& chip = *c.chip;
     auto give = [&](Mem m, uint32_t bytes, uint32_t usable) {
-        c.mem[(int)m].assign(bytes, kPoisonByte);
+        std::vector<uint8_t>& v = c.mem[(int)m];
+        if (fill == LocalFill::kPoison) {
+            v.assign(bytes, kPoisonByte);
+        } else {
+            const uint16_t unit = fill == LocalFill::kNaN ? 0x7FC0 : 0x3C00;
+            v.resize(bytes);
+            for (uint32_t i = 0; i + 2 <= bytes; i += 2) std::memcpy(&v[i], &unit, 2);
+        }
         c.usable[(int)m] = usable;
     };
     if (c.coreType == AscendC::AIV) {
@@ -108,6 +115,8 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
     }
 
     LaunchState L;
+    const LocalFill fill = LocalFillMode();
+    L.poison.on = !opt.modelOnly && PoisonCheckDefault();
     L.kernelType = kt;
     L.numBlocks = opt.numBlocks;
     L.gm = opt.gm;
@@ -159,7 +168,7 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
         sub_block_idx = c.subBlockIdx;
         g_tilingKey = opt.tilingKey;
         try {
-            AllocCoreMemory(c);
+            AllocCoreMemory(c, fill);
             body();
             CheckCoreEnd(c);
         } catch (const TwinAborted&) {
@@ -207,6 +216,8 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
         for (auto& t : threads) t.join();
     }
     if (L.aborted) throw TwinError(L.error);
+    const std::string poison = PoisonLeftReport(L);
+    if (!poison.empty()) throw TwinError(poison);
 
     LaunchResult r;
     r.numBlocks = opt.numBlocks;

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "twin/launch/runtime.h"
+#include "twin/memory/poison.h"
 
 namespace twin {
 
@@ -36,6 +37,7 @@ struct LaunchState {
     std::vector<std::array<uint8_t, kCrossFlags>> counters;
     std::vector<std::array<uint32_t, kCrossFlags>> pending;  // per core: sets not yet matched by the group
     std::mutex atomicMu;
+    PoisonLedger poison;  // memory/poison_store.h
 
     // Hazard checking (hazard.h): the knowledge each pending/counted cross-core set carries, and the GM shadow.
     std::vector<std::array<std::deque<std::vector<uint32_t>>, kCrossFlags>> pendingSnaps, counterSnaps;

@@ -4,6 +4,7 @@
 #pragma once
 #include "twin/sync/atomic_gm.h"
 #include "twin/memory/tensor.h"
+#include "twin/memory/poison_store.h"
 
 namespace AscendC {
 
@@ -102,8 +103,10 @@ inline void GmLocalCopy(const char* api, const AscendC::LocalTensor<T>& local, c
         uint8_t* lb = u + b * (blockBytes + localGapBytes);
         if (toGm) {
             GmWrite<T>(gb, lb, blockBytes);
+            NotePoisonStore<T>(api, gb, blockBytes, local.Phys(), OnCoreOffset(local.Phys(), lb));
         } else {
             NoteGm(api, gb, blockBytes, false);
+            NotePoisonLoad<T>(gb, blockBytes);
             std::memcpy(lb, gb, blockBytes);
         }
     }
@@ -249,6 +252,7 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
         uint8_t* r = dst.Ptr() + b * ubStep;
         const uint8_t* s = g + b * gmStep;
         twin::NoteGm(api, s, p.blockLen, false);
+        twin::NotePoisonLoad<T>(s, p.blockLen);
         std::memcpy(r + lp, s, p.blockLen);
         const uint64_t nElem = row / sizeof(T);
         T* re = reinterpret_cast<T*>(r);
@@ -308,7 +312,11 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
     twin::CheckLocalSpan(api, "src", src, 0, (p.blockCount - 1) * ubStep + p.blockLen);
     dst.CheckElems(api, 0, ((p.blockCount - 1) * gmStep + p.blockLen) / sizeof(T));
     uint8_t* g = (uint8_t*)dst.GetPhyAddr();
-    for (uint32_t b = 0; b < p.blockCount; ++b) twin::GmWrite<T>(g + b * gmStep, src.Ptr() + b * ubStep, p.blockLen);
+    for (uint32_t b = 0; b < p.blockCount; ++b) {
+        twin::GmWrite<T>(g + b * gmStep, src.Ptr() + b * ubStep, p.blockLen);
+        twin::NotePoisonStore<T>(api, g + b * gmStep, p.blockLen, twin::Mem::UB,
+                                 twin::OnCoreOffset(twin::Mem::UB, src.Ptr() + b * ubStep));
+    }
     twin::Trace(api, PIPE_MTE3, p.blockCount * (uint64_t)p.blockLen / sizeof(T), p.blockCount * (uint64_t)p.blockLen,
                 p.blockCount, g, src.Ptr());
 }
