@@ -32,17 +32,15 @@ inline bool InWorkspace(const LaunchState& L, uint64_t a) {
     return false;
 }
 
-// A GM -> on-core load of `bytes` at gm: user data carrying the signature turns the launch's reports off.
-template <typename T>
+// A GM -> on-core load of `bytes` at gm: user data carrying the signature as any float type (kernels also move
+// integers and bytes, e.g. indices, into float-typed buffers) turns the launch's reports off.
 inline void NotePoisonLoad(const uint8_t* gm, uint64_t bytes) {
-    if constexpr (CarriesPoison<T>()) {
-        LaunchState& L = *Cur().launch;
-        if (!L.poison.on || L.poison.dataHasPattern.load(std::memory_order_relaxed)) return;
-        for (uint64_t i = 0; i + sizeof(T) <= bytes; i += sizeof(T)) {
-            if (IsPoison<T>(gm + i)) {
-                if (!InWorkspace(L, (uint64_t)(uintptr_t)gm)) L.poison.dataHasPattern = true;
-                return;
-            }
+    LaunchState& L = *Cur().launch;
+    if (!L.poison.on || L.poison.dataHasPattern.load(std::memory_order_relaxed)) return;
+    for (uint64_t i = (uintptr_t)gm & 1; i + 2 <= bytes; i += 2) {
+        if (IsPoison<half>(gm + i)) {  // covers bfloat16_t's signature and float's upper half
+            if (!InWorkspace(L, (uint64_t)(uintptr_t)gm)) L.poison.dataHasPattern = true;
+            return;
         }
     }
 }
@@ -101,10 +99,6 @@ inline std::string PoisonOrigin(uint32_t bits, uint8_t size) {
     if ((size == 4 && bits == 0xFFFFFFFFu) || (size == 2 && bits == 0xFFFFu)) {
         return "the twin's never-written poison, unchanged: bytes no instruction of the launch wrote (on the NPU, "
                "whatever an earlier kernel left in on-core memory)";
-    }
-    if (size == 4 && bits == 0xFFFFDEADu) {  // fractal.h kPadGarbageWord
-        return "the padding of an Mmad result (L0C rows >= m or columns >= n of a partial fractal), which takes no "
-               "part in the computation (Mmad page)";
     }
     return "a value computed from never-written poison (its NaN payload, carried through arithmetic or a cast)";
 }
