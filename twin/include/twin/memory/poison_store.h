@@ -97,8 +97,8 @@ inline void NotePoisonStore(const char* api, const uint8_t* gm, uint64_t bytes, 
 // What a poison value says about where it came from.
 inline std::string PoisonOrigin(uint32_t bits, uint8_t size) {
     if ((size == 4 && bits == 0xFFFFFFFFu) || (size == 2 && bits == 0xFFFFu)) {
-        return "the twin's never-written poison, unchanged: bytes no instruction of the launch wrote (on the NPU, "
-               "whatever an earlier kernel left in on-core memory)";
+        return "the twin's never-written poison itself, from bytes no instruction of the launch wrote, copied or "
+               "passed through arithmetic (on the NPU, whatever an earlier kernel left in on-core memory)";
     }
     return "a value computed from never-written poison (its NaN payload, carried through arithmetic or a cast)";
 }
@@ -116,8 +116,8 @@ inline std::string PoisonLeftReport(LaunchState& L) {
     const PoisonLedger::Entry& x = best->second;
     char msg[1024];
     std::snprintf(msg, sizeof msg,
-                  "stored poison to %s (element %llu of the copy from %s byte %llu, a %u-byte 0x%0*x) and nothing overwrote it by the "
-                  "launch end (%llu bytes of GM hold poison in all): it is %s. A kernel's output must not depend on "
+                  "stored poison to %s (element %llu of the copy from %s byte %llu, a %u-byte 0x%0*x) and nothing "
+                  "overwrote it by the launch end (%llu bytes of GM hold poison in all): it is %s. A kernel's output must not depend on "
                   "memory it never wrote; store only computed elements (DataCopyPad), or overwrite the redundant "
                   "ones (programming guide, 非对齐场景)",
                   GmWhere(L, best->first).c_str(), (unsigned long long)x.elem, MemName((Mem)x.srcMem),
