@@ -1,7 +1,9 @@
 """On-core memory starts every launch holding poison (NaN in half, bfloat16_t and float); a launch that leaves poison,
-or a value computed from it, in GM is refused, naming the core, the storing API, the GM element and the poison's
-origin. Storing redundant data that is overwritten later stays legal, and so do real NaN/inf in user data."""
+or a value computed from it, in GM is reported (a TwinWarning: only the host knows which GM bytes it reads; the op's
+launches refuse it), naming the core, the storing API, the GM element and the poison's origin. Storing redundant
+data that is overwritten later stays silent, and so do real NaN/inf in user data."""
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,19 +21,22 @@ def lib():
     return twin.compile_kernel(KERNEL)
 
 
-def run(lib, case, x, kernel="poison_vec", y=None):
+def run(lib, case, x, kernel="poison_vec", y=None, clean=True):
+    """Runs a case; with `clean` a TwinWarning is an error."""
     y = np.zeros(N, np.float32) if y is None else y
-    lib.launch(kernel, 1, np.array([case, 0, 0, 0, 0, 0, 0, 0], np.int32), x, y,
-               kernel_type="aiv" if kernel == "poison_vec" else "aic")
+    with warnings.catch_warnings():
+        if clean:
+            warnings.simplefilter("error", twin.TwinWarning)
+        lib.launch(kernel, 1, np.array([case, 0, 0, 0, 0, 0, 0, 0], np.int32), x, y,
+                   kernel_type="aiv" if kernel == "poison_vec" else "aic")
     return y
 
 
 def refused(lib, case, x, pattern, **kw):
-    with pytest.raises(twin.TwinError) as ei:
-        run(lib, case, x, **kw)
-    msg = str(ei.value)
-    assert re.search(pattern, msg), msg
-    return msg
+    with pytest.warns(twin.TwinWarning) as rec:
+        run(lib, case, x, clean=False, **kw)
+    msgs = [str(w.message) for w in rec]
+    assert any(re.search(pattern, m) for m in msgs), msgs
 
 
 def test_computed_results_pass(lib, rng):

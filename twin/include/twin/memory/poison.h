@@ -6,11 +6,13 @@
 // 0xFFFF half -> 0xFFFFE000 float -> 0xFFFF half), while NaNs computed from data never carry it (x86's default NaN
 // 0xFFC00000, std::nan 0x7FC00000, half 0x7E00, bfloat16_t 0x7FC0).
 //
-// The rule (poison_store.h): a poison value that a launch leaves in GM is an error. Storing redundant data and
-// overwriting it later is legal (programming guide, 非对齐场景: "带着冗余数据搬出"), and so is padding that only
-// fills fractals (Mmad page: invalid data of a partial fractal takes no part in the computation), so the twin notes
-// the poison a store writes to GM, forgets what later stores overwrite, and reports what is left at the launch end.
-// The workspace buffer is exempt (scratch: poison read back from it is caught where it is stored again).
+// The rule (poison_store.h): a poison value that a launch leaves in GM is reported. Storing redundant data is legal
+// (programming guide, 非对齐场景: "带着冗余数据搬出", overwritten later or beyond what the host reads), and so is
+// padding that only fills fractals (Mmad page: invalid data of a partial fractal takes no part in the computation),
+// so the twin notes the poison a store writes to GM, forgets what later stores overwrite, and reports what is left
+// at the launch end: a TwinWarning, since only the host knows which bytes it reads; the op's launches, whose
+// outputs are read whole, turn it into a TwinError. The workspace buffer is exempt (scratch: poison read back from
+// it is caught where it is stored again).
 #pragma once
 #include <atomic>
 #include <cstdint>

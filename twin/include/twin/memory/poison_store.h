@@ -117,9 +117,9 @@ inline std::string PoisonLeftReport(LaunchState& L) {
     char msg[1024];
     std::snprintf(msg, sizeof msg,
                   "stored poison to %s (element %llu of the copy from %s byte %llu, a %u-byte 0x%0*x) and nothing "
-                  "overwrote it by the launch end (%llu bytes of GM hold poison in all): it is %s. A kernel's output must not depend on "
-                  "memory it never wrote; store only computed elements (DataCopyPad), or overwrite the redundant "
-                  "ones (programming guide, 非对齐场景)",
+                  "overwrote it by the launch end (%llu bytes of GM hold poison in all): it is %s. An output the host "
+                  "reads must not depend on memory the kernel never wrote; store only computed elements "
+                  "(DataCopyPad), or overwrite the redundant ones (programming guide, 非对齐场景)",
                   GmWhere(L, best->first).c_str(), (unsigned long long)x.elem, MemName((Mem)x.srcMem),
                   (unsigned long long)x.srcOff, x.size, x.size * 2, x.bits, (unsigned long long)bytes,
                   PoisonOrigin(x.bits, x.size).c_str());
