@@ -49,8 +49,11 @@ public:
             // The Q/P loads overwrite the filled bytes on the same pipe (MTE2): the PipeBarrier page requires a barrier.
             AscendC::PipeBarrier<PIPE_MTE2>();
         }
-        // K/V rows past `cols` up to the next 16-row boundary are never written: Mmad with the exact k/n ignores the
-        // padding of a partial fractal (Mmad page: tail data takes fractal space but no part in the result).
+        // K/V rows past `cols` up to the next 16-row boundary are never written and hold whatever an earlier kernel
+        // left in L1 (NaN possibly). They need no fill: LoadData moves them along as padding of the last fractal, but
+        // Q*K^T gets the exact n and P*V the exact k (FaCubeMatmul::MmaColumns), and the Mmad page (SIMD-API/基础API/
+        // 矩阵计算（ISASI）/Mmad计算/Mmad.md, M=30 K=70 N=40 example) says such padding takes no part in the
+        // computation, so they are never an Mmad input (tests/test_fa_leftovers.py runs with NaN leftovers).
         // Every buffer starts free: its "free" event is set once here and waited once at the end.
         for (int32_t id = 0; id < kFreeIds; ++id) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(id);
         if (ownOut_) AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kIdOut);

@@ -169,7 +169,9 @@ private:
             LoadB(l0b, b, k0 / 16, CeilDiv(kLen, 16), n0 / 16, CeilDiv(nLen, 16));
             AscendC::SetFlag<AscendC::HardEvent::MTE1_M>(h);
             AscendC::WaitFlag<AscendC::HardEvent::MTE1_M>(h);
-            // m = 1 would switch the cube to GEMV mode (L0A read as a plain row): 16 rows, the rest zero in L1.
+            // m = 1 would switch the cube to GEMV mode (L0A read as a plain row): 16 rows, the rest zero in L1. k and n
+            // stay exact: the padding of a partial fractal (K/V tail rows the callers never load) takes no part in
+            // the computation (Mmad page), whatever it holds.
             AscendC::MmadParams mp(m == 1 ? 16 : m, nLen, kLen, 0, false, init && k0 == 0);
             AscendC::Mmad(c, l0a, l0b, mp);
             // The next Mmad accumulates into this L0C tile: the Mmad page's threshold, on the Mmad's m and n.

@@ -15,7 +15,7 @@ import pytest
 from npu_flash_attn import twin
 from vector_harness import (BF16, COUNTER_FORMS, F16, F32, FIELDS, REGION, S16, S32, U16, U32, assert_misuse_reported,
                             bits_of, case_params, compile_vector_kernel, host, index, launch, lenbits, params,
-                            random_mask, region, scalar_bits, selection, setp, size_of, span)
+                            poison_unchecked, random_mask, region, scalar_bits, selection, setp, size_of, span)
 
 KERNEL = {F32: "more_f32", F16: "more_f16", BF16: "more_bf16", S16: "more_s16", U16: "more_u16", S32: "more_s32",
           U32: "more_u32"}
@@ -175,6 +175,7 @@ def index_register(dt, form, count=0, repeat=0, mask0=0, mask1=0, before=((1 << 
     return last if last is not None else before
 
 
+@pytest.mark.usefixtures("poison_unchecked")
 @pytest.mark.parametrize("dt", [S16, S32, F16, F32], ids=["s16", "s32", "f16", "f32"])
 def test_create_vec_index(lib, rng, dt):
     size = size_of(dt)
@@ -568,6 +569,7 @@ def test_cmpmask_misuse(lib, rng, op, msg):
                region(rng, F32))
 
 
+@pytest.mark.usefixtures("poison_unchecked")
 # ---------------------------------------------------------------------------------------------------------------
 # SetPadValue + DataCopyPad
 @pytest.mark.parametrize("dt", [F16, F32, np.int8], ids=["f16", "f32", "s8"])
@@ -689,6 +691,7 @@ def tail_words(out, dt):
     return [int(x) for x in out.view(np.uint8)[-32:].view(np.uint64)]
 
 
+@pytest.mark.usefixtures("poison_unchecked")
 @pytest.mark.parametrize("dt", [F16, F32, BF16], ids=["f16", "f32", "bf16"])
 def test_gather(lib, rng, dt):
     size = size_of(dt)
@@ -820,6 +823,7 @@ def test_indices_above_threshold_composition(lib, rng):
         assert np.array_equal(out[8:8 + len(want)], want)
 
 
+@pytest.mark.usefixtures("poison_unchecked")
 def test_gather_trace_one_record_per_call(lib, rng):
     zeros = np.zeros(REGION, np.uint8)
     for kw, api, elems, reps in ((dict(op=0, form=2, mask0=64, repeat=2, dstRep=8, lenD=128, lenA=128, lenB=512),

@@ -70,6 +70,13 @@ def region(rng, dt, lo=-4.0, hi=4.0):
     return rng.integers(max(info.min, int(lo)), min(info.max, int(hi)) + 1, n, dtype=dt)
 
 
+@pytest.fixture
+def poison_unchecked(monkeypatch):
+    """For cases that store UB bytes the API under test left unwritten, to show it left them: the poison rule
+    (test_twin_poison.py) would refuse that store."""
+    monkeypatch.setenv("NPU_TWIN_POISON_CHECK", "0")
+
+
 def launch(lib, kernel, p, a, b, d, **kw):
     """Runs one case; a, b, d are the three UB regions' contents (REGION bytes each); returns d after the call."""
     p = setp(p.copy(), gA=a.nbytes, gB=b.nbytes, gD=d.nbytes)

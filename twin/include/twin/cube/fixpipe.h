@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "twin/sync/atomic_gm.h"
+#include "twin/memory/poison_store.h"
 #include "twin/cube/cube_spr.h"
 #include "twin/cube/fractal.h"
 #include "twin/cube/unit_flag.h"
@@ -285,9 +286,11 @@ inline void FixpipeRun(const char* api, uint8_t* dst, bool toGm, uint64_t dstLen
             std::memcpy(&x, q, 4);
             return x;
         };
+        const uint64_t srcOff = OffsetIn(api, Mem::L0C, v.src);
         auto put = [&](uint8_t* out, const T* data, uint32_t count) {
             if (toGm) {
                 GmWrite<T>(out, (const uint8_t*)data, (uint64_t)count * sizeof(T));
+                NotePoisonStore<T>(api, out, (uint64_t)count * sizeof(T), Mem::L0C, srcOff);
             } else {
                 std::memcpy(out, data, (size_t)count * sizeof(T));
             }

@@ -31,7 +31,8 @@ constexpr uint32_t kCubeBlock = 16;            // rows of a fractal, and the M/N
 constexpr uint32_t kL0cFractalElems = 256;     // 16 x 16 fp32/int32 elements of an L0C fractal
 constexpr uint32_t kPoisonWord = 0xFFFFFFFFu;  // what memory/core_mem.h fills local memories with (kPoisonByte x 4)
 // Written by Mmad into the padding part (rows >= m or columns >= n) of the L0C fractals it touches: a quiet NaN
-// distinct from the never-written poison, so Fixpipe can tell "garbage padding" from "never computed".
+// distinct from the never-written poison, so Fixpipe can tell "garbage padding" from "never computed". It is not
+// poison (memory/poison.h): an NZ output in GM carries the padding columns of its last fractal by design.
 constexpr uint32_t kPadGarbageWord = 0x7FC0DEADu;
 
 inline uint32_t CeilDivU(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }

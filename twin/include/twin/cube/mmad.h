@@ -96,10 +96,9 @@ struct MmadGeom {
 template <typename S>
 inline void FailNanInput(const char* api, const char* operand, const uint8_t* p, uint32_t row, uint32_t col,
                          const char* hint = "") {
-    bool poison = true;
-    for (size_t i = 0; i < sizeof(S); ++i) poison = poison && p[i] == (uint8_t)(kPoisonWord & 0xFF);
+    const bool poison = IsPoison<S>(p);
     Fail(api, "%s holds NaN at (%u, %u)%s; the cube may fault on NaN inputs%s", operand, row, col,
-         poison ? ": the bytes are the twin's never-written poison (missing LoadData/DataCopy, wrong offset, or Nd2Nz "
+         poison ? ": the value is the twin's never-written poison (missing LoadData/DataCopy, wrong offset, or Nd2Nz "
                   "padding rows read as data)"
                 : "",
          hint);

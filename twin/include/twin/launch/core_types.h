@@ -43,7 +43,7 @@ inline float HalfBitsToFloat(uint16_t h) {
 #else
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu, bits;
     if (exp == 0x1F) {
-        bits = sign | 0x7F800000u | (man << 13);
+        bits = sign | 0x7F800000u | (man << 13) | (man != 0 ? 0x400000u : 0u);  // a NaN is quieted, as by F16C
     } else if (exp != 0) {
         bits = sign | ((exp + 112u) << 23) | (man << 13);
     } else if (man == 0) {
@@ -68,7 +68,9 @@ inline uint16_t FloatToHalfBits(float f) {
     std::memcpy(&x, &f, 4);
     uint32_t sign = (x >> 16) & 0x8000u;
     uint32_t ax = x & 0x7FFFFFFFu;
-    if (ax >= 0x7F800000u) return (uint16_t)(sign | 0x7C00u | (ax > 0x7F800000u ? 0x200u : 0u));
+    // NaN keeps its top payload bits, quieted, as F16C's vcvtps2ph does (memory/poison.h relies on it).
+    if (ax > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((ax >> 13) & 0x3FFu));
+    if (ax == 0x7F800000u) return (uint16_t)(sign | 0x7C00u);
     if (ax >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);  // rounds to >= 65520 -> inf
     if (ax < 0x38800000u) {                                      // result is subnormal or zero
         if (ax < 0x33000000u) return (uint16_t)sign;             // < 2^-25 rounds to 0

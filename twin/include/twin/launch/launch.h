@@ -9,6 +9,7 @@
 #include "twin/launch/launch_state.h"
 #include "twin/memory/core_mem.h"
 #include "twin/sync/sync.h"
+#include "twin/memory/poison_store.h"
 
 namespace twin {
 
@@ -41,10 +42,16 @@ inline const char* KernelTypeName(int t) {
     return (t >= 0 && t < 6) ? n[t] : "unknown";
 }
 
-// The core's own memories; one it lacks is provided when the kernel first allocates there (memory/core_mem.h).
-inline void AllocCoreMemory(CoreState& c) {
+// The core's own memories, filled as NPU_TWIN_LOCAL_FILL asks (memory/poison_store.h); one it lacks is provided,
+// poisoned, when the kernel first allocates there (memory/core_mem.h), and is never read.
+inline void AllocCoreMemory(CoreState& c, LocalFill fill) {
     for (int m = 0; m < (int)Mem::GM; ++m) {
-        if (CoreHasMem(c.coreType, (Mem)m)) ProvideMem(c, (Mem)m);
+        if (!CoreHasMem(c.coreType, (Mem)m)) continue;
+        ProvideMem(c, (Mem)m);
+        if (fill == LocalFill::kPoison) continue;
+        const uint16_t unit = fill == LocalFill::kNaN ? 0x7FC0 : 0x3C00;  // an earlier kernel's NaN, or finite data
+        std::vector<uint8_t>& v = c.mem[m];
+        for (size_t i = 0; i + 2 <= v.size(); i += 2) std::memcpy(&v[i], &unit, 2);
     }
 }
 
@@ -96,6 +103,8 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
     }
 
     LaunchState L;
+    const LocalFill fill = LocalFillMode();
+    L.poison.on = !opt.modelOnly && PoisonCheckDefault();
     L.kernelType = kt;
     L.numBlocks = opt.numBlocks;
     L.gm = opt.gm;
@@ -149,7 +158,7 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
         sub_block_idx = c.subBlockIdx;
         g_tilingKey = opt.tilingKey;
         try {
-            AllocCoreMemory(c);
+            AllocCoreMemory(c, fill);
             body();
             CheckCoreEnd(c);
         } catch (const TwinAborted&) {
@@ -197,6 +206,10 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
         for (auto& t : threads) t.join();
     }
     if (L.aborted) throw TwinError(L.error);
+    // Poison left in GM is a warning (Warn's form): the twin cannot tell which GM bytes the host reads, and the
+    // programming guide lets a kernel store redundant data it never overwrites; the op's launches refuse warnings.
+    const std::string poison = PoisonLeftReport(L);
+    if (!poison.empty()) L.warnings.push_back(poison);
 
     LaunchResult r;
     r.numBlocks = opt.numBlocks;

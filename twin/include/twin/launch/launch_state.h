@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "twin/launch/runtime.h"
+#include "twin/memory/poison.h"
 
 namespace twin {
 
@@ -38,6 +39,7 @@ struct LaunchState {
     bool hwSyncAll = false;       // the hardware SyncAll ran (it owns flags 11-14; sync.h CheckRuntimeFlag)
     std::string syncAllFlagUser;  // the kernel's first own use of a flag in 11-14, for that check's message
     std::mutex atomicMu;
+    PoisonLedger poison;  // memory/poison_store.h
 
     // Hazard checking (hazard.h): the knowledge each pending/counted cross-core set carries, and the GM shadow.
     std::vector<std::array<std::deque<std::vector<uint32_t>>, kCrossFlags>> pendingSnaps, counterSnaps;

@@ -6,10 +6,9 @@
 #pragma once
 #include "twin/launch/launch_state.h"
 #include "twin/launch/runtime.h"
+#include "twin/memory/poison.h"
 
 namespace twin {
-
-constexpr uint8_t kPoisonByte = 0xFF;  // never-written on-core bytes: NaN in half, bfloat16 and float
 
 // Top of UB and L1 the Ascend C framework keeps for itself in Cube+Vector fusion kernels (NPU架构版本2201.md,
 // "各存储单元的参数规格": at most 192 KB - 256 B of UB and 512 KB - 256 B of L1 for the user). The page does not say

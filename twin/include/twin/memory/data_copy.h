@@ -4,6 +4,7 @@
 #pragma once
 #include "twin/sync/atomic_gm.h"
 #include "twin/memory/tensor.h"
+#include "twin/memory/poison_store.h"
 
 namespace AscendC {
 
@@ -101,8 +102,10 @@ inline void GmLocalCopy(const char* api, const AscendC::LocalTensor<T>& local, c
         uint8_t* lb = u + b * (blockBytes + localGapBytes);
         if (toGm) {
             GmWrite<T>(gb, lb, blockBytes);
+            NotePoisonStore<T>(api, gb, blockBytes, local.Phys(), OnCoreOffset(local.Phys(), lb));
         } else {
             NoteGm(api, gb, blockBytes, false);
+            NotePoisonLoad(gb, blockBytes);
             std::memcpy(lb, gb, blockBytes);
         }
     }
@@ -248,6 +251,7 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
         uint8_t* r = dst.Ptr() + b * ubStep;
         const uint8_t* s = g + b * gmStep;
         twin::NoteGm(api, s, p.blockLen, false);
+        twin::NotePoisonLoad(s, p.blockLen);
         std::memcpy(r + lp, s, p.blockLen);
         const uint64_t nElem = row / sizeof(T);
         T* re = reinterpret_cast<T*>(r);
@@ -307,7 +311,11 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
     twin::CheckLocalBlocks(api, "src", src, 0, p.blockCount, p.blockLen, ubStep);
     dst.CheckElems(api, 0, ((p.blockCount - 1) * gmStep + p.blockLen) / sizeof(T));
     uint8_t* g = (uint8_t*)dst.GetPhyAddr();
-    for (uint32_t b = 0; b < p.blockCount; ++b) twin::GmWrite<T>(g + b * gmStep, src.Ptr() + b * ubStep, p.blockLen);
+    for (uint32_t b = 0; b < p.blockCount; ++b) {
+        twin::GmWrite<T>(g + b * gmStep, src.Ptr() + b * ubStep, p.blockLen);
+        twin::NotePoisonStore<T>(api, g + b * gmStep, p.blockLen, twin::Mem::UB,
+                                 twin::OnCoreOffset(twin::Mem::UB, src.Ptr() + b * ubStep));
+    }
     twin::Trace(api, PIPE_MTE3, p.blockCount * (uint64_t)p.blockLen / sizeof(T), p.blockCount * (uint64_t)p.blockLen,
                 p.blockCount, g, src.Ptr());
 }

@@ -111,8 +111,10 @@ inline void SliceCopy(const char* api, const AscendC::LocalTensor<T>& ub, const 
         for (uint64_t b = 0; b < sn[0]; ++b) {
             if (toGm) {
                 GmWrite<T>(g + b * gmStep, u + b * ubStep, burst);
+                NotePoisonStore<T>(api, g + b * gmStep, burst, Mem::UB, OnCoreOffset(Mem::UB, u + b * ubStep));
             } else {
                 NoteGm(api, g + b * gmStep, burst, false);
+                NotePoisonLoad(g + b * gmStep, burst);
                 std::memcpy(u + b * ubStep, g + b * gmStep, burst);
             }
         }

@@ -35,7 +35,9 @@ inline float HalfToFloat1(uint16_t h) {
     // Exponent and mantissa shifted into float position read as a float are the value times 2^-112 (also for
     // subnormal halves); the multiply rescales. Inf/NaN get the all-ones exponent instead.
     const uint32_t scaled = Bits(FromBits(em << 13) * 0x1p112f);
-    return FromBits(Pick(MaskOf(em >= 0x7C00u), 0x7F800000u | (em << 13), scaled) | sign);
+    // Inf/NaN: the all-ones exponent, a NaN quieted with its payload kept (as F16C's vcvtph2ps).
+    const uint32_t special = 0x7F800000u | (em << 13) | Pick(MaskOf(em > 0x7C00u), 0x400000u, 0u);
+    return FromBits(Pick(MaskOf(em >= 0x7C00u), special, scaled) | sign);
 }
 
 inline uint16_t FloatToHalf1(float f) {  // round to nearest even; overflow -> inf; NaN -> quiet NaN
@@ -48,7 +50,7 @@ inline uint16_t FloatToHalf1(float f) {  // round to nearest even; overflow -> i
     const uint32_t sub = Bits(FromBits(ax) + 0.5f) - 0x3F000000u;
     uint32_t r = Pick(MaskOf(ax < 0x38800000u), sub, normal);
     r = Pick(MaskOf(ax >= 0x477FF000u), 0x7C00u, r);  // >= 65520 rounds to inf
-    r = Pick(MaskOf(ax > 0x7F800000u), 0x7E00u, r);
+    r = Pick(MaskOf(ax > 0x7F800000u), 0x7E00u | ((ax >> 13) & 0x3FFu), r);  // NaN payload kept, as F16C
     return (uint16_t)(r | sign);
 }
 
