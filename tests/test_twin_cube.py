@@ -3,6 +3,7 @@
 Results are checked against numpy float64 references built from the same rounded inputs. The kernels live in
 tests/kernels/cube/ and take their shapes and modes from an int32 GM parameter buffer, so each source compiles once.
 """
+import re
 import struct
 import time
 from pathlib import Path
@@ -246,9 +247,14 @@ def test_sample_float_transposed_a_kdirection_align(sample, rng):
     sample.launch("matmul_sample", 1, at, b, None, c, params(2, m, k, n), kernel_type="aic")
     ref = at64.T @ b64
     assert np.abs(c - ref).max() <= 1e-5 * (np.abs(at64.T) @ np.abs(b64)).max()
-    # Without kDirectionAlign the cube walks L0A with an 8-aligned k stride and lands in unwritten fractals.
-    with pytest.raises(twin.TwinError, match=r"Mmad: fm \(L0A\) holds NaN"):
+    # Without kDirectionAlign the cube walks L0A with an 8-aligned k stride and lands in unwritten fractals: the
+    # Mmad warns (poison inside the m x k it computes), and the poisoned results it stores are reported too.
+    with pytest.warns(twin.TwinWarning) as rec:
         sample.launch("matmul_sample", 1, at, b, None, c, params(2, m, k, n, 0, 0, 1), kernel_type="aic")
+    msgs = [str(w.message) for w in rec]
+    assert any(re.search(r"Mmad: fm \(L0A\) holds the twin's never-written poison", x) for x in msgs), msgs
+    assert any("stored poison to GM" in x for x in msgs), msgs
+    assert np.isnan(c).any()
 
 
 def test_sample_fixpipe_to_l1_feeds_second_matmul(sample, rng):

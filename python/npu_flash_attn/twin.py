@@ -197,7 +197,10 @@ def compile_kernel(source: str | os.PathLike, *, flags: Sequence[str] = (), incl
                 unit = Path(td) / "unit.cpp"
                 user = Path(td) / "user_kernel.cpp"
                 user.write_text(src_text)
-                unit.write_text(f'#include "{user}"\n#include "{abi}"\n')
+                # The Ascend C headers come first, as CANN's compiler has them: libraries such as catlass include
+                # kernel_operator.h only under __CCE__, which that compiler defines (the twin cannot: the same guard
+                # selects its device-only syntax).
+                unit.write_text(f'#include "kernel_operator.h"\n#include "{user}"\n#include "{abi}"\n')
                 aiv = _build(cxx, unit, Path(td), key, cmd_tail)
                 aic = aiv.with_name(f"kernel_{key}.aic.so")
                 os.replace(aic, out.with_name(aic.name))  # the cube build first: the vector build's file marks both done

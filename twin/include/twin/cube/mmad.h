@@ -93,15 +93,23 @@ struct MmadGeom {
     bool gemv;
 };
 
+// A NaN inside the m x k (L0A) or k x n (L0B) an Mmad computes. Mmad.md asks to avoid NaN inputs (they may raise an
+// execution error), so data NaN is an error. The twin's never-written poison there is rows or columns the kernel left
+// unloaded inside its m/k/n (catlass's FA passes m rounded up to whole fractals): on the NPU they hold an earlier
+// kernel's leftovers, harmful only when those are NaN and only if the result is stored. So poison is computed with,
+// a store of what it reaches is the poison rule's report (memory/poison.h), and the Mmad warns once per call.
 template <typename S>
-inline void FailNanInput(const char* api, const char* operand, const uint8_t* p, uint32_t row, uint32_t col,
-                         const char* hint = "") {
-    const bool poison = IsPoison<S>(p);
-    Fail(api, "%s holds NaN at (%u, %u)%s; the cube may fault on NaN inputs%s", operand, row, col,
-         poison ? ": the value is the twin's never-written poison (missing LoadData/DataCopy, wrong offset, or Nd2Nz "
-                  "padding rows read as data)"
-                : "",
-         hint);
+inline void OnNanInput(const char* api, const char* operand, const uint8_t* p, uint32_t row, uint32_t col,
+                       bool& warned, const char* hint = "") {
+    if (!IsPoison<S>(p)) {
+        Fail(api, "%s holds NaN at (%u, %u); the cube may fault on NaN inputs%s", operand, row, col, hint);
+    }
+    if (warned) return;
+    warned = true;
+    Warn(api, "%s holds the twin's never-written poison at (%u, %u), inside the m/k/n it computes (missing "
+              "LoadData/DataCopy, wrong offset, or rows/columns left unloaded); on the NPU these bytes are an earlier "
+              "kernel's leftovers, and a NaN among them may fault the cube (Mmad page)%s",
+         operand, row, col, hint);
 }
 
 // Packs A (L0A Zz, or ND in GEMV mode) into MR-row panels of floats, checking for NaN.
@@ -109,6 +117,7 @@ template <typename U>
 inline void PackA(const char* api, const uint8_t* fm, const MmadGeom& g, float* ap, int mp) {
     constexpr int MR = kMmadMR;
     std::memset(ap, 0, sizeof(float) * (size_t)mp * g.k);
+    bool warned = false;
     for (uint32_t i = 0; i < g.m; ++i) {
         const uint32_t m1 = i / 16, m0 = i % 16;
         float* dst = ap + (size_t)(i / MR) * g.k * MR + (i % MR);
@@ -122,7 +131,7 @@ inline void PackA(const char* api, const uint8_t* fm, const MmadGeom& g, float* 
             }
             float v = CubeToFloat<U>(p);
             if (v != v) {
-                FailNanInput<U>(api, "fm (L0A)", p, i, kk,
+                OnNanInput<U>(api, "fm (L0A)", p, i, kk, warned,
                                 g.gemv ? ". Note: m = 1 runs in GEMV mode, which reads fm as one contiguous ND row of k "
                                          "elements, not as Zz fractals" : "");
             }
@@ -136,13 +145,14 @@ template <typename S>
 inline void PackB(const char* api, const uint8_t* filter, const MmadGeom& g, float* bp, int np) {
     constexpr int NR = kMmadNR;
     std::memset(bp, 0, sizeof(float) * (size_t)np * g.k);
+    bool warned = false;
     for (uint32_t kk = 0; kk < g.k; ++kk) {
         const uint32_t k1 = kk / g.K0, k0 = kk % g.K0;
         for (uint32_t j = 0; j < g.n; ++j) {
             const uint32_t n1 = j / 16, n0 = j % 16;
             const uint8_t* p = filter + ((((size_t)k1 * g.N1 + n1) * 16 + n0) * g.K0 + k0) * sizeof(S);
             float v = CubeToFloat<S>(p);
-            if (v != v) FailNanInput<S>(api, "filter (L0B)", p, kk, j);
+            if (v != v) OnNanInput<S>(api, "filter (L0B)", p, kk, j, warned);
             bp[((size_t)(j / NR) * g.k + kk) * NR + (j % NR)] = v;
         }
     }

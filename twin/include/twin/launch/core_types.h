@@ -29,6 +29,13 @@
 #define __cube__
 #define __mix__(...)
 #define __schedmode__(...)
+// Branch hints, as impl/basic_api/utils/kernel_utils_macros.h defines them for every kernel.
+#ifndef likely
+#define likely(x) __builtin_expect(!!(x), 1)
+#endif
+#ifndef unlikely
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#endif
 #define GM_ADDR __gm__ uint8_t*
 // Predefined by CANN's compiler, not by the asc-devkit headers (catlass's CATLASS_DEVICE is `__forceinline__
 // __aicore__`): an inline function the compiler must inline, the form asc-devkit's own generated kernel code spells
