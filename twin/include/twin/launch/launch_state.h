@@ -99,7 +99,8 @@ inline void CheckGm(const char* api, const void* p, uint64_t bytes) {
     }
     for (const GmRange& r : c->launch->gm) {
         if (q + bytes > r.begin && q < r.begin + r.bytes) {
-            Fail(api, "GM access of %llu bytes at byte %lld of buffer '%s' runs past its end (%llu bytes)",
+            Fail(api, "GM access of %llu bytes at byte %lld of buffer '%s' runs past its end (%llu bytes, with "
+                      "aclrtMalloc's padding where the buffer ends its allocation)",
                  (unsigned long long)bytes, (long long)(q - r.begin), r.name.c_str(), (unsigned long long)r.bytes);
         }
     }

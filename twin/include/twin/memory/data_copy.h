@@ -105,7 +105,7 @@ inline void GmLocalCopy(const char* api, const AscendC::LocalTensor<T>& local, c
             NotePoisonStore<T>(api, gb, blockBytes, local.Phys(), OnCoreOffset(local.Phys(), lb));
         } else {
             NoteGm(api, gb, blockBytes, false);
-            NotePoisonLoad(gb, blockBytes);
+            NotePoisonLoad<T>(gb, blockBytes);
             std::memcpy(lb, gb, blockBytes);
         }
     }
@@ -251,7 +251,7 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
         uint8_t* r = dst.Ptr() + b * ubStep;
         const uint8_t* s = g + b * gmStep;
         twin::NoteGm(api, s, p.blockLen, false);
-        twin::NotePoisonLoad(s, p.blockLen);
+        twin::NotePoisonLoad<T>(s, p.blockLen);
         std::memcpy(r + lp, s, p.blockLen);
         const uint64_t nElem = row / sizeof(T);
         T* re = reinterpret_cast<T*>(r);

@@ -114,7 +114,7 @@ inline void SliceCopy(const char* api, const AscendC::LocalTensor<T>& ub, const 
                 NotePoisonStore<T>(api, g + b * gmStep, burst, Mem::UB, OnCoreOffset(Mem::UB, u + b * ubStep));
             } else {
                 NoteGm(api, g + b * gmStep, burst, false);
-                NotePoisonLoad(g + b * gmStep, burst);
+                NotePoisonLoad<T>(g + b * gmStep, burst);
                 std::memcpy(u + b * ubStep, g + b * gmStep, burst);
             }
         }

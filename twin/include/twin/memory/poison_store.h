@@ -32,16 +32,30 @@ inline bool InWorkspace(const LaunchState& L, uint64_t a) {
     return false;
 }
 
-// A GM -> on-core load of `bytes` at gm: user data carrying the signature as any float type (kernels also move
-// integers and bytes, e.g. indices, into float-typed buffers) turns the launch's reports off.
+// True when GM byte a holds poison a store of this launch left there (the ledger).
+inline bool LeftByThisLaunch(PoisonLedger& P, uint64_t a) {
+    if (P.count.load(std::memory_order_relaxed) == 0) return false;
+    std::lock_guard<std::mutex> g(P.mu);
+    auto it = P.left.upper_bound(a);
+    return it != P.left.begin() && a < std::prev(it)->second.end;
+}
+
+// A GM -> on-core load of `bytes` at gm as T: user data carrying the signature turns the launch's reports off.
+// Float types are judged at their own width (the low half of a float is no half value: judged as halves, one
+// float input in 2048 would match by chance); other types at every 16-bit half, since kernels also move integers
+// and bytes into float-typed buffers (e.g. Sort32 indices). Poison this launch stored there itself is not user data.
+template <typename T>
 inline void NotePoisonLoad(const uint8_t* gm, uint64_t bytes) {
     LaunchState& L = *Cur().launch;
     if (!L.poison.on || L.poison.dataHasPattern.load(std::memory_order_relaxed)) return;
-    for (uint64_t i = (uintptr_t)gm & 1; i + 2 <= bytes; i += 2) {
-        if (IsPoison<half>(gm + i)) {  // covers bfloat16_t's signature and float's upper half
-            if (!InWorkspace(L, (uint64_t)(uintptr_t)gm)) L.poison.dataHasPattern = true;
-            return;
-        }
+    constexpr bool typed = CarriesPoison<T>();
+    constexpr uint64_t step = typed ? sizeof(T) : 2;
+    for (uint64_t i = typed ? 0 : (uintptr_t)gm & 1; i + step <= bytes; i += step) {
+        if (!(typed ? IsPoison<T>(gm + i) : IsPoison<half>(gm + i))) continue;
+        const uint64_t a = (uint64_t)(uintptr_t)(gm + i);
+        if (InWorkspace(L, a) || LeftByThisLaunch(L.poison, a)) continue;
+        L.poison.dataHasPattern = true;
+        return;
     }
 }
 
