@@ -121,3 +121,67 @@ def test_local_fill_knob_models_an_earlier_kernels_leftovers(lib, rng, monkeypat
     monkeypatch.setenv("NPU_TWIN_LOCAL_FILL", "zeros")
     with pytest.raises(twin.TwinError, match="NPU_TWIN_LOCAL_FILL=zeros is not one of poison, nan, stale"):
         run(lib, 0, x)
+
+
+# A Fixpipe that stores L0C columns the last Mmad into the tile did not compute, as catlass's FA example stores its
+# key-tail QK tile (tests/kernels/cube/fixpipe_stale.cpp): the Fixpipe and Mmad pages set no rule against it, so the
+# poison (12 columns no Mmad wrote) is stored with its signature and reported at the launch end.
+STALE = Path(__file__).parent / "kernels" / "cube" / "fixpipe_stale.cpp"
+ROWS, PITCH = 30, 64
+
+
+@pytest.fixture(scope="module")
+def stale_lib():
+    return twin.compile_kernel(STALE)
+
+
+def run_stale(lib, rng, case, clean=True):
+    a = rng.integers(-2, 3, (32, 16)).astype(np.float16)
+    b = rng.integers(-2, 3, (80, 16)).astype(np.float16)
+    out = np.zeros(ROWS * PITCH, np.float32)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("error" if clean else "always", twin.TwinWarning)
+        lib.launch("fixpipe_stale", 1, np.array([case, 0, 0, 0, 0, 0, 0, 0], np.int32), a, b, out, kernel_type="aic")
+    c = a.astype(np.float64) @ b.T.astype(np.float64)
+    return c[:ROWS, :48], c[:ROWS, 48:68], out, [str(w.message) for w in rec]
+
+
+def test_fixpipe_of_computed_columns_passes(stale_lib, rng):
+    _, c2, out, _ = run_stale(stale_lib, rng, 0)
+    o = out.reshape(ROWS, PITCH)
+    np.testing.assert_array_equal(o[:, :20], c2)
+    assert (o[:, 20:] == 0).all()
+
+
+def test_fixpipe_of_columns_no_mmad_wrote_stores_poison_reported_at_the_end(stale_lib, rng):
+    c1, c2, out, msgs = run_stale(stale_lib, rng, 1, clean=False)
+    o = out.reshape(ROWS, PITCH)
+    np.testing.assert_array_equal(o[:, :20], c2)
+    np.testing.assert_array_equal(o[:, 32:40], c1[:, 32:40])  # the first Mmad's stale columns, as on the NPU
+    assert (o.view(np.uint32)[:, 48:60] == 0xFFFFFFFF).all()  # the poison itself, signature kept
+    assert any(re.search(r"^\[AIC 0\] Fixpipe\(L0C->GM\): stored poison to GM buffer 'argument 3' byte 192 \(element 48 "
+                         r"of the copy from L0C byte 0, a 4-byte 0xffffffff\).*never-written poison", m) for m in msgs), msgs
+
+
+def test_fixpipe_poison_overwritten_by_the_next_tile_passes(stale_lib, rng):
+    c1, c2, out, _ = run_stale(stale_lib, rng, 2)
+    o = out.reshape(ROWS, PITCH)
+    np.testing.assert_array_equal(o[:, :20], c2)
+    np.testing.assert_array_equal(o[:, 20:60], c1[:, :40])
+
+
+def test_fixpipe_poison_keeps_its_signature_in_half(stale_lib, rng):
+    _, c2, out, msgs = run_stale(stale_lib, rng, 3, clean=False)
+    o = out.view(np.float16)[: ROWS * PITCH].reshape(ROWS, PITCH)
+    np.testing.assert_array_equal(o[:, :20], c2)
+    assert (o.view(np.uint16)[:, 48:60] == 0xFFFF).all()
+    assert any(re.search(r"Fixpipe\(L0C->GM\): stored poison .* a 2-byte 0xffff\)", m) for m in msgs), msgs
+
+
+def test_fixpipe_poison_into_int8_warns_at_the_read(stale_lib, rng):
+    _, c2, out, msgs = run_stale(stale_lib, rng, 4, clean=False)
+    o = out.view(np.int8)[: ROWS * PITCH].reshape(ROWS, PITCH)
+    np.testing.assert_array_equal(o[:, :20], c2)
+    assert any(re.search(r"^\[AIC 0\] Fixpipe\(L0C->GM\): reads L0C element \(row 0, column 48\) that no Mmad wrote "
+                         r"\(never-written poison; nSize 60, mSize 30, srcStride 32\) into a int8_t output", m)
+               for m in msgs), msgs

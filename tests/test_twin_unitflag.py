@@ -63,7 +63,7 @@ def test_two_fixpipes_of_one_block_keep_then_clear(lib, rng):
 
 
 def test_without_unit_flags_or_m_fix_sync_is_a_pipe_hazard(lib, rng):
-    with pytest.raises(twin.TwinError, match=r"Fixpipe\(L0C->GM\): pipe hazard: .* reads L0C .* Mmad \(pipe M\) wrote"):
+    with pytest.raises(twin.TwinError, match=r"Fixpipe\(L0C->GM\): pipe hazard: .* reads L0C .* Mmad \(pipe M, bytes .*\) wrote"):
         run(lib, rng, mmad=(0, 0), fix=0)
     ref, c = run(lib, rng, mmad=(0, 0), fix=0, flags=SYNC_M_FIX)  # control: the usual flags
     np.testing.assert_array_equal(c[0], ref)
@@ -79,8 +79,8 @@ def test_fixpipe_waits_on_a_block_no_mmad_completed(lib, rng, mmad):
 
 def test_fixpipe_released_by_an_earlier_mmad_races_the_last(lib, rng):
     """3 on the first Mmad, none on the last: the flags say readable before the last (flag-blind) Mmad wrote."""
-    with pytest.raises(twin.TwinError, match=r"pipe hazard: Fixpipe\(L0C->GM\) \(pipe FIX\) reads L0C .* Mmad \(pipe M\) "
-                                             r"wrote"):
+    with pytest.raises(twin.TwinError, match=r"pipe hazard: Fixpipe\(L0C->GM\) \(pipe FIX\) reads L0C .* Mmad \(pipe M, "
+                                             r"bytes .*\) wrote"):
         run(lib, rng, mmad=(3, 0))
 
 
@@ -104,8 +104,8 @@ def test_mmad_waits_on_a_block_no_fixpipe_drained(lib, rng):
 
 def test_plain_mmad_after_unit_flag_fixpipe_needs_fix_m_sync(lib, rng):
     """An Mmad without unit flags does not wait for the Fixpipe's read: write-after-read unless FIX_M orders it."""
-    with pytest.raises(twin.TwinError, match=r"pipe hazard: Mmad \(pipe M\) writes L0C .* Fixpipe\(L0C->GM\) \(pipe FIX\) "
-                                             r"may still be reading"):
+    with pytest.raises(twin.TwinError, match=r"pipe hazard: Mmad \(pipe M\) writes L0C .* Fixpipe\(L0C->GM\) \(pipe FIX, "
+                                             r"bytes .*\) may still be reading"):
         run(lib, rng, flags=TWICE | SECOND_PLAIN | SYNC_M_FIX)  # M_FIX orders the second Fixpipe, nothing the Mmad
     ref, c = run(lib, rng, flags=TWICE | SECOND_PLAIN | SYNC_M_FIX | SYNC_FIX_M)
     np.testing.assert_array_equal(c[1], ref)
