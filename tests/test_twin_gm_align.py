@@ -85,7 +85,7 @@ def test_reads_past_the_padding_fail(lib, rng):
     buf = rng.integers(0, 255, n, dtype=np.uint8)
     out = np.zeros(n + 40, np.uint8)
     with pytest.raises(twin.TwinError, match=r"DataCopyPad\(GM->UB\): GM access of 100 bytes at byte 0 of buffer 'argument 0' "
-                                             r"runs past its end \(96 bytes\)"):
+                                             r"runs past its end \(96 bytes, with aclrtMalloc.s padding"):
         lib.launch("gm_past_end", 1, buf, np.array([n, 40, 0, 0], np.int32), out, kernel_type="aiv")
 
 
