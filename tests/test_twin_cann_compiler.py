@@ -2,31 +2,21 @@
 compilers the twin supports: a build per core type (__DAV_CUBE__ on AIC cores, __DAV_VEC__ on AIV cores, g_coreType a
 constant and ASCEND_IS_* if-constexpr conditions as impl/utils/sys_macros.h makes them), `__forceinline__` and the
 raw `pipe_barrier` intrinsic."""
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from compilers import COMPILERS, compile_with
 from npu_flash_attn import twin
 
 KERNEL = Path(__file__).parent / "kernels" / "launch" / "cann_compiler.cpp"
-COMPILERS = [c for c in ("g++", "clang++") if shutil.which(c)]
 AIC, AIV = 1, 2
 
 
 def build(cxx):
-    saved = os.environ.get("CXX")
-    os.environ["CXX"] = cxx
-    try:
-        return twin.compile_kernel(KERNEL)
-    finally:
-        if saved is None:
-            del os.environ["CXX"]
-        else:
-            os.environ["CXX"] = saved
+    return compile_with(cxx, KERNEL)
 
 
 @pytest.fixture(scope="module", params=COMPILERS)

@@ -1,31 +1,21 @@
 """A kernel in catlass's style (tests/kernels/catlass_style/gemm_relu.cpp: a Resource struct per core type, operator()
 specialised on `CORE_TYPE = g_coreType`, if-constexpr on ASCEND_IS_AIC, a cube matmul feeding a vector epilogue
 through cross-core flags) runs unchanged on the twin with g++ and clang++ and matches numpy."""
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from compilers import COMPILERS, compile_with
 from npu_flash_attn import twin
 
 KERNEL = Path(__file__).parent / "kernels" / "catlass_style" / "gemm_relu.cpp"
-COMPILERS = [c for c in ("g++", "clang++") if shutil.which(c)]
 
 
 @pytest.fixture(scope="module", params=COMPILERS)
 def lib(request):
-    saved = os.environ.get("CXX")
-    os.environ["CXX"] = request.param
-    try:
-        return twin.compile_kernel(KERNEL)
-    finally:
-        if saved is None:
-            del os.environ["CXX"]
-        else:
-            os.environ["CXX"] = saved
+    return compile_with(request.param, KERNEL)
 
 
 def test_gemm_relu_matches_numpy(lib, rng):
