@@ -1,4 +1,4 @@
-"""Trace digests of the forward and backward kernels on a fixed set of problems (model-only twin launches).
+"""Trace digests of the forward and backward kernels (one schedule: `deterministic` changes nothing) on a fixed set of problems (model-only twin launches).
 
 A refactor of the kernels or the host plan must leave every digest unchanged: the digest covers every trace record
 (op, pipe, operands as buffer + offset), so an identical digest means the same instructions in the same order on
@@ -88,11 +88,9 @@ def digests() -> dict:
         try:
             ops.flash_attention(*args, **kw)
             fwd = ops.last_launch_info()["trace_digest"]
-            bwd = {}
-            for det in (False, True):
-                torch.ops.npu.flash_attention_grad(*args[:3], dy, *args[3:], softmax_max=smax, softmax_sum=ssum,
-                                                   attention_in=o, deterministic=det, **kw)
-                bwd["deterministic" if det else "default"] = list(ops.last_launch_info()["trace_digests"])
+            torch.ops.npu.flash_attention_grad(*args[:3], dy, *args[3:], softmax_max=smax, softmax_sum=ssum,
+                                               attention_in=o, **kw)
+            bwd = list(ops.last_launch_info()["trace_digests"])
         finally:
             _C.set_cost_model(False)
         result[name] = {"forward": fwd, "backward": bwd}
