@@ -13,6 +13,7 @@
 #include "kernel_operator.h"
 #include "cost_model_hook.h"
 #include "kernel_entries.h"
+#include "launch_helpers.h"
 #include "problem.h"
 
 
@@ -22,19 +23,17 @@ namespace py = pybind11;
 
 namespace {
 
-using twin_bindings::ParseProblem;
-
 struct Plan {
     const npu_fa::ChipSpec* chip;
     npu_fa::FaProblem p;
     npu_fa::FaTilingOut t;
 };
 
-Plan MakePlan(const py::dict& problem, const std::string& chipName) {
+Plan MakePlan(const npu_fa::FaCall& call, const std::string& chipName) {
     Plan plan;
     plan.chip = npu_fa::FindChip(chipName.c_str());
     if (plan.chip == nullptr) throw py::value_error("chip '" + chipName + "' is not in the chip table");
-    plan.p = ParseProblem(problem);
+    plan.p = twin_bindings::Solve(call).p;
     std::string err = npu_fa::ComputeFlashAttentionTiling(plan.p, *plan.chip, plan.t);
     if (!err.empty()) throw py::value_error("flash_attention tiling: " + err);
     if (plan.t.seqInfo.empty()) plan.t.seqInfo.assign(npu_fa::kSeqInfoFields, 0);
@@ -90,11 +89,13 @@ void AddOpCounts(const twin::LaunchResult& r, py::dict& info) {
     info["op_counts_per_core"] = perCore;
 }
 
-py::dict FlashAttentionPlan(const py::dict& problem, const std::string& chipName) { return PlanInfo(MakePlan(problem, chipName)); }
+py::dict FlashAttentionPlan(const npu_fa::FaCall& call, const std::string& chipName) {
+    return PlanInfo(MakePlan(call, chipName));
+}
 
-py::dict FlashAttentionBlockMap(const py::dict& problem, const std::string& chipName, uintptr_t mask, uint64_t maskBytes,
+py::dict FlashAttentionBlockMap(const npu_fa::FaCall& call, const std::string& chipName, uintptr_t mask, uint64_t maskBytes,
                                 uintptr_t blockMap, uint64_t blockMapBytes) {
-    Plan plan = MakePlan(problem, chipName);
+    Plan plan = MakePlan(call, chipName);
     if (!plan.p.denseMask) throw py::value_error("flash_attention_block_map: the problem has no dense mask");
     if (blockMapBytes != plan.t.mapBytes) {
         throw py::value_error("flash_attention_block_map: block map buffer of " + std::to_string(blockMapBytes) +
@@ -124,11 +125,11 @@ py::dict FlashAttentionBlockMap(const py::dict& problem, const std::string& chip
     return info;
 }
 
-py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName, uintptr_t q, uintptr_t k, uintptr_t v,
+py::dict FlashAttentionFwd(const npu_fa::FaCall& call, const std::string& chipName, uintptr_t q, uintptr_t k, uintptr_t v,
                            uintptr_t mask, uint64_t maskBytes, uintptr_t blockMap, uint64_t blockMapBytes, uintptr_t sink,
                            uintptr_t pse, uintptr_t dropMask, uintptr_t out, uintptr_t smax, uintptr_t ssum,
                            bool countOps) {
-    Plan plan = MakePlan(problem, chipName);
+    Plan plan = MakePlan(call, chipName);
     const npu_fa::FaProblem& p = plan.p;
     if (p.denseMask && blockMapBytes != plan.t.mapBytes) {
         throw py::value_error("flash_attention_fwd: block map of " + std::to_string(blockMapBytes) + " bytes, the tiling "
@@ -170,13 +171,13 @@ py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName,
         o.gm.push_back({(const uint8_t*)sink, (uint64_t)p.n1 * 4, "sink"});
     }
     // The op's pse: the ALiBi slopes input or the outer bias input of the kernel.
-    const uint64_t pseBytes = twin_bindings::PseBytes(p);
+    const uint64_t pseBytes = npu_fa::PseBytes(p);
     const bool alibi = p.alibiMode != npu_fa::kAlibiNone;
     if (pseBytes != 0) {
         if (pse == 0) throw py::value_error("flash_attention_fwd: the problem has a pse but no pse buffer");
         o.gm.push_back({(const uint8_t*)pse, pseBytes, alibi ? "alibi_slopes" : "pse"});
     }
-    const uint64_t dropBytes = twin_bindings::DropMaskBytes(p);
+    const uint64_t dropBytes = npu_fa::DropMaskBytes(p);
     if (dropBytes != 0) {
         if (dropMask == 0) throw py::value_error("flash_attention_fwd: the problem has a dropout mask but no buffer");
         o.gm.push_back({(const uint8_t*)dropMask, dropBytes, "dropout_mask"});
@@ -202,10 +203,10 @@ py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName,
 }  // namespace
 
 void RegisterFlashAttention(py::module_& m) {
-    m.def("flash_attention_plan", &FlashAttentionPlan, py::arg("problem"), py::arg("chip"));
-    m.def("flash_attention_block_map", &FlashAttentionBlockMap, py::arg("problem"), py::arg("chip"), py::arg("mask"),
+    m.def("flash_attention_plan", &FlashAttentionPlan, py::arg("call"), py::arg("chip"));
+    m.def("flash_attention_block_map", &FlashAttentionBlockMap, py::arg("call"), py::arg("chip"), py::arg("mask"),
           py::arg("mask_bytes"), py::arg("block_map"), py::arg("block_map_bytes"));
-    m.def("flash_attention_fwd", &FlashAttentionFwd, py::arg("problem"), py::arg("chip"), py::arg("q"), py::arg("k"),
+    m.def("flash_attention_fwd", &FlashAttentionFwd, py::arg("call"), py::arg("chip"), py::arg("q"), py::arg("k"),
           py::arg("v"), py::arg("mask"), py::arg("mask_bytes"), py::arg("block_map"), py::arg("block_map_bytes"),
           py::arg("sink"), py::arg("pse"), py::arg("drop_mask"), py::arg("out"), py::arg("softmax_max"), py::arg("softmax_sum"),
           py::arg("count_ops") = false);

@@ -12,6 +12,7 @@
 #include "kernel_operator.h"
 #include "cost_model_hook.h"
 #include "kernel_entries.h"
+#include "launch_helpers.h"
 #include "problem.h"
 
 
@@ -48,24 +49,24 @@ void BuildBlockMap(const npu_fa::FaGradTilingOut& t, const npu_fa::ChipSpec* chi
                        (uint8_t*)&tiling);
 }
 
-py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName, bool deterministic, uintptr_t q,
+py::dict FlashAttentionGrad(const npu_fa::FaCall& call, const std::string& chipName, bool deterministic, uintptr_t q,
                             uintptr_t k, uintptr_t v, uintptr_t dy, uintptr_t attn, uintptr_t smax, uintptr_t ssum,
                             uintptr_t mask, uint64_t maskBytes, uintptr_t sink, uintptr_t pse, uintptr_t dropMask, uintptr_t dq,
                             uintptr_t dk, uintptr_t dv, uintptr_t dsinkRows, uintptr_t dpseRows) {
     const npu_fa::ChipSpec* chip = npu_fa::FindChip(chipName.c_str());
     if (chip == nullptr) throw py::value_error("chip '" + chipName + "' is not in the chip table");
-    const npu_fa::FaProblem p = twin_bindings::ParseProblem(problem);
+    const npu_fa::FaProblem p = twin_bindings::Solve(call).p;
     npu_fa::FaGradTilingOut t;
     const std::string err = npu_fa::ComputeFlashAttentionGradTiling(p, *chip, t);
     if (!err.empty()) throw py::value_error("flash_attention_grad tiling: " + err);
-    const uint64_t pseBytes = twin_bindings::PseBytes(p);
+    const uint64_t pseBytes = npu_fa::PseBytes(p);
     const bool alibi = p.alibiMode != npu_fa::kAlibiNone;
     if (pseBytes != 0 && pse == 0) throw py::value_error("flash_attention_grad: the problem has a pse but no pse buffer");
-    const uint64_t dpseBytes = twin_bindings::PseGradBytes(p);
+    const uint64_t dpseBytes = (uint64_t)p.batch * p.n1 * npu_fa::PseGradRows(p) * p.s2 * 4;
     if (dpseBytes != 0 && dpseRows == 0) {
         throw py::value_error("flash_attention_grad: the problem has an outer pse but no dpse_rows buffer");
     }
-    const uint64_t dropBytes = twin_bindings::DropMaskBytes(p);
+    const uint64_t dropBytes = npu_fa::DropMaskBytes(p);
     if (dropBytes != 0 && dropMask == 0) throw py::value_error("flash_attention_grad: the problem has a dropout mask but no buffer");
     if (p.sink && (sink == 0 || dsinkRows == 0)) {
         throw py::value_error("flash_attention_grad: the problem has sinks but no sink or dsink_rows buffer");
@@ -176,7 +177,7 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
 }  // namespace
 
 void RegisterFlashAttentionGrad(py::module_& m) {
-    m.def("flash_attention_grad", &FlashAttentionGrad, py::arg("problem"), py::arg("chip"), py::arg("deterministic"),
+    m.def("flash_attention_grad", &FlashAttentionGrad, py::arg("call"), py::arg("chip"), py::arg("deterministic"),
           py::arg("q"), py::arg("k"), py::arg("v"), py::arg("dy"), py::arg("attention_in"), py::arg("softmax_max"),
           py::arg("softmax_sum"), py::arg("mask"), py::arg("mask_bytes"), py::arg("sink"), py::arg("pse"), py::arg("drop_mask"), py::arg("dq"), py::arg("dk"),
           py::arg("dv"), py::arg("dsink_rows"), py::arg("dpse_rows"));
