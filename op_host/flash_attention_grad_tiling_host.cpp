@@ -92,6 +92,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     const bool varlen = f.varlen != 0;
     out.mapTiling = ft.data;
     out.mapBytes = ft.mapBytes;
+    out.mapSeqInfo = ft.seqInfo;
     t.maskMode = ft.data.maskMode;
     t.maskHeads = ft.data.maskHeads;
     t.maskStrideN = ft.data.maskStrideN;

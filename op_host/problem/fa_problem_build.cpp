@@ -580,7 +580,9 @@ void MaskView(const FaCall& c, FaProblem& p, FaMaskView& v) {
         shape.insert(shape.begin(), 1);
         st.insert(st.begin(), 0);
     }
-    for (uint32_t d = 0; d < 4; ++d) {  // stride-0 (expanded) dimensions are broadcasts: read one slice
+    // stride-0 (expanded) dimensions are broadcasts: read one slice (a 2-D TND mask the NPU op takes whole)
+    const bool narrows = !(c.contiguousMask && p.layout == kTND);
+    for (uint32_t d = 0; narrows && d < 4; ++d) {
         if (shape[d] > 1 && st[d] == 0) {
             shape[d] = 1;
             v.narrow.push_back(d);

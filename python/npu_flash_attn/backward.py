@@ -52,7 +52,7 @@ from typing import Any, Optional
 
 import torch
 
-from . import masks, ops, progress
+from . import ops, progress
 from .dispatch import bind_arguments, check_before_dispatch, define_op, require_device, value_checks
 
 __all__ = ["flash_attention_grad", "GRAD_SCHEMA"]
@@ -72,34 +72,15 @@ GRAD_SCHEMA = (
 _GRAD_ONLY = ("dy", "softmax_max", "softmax_sum", "attention_in", "deterministic")
 
 
-def _validate_grad(a: dict, check_values: bool = True) -> ops.FAProblem:
-    """The forward's rules on the shared arguments (`a`: every argument by name) and the grad's own."""
+def _validate_grad(a: dict, check_values: bool = True, drop_mask_device: str = "") -> ops.FAProblem:
+    """The forward's rules on the shared arguments (`a`: every argument by name) and the grad's own (the saved
+    tensors must have the forward's output and statistics shapes and dtypes)."""
     fwd = {n: v for n, v in a.items() if n not in _GRAD_ONLY}
-    p = ops.validate_flash_attention(**fwd, check_values=check_values)
-    query, deterministic = a["query"], a["deterministic"]
-    if not isinstance(deterministic, bool):
-        raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}")
-    named = (("dy", p.out_shape, query.dtype, "the forward output's shape"),
-             ("attention_in", p.out_shape, query.dtype, "the forward output's shape"),
-             ("softmax_max", p.stats_shape, torch.float32, "the forward statistics' shape"),
-             ("softmax_sum", p.stats_shape, torch.float32, "the forward statistics' shape"))
-    for name, shape, dtype, what in named:
-        t = a[name]
-        if t is None:
-            raise ValueError(f"{name} is required by flash_attention_grad (pass the forward's {name})"
-                             if name != "dy" else "dy is required")
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if tuple(t.shape) != tuple(shape):
-            raise ValueError(f"{name} shape {tuple(t.shape)} must be {tuple(shape)} ({what}, "
-                             f"input_layout={p.layout!r})")
-        if t.dtype != dtype:  # statistics: ValueError (the op contract); dy/attention_in: TypeError like key/value
-            err = ValueError if dtype == torch.float32 else TypeError
-            raise err(f"{name} dtype {t.dtype} must be {dtype}")
-        if t.device != query.device:
-            raise ValueError(f"{name} is on device {t.device} but query is on {query.device}; all tensors must be "
-                             "on the same device")
-    return p
+    if not isinstance(a["deterministic"], bool):
+        raise TypeError(f"deterministic must be a bool, got {type(a['deterministic']).__name__}")
+    saved = {n: a[n] for n in ("dy", "attention_in", "softmax_max", "softmax_sum")}
+    return ops.validate_flash_attention(**fwd, check_values=check_values, grad=saved,
+                                        drop_mask_device=drop_mask_device)
 
 
 def _check_finite(**tensors) -> None:
@@ -111,13 +92,12 @@ def _check_finite(**tensors) -> None:
                              f"finite {', '.join(tensors)}")
 
 
-def _zero_tnd_tails(p: ops.FAProblem, dq, dk, dv) -> None:
+def _zero_padding(p: ops.FAProblem, dq, dk, dv) -> None:
     """TND: tokens after the last enabled sequence belong to no task; their gradients are 0."""
-    used_q = p.cu_seqlens_q[-1] if p.cu_seqlens_q else 0
-    used_kv = p.cu_seqlens_kv[-1] if p.cu_seqlens_kv else 0
-    dq[used_q:].zero_()
-    dk[used_kv:].zero_()
-    dv[used_kv:].zero_()
+    if p.post["tnd"]:
+        dq[p.post["pad_q_from"]:].zero_()
+        dk[p.post["pad_kv_from"]:].zero_()
+        dv[p.post["pad_kv_from"]:].zero_()
 
 
 def _bind(args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -129,9 +109,8 @@ def _check_call(**a):
     NPU only with NPU_FA_CHECK_VALUES=1)."""
     query = a["query"]
     values = value_checks(query.device)
-    p = _validate_grad(a, check_values=values)
+    p = _validate_grad(a, check_values=values, drop_mask_device=ops.in_place_device(query.device))
     require_device(query.device, "npu::flash_attention_grad")
-    ops.check_drop_mask_device(p, query.device)
     if values:
         ops.check_input_values(p, query, a["key"], a["value"])
         _check_finite(dy=a["dy"], attention_in=a["attention_in"])
@@ -155,28 +134,22 @@ def _grad_impl(*args, **kwargs):
     sk = None if sink is None else sink.detach().contiguous()
     dsink_rows = None if sink is None else torch.zeros(p.stats_shape, dtype=torch.float32)  # rows of no task: 0
     pse = ops.pse_input(p, a["pse"])
-    dpse_rows = _dpse_rows(p)
-    entry = getattr(ops._ext(), "flash_attention_grad", None)
-    if entry is None:
-        raise RuntimeError("npu_flash_attn._C has no flash_attention_grad (stale build?): rebuild with "
-                           "`pip install -e .`")
-    atten_mask = a["atten_mask"]
-    view = masks.mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global) if p.dense_mask else None
-    mask_ptr, mask_bytes = (view.tensor.data_ptr(), view.extent) if view is not None else (0, 0)
-    drop_rows, drop_pitch = ops.drop_mask_input(p, a["dropout_mask"])
+    dpse_rows = ops.dpse_rows(p)
+    view = ops.kernel_mask(p, a["atten_mask"]) if p.dense_mask else None
+    mask_ptr, mask_bytes = (view.data_ptr(), p.mask_view["extent"]) if view is not None else (0, 0)
+    drop_rows = ops.drop_mask_input(p, a["dropout_mask"])
     chip = ops.get_chip()
     with progress.launch(f"twin backward launches on {chip}", 2.5 * p.flops(), "backward"):
-        info = entry(ops.problem_dict(p, view, drop_pitch), chip, bool(a["deterministic"]), q.data_ptr(),
-                     k.data_ptr(), v.data_ptr(), do.data_ptr(), o.data_ptr(), smax.data_ptr(), ssum.data_ptr(),
-                     mask_ptr, mask_bytes, 0 if sk is None else sk.data_ptr(), 0 if pse is None else pse.data_ptr(),
-                     0 if drop_rows is None else drop_rows.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
-                     0 if dsink_rows is None else dsink_rows.data_ptr(),
-                     0 if dpse_rows is None else dpse_rows.data_ptr())
-    if p.layout == "TND":
-        _zero_tnd_tails(p, dq, dk, dv)
+        info = ops._ext().flash_attention_grad(
+            p.call, chip, bool(a["deterministic"]), q.data_ptr(), k.data_ptr(), v.data_ptr(), do.data_ptr(),
+            o.data_ptr(), smax.data_ptr(), ssum.data_ptr(), mask_ptr, mask_bytes, 0 if sk is None else sk.data_ptr(),
+            0 if pse is None else pse.data_ptr(), 0 if drop_rows is None else drop_rows.data_ptr(), dq.data_ptr(),
+            dk.data_ptr(), dv.data_ptr(), 0 if dsink_rows is None else dsink_rows.data_ptr(),
+            0 if dpse_rows is None else dpse_rows.data_ptr())
+    _zero_padding(p, dq, dk, dv)
     ops.record_launch(dict(info, op="flash_attention_grad"))
-    dsink = empty.clone() if sink is None else -sum_rows_per_head(p, dsink_rows)
-    dpse = empty if dpse_rows is None else _dpse(p, a["pse"], dpse_rows)
+    dsink = empty.clone() if sink is None else -ops.sum_rows_per_head(p, dsink_rows)
+    dpse = empty if dpse_rows is None else ops.dpse_of_rows(p, a["pse"], dpse_rows)
     return dq, dk, dv, dpse, dsink
 
 
@@ -187,42 +160,6 @@ def _grad_fake(*args, **kwargs):
     dsink = query.new_empty((0,)) if a["sink"] is None else a["sink"].new_empty((int(a["head_num"]),))
     dpse = a["pse"].new_empty(a["pse"].shape) if p.pse.outer_mode else query.new_empty((0,))
     return (query.new_empty(query.shape), key.new_empty(key.shape), value.new_empty(value.shape), dpse, dsink)
-
-
-def _dpse_rows(p: ops.FAProblem) -> Optional[torch.Tensor]:
-    """The kernel's dS output for an outer pse (fp32, zeroed: tiles no step reaches have dS = 0): [B, N1, S1, S2] for
-    a [.., S1, S2] pse, column sums of the vector cores' row chunks [B, N1, 4 * ceil(S1 / 16), S2] for a [.., 1, S2]
-    one (fa_bwd_vector.h StorePseGrad)."""
-    if not p.pse.outer_mode:
-        return None
-    rows = p.S1 if p.pse.outer_per_row else 4 * ((p.S1 + 15) // 16)
-    return torch.zeros(p.B, p.N1, rows, p.S2, dtype=torch.float32)
-
-
-def _dpse(p: ops.FAProblem, pse: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """dpse in the shape and dtype of pse from the kernel's rows: summed over what pse broadcasts, times the scale for
-    pse_type 1 (whose bias enters as scale * pse)."""
-    g = rows if p.pse.outer_per_row else rows.sum(dim=2, keepdim=True)
-    if pse.shape[0] == 1 and p.B > 1:
-        g = g.sum(dim=0, keepdim=True)
-    if p.pse.outer_mode == 2:
-        g = g * p.scale
-    return g.to(pse.dtype)
-
-
-def sum_rows_per_head(p: ops.FAProblem, rows: torch.Tensor) -> torch.Tensor:
-    """Per query head, the sum of a per-row quantity stored in the statistics' layout ([B, N1, S1, 8], or TND's
-    batch-major [T1, N1, 8]: sequence b's rows (head, token) from cu_q[b-1] * N1), one of the 8 copies per row."""
-    if p.layout != "TND":
-        return rows[..., 0].sum(dim=(0, 2))
-    flat = rows.reshape(-1, 8)[:, 0]
-    out = torch.zeros(p.N1, dtype=rows.dtype, device=rows.device)
-    q0 = 0
-    for q1 in p.cu_seqlens_q:
-        if q1 > q0:
-            out += flat[q0 * p.N1:q1 * p.N1].view(p.N1, q1 - q0).sum(dim=1)
-        q0 = q1
-    return out
 
 
 # ----------------------------------------------------------------------------------------------------------------

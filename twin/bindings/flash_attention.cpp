@@ -15,6 +15,7 @@
 #include "kernel_entries.h"
 #include "launch_helpers.h"
 #include "problem.h"
+#include "problem/fa_block_map_key.h"
 
 
 namespace py = pybind11;
@@ -62,6 +63,7 @@ py::dict PlanInfo(const Plan& plan) {
     info["block_map_entries"] = tiling.mapEntries;
     info["block_map_rows"] = tiling.mapRows;
     info["block_map_cores"] = tiling.mapCores;
+    info["block_map_key"] = npu_fa::BlockMapKeyFields(plan.p, plan.t);
     return info;
 }
 

@@ -28,12 +28,7 @@ void BuildBlockMap(const npu_fa::FaGradTilingOut& t, const npu_fa::ChipSpec* chi
     map.assign(t.mapBytes, 0);
     npu_fa::FlashAttentionTilingData tiling = t.mapTiling;
     if (tiling.mapRows == 0) return;
-    std::vector<int64_t> seqInfo(t.seqInfo.size() / npu_fa::kGradSeqFields * npu_fa::kSeqInfoFields);
-    for (size_t b = 0; b < seqInfo.size() / npu_fa::kSeqInfoFields; ++b) {
-        for (uint32_t f = 0; f < npu_fa::kSeqInfoFields; ++f) {
-            seqInfo[b * npu_fa::kSeqInfoFields + f] = t.seqInfo[b * npu_fa::kGradSeqFields + f];
-        }
-    }
+    std::vector<int64_t> seqInfo = t.mapSeqInfo;
     uint8_t workspace[32] = {};
     twin::LaunchOptions o;
     o.kernelType = AscendC::KERNEL_TYPE_AIV_ONLY;

@@ -126,7 +126,7 @@ void RegisterProblem(py::module_& m) {
              py::arg("pse_type") = 1, py::arg("q_start_idx") = py::none(), py::arg("kv_start_idx") = py::none(),
              py::arg("dropout_mask") = py::none(), py::arg("dy") = py::none(), py::arg("attention_in") = py::none(),
              py::arg("softmax_max") = py::none(), py::arg("softmax_sum") = py::none(), py::arg("grad") = false,
-             py::arg("drop_mask_in_place_device") = "", py::arg("force_s1_block") = 0,
+             py::arg("drop_mask_device") = "", py::arg("force_s1_block") = 0,
              py::arg("force_s2_block") = 0, py::arg("mask_is_kernel_view") = false,
              py::arg("contiguous_mask") = false);
     m.def("flash_attention_problem", &Problem, py::arg("call"),

@@ -25,11 +25,16 @@ from typing import Optional, Sequence
 import torch
 
 from .. import dropout
-from ..ops import INT32_MAX, _lengths
+from ..ops import INT32_MAX
 from . import stats
 
 __all__ = ["flash_attn_func", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func", "flash_attn_varlen_func",
            "flash_attn_varlen_qkvpacked_func", "flash_attn_varlen_kvpacked_func"]
+
+
+def _lengths(cu: Sequence[int]) -> list[int]:
+    """Sequence lengths of a cumulative list."""
+    return [c - p for p, c in zip([0, *cu[:-1]], cu)]
 
 
 def _band(causal: bool, window_size) -> dict:

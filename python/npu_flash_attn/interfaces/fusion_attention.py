@@ -79,8 +79,7 @@ def _problem(query, key, value, head_num, input_layout, actual_seq_qlen, actual_
 
 def _numels(p: ops.FAProblem) -> int:
     """N1 * sum of Sq * Skv over the sequences: the built-in's dropout-mask length."""
-    return dropout.mask_elements(ops._sequence_shapes(p.layout, p.B, p.S1, p.S2, p.cu_seqlens_q, p.cu_seqlens_kv),
-                                 p.N1)
+    return dropout.mask_elements(ops.sequence_shapes(p), p.N1)
 
 
 def npu_fusion_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
