@@ -397,6 +397,11 @@ FaError DenseShape(const FaCall& c, int64_t mode, const FaProblem& p, int64_t s1
         const bool widened = c.maskIsKernelView && i == 0 && have == kColumnBroadcastWidth;
         ok = have == 1 || have == want || widened;
     }
+    if (ok && c.maskIsKernelView && !m.empty() && m.back() == 1 && s2 > 1) {  // the kernels never read [.., 1]
+        return Value("atten_mask shape " + Tuple(m) + ": the op's mask input is the kernels' view, whose last "
+                     "dimension must equal S2=" + std::to_string(s2) + " or be " +
+                     std::to_string(kColumnBroadcastWidth) + " (a column-broadcast mask as rows of equal bytes)");
+    }
     if (!ok) {
         return Value("atten_mask shape " + Tuple(m) + " is not broadcastable to [B, N1, S1, S2] = " +
                      List({target[0], target[1], target[2], target[3]}) + " (sparse_mode=" + std::to_string(mode) +

@@ -57,7 +57,9 @@ py::dict FlashAttentionGrad(const npu_fa::FaCall& call, const std::string& chipN
     const uint64_t pseBytes = npu_fa::PseBytes(p);
     const bool alibi = p.alibiMode != npu_fa::kAlibiNone;
     if (pseBytes != 0 && pse == 0) throw py::value_error("flash_attention_grad: the problem has a pse but no pse buffer");
-    const uint64_t dpseBytes = (uint64_t)p.batch * p.n1 * npu_fa::PseGradRows(p) * p.s2 * 4;
+    // the kernel's dS rows for dpse (fp32), with an outer pse only
+    const uint64_t dpseBytes =
+        p.pseMode == npu_fa::kPseNone ? 0 : (uint64_t)p.batch * p.n1 * npu_fa::PseGradRows(p) * p.s2 * 4;
     if (dpseBytes != 0 && dpseRows == 0) {
         throw py::value_error("flash_attention_grad: the problem has an outer pse but no dpse_rows buffer");
     }
