@@ -38,8 +38,8 @@ void CommonAttrs(OpDef& def) {
     def.Attr("input_layout").AttrType(REQUIRED).String();
     def.Attr("scale").AttrType(OPTIONAL).Float(1.0f);
     def.Attr("keep_prob").AttrType(OPTIONAL).Float(1.0f);
-    def.Attr("pre_tokens").AttrType(OPTIONAL).Int(fa::kInt32Max);
-    def.Attr("next_tokens").AttrType(OPTIONAL).Int(fa::kInt32Max);
+    def.Attr("pre_tokens").AttrType(OPTIONAL).Int(npu_fa::kInt32Max);
+    def.Attr("next_tokens").AttrType(OPTIONAL).Int(npu_fa::kInt32Max);
     def.Attr("inner_precise").AttrType(OPTIONAL).Int(0);
     def.Attr("prefix").AttrType(OPTIONAL).ListInt({});
     def.Attr("actual_seq_qlen").AttrType(OPTIONAL).ListInt({});
