@@ -1,6 +1,6 @@
 """The torch_npu adapter's pure-C++ parts, compiled with g++ here (the adapter itself needs torch_npu and CANN):
 
-* csrc/block_map_cache.h: hits for the same unchanged mask, misses when the version, data, geometry or problem
+* csrc/npu/block_map_cache.h: hits for the same unchanged mask, misses when the version, data, geometry or problem
   changes, entries dropped when their mask's storage dies, least recently used evicted beyond the capacity;
 * the adapter reads a dense mask through the problem module's view (a column-broadcast mask as rows of 128 bytes
   read with column step 0, as on the twin path; tests/test_npu_host_sources.py compares the two readings);
@@ -71,7 +71,7 @@ def _compile(tmp_path, name, src, extra=()):
 
 
 def test_block_map_cache(tmp_path):
-    exe = _compile(tmp_path, "cache", _CACHE_TEST, [f"-I{ROOT / 'csrc'}"])
+    exe = _compile(tmp_path, "cache", _CACHE_TEST, [f"-I{ROOT / 'csrc' / 'npu'}"])
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "OK", r.stdout
 
@@ -79,13 +79,13 @@ def test_block_map_cache(tmp_path):
 def test_adapter_reads_the_mask_through_the_problem_view():
     """The adapter executes the problem module's mask view (narrow, widen) and never widens to S2 columns or keeps
     a rule of its own."""
-    src = (ROOT / "csrc" / "npu_adapter.cpp").read_text()
+    src = (ROOT / "csrc" / "npu" / "npu_adapter.cpp").read_text()
     assert "info.mask.narrow" in src and "info.mask.widen" in src
     assert "kColumnBroadcastWidth" not in src and "s2})" not in src
 
 
 def test_adapter_runs_every_launch_the_grad_tiling_returns():
-    src = (ROOT / "csrc" / "npu_adapter.cpp").read_text()
+    src = (ROOT / "csrc" / "npu" / "npu_adapter.cpp").read_text()
     loops = re.findall(r"for \(size_t launch = 0; launch < ([\w.()]+); \+\+launch\)", src)
     assert loops == ["t.launches.size()"], loops
     body = src[src.index("FlashAttentionGradNpu("):]

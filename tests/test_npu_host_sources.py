@@ -140,8 +140,8 @@ def test_problem_module_stands_alone(tmp_path):
     """The problem module needs no pybind, torch or CANN header (the TilingFunc and the adapter link it too)."""
     (tmp_path / "m.cpp").write_text(_STANDALONE)
     exe = tmp_path / "m"
-    subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'op_host'}",
-                    f"-I{ROOT / 'op_kernel'}", str(tmp_path / "m.cpp"),
+    subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'chip'}",
+                    f"-I{ROOT / 'op_host'}", f"-I{ROOT / 'op_kernel'}", str(tmp_path / "m.cpp"),
                     str(ROOT / "op_host" / "problem" / "fa_problem_build.cpp"), "-o", str(exe)],
                    check=True, capture_output=True, text=True)
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
@@ -185,7 +185,7 @@ def test_host_sources_pass_cann_host_check():
     for f in ("flash_attention_def.cpp", "flash_attention_infershape.cpp", "flash_attention_tiling_func.cpp"):
         assert f"OK   op_host/cann/{f}" in r.stdout
     if not args:
-        assert "OK   csrc/npu_adapter.cpp [torch, prelude]" in r.stdout
+        assert "OK   csrc/npu/npu_adapter.cpp [torch, prelude]" in r.stdout
 
 
 def _camel(snake):

@@ -2,7 +2,7 @@
 // op_host/cann/flash_attention_def.cpp; this file declares what those headers are expected to declare (inputs, then
 // attributes in declaration order, then outputs; Int -> int64_t, Float -> double, String -> char *, Bool -> bool,
 // ListInt -> const aclIntArray *, tensors const aclTensor *, optional ones nullable), only so that
-// csrc/npu_adapter.cpp can be syntax-checked without CANN (scripts/check_host.sh passes it with --prelude).
+// csrc/npu/npu_adapter.cpp can be syntax-checked without CANN (scripts/check_host.sh passes it with --prelude).
 // Passing that check says nothing about the real generated signatures: compare with the generated headers.
 #pragma once
 #include "aclnn/aclnn_base.h"
