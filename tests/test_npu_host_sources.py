@@ -193,23 +193,34 @@ def _camel(snake):
     return head + "".join(w.capitalize() for w in rest)
 
 
-def test_opdef_order_matches_kernel_entries():
-    """The build passes inputs, then outputs, then workspace and tiling to the kernel entry by position: each
-    OpDef's parameter order must be its entry's argument order."""
-    src = (ROOT / "op_host" / "cann" / "flash_attention_def.cpp").read_text()
-    entries = {"FlashAttentionNpuFa": "flash_attention_fwd.cpp", "FlashAttentionNpuFaBlockMap":
-               "flash_attention_block_map.cpp", "FlashAttentionNpuFaGrad": "flash_attention_bwd.cpp"}
-    for op, kernel in entries.items():
-        body = re.search(r"class %s : public OpDef \{(.*?)\n\};" % op, src, re.S).group(1)
-        names = []
-        params_re = r'(?:Param|In)\(this->(?:Input|Output)\("(\w+)"\)|for \(const char\* \w+ : \{([^}]*)\}\)'
-        for m in re.finditer(params_re, body):
-            names += [m.group(1)] if m.group(1) else re.findall(r'"(\w+)"', m.group(2))
-        assert f'"{kernel[:-4]}")' in body  # bound to this entry (opFile / opInterface)
+def _kernel_args(macro):
+    """(name, Name) of each argument of one fa_kernel_args.h list."""
+    hdr = (ROOT / "op_host" / "fa_kernel_args.h").read_text()
+    body = re.search(r"#define %s\(X\)(.*?)(?:\n\n|\n//|$)" % macro, hdr, re.S).group(1)
+    return re.findall(r"X\((\w+), (\w+), \w+, (?:REQUIRED|OPTIONAL)\)", body)
+
+
+def test_kernel_argument_list_matches_kernel_entries():
+    """The kernel argument list is declared once (op_host/fa_kernel_args.h): each entry's GM parameters in op_kernel/
+    must be its inputs then outputs, then workspace and tiling; every user expands the list."""
+    entries = {"FWD": "flash_attention_fwd.cpp", "MAP": "flash_attention_block_map.cpp",
+               "GRAD": "flash_attention_bwd.cpp"}
+    for prefix, kernel in entries.items():
+        args = _kernel_args(f"NPU_FA_{prefix}_INPUTS") + _kernel_args(f"NPU_FA_{prefix}_OUTPUTS")
+        assert all(_camel(name)[0].upper() + _camel(name)[1:] == Name for name, Name in args), args
         ksrc = (ROOT / "op_kernel" / kernel).read_text()
         sig = re.search(r'extern "C" __global__ __aicore__ void %s\((.*?)\)' % kernel[:-4], ksrc, re.S).group(1)
         params = [p.split()[-1] for p in sig.split(",")]
-        assert [_camel(n) for n in names] + ["workspace", "tiling"] == params, (op, names, params)
+        assert [_camel(name) for name, _ in args] + ["workspace", "tiling"] == params, (kernel, args, params)
+    users = {"op_host/cann/flash_attention_def.cpp": "_INPUTS(NPU_FA_OPDEF_INPUT)",
+             "op_host/cann/fa_op_args.h": "_INPUTS(NPU_FA_POSITION_",
+             "op_host/cann/aclnn_standin.h": "_INPUTS(NPU_FA_STANDIN_TENSOR)",
+             "csrc/twin/kernel_entries.h": "_INPUTS(NPU_FA_GM_PARAM)",
+             "csrc/npu/npu_adapter.cpp": "_INPUTS(NPU_FA_ACL_TENSOR)"}
+    for path, use in users.items():
+        src = (ROOT / path).read_text()
+        for prefix in ("FWD", "MAP", "GRAD"):
+            assert f"NPU_FA_{prefix}{use}" in src, (path, prefix)
 
 
 def test_attr_order_matches_indices():

@@ -21,6 +21,7 @@
 
 #include "block_map_cache.h"
 #include "cann/fa_platform.h"
+#include "fa_kernel_args.h"
 #include "flash_attention_grad_tiling_host.h"
 #include "flash_attention_tiling_host.h"
 #include "problem/fa_block_map_key.h"
@@ -76,6 +77,19 @@ void RunAclnn(const char* op, Phase1 phase1, Phase2 phase2, at::Tensor& workspac
     st = phase2(size > 0 ? workspace.data_ptr() : nullptr, size, executor, c10_npu::getCurrentNPUStream().stream());
     TORCH_CHECK(st == 0, op, " failed with aclnn status ", st, " (see the CANN log)");
 }
+
+// The operators' tensors by name, passed to aclnn in fa_kernel_args.h's order (absent optional ones undefined).
+#define NPU_FA_TENSOR_FIELD(name, Name, dtypes, presence) at::Tensor name;
+#define NPU_FA_ACL_TENSOR(name, Name, dtypes, presence) acl.T(args.name),
+struct FwdArgs {
+    NPU_FA_FWD_INPUTS(NPU_FA_TENSOR_FIELD) NPU_FA_FWD_OUTPUTS(NPU_FA_TENSOR_FIELD)
+};
+struct MapArgs {
+    NPU_FA_MAP_INPUTS(NPU_FA_TENSOR_FIELD) NPU_FA_MAP_OUTPUTS(NPU_FA_TENSOR_FIELD)
+};
+struct GradArgs {
+    NPU_FA_GRAD_INPUTS(NPU_FA_TENSOR_FIELD) NPU_FA_GRAD_OUTPUTS(NPU_FA_TENSOR_FIELD)
+};
 
 std::vector<int64_t> Vec(at::OptionalIntArrayRef v) { return v.has_value() ? v->vec() : std::vector<int64_t>{}; }
 
@@ -236,16 +250,19 @@ at::Tensor BlockMap(const Call& c, const npu_fa::FaTilingOut& tiling, const at::
     const npu_fa::FaAttrs& a = c.a();
     std::string layout = a.inputLayout;
     const npu_fa::FaCall& s = c.call;
+    MapArgs args;
+    args.atten_mask = c.mask, args.seq_info = seqInfo, args.block_map = map;
     at::Tensor workspace;
     RunAclnn(
         "aclnnFlashAttentionNpuFaBlockMap",
         [&](uint64_t* size, aclOpExecutor** exec) {
             return aclnnFlashAttentionNpuFaBlockMapGetWorkspaceSize(
-                acl.T(c.mask), acl.T(seqInfo), a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens, a.nextTokens,
-                a.innerPrecise, acl.A(a.prefix.values), acl.A(a.actualSeqQlen.values), acl.A(a.actualSeqKvlen.values),
-                a.sparseMode, 0, 0, a.softcap, a.pseType, acl.A(a.qStartIdx.values), acl.A(a.kvStartIdx.values),
-                tiling.data.s1Block, tiling.data.s2Block, acl.A(s.query.shape), acl.A(s.key.shape),
-                acl.A(s.value.shape), c.p().dtype == npu_fa::kBf16 ? 1 : 0, acl.T(map), size, exec);
+                NPU_FA_MAP_INPUTS(NPU_FA_ACL_TENSOR) a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens,
+                a.nextTokens, a.innerPrecise, acl.A(a.prefix.values), acl.A(a.actualSeqQlen.values),
+                acl.A(a.actualSeqKvlen.values), a.sparseMode, 0, 0, a.softcap, a.pseType, acl.A(a.qStartIdx.values),
+                acl.A(a.kvStartIdx.values), tiling.data.s1Block, tiling.data.s2Block, acl.A(s.query.shape),
+                acl.A(s.key.shape), acl.A(s.value.shape), c.p().dtype == npu_fa::kBf16 ? 1 : 0,
+                NPU_FA_MAP_OUTPUTS(NPU_FA_ACL_TENSOR) size, exec);
         },
         aclnnFlashAttentionNpuFaBlockMap, workspace, like, true);
     Maps().Put(key, c.userMask.storage().getWeakStorageImpl(), map);
@@ -333,17 +350,20 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
     AclArgs acl;
     const npu_fa::FaAttrs& a = c.a();
     std::string layout = a.inputLayout;
+    FwdArgs args;
+    args.query = q, args.key = k, args.value = v, args.atten_mask = c.mask, args.block_map = map;
+    args.seq_info = seqInfo, args.sink = sinkLogits, args.alibi_slopes = c.slopes, args.pse = c.pse;
+    args.dropout_mask = c.dropMask, args.attention_out = out, args.softmax_max = smax, args.softmax_sum = ssum;
     at::Tensor workspace;
     RunAclnn(
         "aclnnFlashAttentionNpuFa",
         [&](uint64_t* size, aclOpExecutor** exec) {
             return aclnnFlashAttentionNpuFaGetWorkspaceSize(
-                acl.T(q), acl.T(k), acl.T(v), acl.T(c.mask), acl.T(map), acl.T(seqInfo), acl.T(sinkLogits),
-                acl.T(c.slopes), acl.T(c.pse), acl.T(c.dropMask), a.headNum, &layout[0], a.scale, a.keepProb,
-                a.preTokens, a.nextTokens, a.innerPrecise, acl.A(a.prefix.values), acl.A(a.actualSeqQlen.values),
+                NPU_FA_FWD_INPUTS(NPU_FA_ACL_TENSOR) a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens,
+                a.nextTokens, a.innerPrecise, acl.A(a.prefix.values), acl.A(a.actualSeqQlen.values),
                 acl.A(a.actualSeqKvlen.values), a.sparseMode, seed, offset, a.softcap, a.pseType,
-                acl.A(a.qStartIdx.values), acl.A(a.kvStartIdx.values), t.data.s1Block, t.data.s2Block, acl.T(out),
-                acl.T(smax), acl.T(ssum), size, exec);
+                acl.A(a.qStartIdx.values), acl.A(a.kvStartIdx.values), t.data.s1Block, t.data.s2Block,
+                NPU_FA_FWD_OUTPUTS(NPU_FA_ACL_TENSOR) size, exec);
         },
         aclnnFlashAttentionNpuFa, workspace, query, true);
     FillPadding(c.info, out, smax, ssum);
@@ -396,6 +416,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
     at::Tensor dpseRows = outer ? at::zeros(c.info.post.dpseRowsShape, mx.options()) : at::empty({8}, mx.options());
     const npu_fa::FaAttrs& a = c.a();
     std::string layout = a.inputLayout;
+    GradArgs args;
+    args.query = q, args.key = k, args.value = v, args.dy = g, args.attention_in = o, args.softmax_max = mx;
+    args.softmax_sum = sm, args.atten_mask = c.mask, args.block_map = map, args.seq_info = seqInfo;
+    args.sink = sinkLogits, args.alibi_slopes = c.slopes, args.pse = c.pse, args.dropout_mask = c.dropMask;
+    args.dq = dq, args.dk = dk, args.dv = dv, args.dsink_rows = dsinkRows, args.dpse_rows = dpseRows;
     at::Tensor workspace;  // shared by the launches: D lives there between them
     // As many launches as the grad tiling returns (the schedule may change; the TilingFunc refuses other indices).
     for (size_t launch = 0; launch < t.launches.size(); ++launch) {
@@ -404,13 +429,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
             "aclnnFlashAttentionNpuFaGrad",
             [&](uint64_t* size, aclOpExecutor** exec) {
                 return aclnnFlashAttentionNpuFaGradGetWorkspaceSize(
-                    acl.T(q), acl.T(k), acl.T(v), acl.T(g), acl.T(o), acl.T(mx), acl.T(sm), acl.T(c.mask), acl.T(map),
-                    acl.T(seqInfo), acl.T(sinkLogits), acl.T(c.slopes), acl.T(c.pse), acl.T(c.dropMask), a.headNum,
-                    &layout[0], a.scale, a.keepProb, a.preTokens, a.nextTokens, a.innerPrecise,
-                    acl.A(a.prefix.values), acl.A(a.actualSeqQlen.values), acl.A(a.actualSeqKvlen.values),
-                    a.sparseMode, seed, offset, a.softcap, a.pseType, acl.A(a.qStartIdx.values),
-                    acl.A(a.kvStartIdx.values), s1Block, s2Block, deterministic, (int64_t)launch, acl.T(dq),
-                    acl.T(dk), acl.T(dv), acl.T(dsinkRows), acl.T(dpseRows), size, exec);
+                    NPU_FA_GRAD_INPUTS(NPU_FA_ACL_TENSOR) a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens,
+                    a.nextTokens, a.innerPrecise, acl.A(a.prefix.values), acl.A(a.actualSeqQlen.values),
+                    acl.A(a.actualSeqKvlen.values), a.sparseMode, seed, offset, a.softcap, a.pseType,
+                    acl.A(a.qStartIdx.values), acl.A(a.kvStartIdx.values), s1Block, s2Block, deterministic,
+                    (int64_t)launch, NPU_FA_GRAD_OUTPUTS(NPU_FA_ACL_TENSOR) size, exec);
             },
             aclnnFlashAttentionNpuFaGrad, workspace, query, launch == 0);
     }

@@ -1,16 +1,16 @@
 // The kernel entries compiled into the extension (op_kernel/), as the twin launches them: every GM_ADDR a byte
-// pointer, in each entry's argument order.
+// pointer, in each entry's argument order (fa_kernel_args.h), then workspace and tiling.
 #pragma once
 #include <cstdint>
 
-extern "C" void flash_attention_fwd(uint8_t* query, uint8_t* key, uint8_t* value, uint8_t* attenMask,
-                                    uint8_t* blockMap, uint8_t* seqInfo, uint8_t* sink, uint8_t* alibiSlopes,
-                                    uint8_t* pse, uint8_t* dropoutMask, uint8_t* attentionOut,
-                                    uint8_t* softmaxMax, uint8_t* softmaxSum, uint8_t* workspace, uint8_t* tiling);
-extern "C" void flash_attention_block_map(uint8_t* attenMask, uint8_t* seqInfo, uint8_t* blockMap, uint8_t* workspace,
+#include "fa_kernel_args.h"
+
+extern "C" void flash_attention_fwd(NPU_FA_FWD_INPUTS(NPU_FA_GM_PARAM) NPU_FA_FWD_OUTPUTS(NPU_FA_GM_PARAM)
+                                        uint8_t* workspace,
+                                    uint8_t* tiling);
+extern "C" void flash_attention_block_map(NPU_FA_MAP_INPUTS(NPU_FA_GM_PARAM) NPU_FA_MAP_OUTPUTS(NPU_FA_GM_PARAM)
+                                              uint8_t* workspace,
                                           uint8_t* tiling);
-extern "C" void flash_attention_bwd(uint8_t* query, uint8_t* key, uint8_t* value, uint8_t* dy, uint8_t* attentionIn,
-                                    uint8_t* softmaxMax, uint8_t* softmaxSum, uint8_t* attenMask, uint8_t* blockMap,
-                                    uint8_t* seqInfo, uint8_t* sink, uint8_t* alibiSlopes, uint8_t* pse, uint8_t* dropoutMask, uint8_t* dq,
-                                    uint8_t* dk, uint8_t* dv,
-                                    uint8_t* dsinkRows, uint8_t* dpseRows, uint8_t* workspace, uint8_t* tiling);
+extern "C" void flash_attention_bwd(NPU_FA_GRAD_INPUTS(NPU_FA_GM_PARAM) NPU_FA_GRAD_OUTPUTS(NPU_FA_GM_PARAM)
+                                        uint8_t* workspace,
+                                    uint8_t* tiling);

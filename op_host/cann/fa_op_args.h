@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "chip_spec.h"
+#include "fa_kernel_args.h"
 #include "problem/fa_call.h"
 
 namespace npu_fa {
@@ -18,21 +19,18 @@ constexpr const char* kFwdOp = "FlashAttentionNpuFa";
 constexpr const char* kMapOp = "FlashAttentionNpuFaBlockMap";
 constexpr const char* kGradOp = "FlashAttentionNpuFaGrad";
 
-// Inputs, in kernel-argument order (op_kernel/flash_attention_fwd.cpp, _block_map.cpp, _bwd.cpp).
-enum FwdInput : uint32_t {
-    kFwdQuery = 0, kFwdKey, kFwdValue, kFwdAttenMask, kFwdBlockMap, kFwdSeqInfo, kFwdSink, kFwdAlibiSlopes, kFwdPse,
-    kFwdDropMask
-};
-enum FwdOutput : uint32_t { kFwdAttentionOut = 0, kFwdSoftmaxMax, kFwdSoftmaxSum };
-enum MapInput : uint32_t { kMapAttenMask = 0, kMapSeqInfo };
-enum GradInput : uint32_t {
-    kGradQuery = 0, kGradKey, kGradValue, kGradDy, kGradAttentionIn, kGradSoftmaxMax, kGradSoftmaxSum,
-    kGradAttenMask, kGradBlockMap, kGradSeqInfo, kGradSink, kGradAlibiSlopes, kGradPse, kGradDropMask
-};
-// dsink_rows: with a sink, each query row's share of dsink in the statistics' layout (the caller sums them per head);
-// without one a single unused block.
-// dpse_rows: with an outer pse, dS as FaBwdVector::StorePseGrad writes it (the caller reduces it to dpse).
-enum GradOutput : uint32_t { kGradDq = 0, kGradDk, kGradDv, kGradDsinkRows, kGradDpseRows };
+// Input and output positions, in kernel-argument order (fa_kernel_args.h): kFwdQuery, ..., kGradDpseRows.
+#define NPU_FA_POSITION_FWD(name, Name, dtypes, presence) kFwd##Name,
+#define NPU_FA_POSITION_MAP(name, Name, dtypes, presence) kMap##Name,
+#define NPU_FA_POSITION_GRAD(name, Name, dtypes, presence) kGrad##Name,
+enum FwdInput : uint32_t { NPU_FA_FWD_INPUTS(NPU_FA_POSITION_FWD) };
+enum FwdOutput : uint32_t { NPU_FA_FWD_OUTPUTS(NPU_FA_POSITION_FWD) };
+enum MapInput : uint32_t { NPU_FA_MAP_INPUTS(NPU_FA_POSITION_MAP) };
+enum GradInput : uint32_t { NPU_FA_GRAD_INPUTS(NPU_FA_POSITION_GRAD) };
+enum GradOutput : uint32_t { NPU_FA_GRAD_OUTPUTS(NPU_FA_POSITION_GRAD) };
+#undef NPU_FA_POSITION_FWD
+#undef NPU_FA_POSITION_MAP
+#undef NPU_FA_POSITION_GRAD
 
 // Attributes shared by the three ops, in declaration order (= GetAttrs() index). Names and defaults are the torch
 // schema's (python/npu_flash_attn/ops.py SCHEMA); s1_block/s2_block are the blocks the caller built seq_info (and

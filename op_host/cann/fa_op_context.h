@@ -107,9 +107,9 @@ struct FaOpInputs {
     uint32_t query, key, value, attenMask, sink, alibiSlopes, pse, dropoutMask;
 };
 constexpr FaOpInputs kFwdInputs{kFwdQuery, kFwdKey,         kFwdValue, kFwdAttenMask,
-                                kFwdSink,  kFwdAlibiSlopes, kFwdPse,   kFwdDropMask};
+                                kFwdSink,  kFwdAlibiSlopes, kFwdPse,   kFwdDropoutMask};
 constexpr FaOpInputs kGradInputs{kGradQuery, kGradKey,         kGradValue, kGradAttenMask,
-                                 kGradSink,  kGradAlibiSlopes, kGradPse,   kGradDropMask};
+                                 kGradSink,  kGradAlibiSlopes, kGradPse,   kGradDropoutMask};
 
 // The problem module's view of this operator call: the op's mask input is the kernels' view, read in place.
 inline void OpReading(FaCall& c) {
