@@ -64,7 +64,7 @@ class BuildExtWithNpuAdapter(build_ext):
 
 ext = Pybind11Extension(
     "npu_flash_attn._C",
-    sorted(str(p.relative_to(ROOT)) for d in ("csrc/twin", "op_kernel", "op_host", "op_host/problem") for p in (ROOT / d).glob("*.cpp")),
+    sorted(str(p.relative_to(ROOT)) for d in ("csrc/twin", "op_kernel", "op_host", "op_host/plan", "op_host/problem") for p in (ROOT / d).glob("*.cpp")),
     include_dirs=["twin/include", "chip", "op_host", "op_kernel"],
     # headers: setuptools rebuilds every source when one changes (it tracks no includes itself)
     depends=sorted(str(p.relative_to(ROOT)) for d in ("twin/include", "csrc/twin", "chip", "op_kernel", "op_host") for p in (ROOT / d).rglob("*.h")),

@@ -6,10 +6,13 @@
 // adapter's aclnn calls expand these lists; tests/test_npu_host_sources.py checks them against the entries.
 #pragma once
 
-#define NPU_FA_FWD_INPUTS(X)                         \
+#define NPU_FA_QKV_INPUTS(X)                         \
     X(query, Query, kQkv, REQUIRED)                  \
     X(key, Key, kQkv, REQUIRED)                      \
-    X(value, Value, kQkv, REQUIRED)                  \
+    X(value, Value, kQkv, REQUIRED)
+
+// What both directions read after their tensors: the dense mask and its block map, the sequence table, the features.
+#define NPU_FA_SHARED_INPUTS(X)                      \
     X(atten_mask, AttenMask, kMask, OPTIONAL)        \
     X(block_map, BlockMap, kU8, OPTIONAL)            \
     X(seq_info, SeqInfo, kI64, REQUIRED)             \
@@ -17,6 +20,8 @@
     X(alibi_slopes, AlibiSlopes, kF32, OPTIONAL)     \
     X(pse, Pse, kQkv, OPTIONAL)                      \
     X(dropout_mask, DropoutMask, kU8, OPTIONAL)
+
+#define NPU_FA_FWD_INPUTS(X) NPU_FA_QKV_INPUTS(X) NPU_FA_SHARED_INPUTS(X)
 
 #define NPU_FA_FWD_OUTPUTS(X)                        \
     X(attention_out, AttentionOut, kQkv, REQUIRED)   \
@@ -31,20 +36,12 @@
 #define NPU_FA_MAP_OUTPUTS(X) X(block_map, BlockMap, kMapU8, REQUIRED)
 
 #define NPU_FA_GRAD_INPUTS(X)                        \
-    X(query, Query, kQkv, REQUIRED)                  \
-    X(key, Key, kQkv, REQUIRED)                      \
-    X(value, Value, kQkv, REQUIRED)                  \
+    NPU_FA_QKV_INPUTS(X)                             \
     X(dy, Dy, kQkv, REQUIRED)                        \
     X(attention_in, AttentionIn, kQkv, REQUIRED)     \
     X(softmax_max, SoftmaxMax, kF32, REQUIRED)       \
     X(softmax_sum, SoftmaxSum, kF32, REQUIRED)       \
-    X(atten_mask, AttenMask, kMask, OPTIONAL)        \
-    X(block_map, BlockMap, kU8, OPTIONAL)            \
-    X(seq_info, SeqInfo, kI64, REQUIRED)             \
-    X(sink, Sink, kF32, OPTIONAL)                    \
-    X(alibi_slopes, AlibiSlopes, kF32, OPTIONAL)     \
-    X(pse, Pse, kQkv, OPTIONAL)                      \
-    X(dropout_mask, DropoutMask, kU8, OPTIONAL)
+    NPU_FA_SHARED_INPUTS(X)
 
 // dsink_rows: with a sink, each query row's share of dsink in the statistics' layout (summed per head by the
 // caller); dpse_rows: with an outer pse, dS as the kernel writes it (reduced to dpse by the caller).

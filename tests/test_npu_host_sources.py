@@ -194,10 +194,13 @@ def _camel(snake):
 
 
 def _kernel_args(macro):
-    """(name, Name) of each argument of one fa_kernel_args.h list."""
+    """(name, Name) of each argument of one fa_kernel_args.h list, the lists it names expanded in place."""
     hdr = (ROOT / "op_host" / "fa_kernel_args.h").read_text()
     body = re.search(r"#define %s\(X\)(.*?)(?:\n\n|\n//|$)" % macro, hdr, re.S).group(1)
-    return re.findall(r"X\((\w+), (\w+), \w+, (?:REQUIRED|OPTIONAL)\)", body)
+    out = []
+    for m in re.finditer(r"X\((\w+), (\w+), \w+, (?:REQUIRED|OPTIONAL)\)|(NPU_FA_\w+)\(X\)", body):
+        out += _kernel_args(m.group(3)) if m.group(3) else [(m.group(1), m.group(2))]
+    return out
 
 
 def test_kernel_argument_list_matches_kernel_entries():

@@ -22,9 +22,8 @@
 #include "block_map_cache.h"
 #include "cann/fa_platform.h"
 #include "fa_kernel_args.h"
-#include "flash_attention_grad_tiling_host.h"
-#include "flash_attention_tiling_host.h"
-#include "problem/fa_block_map_key.h"
+#include "plan/fa_block_map_key.h"
+#include "plan/fa_launch_plan.h"
 #include "problem/fa_problem_build.h"
 
 #ifndef NPU_FA_ACLNN_STANDIN  // the headers CANN's op build generates from op_host/cann/flash_attention_def.cpp
@@ -81,6 +80,11 @@ void RunAclnn(const char* op, Phase1 phase1, Phase2 phase2, at::Tensor& workspac
 // The operators' tensors by name, passed to aclnn in fa_kernel_args.h's order (absent optional ones undefined).
 #define NPU_FA_TENSOR_FIELD(name, Name, dtypes, presence) at::Tensor name;
 #define NPU_FA_ACL_TENSOR(name, Name, dtypes, presence) acl.T(args.name),
+// The attributes every operator takes (fa_op_args.h Attr order), for the aclnn call of `a` and its `acl` objects.
+#define NPU_FA_ACL_ATTRS(a, layout, seed, offset, s1Block, s2Block)                                                   \
+    a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens, a.nextTokens, a.innerPrecise, acl.A(a.prefix.values),     \
+        acl.A(a.actualSeqQlen.values), acl.A(a.actualSeqKvlen.values), a.sparseMode, seed, offset, a.softcap,           \
+        a.pseType, acl.A(a.qStartIdx.values), acl.A(a.kvStartIdx.values), s1Block, s2Block
 struct FwdArgs {
     NPU_FA_FWD_INPUTS(NPU_FA_TENSOR_FIELD) NPU_FA_FWD_OUTPUTS(NPU_FA_TENSOR_FIELD)
 };
@@ -206,10 +210,9 @@ Call MakeCall(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, con
     return c;
 }
 
-at::Tensor SeqInfoTensor(const std::vector<int64_t>& rows, uint32_t fields, const at::Tensor& like) {
-    std::vector<int64_t> data = rows.empty() ? std::vector<int64_t>(fields, 0) : rows;
-    at::Tensor host = at::tensor(data, at::TensorOptions().dtype(at::kLong));
-    return host.to(like.device());
+// A plan's per-sequence table as the int64 seq_info input on the device.
+at::Tensor SeqInfoTensor(const std::vector<int64_t>& rows, const at::Tensor& like) {
+    return at::tensor(rows, at::TensorOptions().dtype(at::kLong)).to(like.device());
 }
 
 using MapCache = npu_fa_adapter::BlockMapCache<at::Tensor, c10::weak_intrusive_ptr<c10::StorageImpl>>;
@@ -222,7 +225,7 @@ MapCache& Maps() {
 
 // What the map of the caller's mask depends on: the mask (identity, version, geometry), the device and stream the
 // map was written on, and the map's problem (npu_fa::BlockMapKeyFields, the twin cache's rule too).
-npu_fa_adapter::BlockMapKey MapKey(const Call& c, const npu_fa::FaTilingOut& t) {
+npu_fa_adapter::BlockMapKey MapKey(const Call& c, const npu_fa::FaBlockMapPass& pass) {
     const at::Tensor& m = c.userMask;
     npu_fa_adapter::BlockMapKey k;
     k.storage = m.storage().unsafeGetStorageImpl();
@@ -232,20 +235,20 @@ npu_fa_adapter::BlockMapKey MapKey(const Call& c, const npu_fa::FaTilingOut& t) 
                 m.storage_offset()};
     k.fields.insert(k.fields.end(), m.sizes().begin(), m.sizes().end());
     k.fields.insert(k.fields.end(), m.strides().begin(), m.strides().end());
-    const std::vector<int64_t> problem = npu_fa::BlockMapKeyFields(c.p(), t);
+    const std::vector<int64_t> problem = npu_fa::BlockMapKeyFields(c.p(), pass);
     k.fields.insert(k.fields.end(), problem.begin(), problem.end());
     return k;
 }
 
-// Dense masks: the block map for blocks (s1Block, s2Block); `tiling` is the forward tiling for those blocks. From
-// the cache when the same mask comes back unchanged, else built by the pre-pass and cached.
-at::Tensor BlockMap(const Call& c, const npu_fa::FaTilingOut& tiling, const at::Tensor& like) {
-    const npu_fa_adapter::BlockMapKey key = MapKey(c, tiling);
+// Dense masks: the block map of the plan's pre-pass. From the cache when the same mask comes back unchanged, else
+// built by the pre-pass and cached.
+at::Tensor BlockMap(const Call& c, const npu_fa::FaBlockMapPass& pass, const at::Tensor& like) {
+    const npu_fa_adapter::BlockMapKey key = MapKey(c, pass);
     at::Tensor map;
     if (Maps().Get(key, map)) return map;
-    map = at::zeros({(int64_t)tiling.mapBytes}, like.options().dtype(at::kByte));
-    if (tiling.data.mapRows == 0) return map;
-    const at::Tensor seqInfo = SeqInfoTensor(tiling.seqInfo, npu_fa::kSeqInfoFields, like);
+    map = at::zeros({(int64_t)pass.bytes}, like.options().dtype(at::kByte));
+    if (pass.tiling.mapRows == 0) return map;
+    const at::Tensor seqInfo = SeqInfoTensor(pass.seqInfo, like);
     AclArgs acl;
     const npu_fa::FaAttrs& a = c.a();
     std::string layout = a.inputLayout;
@@ -257,10 +260,8 @@ at::Tensor BlockMap(const Call& c, const npu_fa::FaTilingOut& tiling, const at::
         "aclnnFlashAttentionNpuFaBlockMap",
         [&](uint64_t* size, aclOpExecutor** exec) {
             return aclnnFlashAttentionNpuFaBlockMapGetWorkspaceSize(
-                NPU_FA_MAP_INPUTS(NPU_FA_ACL_TENSOR) a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens,
-                a.nextTokens, a.innerPrecise, acl.A(a.prefix.values), acl.A(a.actualSeqQlen.values),
-                acl.A(a.actualSeqKvlen.values), a.sparseMode, 0, 0, a.softcap, a.pseType, acl.A(a.qStartIdx.values),
-                acl.A(a.kvStartIdx.values), tiling.data.s1Block, tiling.data.s2Block, acl.A(s.query.shape),
+                NPU_FA_MAP_INPUTS(NPU_FA_ACL_TENSOR)
+                    NPU_FA_ACL_ATTRS(a, layout, 0, 0, pass.tiling.s1Block, pass.tiling.s2Block), acl.A(s.query.shape),
                 acl.A(s.key.shape), acl.A(s.value.shape), c.p().dtype == npu_fa::kBf16 ? 1 : 0,
                 NPU_FA_MAP_OUTPUTS(NPU_FA_ACL_TENSOR) size, exec);
         },
@@ -340,11 +341,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
         FillPadding(c.info, out, smax, ssum);
         return {out, smax, ssum};
     }
-    npu_fa::FaTilingOut t;
-    const std::string err = npu_fa::ComputeFlashAttentionTiling(c.p(), c.chip, t);
+    npu_fa::FaForwardPlan plan;
+    const std::string err = npu_fa::PlanForward(c.p(), c.chip, plan);
     TORCH_CHECK(err.empty(), "flash_attention tiling: ", err);
-    const at::Tensor seqInfo = SeqInfoTensor(t.seqInfo, npu_fa::kSeqInfoFields, query);
-    const at::Tensor map = c.p().denseMask ? BlockMap(c, t, query) : at::Tensor();
+    const npu_fa::FaTilingOut& t = plan.launch;
+    const at::Tensor seqInfo = SeqInfoTensor(t.seqInfo, query);
+    const at::Tensor map = c.p().denseMask ? BlockMap(c, plan.map, query) : at::Tensor();
     const at::Tensor q = query.contiguous(), k = key.contiguous(), v = value.contiguous();
     const at::Tensor sinkLogits = sink.has_value() ? sink->contiguous() : at::Tensor();
     AclArgs acl;
@@ -359,10 +361,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
         "aclnnFlashAttentionNpuFa",
         [&](uint64_t* size, aclOpExecutor** exec) {
             return aclnnFlashAttentionNpuFaGetWorkspaceSize(
-                NPU_FA_FWD_INPUTS(NPU_FA_ACL_TENSOR) a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens,
-                a.nextTokens, a.innerPrecise, acl.A(a.prefix.values), acl.A(a.actualSeqQlen.values),
-                acl.A(a.actualSeqKvlen.values), a.sparseMode, seed, offset, a.softcap, a.pseType,
-                acl.A(a.qStartIdx.values), acl.A(a.kvStartIdx.values), t.data.s1Block, t.data.s2Block,
+                NPU_FA_FWD_INPUTS(NPU_FA_ACL_TENSOR)
+                    NPU_FA_ACL_ATTRS(a, layout, seed, offset, t.data.s1Block, t.data.s2Block),
                 NPU_FA_FWD_OUTPUTS(NPU_FA_ACL_TENSOR) size, exec);
         },
         aclnnFlashAttentionNpuFa, workspace, query, true);
@@ -393,19 +393,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
     at::Tensor dq = at::empty_like(query, at::MemoryFormat::Contiguous);  // the kernels write every row
     at::Tensor dk = at::empty_like(key, at::MemoryFormat::Contiguous);
     at::Tensor dv = at::empty_like(value, at::MemoryFormat::Contiguous);
-    npu_fa::FaGradTilingOut t;
-    std::string err = npu_fa::ComputeFlashAttentionGradTiling(p, c.chip, t);
+    npu_fa::FaBackwardPlan plan;
+    const std::string err = npu_fa::PlanBackward(p, c.chip, plan);
     TORCH_CHECK(err.empty(), "flash_attention_grad tiling: ", err);
+    const npu_fa::FaGradTilingOut& t = plan.launches;
     const uint32_t s1Block = t.launches[0].s1Block, s2Block = t.launches[0].s2Block;
-    at::Tensor map;
-    if (p.denseMask) {  // the forward's block-map pre-pass for the backward's blocks
-        npu_fa::FaTilingOut mt;
-        mt.data = t.mapTiling;
-        mt.mapBytes = t.mapBytes;
-        mt.seqInfo = t.mapSeqInfo;
-        map = BlockMap(c, mt, query);
-    }
-    const at::Tensor seqInfo = SeqInfoTensor(t.seqInfo, npu_fa::kGradSeqFields, query);
+    // the forward's block-map pre-pass for the backward's blocks
+    const at::Tensor map = p.denseMask ? BlockMap(c, plan.map, query) : at::Tensor();
+    const at::Tensor seqInfo = SeqInfoTensor(t.seqInfo, query);
     const at::Tensor q = query.contiguous(), k = key.contiguous(), v = value.contiguous(), g = dy.contiguous();
     const at::Tensor o = attention_in->contiguous(), mx = softmax_max->contiguous(), sm = softmax_sum->contiguous();
     const at::Tensor sinkLogits = sink.has_value() ? sink->contiguous() : at::Tensor();
@@ -429,11 +424,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
             "aclnnFlashAttentionNpuFaGrad",
             [&](uint64_t* size, aclOpExecutor** exec) {
                 return aclnnFlashAttentionNpuFaGradGetWorkspaceSize(
-                    NPU_FA_GRAD_INPUTS(NPU_FA_ACL_TENSOR) a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens,
-                    a.nextTokens, a.innerPrecise, acl.A(a.prefix.values), acl.A(a.actualSeqQlen.values),
-                    acl.A(a.actualSeqKvlen.values), a.sparseMode, seed, offset, a.softcap, a.pseType,
-                    acl.A(a.qStartIdx.values), acl.A(a.kvStartIdx.values), s1Block, s2Block, deterministic,
-                    (int64_t)launch, NPU_FA_GRAD_OUTPUTS(NPU_FA_ACL_TENSOR) size, exec);
+                    NPU_FA_GRAD_INPUTS(NPU_FA_ACL_TENSOR) NPU_FA_ACL_ATTRS(a, layout, seed, offset, s1Block, s2Block),
+                    deterministic, (int64_t)launch, NPU_FA_GRAD_OUTPUTS(NPU_FA_ACL_TENSOR) size, exec);
             },
             aclnnFlashAttentionNpuFaGrad, workspace, query, launch == 0);
     }

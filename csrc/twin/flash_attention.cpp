@@ -15,7 +15,8 @@
 #include "kernel_entries.h"
 #include "launch_helpers.h"
 #include "problem.h"
-#include "problem/fa_block_map_key.h"
+#include "plan/fa_block_map_key.h"
+#include "plan/fa_launch_plan.h"
 
 
 namespace py = pybind11;
@@ -27,7 +28,8 @@ namespace {
 struct Plan {
     const npu_fa::ChipSpec* chip;
     npu_fa::FaProblem p;
-    npu_fa::FaTilingOut t;
+    npu_fa::FaForwardPlan fwd;
+    const npu_fa::FaTilingOut& t() const { return fwd.launch; }
 };
 
 Plan MakePlan(const npu_fa::FaCall& call, const std::string& chipName) {
@@ -35,14 +37,13 @@ Plan MakePlan(const npu_fa::FaCall& call, const std::string& chipName) {
     plan.chip = npu_fa::FindChip(chipName.c_str());
     if (plan.chip == nullptr) throw py::value_error("chip '" + chipName + "' is not in the chip table");
     plan.p = twin_bindings::Solve(call).p;
-    std::string err = npu_fa::ComputeFlashAttentionTiling(plan.p, *plan.chip, plan.t);
+    const std::string err = npu_fa::PlanForward(plan.p, *plan.chip, plan.fwd);
     if (!err.empty()) throw py::value_error("flash_attention tiling: " + err);
-    if (plan.t.seqInfo.empty()) plan.t.seqInfo.assign(npu_fa::kSeqInfoFields, 0);
     return plan;
 }
 
 py::dict PlanInfo(const Plan& plan) {
-    const npu_fa::FlashAttentionTilingData& tiling = plan.t.data;
+    const npu_fa::FlashAttentionTilingData& tiling = plan.t().data;
     py::dict info;
     info["chip"] = plan.chip->name;
     info["block_dim"] = tiling.blockDim;
@@ -55,11 +56,11 @@ py::dict PlanInfo(const Plan& plan) {
     info["k_chunk_pv"] = tiling.kChunkPV;
     info["n_chunk_pv"] = tiling.nChunkPV;
     info["tasks"] = tiling.taskTotal;
-    info["steps"] = plan.t.visibleSteps;
-    info["workspace_bytes"] = plan.t.workspaceBytes;
-    info["ub_bytes_per_aiv"] = plan.t.ubBytes;
-    info["l1_bytes_per_aic"] = plan.t.l1Bytes;
-    info["block_map_bytes"] = plan.t.mapBytes;
+    info["steps"] = plan.t().visibleSteps;
+    info["workspace_bytes"] = plan.t().workspaceBytes;
+    info["ub_bytes_per_aiv"] = plan.t().ubBytes;
+    info["l1_bytes_per_aic"] = plan.t().l1Bytes;
+    info["block_map_bytes"] = plan.t().mapBytes;
     info["block_map_entries"] = tiling.mapEntries;
     info["block_map_rows"] = tiling.mapRows;
     info["block_map_cores"] = tiling.mapCores;
@@ -99,28 +100,14 @@ py::dict FlashAttentionBlockMap(const npu_fa::FaCall& call, const std::string& c
                                 uintptr_t blockMap, uint64_t blockMapBytes) {
     Plan plan = MakePlan(call, chipName);
     if (!plan.p.denseMask) throw py::value_error("flash_attention_block_map: the problem has no dense mask");
-    if (blockMapBytes != plan.t.mapBytes) {
+    if (blockMapBytes != plan.t().mapBytes) {
         throw py::value_error("flash_attention_block_map: block map buffer of " + std::to_string(blockMapBytes) +
-                              " bytes, the tiling needs " + std::to_string(plan.t.mapBytes));
+                              " bytes, the tiling needs " + std::to_string(plan.t().mapBytes));
     }
-    npu_fa::FlashAttentionTilingData tiling = plan.t.data;
-    std::vector<int64_t> seqInfo = plan.t.seqInfo;
-    uint8_t workspace[32] = {};
-    twin::LaunchOptions o;
-    o.kernelType = AscendC::KERNEL_TYPE_AIV_ONLY;
-    o.numBlocks = std::max<uint32_t>(1, tiling.mapCores);
-    o.chip = plan.chip;
-    o.trace = false;
-    o.gm = {{(const uint8_t*)mask, maskBytes, "atten_mask"},
-            {(const uint8_t*)seqInfo.data(), seqInfo.size() * 8, "seq_info"},
-            {(const uint8_t*)blockMap, blockMapBytes, "block_map"},
-            {workspace, sizeof(workspace), "workspace"},
-            {(const uint8_t*)&tiling, sizeof(tiling), "tiling"}};
     auto start = std::chrono::steady_clock::now();
-    if (tiling.mapRows > 0) {
+    {
         py::gil_scoped_release release;
-        twin::LaunchKernel(&flash_attention_block_map, o, (uint8_t*)mask, (uint8_t*)seqInfo.data(), (uint8_t*)blockMap,
-                           workspace, (uint8_t*)&tiling);
+        twin_bindings::LaunchBlockMap(plan.fwd.map, plan.chip, mask, maskBytes, (uint8_t*)blockMap, blockMapBytes);
     }
     py::dict info = PlanInfo(plan);
     info["twin_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -133,35 +120,24 @@ py::dict FlashAttentionFwd(const npu_fa::FaCall& call, const std::string& chipNa
                            bool countOps) {
     Plan plan = MakePlan(call, chipName);
     const npu_fa::FaProblem& p = plan.p;
-    if (p.denseMask && blockMapBytes != plan.t.mapBytes) {
+    if (p.denseMask && blockMapBytes != plan.t().mapBytes) {
         throw py::value_error("flash_attention_fwd: block map of " + std::to_string(blockMapBytes) + " bytes, the tiling "
-                              "needs " + std::to_string(plan.t.mapBytes));
+                              "needs " + std::to_string(plan.t().mapBytes));
     }
-    const bool varlen = p.layout == npu_fa::kTND;
-    const uint64_t qTok = varlen ? p.t1 : (uint64_t)p.batch * p.s1, kTok = varlen ? p.t2 : (uint64_t)p.batch * p.s2;
-    const uint64_t qBytes = qTok * p.n1 * p.d * 2, kBytes = kTok * p.n2 * p.d * 2, vBytes = kTok * p.n2 * p.dv * 2;
-    const uint64_t oBytes = qTok * p.n1 * p.dv * 2, statBytes = qTok * p.n1 * 8 * 4;
-    // System part (the library's, untouched here) then the user part, poisoned so that unwritten reads are NaN.
-    const uint64_t wsBytes = plan.t.workspaceBytes;
-    auto wsMem = twin_bindings::DeviceAlloc(wsBytes);
-    std::memset(wsMem.get() + npu_fa::kLibApiWorkspaceBytes, 0xFF, wsBytes - npu_fa::kLibApiWorkspaceBytes);
-    npu_fa::FlashAttentionTilingData tiling = plan.t.data;
-    std::vector<int64_t> seqInfo = plan.t.seqInfo;
+    const npu_fa::FaTensorBytes bytes = npu_fa::TensorBytes(p);
+    const uint64_t wsBytes = plan.t().workspaceBytes;
+    auto wsMem = twin_bindings::PoisonedWorkspace(wsBytes);
+    npu_fa::FlashAttentionTilingData tiling = plan.t().data;
+    std::vector<int64_t> seqInfo = plan.t().seqInfo;
 
-    twin::LaunchOptions o;
-    o.kernelType = AscendC::KERNEL_TYPE_MIX_AIC_1_2;
-    o.numBlocks = tiling.blockDim;
-    o.chip = plan.chip;
-    o.trace = countOps || CostModelOn();
-    o.modelOnly = CostModelOnly();
-    o.sampleBlocks = SampledBlocks(o.numBlocks);
-    o.gm = {{(const uint8_t*)q, qBytes, "query"},
-            {(const uint8_t*)k, kBytes, "key"},
-            {(const uint8_t*)v, vBytes, "value"},
+    twin::LaunchOptions o = twin_bindings::MixLaunch(tiling.blockDim, plan.chip, countOps);
+    o.gm = {{(const uint8_t*)q, bytes.query, "query"},
+            {(const uint8_t*)k, bytes.key, "key"},
+            {(const uint8_t*)v, bytes.value, "value"},
             {(const uint8_t*)seqInfo.data(), seqInfo.size() * 8, "seq_info"},
-            {(const uint8_t*)out, oBytes, "attention_out"},
-            {(const uint8_t*)smax, statBytes, "softmax_max"},
-            {(const uint8_t*)ssum, statBytes, "softmax_sum"},
+            {(const uint8_t*)out, bytes.out, "attention_out"},
+            {(const uint8_t*)smax, bytes.stats, "softmax_max"},
+            {(const uint8_t*)ssum, bytes.stats, "softmax_sum"},
             {wsMem.get(), wsBytes, "workspace"},
             {(const uint8_t*)&tiling, sizeof(tiling), "tiling"}};
     if (p.denseMask) {

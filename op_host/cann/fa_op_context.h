@@ -12,6 +12,7 @@
 #include "log/log.h"
 
 #include "cann/fa_op_args.h"
+#include "problem/fa_problem_build.h"
 
 namespace npu_fa {
 namespace op {
@@ -162,6 +163,28 @@ inline bool ReadMapCall(const Context* ctx, FaCall& c, FaOpBlocks& blocks) {
     c.attenMask = InputArg(ctx, kMapAttenMask, false);
     OpReading(c);
     return true;
+}
+
+// Which of the three operators a context runs.
+enum class FaOpKind { kForward, kBlockMap, kBackward };
+
+// The problem of an operator call: the call read through the op's positions (the block-map op's at the planned
+// blocks, which it requires; the backward's with its saved inputs) and the problem module's verdict. "" or why the
+// call is refused.
+template <typename Context>
+inline std::string ReadProblem(const Context* ctx, FaOpKind kind, FaCall& c, FaOpBlocks& blocks, FaProblemInfo& info) {
+    const bool ok = kind == FaOpKind::kBlockMap ? ReadMapCall(ctx, c, blocks)
+                                                : ReadCall(ctx, kind == FaOpKind::kForward ? kFwdInputs : kGradInputs,
+                                                           c, blocks);
+    if (!ok) return "missing input shapes or attributes";
+    if (kind == FaOpKind::kBlockMap) {
+        if (blocks.s1Block <= 0 || blocks.s2Block <= 0) return "s1_block and s2_block are required";
+        c.forceS1Block = (uint32_t)blocks.s1Block;
+        c.forceS2Block = (uint32_t)blocks.s2Block;
+    }
+    if (kind == FaOpKind::kBackward) ReadGradInputs(ctx, c);
+    const FaError e = BuildProblem(c, info);
+    return e ? e.message : "";
 }
 
 // Logs why the call is refused (CANN's error log, EZ9999) and returns the failure status.

@@ -3,7 +3,7 @@
 // [B, N1, S1, 8] (TND [T1, N1, 8]) float32, dq/dk/dv the shapes of q/k/v, the block map one byte buffer.
 #include "cann/fa_op_context.h"
 #include "cann/fa_op_funcs.h"
-#include "flash_attention_tiling_host.h"
+#include "plan/fa_launch_plan.h"
 #include "problem/fa_problem_build.h"
 
 namespace ops {
@@ -17,21 +17,19 @@ void SetShape(gert::Shape* out, const std::vector<int64_t>& dims) {
 }
 
 // The problem of this call (the problem module's rules; its message names what is wrong).
-ge::graphStatus Problem(const gert::InferShapeContext* ctx, npu_fa::FaCall& c, npu_fa::FaProblemInfo& info) {
-    const npu_fa::FaError e = npu_fa::BuildProblem(c, info);
-    return e ? fa::Refuse(ctx, e.message) : ge::GRAPH_SUCCESS;
+ge::graphStatus Problem(const gert::InferShapeContext* ctx, fa::FaOpKind kind, npu_fa::FaProblemInfo& info,
+                        npu_fa::FaCall& call) {
+    fa::FaOpBlocks blocks;
+    const std::string err = fa::ReadProblem(ctx, kind, call, blocks, info);
+    return err.empty() ? ge::GRAPH_SUCCESS : fa::Refuse(ctx, err);
 }
 
 }  // namespace
 
 ge::graphStatus InferShapeFlashAttentionNpuFa(gert::InferShapeContext* context) {
     npu_fa::FaCall call;
-    fa::FaOpBlocks blocks;
     npu_fa::FaProblemInfo info;
-    if (!fa::ReadCall(context, fa::kFwdInputs, call, blocks)) {
-        return fa::Refuse(context, "missing query/key/value shapes or attributes");
-    }
-    if (Problem(context, call, info) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    if (Problem(context, fa::FaOpKind::kForward, info, call) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
     gert::Shape* o = context->GetOutputShape(fa::kFwdAttentionOut);
     gert::Shape* mx = context->GetOutputShape(fa::kFwdSoftmaxMax);
     gert::Shape* sm = context->GetOutputShape(fa::kFwdSoftmaxSum);
@@ -46,21 +44,14 @@ ge::graphStatus InferShapeFlashAttentionNpuFa(gert::InferShapeContext* context) 
 // here) with any chip's tiling give it.
 ge::graphStatus InferShapeFlashAttentionNpuFaBlockMap(gert::InferShapeContext* context) {
     npu_fa::FaCall call;
-    fa::FaOpBlocks blocks;
-    if (!fa::ReadMapCall(context, call, blocks)) {
-        return fa::Refuse(context, "missing atten_mask shape or shape attributes");
-    }
-    if (blocks.s1Block <= 0 || blocks.s2Block <= 0) return fa::Refuse(context, "s1_block and s2_block are required");
-    call.forceS1Block = (uint32_t)blocks.s1Block;
-    call.forceS2Block = (uint32_t)blocks.s2Block;
     npu_fa::FaProblemInfo info;
-    if (Problem(context, call, info) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
-    npu_fa::FaTilingOut t;
-    const std::string err = npu_fa::ComputeFlashAttentionTiling(info.p, *npu_fa::FindChip(npu_fa::kDefaultChip), t);
+    if (Problem(context, fa::FaOpKind::kBlockMap, info, call) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    npu_fa::FaForwardPlan plan;
+    const std::string err = npu_fa::PlanForward(info.p, *npu_fa::FindChip(npu_fa::kDefaultChip), plan);
     if (!err.empty()) return fa::Refuse(context, err);
     gert::Shape* map = context->GetOutputShape(0);
     if (map == nullptr) return fa::Refuse(context, "missing output shape");
-    SetShape(map, {(int64_t)t.mapBytes});
+    SetShape(map, {(int64_t)plan.map.bytes});
     return ge::GRAPH_SUCCESS;
 }
 
@@ -86,12 +77,8 @@ ge::graphStatus InferShapeFlashAttentionNpuFaGrad(gert::InferShapeContext* conte
     gert::Shape* dpse = context->GetOutputShape(fa::kGradDpseRows);
     if (dpse == nullptr) return fa::Refuse(context, "missing dpse_rows shape");
     npu_fa::FaCall call;
-    fa::FaOpBlocks blocks;
     npu_fa::FaProblemInfo info;
-    if (!fa::ReadCall(context, fa::kGradInputs, call, blocks)) {
-        return fa::Refuse(context, "missing query/key/value shapes or attributes");
-    }
-    if (Problem(context, call, info) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    if (Problem(context, fa::FaOpKind::kBackward, info, call) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
     int64_t elements = 1;
     for (int64_t d : info.post.dpseRowsShape) elements *= d;
     SetShape(dpse, {info.post.dpseRowsShape.empty() ? 8 : elements});

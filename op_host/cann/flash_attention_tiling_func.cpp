@@ -11,8 +11,7 @@
 #include "cann/fa_op_context.h"
 #include "cann/fa_op_funcs.h"
 #include "cann/fa_platform.h"
-#include "flash_attention_grad_tiling_host.h"
-#include "flash_attention_tiling_host.h"
+#include "plan/fa_launch_plan.h"
 #include "problem/fa_problem_build.h"
 
 namespace optiling {
@@ -30,10 +29,19 @@ ge::graphStatus Chip(gert::TilingContext* ctx, npu_fa::ChipSpec& chip, uint64_t&
     return ge::GRAPH_SUCCESS;
 }
 
-// The problem of this call (the problem module's rules; its message names what is wrong).
-ge::graphStatus Problem(gert::TilingContext* ctx, npu_fa::FaCall& c, npu_fa::FaProblemInfo& info) {
-    const npu_fa::FaError e = npu_fa::BuildProblem(c, info);
-    return e ? fa::Refuse(ctx, e.message) : ge::GRAPH_SUCCESS;
+// One operator call: what it asks (the problem module's verdict on it) and the chip it runs on.
+struct OpCall {
+    npu_fa::FaCall call;
+    fa::FaOpBlocks blocks;
+    npu_fa::FaProblemInfo info;
+    npu_fa::ChipSpec chip{};
+    uint64_t sysWorkspace = 0;
+};
+
+ge::graphStatus Prepare(gert::TilingContext* ctx, fa::FaOpKind kind, OpCall& c) {
+    const std::string err = fa::ReadProblem(ctx, kind, c.call, c.blocks, c.info);
+    if (!err.empty()) return fa::Refuse(ctx, err);
+    return Chip(ctx, c.chip, c.sysWorkspace);
 }
 
 // A tensor's element count must be what the tiling expects (seq_info rows, block-map bytes, geometry).
@@ -57,8 +65,6 @@ ge::graphStatus Emit(gert::TilingContext* ctx, const T& tiling, uint32_t blockDi
     ws[0] = (size_t)(sysWorkspace + userWorkspace);
     return ge::GRAPH_SUCCESS;
 }
-
-uint64_t SeqRows(const npu_fa::FaProblem& p) { return p.batch > 0 ? p.batch : 1; }
 
 uint64_t Elements(const std::vector<int64_t>& dims) {
     uint64_t n = 1;
@@ -86,77 +92,49 @@ ge::graphStatus CheckOutputs(gert::TilingContext* ctx, const npu_fa::FaProblemIn
 }  // namespace
 
 ge::graphStatus TilingFlashAttentionNpuFa(gert::TilingContext* context) {
-    npu_fa::FaCall call;
-    fa::FaOpBlocks blocks;
-    if (!fa::ReadCall(context, fa::kFwdInputs, call, blocks)) {
-        return fa::Refuse(context, "missing query/key/value shapes or attributes");
-    }
-    npu_fa::FaProblemInfo info;
-    npu_fa::ChipSpec chip;
-    uint64_t sysWs = 0;
-    if (Problem(context, call, info) != ge::GRAPH_SUCCESS || Chip(context, chip, sysWs) != ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
-    }
+    OpCall c;
+    if (Prepare(context, fa::FaOpKind::kForward, c) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    const npu_fa::FaProblemInfo& info = c.info;
     const npu_fa::FaProblem& p = info.p;
     if (!info.post.hasWork) return fa::Refuse(context, "no query row sees a key: the caller answers without a launch");
-    npu_fa::FaTilingOut t;
-    std::string err = npu_fa::ComputeFlashAttentionTiling(p, chip, t);
-    if (err.empty()) err = fa::CheckPlannedBlocks(blocks, t.data.s1Block, t.data.s2Block);
+    npu_fa::FaForwardPlan plan;
+    std::string err = npu_fa::PlanForward(p, c.chip, plan);
+    const npu_fa::FaTilingOut& t = plan.launch;
+    if (err.empty()) err = fa::CheckPlannedBlocks(c.blocks, t.data.s1Block, t.data.s2Block);
     if (!err.empty()) return fa::Refuse(context, err);
-    if (CheckSize(context, context->GetInputShape(fa::kFwdSeqInfo), "seq_info", SeqRows(p) * npu_fa::kSeqInfoFields) !=
-            ge::GRAPH_SUCCESS ||
+    if (CheckSize(context, context->GetInputShape(fa::kFwdSeqInfo), "seq_info", t.seqInfo.size()) != ge::GRAPH_SUCCESS ||
         (p.denseMask && CheckSize(context, context->GetOptionalInputShape(fa::kFwdBlockMap), "block_map",
                                   t.mapBytes) != ge::GRAPH_SUCCESS) ||
         CheckOutputs(context, info) != ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;
     }
-    return Emit(context, t.data, t.data.blockDim, t.workspaceBytes - npu_fa::kLibApiWorkspaceBytes, sysWs);
+    return Emit(context, t.data, t.data.blockDim, t.workspaceBytes - npu_fa::kLibApiWorkspaceBytes, c.sysWorkspace);
 }
 
 // The forward's tiling for the planned blocks (the forward's own, or the backward's), on the vector cores only.
 ge::graphStatus TilingFlashAttentionNpuFaBlockMap(gert::TilingContext* context) {
-    npu_fa::FaCall call;
-    fa::FaOpBlocks blocks;
-    if (!fa::ReadMapCall(context, call, blocks)) {
-        return fa::Refuse(context, "missing atten_mask shape or shape attributes");
-    }
-    if (blocks.s1Block <= 0 || blocks.s2Block <= 0) return fa::Refuse(context, "s1_block and s2_block are required");
-    call.forceS1Block = (uint32_t)blocks.s1Block;
-    call.forceS2Block = (uint32_t)blocks.s2Block;
-    npu_fa::FaProblemInfo info;
-    npu_fa::ChipSpec chip;
-    uint64_t sysWs = 0;
-    if (Problem(context, call, info) != ge::GRAPH_SUCCESS || Chip(context, chip, sysWs) != ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
-    }
-    const npu_fa::FaProblem& p = info.p;
+    OpCall c;
+    if (Prepare(context, fa::FaOpKind::kBlockMap, c) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    const npu_fa::FaProblem& p = c.info.p;
     if (!p.denseMask) return fa::Refuse(context, "the block map is only built for a dense mask (sparse_mode 0, 1, 5)");
-    npu_fa::FaTilingOut t;
-    const std::string err = npu_fa::ComputeFlashAttentionTiling(p, chip, t);
+    npu_fa::FaForwardPlan plan;  // at the planned blocks
+    const std::string err = npu_fa::PlanForward(p, c.chip, plan);
     if (!err.empty()) return fa::Refuse(context, err);
-    if (t.data.mapRows == 0) return fa::Refuse(context, "the block map is empty: the caller skips the launch");
-    if (CheckSize(context, context->GetInputShape(fa::kMapSeqInfo), "seq_info", SeqRows(p) * npu_fa::kSeqInfoFields) !=
+    const npu_fa::FaBlockMapPass& pass = plan.map;
+    if (pass.tiling.mapRows == 0) return fa::Refuse(context, "the block map is empty: the caller skips the launch");
+    if (CheckSize(context, context->GetInputShape(fa::kMapSeqInfo), "seq_info", pass.seqInfo.size()) !=
         ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;
     }
-    return Emit(context, t.data, t.data.mapCores, 0, sysWs);
+    return Emit(context, pass.tiling, pass.tiling.mapCores, 0, c.sysWorkspace);
 }
 
 // One launch (attribute `launch`) of the backward's schedule; every launch asks for the whole workspace, and the
 // caller passes the same buffer to all of them (D lives there between launches).
 ge::graphStatus TilingFlashAttentionNpuFaGrad(gert::TilingContext* context) {
-    npu_fa::FaCall call;
-    fa::FaOpBlocks blocks;
-    if (!fa::ReadCall(context, fa::kGradInputs, call, blocks)) {
-        return fa::Refuse(context, "missing query/key/value shapes or attributes");
-    }
-    fa::ReadGradInputs(context, call);  // the saved tensors must have the forward's shapes
-    npu_fa::FaProblemInfo info;
-    npu_fa::ChipSpec chip;
-    uint64_t sysWs = 0;
-    if (Problem(context, call, info) != ge::GRAPH_SUCCESS || Chip(context, chip, sysWs) != ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
-    }
+    OpCall c;  // the saved tensors must have the forward's shapes
+    if (Prepare(context, fa::FaOpKind::kBackward, c) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    const npu_fa::FaProblemInfo& info = c.info;
     const npu_fa::FaProblem& p = info.p;
     // (the `deterministic` attribute needs no tiling of its own: the schedule has no atomics)
     const int64_t* launch = context->GetAttrs()->GetInt(fa::kGradAttrLaunch);
@@ -172,25 +150,26 @@ ge::graphStatus TilingFlashAttentionNpuFaGrad(gert::TilingContext* context) {
                   Elements(info.post.dpseRowsShape)) != ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;
     }
-    npu_fa::FaGradTilingOut t;
-    std::string err = npu_fa::ComputeFlashAttentionGradTiling(p, chip, t);
+    npu_fa::FaBackwardPlan plan;
+    std::string err = npu_fa::PlanBackward(p, c.chip, plan);
+    const npu_fa::FaGradTilingOut& t = plan.launches;
     if (err.empty() && (*launch < 0 || (size_t)*launch >= t.launches.size())) {
         err = "launch " + std::to_string(*launch) + " is outside the schedule's " + std::to_string(t.launches.size());
     }
-    if (err.empty()) err = fa::CheckPlannedBlocks(blocks, t.launches[0].s1Block, t.launches[0].s2Block);
+    if (err.empty()) err = fa::CheckPlannedBlocks(c.blocks, t.launches[0].s1Block, t.launches[0].s2Block);
     if (!err.empty()) return fa::Refuse(context, err);
-    if (CheckSize(context, context->GetInputShape(fa::kGradSeqInfo), "seq_info",
-                  SeqRows(p) * npu_fa::kGradSeqFields) != ge::GRAPH_SUCCESS ||
+    if (CheckSize(context, context->GetInputShape(fa::kGradSeqInfo), "seq_info", t.seqInfo.size()) !=
+            ge::GRAPH_SUCCESS ||
         (p.denseMask && CheckSize(context, context->GetOptionalInputShape(fa::kGradBlockMap), "block_map",
                                   t.mapBytes) != ge::GRAPH_SUCCESS) ||
-        CheckSize(context, context->GetOutputShape(fa::kGradDq), "dq", Elements(call.query.shape)) != ge::GRAPH_SUCCESS ||
-        CheckSize(context, context->GetOutputShape(fa::kGradDk), "dk", Elements(call.key.shape)) != ge::GRAPH_SUCCESS ||
-        CheckSize(context, context->GetOutputShape(fa::kGradDv), "dv", Elements(call.value.shape)) !=
+        CheckSize(context, context->GetOutputShape(fa::kGradDq), "dq", Elements(c.call.query.shape)) != ge::GRAPH_SUCCESS ||
+        CheckSize(context, context->GetOutputShape(fa::kGradDk), "dk", Elements(c.call.key.shape)) != ge::GRAPH_SUCCESS ||
+        CheckSize(context, context->GetOutputShape(fa::kGradDv), "dv", Elements(c.call.value.shape)) !=
             ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;
     }
     const npu_fa::FlashAttentionGradTilingData& l = t.launches[(size_t)*launch];
-    return Emit(context, l, l.blockDim, t.workspaceBytes - npu_fa::kLibApiWorkspaceBytes, sysWs);
+    return Emit(context, l, l.blockDim, t.workspaceBytes - npu_fa::kLibApiWorkspaceBytes, c.sysWorkspace);
 }
 
 }  // namespace optiling

@@ -863,6 +863,13 @@ FaError BuildProblem(const FaCall& c, FaProblemInfo& o) {
     return {};
 }
 
+FaTensorBytes TensorBytes(const FaProblem& p) {
+    const bool varlen = p.layout == kTND;
+    const uint64_t qTok = varlen ? p.t1 : (uint64_t)p.batch * p.s1, kTok = varlen ? p.t2 : (uint64_t)p.batch * p.s2;
+    return {qTok * p.n1 * p.d * 2, kTok * p.n2 * p.d * 2, kTok * p.n2 * p.dv * 2, qTok * p.n1 * p.dv * 2,
+            qTok * p.n1 * 8 * 4};
+}
+
 uint64_t PseBytes(const FaProblem& p) {
     if (p.alibiMode != kAlibiNone) return (p.alibiPerBatch ? (uint64_t)p.batch : 1) * p.n1 * 4;
     if (p.pseMode == kPseNone) return 0;

@@ -93,6 +93,13 @@ struct FaProblemInfo {
 // Checks every rule of the call and fills `out`; the error names the argument, the value and the rule.
 FaError BuildProblem(const FaCall& call, FaProblemInfo& out);
 
+// Bytes of the kernels' dense tensors: q/k/v and attention_out (or dy / attention_in) in the input dtype, each of
+// the fp32 statistics (softmax_max, softmax_sum, dsink_rows).
+struct FaTensorBytes {
+    uint64_t query, key, value, out, stats;
+};
+FaTensorBytes TensorBytes(const FaProblem& p);
+
 // Bytes of the pse input: ALiBi slopes ([B, N1] or [N1] fp32) or an outer bias ([B or 1, N1, S1 or 1, S2] of the
 // input dtype); 0 without either.
 uint64_t PseBytes(const FaProblem& p);

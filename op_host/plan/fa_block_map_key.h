@@ -6,15 +6,15 @@
 #include <cstdint>
 #include <vector>
 
-#include "flash_attention_tiling_host.h"
+#include "plan/fa_launch_plan.h"
 
 namespace npu_fa {
 
-inline std::vector<int64_t> BlockMapKeyFields(const FaProblem& p, const FaTilingOut& t) {
-    std::vector<int64_t> k = {t.data.s1Block, t.data.s2Block, t.data.mapRows, (int64_t)t.mapBytes, (int64_t)p.layout,
-                              p.n1, p.sparseMode, (int64_t)p.maskStrideB, (int64_t)p.maskStrideN,
+inline std::vector<int64_t> BlockMapKeyFields(const FaProblem& p, const FaBlockMapPass& m) {
+    std::vector<int64_t> k = {m.tiling.s1Block, m.tiling.s2Block, m.tiling.mapRows, (int64_t)m.bytes,
+                              (int64_t)p.layout, p.n1, p.sparseMode, (int64_t)p.maskStrideB, (int64_t)p.maskStrideN,
                               (int64_t)p.maskStrideS, p.maskColStep, p.maskTndGlobal, p.maskPerBatch, p.maskPerHead};
-    k.insert(k.end(), t.seqInfo.begin(), t.seqInfo.end());
+    k.insert(k.end(), m.seqInfo.begin(), m.seqInfo.end());
     return k;
 }
 
