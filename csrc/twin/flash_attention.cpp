@@ -64,7 +64,7 @@ py::dict PlanInfo(const Plan& plan) {
     info["block_map_entries"] = tiling.mapEntries;
     info["block_map_rows"] = tiling.mapRows;
     info["block_map_cores"] = tiling.mapCores;
-    info["block_map_key"] = npu_fa::BlockMapKeyFields(plan.p, plan.t);
+    info["block_map_key"] = npu_fa::BlockMapKeyFields(plan.p, plan.fwd.map);
     return info;
 }
 
