@@ -142,7 +142,7 @@ def test_problem_module_stands_alone(tmp_path):
     exe = tmp_path / "m"
     subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'chip'}",
                     f"-I{ROOT / 'op_host'}", f"-I{ROOT / 'op_kernel'}", str(tmp_path / "m.cpp"),
-                    str(ROOT / "op_host" / "problem" / "fa_problem_build.cpp"), "-o", str(exe)],
+                    *map(str, sorted((ROOT / "op_host" / "problem").glob("*.cpp"))), "-o", str(exe)],
                    check=True, capture_output=True, text=True)
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     assert out.startswith("0 5 5|head_num=3 must equal the query's head dimension N1=4"), out

@@ -108,6 +108,7 @@ py::dict Problem(const npu_fa::FaCall& call) {
     d["pad_kv_from"] = post.padKvFrom, d["row_groups"] = groups;
     d["dpse_rows_shape"] = post.dpseRowsShape, d["dpse_sum_dims"] = post.dpseSumDims;
     d["dpse_factor"] = post.dpseFactor;
+    d["sequences"] = o.sequences;
     return d;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flash_attention_tiling_host.h"
@@ -86,6 +87,7 @@ struct FaProblemInfo {
     std::vector<FaDim> outDims, statsDims;
     bool compressedMask = false;          // modes 2-4/6-8 got the compressed mask: the caller checks its content
     bool dropMaskRepack = false;          // a user dropout mask must be repacked into rows of dropMaskPitch bytes
+    std::vector<std::pair<int64_t, int64_t>> sequences;  // (Sq, Skv) of every sequence (non-TND: B times (S1, S2))
     FaMaskView mask;                      // p.denseMask only
     FaPostProcess post;
 };

@@ -259,11 +259,8 @@ class FAProblem:
 
 
 def sequence_shapes(p: FAProblem) -> list[tuple[int, int]]:
-    """(Sq, Skv) of every sequence: the TND lengths, else B times (S1, S2)."""
-    if p.layout != "TND":
-        return [(p.S1, p.S2)] * p.B
-    starts_q, starts_kv = (0,) + p.cu_seqlens_q[:-1], (0,) + p.cu_seqlens_kv[:-1]
-    return [(q1 - q0, k1 - k0) for q0, q1, k0, k1 in zip(starts_q, p.cu_seqlens_q, starts_kv, p.cu_seqlens_kv)]
+    """(Sq, Skv) of every sequence (the problem's: TND lengths, else B times (S1, S2))."""
+    return [tuple(s) for s in p.post["sequences"]]
 
 
 def _as_int(name: str, v: Any) -> int:
