@@ -24,7 +24,7 @@ import torch
 
 import npu_flash_attn
 from npu_flash_attn import masks
-from npu_flash_attn import _C, ops
+from npu_flash_attn import _C
 from npu_flash_attn.reference import (FLT_MAX, assert_close_fa, assert_stats_close, flash_attention_lowprec,
                                       flash_attention_reference)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from npu_flash_attn import masks, ops
+from npu_flash_attn import problem, twin_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -115,8 +115,8 @@ def test_column_broadcast_mask_matches_the_twin_rule(tmp_path, gen):
         q = torch.zeros(B, S1, N1, D, dtype=torch.float16)
         k = v = torch.zeros(B, S2, N2, D, dtype=torch.float16)
         m = torch.rand(*shape, generator=gen) > 0.5
-        p = ops.validate_flash_attention(q, k, v, N1, "BSND", atten_mask=m, sparse_mode=1)
-        view = masks.mask_view(m, "BSND", p.S2)
+        p = problem.validate_flash_attention(q, k, v, N1, "BSND", atten_mask=m, sparse_mode=1)
+        view = twin_backend.mask_view(m, "BSND", p.S2)
         f = view.problem_fields()
         want = [int(f[x]) for x in ("mask_per_batch", "mask_per_head", "mask_stride_b", "mask_stride_n",
                                     "mask_stride_s", "mask_col_step")]
@@ -131,15 +131,15 @@ def test_column_broadcast_mask_matches_the_twin_rule(tmp_path, gen):
         assert have[:5] == want[:5], (tag, have, want)
         # S2 = 128: the op reads the 128-byte rows with column step 1 (it cannot tell them from a full mask); the
         # same bytes either way
-        assert have[5] == (1 if S2 == masks.COLUMN_BROADCAST_WIDTH else want[5]), (tag, have, want)
+        assert have[5] == (1 if S2 == twin_backend.COLUMN_BROADCAST_WIDTH else want[5]), (tag, have, want)
         if tag.endswith("x1"):  # column-broadcast: 128-byte rows read with column step 0, never S2 columns
-            assert want[4] == masks.COLUMN_BROADCAST_WIDTH and (S2 == 128 or have[5] == 0), (tag, have)
+            assert want[4] == twin_backend.COLUMN_BROADCAST_WIDTH and (S2 == 128 or have[5] == 0), (tag, have)
 
 
 def test_column_broadcast_width_is_the_twin_width():
     hdr = (ROOT / "op_host" / "cann" / "fa_op_args.h").read_text()
     assert re.search(r"constexpr int64_t kColumnBroadcastWidth = (\d+);", hdr).group(1) == \
-        str(masks.COLUMN_BROADCAST_WIDTH)
+        str(twin_backend.COLUMN_BROADCAST_WIDTH)
     src = (ROOT / "csrc" / "npu_adapter.cpp").read_text()
     assert "fa::kColumnBroadcastWidth" in src and "s2})" not in src  # never widened to S2 columns
 
@@ -164,4 +164,4 @@ def test_launch_counts_vary(gen, D, deterministic, launches):
     torch.ops.npu.flash_attention_grad(q, k, k, torch.randn_like(out), 2, "BSND", softmax_max=smax,
                                        softmax_sum=ssum, attention_in=out, scale=D ** -0.5,
                                        deterministic=deterministic)
-    assert ops.last_launch_info()["launches"] == launches
+    assert twin_backend.last_launch_info()["launches"] == launches

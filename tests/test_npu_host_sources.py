@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from npu_flash_attn import masks, ops
+from npu_flash_attn import problem, twin_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 INT32_MAX = 2147483647
@@ -93,11 +93,11 @@ def _ints(v):
 def _case_tokens(tag, q, k, v, head_num, layout, atten_mask=None, scale=1.0, pre=INT32_MAX, nxt=INT32_MAX,
                  prefix=None, cu_q=None, cu_kv=None, sparse_mode=0):
     """The twin's problem (as the extension gets it) and the op's call (as the adapter passes it)."""
-    p = ops.validate_flash_attention(q, k, v, head_num, layout, atten_mask=atten_mask, scale=scale, pre_tokens=pre,
+    p = problem.validate_flash_attention(q, k, v, head_num, layout, atten_mask=atten_mask, scale=scale, pre_tokens=pre,
                                      next_tokens=nxt, prefix=prefix, actual_seq_qlen=cu_q, actual_seq_kvlen=cu_kv,
                                      sparse_mode=sparse_mode)
-    view = masks.mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global) if p.dense_mask else None
-    d = ops.problem_dict(p, view)
+    view = twin_backend.mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global) if p.dense_mask else None
+    d = twin_backend.problem_dict(p, view)
     tw = [tag, d["dtype"], d["layout"]] + [str(d[x]) for x in ("B", "N1", "N2", "S1", "S2", "D", "Dv")]
     tw += [repr(d["scale"]), str(d["sparse_mode"]), str(d["pre_tokens"]), str(d["next_tokens"])]
     tw += _ints(d["cu_seqlens_q"]) + _ints(d["cu_seqlens_kv"]) + [str(d["T1"]), str(d["T2"])] + _ints(d["prefix"])

@@ -11,7 +11,7 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
         int[]? q_start_idx=None, int[]? kv_start_idx=None, Tensor? dropout_mask=None)
       -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, Tensor dsink)
 
-* The shared arguments are checked by `ops.validate_flash_attention` (same rules, same messages); every mask the
+* The shared arguments are checked by `problem.validate_flash_attention` (same rules, same messages); every mask the
   forward takes works here too (dense masks of any broadcastable shape, sparse modes 0-8, prefix, TND; the
   forward's block-map pre-pass runs for the backward's blocks, so fully masked tiles are skipped). `softmax_max`/`softmax_sum`
   (the forward's float32 `[B, N1, S1, 8]` / TND `[T1, N1, 8]` statistics) and `attention_in` (the forward output)
@@ -52,8 +52,10 @@ from typing import Any, Optional
 
 import torch
 
-from . import masks, ops, progress
+from . import ops, twin_backend
+from .chip import get_chip
 from .dispatch import bind_arguments, check_before_dispatch, define_op, require_device, value_checks
+from .problem import check_drop_mask_device, check_finite, check_input_values, validate_grad
 
 __all__ = ["flash_attention_grad", "GRAD_SCHEMA"]
 
@@ -68,177 +70,55 @@ GRAD_SCHEMA = (
     "Tensor dsink)"
 )
 
-
-_GRAD_ONLY = ("dy", "softmax_max", "softmax_sum", "attention_in", "deterministic")
-
-
-def _validate_grad(a: dict, check_values: bool = True) -> ops.FAProblem:
-    """The forward's rules on the shared arguments (`a`: every argument by name) and the grad's own."""
-    fwd = {n: v for n, v in a.items() if n not in _GRAD_ONLY}
-    p = ops.validate_flash_attention(**fwd, check_values=check_values)
-    query, deterministic = a["query"], a["deterministic"]
-    if not isinstance(deterministic, bool):
-        raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}")
-    named = (("dy", p.out_shape, query.dtype, "the forward output's shape"),
-             ("attention_in", p.out_shape, query.dtype, "the forward output's shape"),
-             ("softmax_max", p.stats_shape, torch.float32, "the forward statistics' shape"),
-             ("softmax_sum", p.stats_shape, torch.float32, "the forward statistics' shape"))
-    for name, shape, dtype, what in named:
-        t = a[name]
-        if t is None:
-            raise ValueError(f"{name} is required by flash_attention_grad (pass the forward's {name})"
-                             if name != "dy" else "dy is required")
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if tuple(t.shape) != tuple(shape):
-            raise ValueError(f"{name} shape {tuple(t.shape)} must be {tuple(shape)} ({what}, "
-                             f"input_layout={p.layout!r})")
-        if t.dtype != dtype:  # statistics: ValueError (the op contract); dy/attention_in: TypeError like key/value
-            err = ValueError if dtype == torch.float32 else TypeError
-            raise err(f"{name} dtype {t.dtype} must be {dtype}")
-        if t.device != query.device:
-            raise ValueError(f"{name} is on device {t.device} but query is on {query.device}; all tensors must be "
-                             "on the same device")
-    return p
-
-
-def _check_finite(**tensors) -> None:
-    for name, t in tensors.items():
-        bad = ~torch.isfinite(t)
-        if bool(bad.any()):
-            idx = tuple(int(i) for i in bad.nonzero()[0])
-            raise ValueError(f"{name} contains NaN or Inf (first at index {idx}); flash_attention_grad requires "
-                             f"finite {', '.join(tensors)}")
-
-
-def _zero_tnd_tails(p: ops.FAProblem, dq, dk, dv) -> None:
-    """TND: tokens after the last enabled sequence belong to no task; their gradients are 0."""
-    used_q = p.cu_seqlens_q[-1] if p.cu_seqlens_q else 0
-    used_kv = p.cu_seqlens_kv[-1] if p.cu_seqlens_kv else 0
-    dq[used_q:].zero_()
-    dk[used_kv:].zero_()
-    dv[used_kv:].zero_()
-
-
 def _bind(args: tuple, kwargs: dict) -> dict[str, Any]:
     return bind_arguments(torch.ops.npu.flash_attention_grad.default._schema, args, kwargs)
-
 
 def _check_call(**a):
     """Every check of a call on real tensors, run before dispatch on every device (`dispatch.py`; the data checks on
     NPU only with NPU_FA_CHECK_VALUES=1)."""
     query = a["query"]
     values = value_checks(query.device)
-    p = _validate_grad(a, check_values=values)
+    p = validate_grad(a, check_values=values)
     require_device(query.device, "npu::flash_attention_grad")
-    ops.check_drop_mask_device(p, query.device)
+    check_drop_mask_device(p, query.device)
     if values:
-        ops.check_input_values(p, query, a["key"], a["value"])
-        _check_finite(dy=a["dy"], attention_in=a["attention_in"])
-
+        check_input_values(p, query, a["key"], a["value"])
+        check_finite("flash_attention_grad", dy=a["dy"], attention_in=a["attention_in"])
 
 def _grad_impl(*args, **kwargs):
     """The CPU (twin) kernel. `_check_call` ran before dispatch; this re-derives the problem without the data
     checks."""
     a = _bind(args, kwargs)
-    p = _validate_grad(a, check_values=False)
+    p = validate_grad(a, check_values=False)
     query, key, value = a["query"], a["key"], a["value"]
-    empty = torch.empty(0, dtype=query.dtype)
     if not p.has_work():  # no row sees a key: P = 0 everywhere, and every sink's probability is 1 (dsink = 0)
+        empty = torch.empty(0, dtype=query.dtype)
         zeros = tuple(t.new_zeros(t.shape) for t in (query, key, value))
         return zeros + (empty, empty.clone() if a["sink"] is None else torch.zeros(p.N1))
-    q, k, v = (t.detach().contiguous() for t in (query, key, value))
-    do, o = a["dy"].detach().contiguous(), a["attention_in"].detach().contiguous()
-    smax, ssum = a["softmax_max"].detach().contiguous(), a["softmax_sum"].detach().contiguous()
-    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    sink = a["sink"]
-    sk = None if sink is None else sink.detach().contiguous()
-    dsink_rows = None if sink is None else torch.zeros(p.stats_shape, dtype=torch.float32)  # rows of no task: 0
-    pse = ops.pse_input(p, a["pse"])
-    dpse_rows = _dpse_rows(p)
-    entry = getattr(ops._ext(), "flash_attention_grad", None)
-    if entry is None:
-        raise RuntimeError("npu_flash_attn._C has no flash_attention_grad (stale build?): rebuild with "
-                           "`pip install -e .`")
-    atten_mask = a["atten_mask"]
-    view = masks.mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global) if p.dense_mask else None
-    mask_ptr, mask_bytes = (view.tensor.data_ptr(), view.extent) if view is not None else (0, 0)
-    drop_rows, drop_pitch = ops.drop_mask_input(p, a["dropout_mask"])
-    chip = ops.get_chip()
-    with progress.launch(f"twin backward launches on {chip}", 2.5 * p.flops(), "backward"):
-        info = entry(ops.problem_dict(p, view, drop_pitch), chip, bool(a["deterministic"]), q.data_ptr(),
-                     k.data_ptr(), v.data_ptr(), do.data_ptr(), o.data_ptr(), smax.data_ptr(), ssum.data_ptr(),
-                     mask_ptr, mask_bytes, 0 if sk is None else sk.data_ptr(), 0 if pse is None else pse.data_ptr(),
-                     0 if drop_rows is None else drop_rows.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
-                     0 if dsink_rows is None else dsink_rows.data_ptr(),
-                     0 if dpse_rows is None else dpse_rows.data_ptr())
-    if p.layout == "TND":
-        _zero_tnd_tails(p, dq, dk, dv)
-    ops.record_launch(dict(info, op="flash_attention_grad"))
-    dsink = empty.clone() if sink is None else -sum_rows_per_head(p, dsink_rows)
-    dpse = empty if dpse_rows is None else _dpse(p, a["pse"], dpse_rows)
-    return dq, dk, dv, dpse, dsink
-
+    return twin_backend.backward(p, a, get_chip())
 
 def _grad_fake(*args, **kwargs):
     a = _bind(args, kwargs)
-    p = _validate_grad(a, check_values=False)
+    p = validate_grad(a, check_values=False)
     query, key, value = a["query"], a["key"], a["value"]
     dsink = query.new_empty((0,)) if a["sink"] is None else a["sink"].new_empty((int(a["head_num"]),))
     dpse = a["pse"].new_empty(a["pse"].shape) if p.pse.outer_mode else query.new_empty((0,))
     return (query.new_empty(query.shape), key.new_empty(key.shape), value.new_empty(value.shape), dpse, dsink)
 
-
-def _dpse_rows(p: ops.FAProblem) -> Optional[torch.Tensor]:
-    """The kernel's dS output for an outer pse (fp32, zeroed: tiles no step reaches have dS = 0): [B, N1, S1, S2] for
-    a [.., S1, S2] pse, column sums of the vector cores' row chunks [B, N1, 4 * ceil(S1 / 16), S2] for a [.., 1, S2]
-    one (fa_bwd_vector.h StorePseGrad)."""
-    if not p.pse.outer_mode:
-        return None
-    rows = p.S1 if p.pse.outer_per_row else 4 * ((p.S1 + 15) // 16)
-    return torch.zeros(p.B, p.N1, rows, p.S2, dtype=torch.float32)
-
-
-def _dpse(p: ops.FAProblem, pse: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """dpse in the shape and dtype of pse from the kernel's rows: summed over what pse broadcasts, times the scale for
-    pse_type 1 (whose bias enters as scale * pse)."""
-    g = rows if p.pse.outer_per_row else rows.sum(dim=2, keepdim=True)
-    if pse.shape[0] == 1 and p.B > 1:
-        g = g.sum(dim=0, keepdim=True)
-    if p.pse.outer_mode == 2:
-        g = g * p.scale
-    return g.to(pse.dtype)
-
-
-def sum_rows_per_head(p: ops.FAProblem, rows: torch.Tensor) -> torch.Tensor:
-    """Per query head, the sum of a per-row quantity stored in the statistics' layout ([B, N1, S1, 8], or TND's
-    batch-major [T1, N1, 8]: sequence b's rows (head, token) from cu_q[b-1] * N1), one of the 8 copies per row."""
-    if p.layout != "TND":
-        return rows[..., 0].sum(dim=(0, 2))
-    flat = rows.reshape(-1, 8)[:, 0]
-    out = torch.zeros(p.N1, dtype=rows.dtype, device=rows.device)
-    q0 = 0
-    for q1 in p.cu_seqlens_q:
-        if q1 > q0:
-            out += flat[q0 * p.N1:q1 * p.N1].view(p.N1, q1 - q0).sum(dim=1)
-        q0 = q1
-    return out
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # autograd of npu::flash_attention
 # ----------------------------------------------------------------------------------------------------------------
+
 def _forward_arg_names() -> list[str]:
     """Argument names of the forward schema, in order (the autograd reads `inputs` by these positions)."""
     schema = torch._C.parse_schema("npu::flash_attention" + ops.SCHEMA)
     return [a.name for a in schema.arguments]
 
-
 _FWD_NAMES = _forward_arg_names()
+
 _NON_TENSOR = ("head_num", "input_layout", "scale", "keep_prob", "pre_tokens", "next_tokens", "inner_precise",
                "prefix", "actual_seq_qlen", "actual_seq_kvlen", "sparse_mode", "seed", "offset", "softcap",
                "pse_type", "q_start_idx", "kv_start_idx")
-
 
 def _setup_context(ctx, inputs, output):
     args = dict(zip(_FWD_NAMES, inputs))
@@ -248,7 +128,6 @@ def _setup_context(ctx, inputs, output):
     ctx.fwd_args = {n: args[n] for n in _NON_TENSOR}
     ctx.num_inputs = len(inputs)
     ctx.mark_non_differentiable(smax, ssum)
-
 
 def _backward(ctx, d_out, _d_max, _d_sum):
     query, key, value, out, smax, ssum, atten_mask, sink, pse, dropout_mask = ctx.saved_tensors
@@ -276,11 +155,9 @@ def _backward(ctx, d_out, _d_max, _d_sum):
         grads[pse_at] = dpse
     return tuple(grads)
 
-
 def _no_double_backward(ctx, *grads):
     raise NotImplementedError("the gradient of npu::flash_attention_grad (double backward through attention) is "
                               "not built")
-
 
 def _register():
     try:
@@ -294,9 +171,7 @@ def _register():
     torch.library.register_autograd("npu::flash_attention", _backward, setup_context=_setup_context)
     torch.library.register_autograd("npu::flash_attention_grad", _no_double_backward)
 
-
 _register()
-
 
 def flash_attention_grad(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, dy: torch.Tensor,
                          head_num: int, input_layout: str, softmax_max: Optional[torch.Tensor] = None,
@@ -304,7 +179,6 @@ def flash_attention_grad(query: torch.Tensor, key: torch.Tensor, value: torch.Te
                          **kwargs: Any):
     return torch.ops.npu.flash_attention_grad(query, key, value, dy, head_num, input_layout, softmax_max=softmax_max,
                                               softmax_sum=softmax_sum, attention_in=attention_in, **kwargs)
-
 
 flash_attention_grad.__doc__ = ("`torch.ops.npu.flash_attention_grad(query, key, value, dy, head_num, input_layout, "
                                 "**kwargs)`, the keyword arguments as in the schema.\n\n" + __doc__)

@@ -1,5 +1,5 @@
-"""Attention masks of `npu::flash_attention`: the sparse-mode and atten_mask rules, the in-place view the kernel reads
-a dense mask through, and the block map (which tiles a dense mask lets through) with its cache.
+"""Attention masks of `npu::flash_attention`: the sparse-mode, atten_mask, band and prefix rules, and the built-in's
+compressed masks. (How the twin reads a dense mask in place and caches its block map: `twin_backend`.)
 
 Rules (True/1 = masked out; the built-in's semantics, see docs/masks.md):
 
@@ -17,29 +17,28 @@ Rules (True/1 = masked out; the built-in's semantics, see docs/masks.md):
 """
 from __future__ import annotations
 
-import threading
-import weakref
-from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Sequence
 
 import torch
 
 from .dispatch import is_fake
+from .varlen import lengths
 
-__all__ = ["COMPRESSED_MASK_SIZE", "PREFIX_MASK_SHAPE", "MaskView", "BlockMaskInfo", "compressed_causal_mask",
-           "compressed_prefix_mask", "precompute_block_mask", "block_mask_cache_info", "clear_block_mask_cache"]
+__all__ = ["COMPRESSED_MASK_SIZE", "PREFIX_MASK_SHAPE", "MaskRules", "check_masks", "compressed_causal_mask",
+           "compressed_prefix_mask"]
 
 COMPRESSED_MASK_SIZE = 2048
+
 PREFIX_MASK_SHAPE = (3072, 2048)
-COLUMN_BROADCAST_WIDTH = 128  # >= every s2 block: a column-broadcast mask row is stored with this many equal bytes
+
 _MASK_DTYPES = (torch.bool, torch.uint8)
+
 _MODE_NAMES = {0: "mask with pre/next band", 1: "arbitrary mask", 2: "left-up causal", 3: "right-down causal",
                4: "band", 5: "prefix, uncompressed mask", 6: "prefix, compressed mask",
                7: "varlen split, right-down causal", 8: "varlen split, left-up causal"}
 
 _ref_cache: dict = {}
-
 
 def compressed_causal_mask(dtype: torch.dtype = torch.bool) -> torch.Tensor:
     """The built-in's compressed mask of modes 2/3/4/7/8: [2048, 2048], True above the diagonal."""
@@ -48,7 +47,6 @@ def compressed_causal_mask(dtype: torch.dtype = torch.bool) -> torch.Tensor:
         n = COMPRESSED_MASK_SIZE
         _ref_cache[key] = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1).to(dtype)
     return _ref_cache[key]
-
 
 def compressed_prefix_mask(dtype: torch.dtype = torch.bool) -> torch.Tensor:
     """The built-in's compressed mask of mode 6: [3072, 2048], the causal triangle on top of a 1024-row block whose
@@ -61,18 +59,10 @@ def compressed_prefix_mask(dtype: torch.dtype = torch.bool) -> torch.Tensor:
         _ref_cache[key] = torch.cat([compressed_causal_mask(torch.bool), bottom]).to(dtype)
     return _ref_cache[key]
 
-
-def _lengths(cu: Sequence[int]) -> list[int]:
-    prev, out = 0, []
-    for c in cu:
-        out.append(c - prev)
-        prev = c
-    return out
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # validation
 # ----------------------------------------------------------------------------------------------------------------
+
 @dataclass(frozen=True)
 class MaskRules:
     """What validation decided: the mode the kernel applies, its band parameters, and whether a dense mask is read."""
@@ -82,7 +72,6 @@ class MaskRules:
     prefix: tuple
     dense: bool
     tnd_global: bool = False  # a TND mask [sum Sq, sum Skv] read at global token positions
-
 
 def check_masks(atten_mask, sparse_mode: int, pre_tokens: int, next_tokens: int, prefix, layout: str, B, N1, S1, S2,
                 cu_q: Sequence[int], cu_kv: Sequence[int], check_values: bool) -> MaskRules:
@@ -105,7 +94,7 @@ def check_masks(atten_mask, sparse_mode: int, pre_tokens: int, next_tokens: int,
     if sparse_mode in (0, 1) and atten_mask is None:  # full attention, pre/next/prefix unused
         _check_prefix_unused(prefix, sparse_mode)
         return MaskRules(0, 2147483647, 2147483647, (), False)
-    seq_pairs = (list(zip(_lengths(cu_q), _lengths(cu_kv))) if tnd else [(S1, S2)] * int(B))
+    seq_pairs = (list(zip(lengths(cu_q), lengths(cu_kv))) if tnd else [(S1, S2)] * int(B))
     dense = sparse_mode in (0, 1, 5) and atten_mask is not None
     tnd_global = False
     if dense:
@@ -126,12 +115,10 @@ def check_masks(atten_mask, sparse_mode: int, pre_tokens: int, next_tokens: int,
         pref = ()
     return MaskRules(sparse_mode, pre, nxt, pref, dense, tnd_global)
 
-
 def _check_prefix_unused(prefix, sparse_mode: int) -> None:
     if prefix is not None:
         raise ValueError(f"prefix={list(prefix)} is only used by sparse_mode 5 and 6, got sparse_mode={sparse_mode}; "
                          "pass prefix=None")
-
 
 def _check_dense_shape(m: torch.Tensor, mode: int, layout: str, B, N1, S1, S2, cu_q, cu_kv) -> bool:
     """Raises unless the dense mask's shape is accepted; returns True for the TND global form [sum Sq, sum Skv]."""
@@ -152,7 +139,6 @@ def _check_dense_shape(m: torch.Tensor, mode: int, layout: str, B, N1, S1, S2, c
                          f"(sparse_mode={mode}): each of its trailing dimensions must be 1 or equal the target's")
     return False
 
-
 def _check_compressed(m: torch.Tensor, mode: int, check_values: bool) -> None:
     if mode == 6:
         shape, ref, what = PREFIX_MASK_SHAPE, compressed_prefix_mask, (
@@ -168,7 +154,6 @@ def _check_compressed(m: torch.Tensor, mode: int, check_values: bool) -> None:
         if not torch.equal(m, _on_device(ref(m.dtype), m.device)):
             raise ValueError(f"atten_mask for sparse_mode={mode} must equal {what}")
 
-
 def _on_device(ref: torch.Tensor, device: torch.device) -> torch.Tensor:
     """A compressed reference mask on `device` (copied once per device and dtype)."""
     if device.type == "cpu":
@@ -177,7 +162,6 @@ def _on_device(ref: torch.Tensor, device: torch.device) -> torch.Tensor:
     if key not in _ref_cache:
         _ref_cache[key] = ref.to(device)
     return _ref_cache[key]
-
 
 def _check_band_mode0(pre: int, nxt: int, S1, S2) -> None:
     """The built-in's band checks (its tiling): the band j in [i - pre, i + next] must reach the matrix."""
@@ -191,11 +175,9 @@ def _check_band_mode0(pre: int, nxt: int, S1, S2) -> None:
         raise ValueError(f"sparse_mode=0: pre_tokens={pre} < 0 needs next_tokens >= {-pre} (got {nxt}) and "
                          f"|pre_tokens| < S2={S2} (else no row sees a key)")
 
-
 def _band_has_visible_key(sq: int, skv: int, pre: int, nxt: int) -> bool:
     """sparse_mode 4 (right-down origin): does any row i < sq see some j < skv in [i+d-pre, i+d+nxt]?"""
     return pre + nxt >= 0 and pre >= 1 - sq and nxt >= 1 - skv
-
 
 def _check_band_mode4(pre: int, nxt: int, layout: str, seq_pairs, B, S1, S2) -> None:
     if pre + nxt < 0:
@@ -207,7 +189,6 @@ def _check_band_mode4(pre: int, nxt: int, layout: str, seq_pairs, B, S1, S2) -> 
         raise ValueError(f"sparse_mode=4: the band [i + (S2-S1) - pre_tokens, i + (S2-S1) + next_tokens] with "
                          f"pre_tokens={pre}, next_tokens={nxt} misses the attention matrix ({where}): no row sees any "
                          "key")
-
 
 def _check_split_modes(mode: int, pre: int, nxt: int, seq_pairs) -> None:
     """Modes 7/8: the band sequence (the last / first with Sq > 0) continues a causal split, so its band must keep
@@ -226,7 +207,6 @@ def _check_split_modes(mode: int, pre: int, nxt: int, seq_pairs) -> None:
         raise ValueError(f"sparse_mode=7: next_tokens={nxt} must be <= 0 (the last sequence's band ends on or left of "
                          f"its right-down diagonal)")
 
-
 def _check_prefix(prefix, mode: int, seq_pairs, B) -> tuple:
     if prefix is None:
         raise ValueError(f"sparse_mode={mode} (prefix attention) requires prefix: one prefix length per batch")
@@ -244,177 +224,3 @@ def _check_prefix(prefix, mode: int, seq_pairs, B) -> tuple:
                              f"{'Sq > Skv gives [0, Skv]' if sq > skv else 'Sq <= Skv gives [Skv - Sq, Skv]'})")
         out.append(x)
     return tuple(out)
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# the in-place view the kernel reads
-# ----------------------------------------------------------------------------------------------------------------
-@dataclass
-class MaskView:
-    """A dense mask as the kernel reads it: `tensor` (kept alive for the launch) holds the bytes; element
-    (b, n, r, c) sits at data_ptr + b*stride_b + n*stride_n + r*stride_s + c*col_step."""
-    tensor: torch.Tensor
-    extent: int          # bytes from data_ptr the kernel may touch
-    stride_b: int
-    stride_n: int
-    stride_s: int
-    col_step: int
-    per_batch: bool
-    per_head: bool
-    tnd_global: bool = False
-
-    def problem_fields(self) -> dict:
-        return {"dense_mask": True, "mask_per_batch": self.per_batch, "mask_per_head": self.per_head,
-                "mask_stride_b": self.stride_b, "mask_stride_n": self.stride_n, "mask_stride_s": self.stride_s,
-                "mask_col_step": self.col_step, "mask_tnd_global": self.tnd_global}
-
-
-def mask_view(m: torch.Tensor, layout: str, S2, tnd_global: bool = False) -> MaskView:
-    """The kernel's view of a validated dense mask. Copies nothing unless the last dimension is strided (one copy
-    in the mask's own unbroadcast shape) or broadcast (rows of COLUMN_BROADCAST_WIDTH bytes)."""
-    m = m.detach()
-    if m.dtype == torch.bool:
-        m = m.view(torch.uint8)
-    if layout == "TND":
-        m = m.view(1, 1, *m.shape)
-    while m.dim() < 4:
-        m = m.unsqueeze(0)
-    for d in range(4):  # stride-0 (expanded) dimensions are broadcasts: read one slice
-        if m.shape[d] > 1 and m.stride(d) == 0:
-            m = m.narrow(d, 0, 1)
-    if m.shape[3] == 1 and S2 > 1:
-        m = m.expand(*m.shape[:3], COLUMN_BROADCAST_WIDTH).contiguous()
-        col_step = 0
-    else:
-        if m.shape[3] > 1 and m.stride(3) != 1:
-            m = m.contiguous()
-        col_step = 1
-    size, st = m.shape, m.stride()
-    strides = [st[d] if size[d] > 1 else 0 for d in range(4)]
-    extent = 1 + sum((size[d] - 1) * st[d] for d in range(4))
-    return MaskView(tensor=m, extent=int(extent), stride_b=strides[0], stride_n=strides[1], stride_s=strides[2],
-                    col_step=col_step, per_batch=size[0] > 1, per_head=size[1] > 1, tnd_global=tnd_global)
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# block map: built once per mask, reused
-# ----------------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class BlockMaskInfo:
-    """What the block-map pre-pass found for a dense mask (twin). `block_map` is the kernel's buffer: one state
-    byte per tile (0 masked, 1 mixed, 2 visible), then int32 computed-tile counts per map row."""
-    block_map: torch.Tensor
-    s1_block: int
-    s2_block: int
-    tiles_masked: int
-    tiles_mixed: int
-    tiles_visible: int
-    map_rows: int
-
-    @property
-    def tiles_computed(self) -> int:
-        return self.tiles_mixed + self.tiles_visible
-
-
-class _BlockMapCache:
-    """Block maps keyed by the mask tensor object (weakly: an entry dies with its mask), its version counter (any
-    in-place change invalidates) and everything the map depends on (geometry, mode, band, prefix, chip)."""
-
-    def __init__(self, capacity: int = 32):
-        self._lock = threading.Lock()
-        self._entries: OrderedDict = OrderedDict()
-        self.capacity = capacity
-        self.hits = 0
-        self.misses = 0
-
-    @staticmethod
-    def _key(mask: torch.Tensor, problem: dict, chip: str):
-        geometry = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in problem.items()
-                                if k not in ("scale", "dtype", "keep_prob", "seed", "offset", "drop_mask_pitch")))
-        return (id(mask), mask._version, mask.data_ptr(), tuple(mask.shape), tuple(mask.stride()), mask.dtype,
-                geometry, chip)
-
-    def get(self, mask: torch.Tensor, problem: dict, chip: str) -> Optional[BlockMaskInfo]:
-        key = self._key(mask, problem, chip)
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is not None and hit[0]() is mask:
-                self._entries.move_to_end(key)
-                self.hits += 1
-                return hit[1]
-            self.misses += 1
-            return None
-
-    def put(self, mask: torch.Tensor, problem: dict, chip: str, info: BlockMaskInfo) -> None:
-        key = self._key(mask, problem, chip)
-
-        def drop(_ref, key=key, cache=self):
-            with cache._lock:
-                cache._entries.pop(key, None)
-
-        with self._lock:
-            self._entries[key] = (weakref.ref(mask, drop), info)
-            while len(self._entries) > self.capacity:
-                self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self.hits = self.misses = 0
-
-
-_cache = _BlockMapCache()
-
-
-def block_mask_cache_info() -> dict:
-    """{"hits", "misses", "entries", "capacity"} of the block-map cache."""
-    with _cache._lock:
-        return {"hits": _cache.hits, "misses": _cache.misses, "entries": len(_cache._entries),
-                "capacity": _cache.capacity}
-
-
-def clear_block_mask_cache() -> None:
-    """Drops every cached block map (`block_mask_cache_info` then reports an empty cache)."""
-    _cache.clear()
-
-
-def build_block_map(mask: torch.Tensor, view: MaskView, problem: dict, chip: str) -> BlockMaskInfo:
-    """The block map of `mask` for `problem` from the cache, else from the pre-pass kernel (twin)."""
-    hit = _cache.get(mask, problem, chip)
-    if hit is not None:
-        return hit
-    from .ops import _ext
-    ext = _ext()
-    plan = ext.flash_attention_plan(problem, chip)
-    buf = torch.zeros(int(plan["block_map_bytes"]), dtype=torch.uint8)
-    ext.flash_attention_block_map(problem, chip, view.tensor.data_ptr(), view.extent, buf.data_ptr(), buf.numel())
-    entries = int(plan["block_map_entries"])
-    states = buf[:entries]
-    info = BlockMaskInfo(block_map=buf, s1_block=int(plan["s1_block"]), s2_block=int(plan["s2_block"]),
-                         tiles_masked=int((states == 0).sum()), tiles_mixed=int((states == 1).sum()),
-                         tiles_visible=int((states == 2).sum()), map_rows=int(plan["block_map_rows"]))
-    _cache.put(mask, problem, chip, info)
-    return info
-
-
-def precompute_block_mask(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
-                          input_layout: str, atten_mask: torch.Tensor, *, sparse_mode: int = 0,
-                          pre_tokens: int = 2147483647, next_tokens: int = 2147483647, prefix=None,
-                          actual_seq_qlen=None, actual_seq_kvlen=None) -> BlockMaskInfo:
-    """Builds (or fetches) the block map of a dense `atten_mask` for this problem, like FlexAttention's block mask:
-    call it once per batch; every later `flash_attention` call with the same mask tensor object (unchanged in
-    place), geometry, mode and chip reuses it -- e.g. all layers of a model. Returns the tile statistics.
-    Tiles outside the sparse mode's band count as masked (they are never computed)."""
-    from .ops import get_chip, problem_dict, validate_flash_attention
-    p = validate_flash_attention(query, key, value, head_num, input_layout, atten_mask=atten_mask,
-                                 pre_tokens=pre_tokens, next_tokens=next_tokens, prefix=prefix,
-                                 actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen,
-                                 sparse_mode=sparse_mode)
-    if not p.dense_mask:
-        raise ValueError(f"precompute_block_mask: sparse_mode={sparse_mode} with this atten_mask reads no dense mask "
-                         "(only sparse_mode 0, 1 and 5 with a mask do)")
-    if atten_mask.device.type != "cpu":
-        raise NotImplementedError(f"precompute_block_mask takes CPU (twin) masks, got one on {atten_mask.device}; on "
-                                  "the NPU the adapter builds and caches block maps itself at the first call")
-    view = mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global)
-    return build_block_map(atten_mask, view, problem_dict(p, view), get_chip())

@@ -25,7 +25,8 @@ from typing import Optional, Sequence
 import torch
 
 from .. import dropout
-from ..ops import INT32_MAX, _lengths
+from ..problem import INT32_MAX
+from ..varlen import lengths
 from . import stats
 
 __all__ = ["flash_attn_func", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func", "flash_attn_varlen_func",
@@ -83,7 +84,7 @@ def attention(q, k, v, layout: str, *, dropout_p=0.0, softmax_scale=None, causal
             raise ValueError(f"{name} must be a {dims}-D tensor ({'[total, N, D]' if dims == 3 else '[B, S, N, D]'}), "
                              f"got {shape}")
     scale = 1.0 / math.sqrt(q.shape[-1]) if softmax_scale is None else float(softmax_scale)
-    seqs = list(zip(_lengths(cu_q), _lengths(cu_k))) if layout == "TND" else [(q.shape[1], k.shape[1])]
+    seqs = list(zip(lengths(cu_q), lengths(cu_k))) if layout == "TND" else [(q.shape[1], k.shape[1])]
     keep_prob = 1.0 - float(dropout_p)
     return torch.ops.npu.flash_attention(
         q, k, v, q.shape[-2], layout, scale=scale, keep_prob=keep_prob,
@@ -161,8 +162,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     if len(cu_q) != len(cu_k):
         raise ValueError(f"cu_seqlens_q ({len(cu_q) + 1} entries) and cu_seqlens_k ({len(cu_k) + 1}) must describe "
                          "the same number of sequences")
-    _check_max("max_seqlen_q", max_seqlen_q, _lengths(cu_q))
-    _check_max("max_seqlen_k", max_seqlen_k, _lengths(cu_k))
+    _check_max("max_seqlen_q", max_seqlen_q, lengths(cu_q))
+    _check_max("max_seqlen_k", max_seqlen_k, lengths(cu_k))
     out, smax, ssum = attention(q, k, v, "TND", dropout_p=dropout_p, softmax_scale=softmax_scale, causal=causal,
                                 window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes,
                                 deterministic=deterministic, cu_q=cu_q, cu_k=cu_k)

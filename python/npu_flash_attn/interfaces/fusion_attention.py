@@ -32,8 +32,9 @@ from typing import Optional, Sequence
 
 import torch
 
-from .. import dropout, ops
-from ..ops import INT32_MAX
+from .. import dropout
+from ..problem import INT32_MAX, FAProblem, validate_flash_attention
+from ..varlen import sequence_shapes
 from . import stats
 
 __all__ = ["npu_fusion_attention", "npu_fusion_attention_grad"]
@@ -72,14 +73,14 @@ def _mask_args(atten_mask, sparse_mode, pre_tockens, next_tockens, prefix, input
                 prefix=prefix)
 
 
-def _problem(query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen) -> ops.FAProblem:
-    return ops.validate_flash_attention(query, key, value, head_num, input_layout, actual_seq_qlen=actual_seq_qlen,
-                                        actual_seq_kvlen=actual_seq_kvlen, check_values=False)
+def _problem(query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen) -> FAProblem:
+    return validate_flash_attention(query, key, value, head_num, input_layout, actual_seq_qlen=actual_seq_qlen,
+                                    actual_seq_kvlen=actual_seq_kvlen, check_values=False)
 
 
-def _numels(p: ops.FAProblem) -> int:
+def _numels(p: FAProblem) -> int:
     """N1 * sum of Sq * Skv over the sequences: the built-in's dropout-mask length."""
-    return dropout.mask_elements(ops._sequence_shapes(p.layout, p.B, p.S1, p.S2, p.cu_seqlens_q, p.cu_seqlens_kv),
+    return dropout.mask_elements(sequence_shapes(p.layout, p.B, p.S1, p.S2, p.cu_seqlens_q, p.cu_seqlens_kv),
                                  p.N1)
 
 
