@@ -54,7 +54,8 @@ import torch
 
 from . import ops, twin_backend
 from .chip import get_chip
-from .dispatch import bind_arguments, check_before_dispatch, define_op, require_device, value_checks
+from .dispatch import (bind_arguments, check_before_dispatch, check_scalar_types, define_op, require_device,
+                       value_checks)
 from .problem import check_drop_mask_device, check_finite, check_input_values, validate_grad
 
 __all__ = ["flash_attention_grad", "GRAD_SCHEMA"]
@@ -70,8 +71,10 @@ GRAD_SCHEMA = (
     "Tensor dsink)"
 )
 
+
 def _bind(args: tuple, kwargs: dict) -> dict[str, Any]:
     return bind_arguments(torch.ops.npu.flash_attention_grad.default._schema, args, kwargs)
+
 
 def _check_call(**a):
     """Every check of a call on real tensors, run before dispatch on every device (`dispatch.py`; the data checks on
@@ -85,6 +88,7 @@ def _check_call(**a):
         check_input_values(p, query, a["key"], a["value"])
         check_finite("flash_attention_grad", dy=a["dy"], attention_in=a["attention_in"])
 
+
 def _grad_impl(*args, **kwargs):
     """The CPU (twin) kernel. `_check_call` ran before dispatch; this re-derives the problem without the data
     checks."""
@@ -96,6 +100,7 @@ def _grad_impl(*args, **kwargs):
         zeros = tuple(t.new_zeros(t.shape) for t in (query, key, value))
         return zeros + (empty, empty.clone() if a["sink"] is None else torch.zeros(p.N1))
     return twin_backend.backward(p, a, get_chip())
+
 
 def _grad_fake(*args, **kwargs):
     a = _bind(args, kwargs)
@@ -109,16 +114,19 @@ def _grad_fake(*args, **kwargs):
 # autograd of npu::flash_attention
 # ----------------------------------------------------------------------------------------------------------------
 
+
 def _forward_arg_names() -> list[str]:
     """Argument names of the forward schema, in order (the autograd reads `inputs` by these positions)."""
     schema = torch._C.parse_schema("npu::flash_attention" + ops.SCHEMA)
     return [a.name for a in schema.arguments]
+
 
 _FWD_NAMES = _forward_arg_names()
 
 _NON_TENSOR = ("head_num", "input_layout", "scale", "keep_prob", "pre_tokens", "next_tokens", "inner_precise",
                "prefix", "actual_seq_qlen", "actual_seq_kvlen", "sparse_mode", "seed", "offset", "softcap",
                "pse_type", "q_start_idx", "kv_start_idx")
+
 
 def _setup_context(ctx, inputs, output):
     args = dict(zip(_FWD_NAMES, inputs))
@@ -128,6 +136,7 @@ def _setup_context(ctx, inputs, output):
     ctx.fwd_args = {n: args[n] for n in _NON_TENSOR}
     ctx.num_inputs = len(inputs)
     ctx.mark_non_differentiable(smax, ssum)
+
 
 def _backward(ctx, d_out, _d_max, _d_sum):
     query, key, value, out, smax, ssum, atten_mask, sink, pse, dropout_mask = ctx.saved_tensors
@@ -155,9 +164,11 @@ def _backward(ctx, d_out, _d_max, _d_sum):
         grads[pse_at] = dpse
     return tuple(grads)
 
+
 def _no_double_backward(ctx, *grads):
     raise NotImplementedError("the gradient of npu::flash_attention_grad (double backward through attention) is "
                               "not built")
+
 
 def _register():
     try:
@@ -171,14 +182,18 @@ def _register():
     torch.library.register_autograd("npu::flash_attention", _backward, setup_context=_setup_context)
     torch.library.register_autograd("npu::flash_attention_grad", _no_double_backward)
 
+
 _register()
+
 
 def flash_attention_grad(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, dy: torch.Tensor,
                          head_num: int, input_layout: str, softmax_max: Optional[torch.Tensor] = None,
                          softmax_sum: Optional[torch.Tensor] = None, attention_in: Optional[torch.Tensor] = None,
                          **kwargs: Any):
+    check_scalar_types(torch.ops.npu.flash_attention_grad.default._schema, dict(kwargs, head_num=head_num))
     return torch.ops.npu.flash_attention_grad(query, key, value, dy, head_num, input_layout, softmax_max=softmax_max,
                                               softmax_sum=softmax_sum, attention_in=attention_in, **kwargs)
+
 
 flash_attention_grad.__doc__ = ("`torch.ops.npu.flash_attention_grad(query, key, value, dy, head_num, input_layout, "
                                 "**kwargs)`, the keyword arguments as in the schema.\n\n" + __doc__)

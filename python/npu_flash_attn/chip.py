@@ -16,9 +16,11 @@ _chip_override: Optional[str] = None
 _log = logging.getLogger("npu_flash_attn")
 _logged_chips: set[tuple[str, str]] = set()
 
+
 def available_chips() -> list[str]:
     """Names of the chips the twin can emulate (from `_C.chips()`)."""
     return [c["name"] for c in twin_backend.ext().chips()]
+
 
 def _check_chip(name: Any, source: str) -> str:
     if not isinstance(name, str):
@@ -28,6 +30,7 @@ def _check_chip(name: Any, source: str) -> str:
         raise ValueError(f"{source}={name!r} is not an emulated chip; choose one of {names}")
     return name
 
+
 def set_chip(name: Optional[str]) -> None:
     """Select the chip the CPU twin emulates for following launches; None restores the default (env NPU_FA_CHIP,
     else Ascend910B2). Raises ValueError for names not in `_C.chips()`."""
@@ -35,6 +38,7 @@ def set_chip(name: Optional[str]) -> None:
     checked = None if name is None else _check_chip(name, "chip")
     with _lock:
         _chip_override = checked
+
 
 def get_chip() -> str:
     """The chip used by the next CPU launch: set_chip(...) > $NPU_FA_CHIP > Ascend910B2."""
@@ -46,6 +50,7 @@ def get_chip() -> str:
     if env:
         return _note_chip(_check_chip(env, "environment variable NPU_FA_CHIP"), "NPU_FA_CHIP")
     return _note_chip(DEFAULT_CHIP, "the default")
+
 
 def _note_chip(chip: str, source: str) -> str:
     """Logs (INFO, once per chip and source) which chip the CPU twin emulates and why."""

@@ -5,6 +5,7 @@ import torch
 
 __all__ = ["to_bnsd", "from_bnsd"]
 
+
 def to_bnsd(t: torch.Tensor, layout: str, heads: int) -> torch.Tensor:
     """Non-TND tensor -> [B, N, S, D] view."""
     if layout == "BNSD":
@@ -18,6 +19,7 @@ def to_bnsd(t: torch.Tensor, layout: str, heads: int) -> torch.Tensor:
         s, b, h = t.shape
         return t.reshape(s, b, heads, h // heads).permute(1, 2, 0, 3)
     raise ValueError(layout)
+
 
 def from_bnsd(t: torch.Tensor, layout: str) -> torch.Tensor:
     """[B, N, S, D] -> layout (contiguous)."""

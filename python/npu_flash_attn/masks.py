@@ -40,6 +40,7 @@ _MODE_NAMES = {0: "mask with pre/next band", 1: "arbitrary mask", 2: "left-up ca
 
 _ref_cache: dict = {}
 
+
 def compressed_causal_mask(dtype: torch.dtype = torch.bool) -> torch.Tensor:
     """The built-in's compressed mask of modes 2/3/4/7/8: [2048, 2048], True above the diagonal."""
     key = ("causal", dtype)
@@ -47,6 +48,7 @@ def compressed_causal_mask(dtype: torch.dtype = torch.bool) -> torch.Tensor:
         n = COMPRESSED_MASK_SIZE
         _ref_cache[key] = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1).to(dtype)
     return _ref_cache[key]
+
 
 def compressed_prefix_mask(dtype: torch.dtype = torch.bool) -> torch.Tensor:
     """The built-in's compressed mask of mode 6: [3072, 2048], the causal triangle on top of a 1024-row block whose
@@ -63,6 +65,7 @@ def compressed_prefix_mask(dtype: torch.dtype = torch.bool) -> torch.Tensor:
 # validation
 # ----------------------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class MaskRules:
     """What validation decided: the mode the kernel applies, its band parameters, and whether a dense mask is read."""
@@ -72,6 +75,7 @@ class MaskRules:
     prefix: tuple
     dense: bool
     tnd_global: bool = False  # a TND mask [sum Sq, sum Skv] read at global token positions
+
 
 def check_masks(atten_mask, sparse_mode: int, pre_tokens: int, next_tokens: int, prefix, layout: str, B, N1, S1, S2,
                 cu_q: Sequence[int], cu_kv: Sequence[int], check_values: bool) -> MaskRules:
@@ -115,10 +119,12 @@ def check_masks(atten_mask, sparse_mode: int, pre_tokens: int, next_tokens: int,
         pref = ()
     return MaskRules(sparse_mode, pre, nxt, pref, dense, tnd_global)
 
+
 def _check_prefix_unused(prefix, sparse_mode: int) -> None:
     if prefix is not None:
         raise ValueError(f"prefix={list(prefix)} is only used by sparse_mode 5 and 6, got sparse_mode={sparse_mode}; "
                          "pass prefix=None")
+
 
 def _check_dense_shape(m: torch.Tensor, mode: int, layout: str, B, N1, S1, S2, cu_q, cu_kv) -> bool:
     """Raises unless the dense mask's shape is accepted; returns True for the TND global form [sum Sq, sum Skv]."""
@@ -139,6 +145,7 @@ def _check_dense_shape(m: torch.Tensor, mode: int, layout: str, B, N1, S1, S2, c
                          f"(sparse_mode={mode}): each of its trailing dimensions must be 1 or equal the target's")
     return False
 
+
 def _check_compressed(m: torch.Tensor, mode: int, check_values: bool) -> None:
     if mode == 6:
         shape, ref, what = PREFIX_MASK_SHAPE, compressed_prefix_mask, (
@@ -154,6 +161,7 @@ def _check_compressed(m: torch.Tensor, mode: int, check_values: bool) -> None:
         if not torch.equal(m, _on_device(ref(m.dtype), m.device)):
             raise ValueError(f"atten_mask for sparse_mode={mode} must equal {what}")
 
+
 def _on_device(ref: torch.Tensor, device: torch.device) -> torch.Tensor:
     """A compressed reference mask on `device` (copied once per device and dtype)."""
     if device.type == "cpu":
@@ -162,6 +170,7 @@ def _on_device(ref: torch.Tensor, device: torch.device) -> torch.Tensor:
     if key not in _ref_cache:
         _ref_cache[key] = ref.to(device)
     return _ref_cache[key]
+
 
 def _check_band_mode0(pre: int, nxt: int, S1, S2) -> None:
     """The built-in's band checks (its tiling): the band j in [i - pre, i + next] must reach the matrix."""
@@ -175,9 +184,11 @@ def _check_band_mode0(pre: int, nxt: int, S1, S2) -> None:
         raise ValueError(f"sparse_mode=0: pre_tokens={pre} < 0 needs next_tokens >= {-pre} (got {nxt}) and "
                          f"|pre_tokens| < S2={S2} (else no row sees a key)")
 
+
 def _band_has_visible_key(sq: int, skv: int, pre: int, nxt: int) -> bool:
     """sparse_mode 4 (right-down origin): does any row i < sq see some j < skv in [i+d-pre, i+d+nxt]?"""
     return pre + nxt >= 0 and pre >= 1 - sq and nxt >= 1 - skv
+
 
 def _check_band_mode4(pre: int, nxt: int, layout: str, seq_pairs, B, S1, S2) -> None:
     if pre + nxt < 0:
@@ -189,6 +200,7 @@ def _check_band_mode4(pre: int, nxt: int, layout: str, seq_pairs, B, S1, S2) -> 
         raise ValueError(f"sparse_mode=4: the band [i + (S2-S1) - pre_tokens, i + (S2-S1) + next_tokens] with "
                          f"pre_tokens={pre}, next_tokens={nxt} misses the attention matrix ({where}): no row sees any "
                          "key")
+
 
 def _check_split_modes(mode: int, pre: int, nxt: int, seq_pairs) -> None:
     """Modes 7/8: the band sequence (the last / first with Sq > 0) continues a causal split, so its band must keep
@@ -206,6 +218,7 @@ def _check_split_modes(mode: int, pre: int, nxt: int, seq_pairs) -> None:
     if mode == 7 and nxt > 0:
         raise ValueError(f"sparse_mode=7: next_tokens={nxt} must be <= 0 (the last sequence's band ends on or left of "
                          f"its right-down diagonal)")
+
 
 def _check_prefix(prefix, mode: int, seq_pairs, B) -> tuple:
     if prefix is None:

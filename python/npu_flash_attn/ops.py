@@ -86,7 +86,8 @@ import torch
 
 from . import twin_backend
 from .chip import get_chip
-from .dispatch import bind_arguments, check_before_dispatch, define_op, require_device, value_checks
+from .dispatch import (bind_arguments, check_before_dispatch, check_scalar_types, define_op, require_device,
+                       value_checks)
 from .problem import FAProblem, check_drop_mask_device, check_input_values, validate_flash_attention
 
 __all__ = ["flash_attention", "precompute_block_mask", "SCHEMA"]
@@ -100,12 +101,15 @@ SCHEMA = (
     "Tensor? dropout_mask=None) -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)"
 )
 
+
 def _bind(args: tuple, kwargs: dict) -> dict[str, Any]:
     """The op's arguments by name, as the dispatcher passes them (trailing defaults may be left out)."""
     return bind_arguments(_op_schema(), args, kwargs)
 
+
 def _op_schema() -> torch._C.FunctionSchema:
     return torch.ops.npu.flash_attention.default._schema
+
 
 def check_call(query, key, value, head_num, input_layout, **kwargs) -> FAProblem:
     """Every check of a call on real tensors, run before dispatch on every device (`dispatch.py`): the argument and
@@ -128,12 +132,14 @@ def check_call(query, key, value, head_num, input_layout, **kwargs) -> FAProblem
                              "finite")
     return p
 
+
 def _flash_attention_impl(*args, **kwargs):
     """The CPU (twin) kernel. `check_call` ran before dispatch; this re-derives the problem without the data
     checks."""
     a = _bind(args, kwargs)
     p = validate_flash_attention(**a, check_values=False)
     return twin_backend.forward(p, a, get_chip())
+
 
 def _flash_attention_fake(*args, **kwargs):
     a = _bind(args, kwargs)
@@ -143,6 +149,7 @@ def _flash_attention_fake(*args, **kwargs):
     smax = query.new_empty(p.stats_shape, dtype=torch.float32)
     ssum = query.new_empty(p.stats_shape, dtype=torch.float32)
     return out, smax, ssum
+
 
 def _register():
     ns_op = "npu::flash_attention"
@@ -155,14 +162,19 @@ def _register():
     define_op(ns_op, SCHEMA, _flash_attention_impl, _flash_attention_fake, __doc__)
     check_before_dispatch(ns_op, check_call)
 
+
 _register()
+
 
 def flash_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int, input_layout: str,
                     **kwargs: Any):
+    check_scalar_types(_op_schema(), dict(kwargs, head_num=head_num))
     return torch.ops.npu.flash_attention(query, key, value, head_num, input_layout, **kwargs)
+
 
 flash_attention.__doc__ = ("`torch.ops.npu.flash_attention(query, key, value, head_num, input_layout, **kwargs)`, "
                            "the keyword arguments as in the schema.\n\n" + __doc__)
+
 
 def precompute_block_mask(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
                           input_layout: str, atten_mask: torch.Tensor, *, sparse_mode: int = 0,

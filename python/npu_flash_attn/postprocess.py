@@ -10,6 +10,7 @@ from .problem import FLT_MAX, FAProblem
 
 __all__ = ["fill_invalid_tail", "fill_rows_without_keys", "zero_tnd_tails", "dpse_rows", "dpse", "sum_rows_per_head"]
 
+
 def fill_invalid_tail(p: FAProblem, out: torch.Tensor, smax: torch.Tensor, ssum: torch.Tensor) -> None:
     """TND: query tokens after the last enabled sequence (padding) are invalid rows."""
     used = p.cu_seqlens_q[-1] if p.cu_seqlens_q else 0
@@ -18,6 +19,7 @@ def fill_invalid_tail(p: FAProblem, out: torch.Tensor, smax: torch.Tensor, ssum:
     out[used:].zero_()
     smax.view(-1)[used * p.N1 * 8:].fill_(-FLT_MAX)
     ssum.view(-1)[used * p.N1 * 8:].fill_(FLT_MAX)
+
 
 def fill_rows_without_keys(p: FAProblem, sink: Optional[torch.Tensor], smax: torch.Tensor, ssum: torch.Tensor) -> None:
     """Statistics of rows that see no key: max -FLT_MAX, sum FLT_MAX; with sink logits max = the head's sink, sum 1."""
@@ -35,6 +37,7 @@ def fill_rows_without_keys(p: FAProblem, sink: Optional[torch.Tensor], smax: tor
     for q0, q1 in zip((0,) + tuple(p.cu_seqlens_q[:-1]), p.cu_seqlens_q):
         rows[q0 * p.N1:q1 * p.N1] = z.view(-1, 1, 1).expand(p.N1, q1 - q0, 8).reshape(-1, 8)
 
+
 def zero_tnd_tails(p: FAProblem, dq, dk, dv) -> None:
     """TND: tokens after the last enabled sequence belong to no task; their gradients are 0."""
     used_q = p.cu_seqlens_q[-1] if p.cu_seqlens_q else 0
@@ -42,6 +45,7 @@ def zero_tnd_tails(p: FAProblem, dq, dk, dv) -> None:
     dq[used_q:].zero_()
     dk[used_kv:].zero_()
     dv[used_kv:].zero_()
+
 
 def dpse_rows(p: FAProblem) -> Optional[torch.Tensor]:
     """The kernel's dS output for an outer pse (fp32, zeroed: tiles no step reaches have dS = 0): [B, N1, S1, S2] for
@@ -52,6 +56,7 @@ def dpse_rows(p: FAProblem) -> Optional[torch.Tensor]:
     rows = p.S1 if p.pse.outer_per_row else 4 * ((p.S1 + 15) // 16)
     return torch.zeros(p.B, p.N1, rows, p.S2, dtype=torch.float32)
 
+
 def dpse(p: FAProblem, pse: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     """dpse in the shape and dtype of pse from the kernel's rows: summed over what pse broadcasts, times the scale for
     pse_type 1 (whose bias enters as scale * pse)."""
@@ -61,6 +66,7 @@ def dpse(p: FAProblem, pse: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     if p.pse.outer_mode == 2:
         g = g * p.scale
     return g.to(pse.dtype)
+
 
 def sum_rows_per_head(p: FAProblem, rows: torch.Tensor) -> torch.Tensor:
     """Per query head, the sum of a per-row quantity stored in the statistics' layout ([B, N1, S1, 8], or TND's

@@ -38,6 +38,7 @@ _LAYOUT_SHAPES = {
 
 _DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 
+
 @dataclass(frozen=True)
 class PseArgs:
     """What the pse arguments ask of the kernel: in-kernel ALiBi (pse_type 2/3) or an outer bias tensor (0/1)."""
@@ -48,6 +49,7 @@ class PseArgs:
     outer_per_batch: bool = False  # pse [B, ...] (else [1, ...])
     outer_per_row: bool = False    # pse [..., S1, S2] (else [..., 1, S2]: the same bias for every query row)
 
+
 @dataclass(frozen=True)
 class DropArgs:
     """Dropout of the probabilities (keep_prob < 1): generated from (seed, offset), or a user `dropout_mask`."""
@@ -55,6 +57,7 @@ class DropArgs:
     keep_prob: float = 1.0
     seed: int = 0
     offset: int = 0
+
 
 @dataclass(frozen=True)
 class FAProblem:
@@ -100,6 +103,7 @@ class FAProblem:
         if self.layout == "TND":
             return self.B > 0 and max(lengths(self.cu_seqlens_q)) > 0 and max(lengths(self.cu_seqlens_kv)) > 0
         return self.B > 0 and self.S1 > 0 and self.S2 > 0
+
 
 def _shape_dims(query, key, value, head_num: int, layout: str):
     """Returns (B, N1, N2, S1, S2, D, Dv, T1, T2) from the tensor shapes, or raises ValueError."""
@@ -164,6 +168,7 @@ def _shape_dims(query, key, value, head_num: int, layout: str):
         raise ValueError(f"value head dim Dv={Dv} must be in [1, D={D}] (Dv <= D), value shape {v}")
     return B, N1, N2, S1, S2, D, Dv, T1, T2
 
+
 def _check_sizes(query, key, value, layout, B, N1, S1, Dv, T1) -> None:
     """Refuses shapes the kernel cannot address (its tiling holds dimensions as 32-bit fields) and problems no chip
     could hold, naming the tensor. Skipped for symbolic (torch.compile dynamic) sizes."""
@@ -185,6 +190,7 @@ def _check_sizes(query, key, value, layout, B, N1, S1, Dv, T1) -> None:
         raise ValueError(f"the problem needs {total / 1024 ** 3:.4g} GiB of device memory ({detail}), more than the "
                          f"{MAX_PROBLEM_BYTES // 1024 ** 3} GiB HBM of the largest supported chip; the largest part is "
                          f"{name} ({big} bytes)")
+
 
 def check_input_values(p: FAProblem, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
     """Data checks made before a launch (not in the fake kernel): q/k/v must be finite (the cube is not fed NaN/Inf:
@@ -209,6 +215,7 @@ def check_input_values(p: FAProblem, query: torch.Tensor, key: torch.Tensor, val
                          f"float32 (the scaled scores must stay below {FLT_MAX / 2:.6g} so that the softmax's "
                          "max-subtraction cannot overflow); use a smaller scale")
 
+
 def _max_abs_score(p: FAProblem, query: torch.Tensor, key: torch.Tensor) -> float:
     """max |q_i . k_j| over every head's (query token, key token) pairs of each sequence, in float64."""
     group = p.N1 // p.N2
@@ -226,6 +233,7 @@ def _max_abs_score(p: FAProblem, query: torch.Tensor, key: torch.Tensor) -> floa
                 peak = max(peak, float(sc.abs().max()))
     return peak
 
+
 def _start_index(name: str, x: Any) -> int:
     if not isinstance(x, (list, tuple)) or len(x) == 0:
         raise ValueError(f"{name}={x!r} must be a non-empty list of ints (only element 0 is used, as the built-in)")
@@ -233,6 +241,7 @@ def _start_index(name: str, x: Any) -> int:
     if not (INT32_MIN <= v <= INT32_MAX):
         raise ValueError(f"{name}[0]={v} must fit in int32")
     return v
+
 
 def _check_outer_pse(pse, pse_type: int, layout: str, query, B: int, N1: int, S1: int, S2: int) -> PseArgs:
     if pse.dtype != query.dtype:
@@ -249,6 +258,7 @@ def _check_outer_pse(pse, pse_type: int, layout: str, query, B: int, N1: int, S1
                          "pse_type 2/3 with slopes instead)")
     return PseArgs(outer_mode=1 if pse_type == 0 else 2, outer_per_batch=shape[0] == B and B > 1,
                    outer_per_row=shape[2] == S1 and S1 > 1)
+
 
 def _check_pse(pse, pse_type: int, q_start_idx, kv_start_idx, layout: str, query, batches: int, B: int, N1: int,
                S1: int, S2: int) -> PseArgs:
@@ -269,6 +279,7 @@ def _check_pse(pse, pse_type: int, q_start_idx, kv_start_idx, layout: str, query
     q0 = 0 if q_start_idx is None else _start_index("q_start_idx", q_start_idx)
     k0 = 0 if kv_start_idx is None else _start_index("kv_start_idx", kv_start_idx)
     return PseArgs(alibi_mode=pse_type, alibi_per_batch=pse.dim() == 2, alibi_delta=k0 - q0)
+
 
 def validate_flash_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None,
                              atten_mask=None, scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX,
@@ -401,6 +412,7 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
                      mask_tnd_global=rules.tnd_global, sink=sink is not None, softcap=softcap, pse=pse_args,
                      drop=drop)
 
+
 def _check_dropout(keep_prob: float, seed: int, offset: int, dropout_mask, query, layout: str, B, N1, S1, S2,
                    cu_q: Sequence[int], cu_kv: Sequence[int]) -> DropArgs:
     """keep_prob < 1 turns dropout on: the kernel's generator keyed by (seed, offset), or the user's mask."""
@@ -421,6 +433,7 @@ def _check_dropout(keep_prob: float, seed: int, offset: int, dropout_mask, query
         return DropArgs()
     return DropArgs(mode=1 if dropout_mask is None else 2, keep_prob=keep_prob, seed=seed, offset=offset)
 
+
 def check_drop_mask_device(p: FAProblem, device: torch.device) -> None:
     """On the NPU a user dropout mask is read in place only: rows of S2 / 8 whole bytes (the CPU path repacks)."""
     if p.drop.mode == 2 and device.type != "cpu" and (p.layout == "TND" or p.S2 % 8 != 0):
@@ -428,7 +441,9 @@ def check_drop_mask_device(p: FAProblem, device: torch.device) -> None:
                                   f"input_layout={p.layout!r}, S2={p.S2}): the NPU path reads the bits in place and "
                                   "does not repack them yet; the CPU (twin) path takes every form")
 
+
 _GRAD_ONLY = ("dy", "softmax_max", "softmax_sum", "attention_in", "deterministic")
+
 
 def validate_grad(a: dict, check_values: bool = True) -> FAProblem:
     """The forward's rules on the shared arguments (`a`: every argument by name) and the grad's own."""
@@ -458,6 +473,7 @@ def validate_grad(a: dict, check_values: bool = True) -> FAProblem:
             raise ValueError(f"{name} is on device {t.device} but query is on {query.device}; all tensors must be "
                              "on the same device")
     return p
+
 
 def check_finite(op: str, **tensors) -> None:
     for name, t in tensors.items():

@@ -33,6 +33,7 @@ _log = logging.getLogger("npu_flash_attn")
 _lock = threading.Lock()
 _last_info: Optional[dict] = None
 
+
 def ext():
     """The compiled extension (imported lazily so validation/reference work without a build)."""
     try:
@@ -41,11 +42,13 @@ def ext():
         raise ImportError(f"npu_flash_attn._C is not built ({e}); run `pip install -e .` in the repository") from e
     return _C
 
+
 def record_launch(info: dict) -> None:
     """Makes `info` what `last_launch_info()` returns (called after every kernel launch of the package's ops)."""
     global _last_info
     with _lock:
         _last_info = dict(info)
+
 
 def last_launch_info() -> Optional[dict]:
     """A copy of the info dict (tiling facts: chip, block_dim, s1_block, s2_block, ...) returned by the last kernel
@@ -54,7 +57,9 @@ def last_launch_info() -> Optional[dict]:
     with _lock:
         return None if _last_info is None else dict(_last_info)
 
+
 _block_override = None
+
 
 def set_block_override(s1_block: Optional[int] = None, s2_block: Optional[int] = None) -> None:
     """Tuning knob: run the forward with these query/key block sizes instead of the tiling's choice (both or neither;
@@ -66,13 +71,16 @@ def set_block_override(s1_block: Optional[int] = None, s2_block: Optional[int] =
         raise ValueError("set_block_override: give both s1_block and s2_block, or neither")
     _block_override = None if s1_block is None else (int(s1_block), int(s2_block))
 
+
 _count_ops = False
+
 
 def set_op_counting(enabled: bool) -> None:
     """When enabled, `last_launch_info()["op_counts"]` gives the twin's instruction counts of the forward kernel per
     core kind ({"aic": {op: n}, "aiv": {op: n}}), from its trace (slower; for tests and profiling)."""
     global _count_ops
     _count_ops = bool(enabled)
+
 
 def problem_dict(p: FAProblem, view=None, drop_pitch: int = 0) -> dict:
     """The validated problem as the extension's tiling reads it (`view`: the dense mask's MaskView, if any;
@@ -98,9 +106,11 @@ def problem_dict(p: FAProblem, view=None, drop_pitch: int = 0) -> dict:
         d["force_s1_block"], d["force_s2_block"] = _block_override
     return d
 
+
 def pse_input(p: FAProblem, pse: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
     """The contiguous pse the kernel reads (ALiBi slopes or the outer bias), else None."""
     return pse.detach().contiguous() if p.pse.alibi_mode or p.pse.outer_mode else None
+
 
 def drop_mask_input(p: FAProblem, mask: Optional[torch.Tensor]) -> tuple[Optional[torch.Tensor], int]:
     """The user dropout mask as the kernels read it (rows of bytes in the statistics' order, repacked when needed)
@@ -112,6 +122,7 @@ def drop_mask_input(p: FAProblem, mask: Optional[torch.Tensor]) -> tuple[Optiona
     if rows.data_ptr() != mask.data_ptr():
         _log.debug("dropout_mask repacked into rows of %d bytes (TND or S2 %% 8 != 0)", pitch)
     return rows.contiguous(), pitch
+
 
 def forward(p: FAProblem, a: dict, chip: str):
     """Runs the forward kernel for the validated problem `p` (`a`: the op's arguments by name) on the twin of
@@ -138,6 +149,7 @@ def forward(p: FAProblem, a: dict, chip: str):
     record_launch(info)
     return out, smax, ssum
 
+
 def _launch(p: FAProblem, chip: str, q, k, v, atten_mask, sink, pse, drop_mask, out, smax, ssum) -> dict:
     e = ext()
     if not hasattr(e, "flash_attention_plan"):
@@ -163,6 +175,7 @@ def _launch(p: FAProblem, chip: str, q, k, v, atten_mask, sink, pse, drop_mask, 
         info.update(tiles_masked=block.tiles_masked, tiles_mixed=block.tiles_mixed, tiles_visible=block.tiles_visible,
                     mask_copy_bytes=0 if shared else view.tensor.numel())
     return info
+
 
 def backward(p: FAProblem, a: dict, chip: str):
     """Runs the backward kernels for the validated problem `p` (`a`: the grad op's arguments by name) on the twin
@@ -207,7 +220,9 @@ def backward(p: FAProblem, a: dict, chip: str):
 # a dense mask read in place, and its block map
 # ----------------------------------------------------------------------------------------------------------------
 
+
 COLUMN_BROADCAST_WIDTH = 128  # >= every s2 block: a column-broadcast mask row is stored with this many equal bytes
+
 
 @dataclass
 class MaskView:
@@ -227,6 +242,7 @@ class MaskView:
         return {"dense_mask": True, "mask_per_batch": self.per_batch, "mask_per_head": self.per_head,
                 "mask_stride_b": self.stride_b, "mask_stride_n": self.stride_n, "mask_stride_s": self.stride_s,
                 "mask_col_step": self.col_step, "mask_tnd_global": self.tnd_global}
+
 
 def mask_view(m: torch.Tensor, layout: str, S2, tnd_global: bool = False) -> MaskView:
     """The kernel's view of a validated dense mask. Copies nothing unless the last dimension is strided (one copy
@@ -254,6 +270,7 @@ def mask_view(m: torch.Tensor, layout: str, S2, tnd_global: bool = False) -> Mas
     return MaskView(tensor=m, extent=int(extent), stride_b=strides[0], stride_n=strides[1], stride_s=strides[2],
                     col_step=col_step, per_batch=size[0] > 1, per_head=size[1] > 1, tnd_global=tnd_global)
 
+
 @dataclass(frozen=True)
 class BlockMaskInfo:
     """What the block-map pre-pass found for a dense mask (twin). `block_map` is the kernel's buffer: one state
@@ -269,6 +286,7 @@ class BlockMaskInfo:
     @property
     def tiles_computed(self) -> int:
         return self.tiles_mixed + self.tiles_visible
+
 
 class _BlockMapCache:
     """Block maps keyed by the mask tensor object (weakly: an entry dies with its mask), its version counter (any
@@ -316,7 +334,9 @@ class _BlockMapCache:
             self._entries.clear()
             self.hits = self.misses = 0
 
+
 _cache = _BlockMapCache()
+
 
 def block_mask_cache_info() -> dict:
     """{"hits", "misses", "entries", "capacity"} of the block-map cache."""
@@ -324,9 +344,11 @@ def block_mask_cache_info() -> dict:
         return {"hits": _cache.hits, "misses": _cache.misses, "entries": len(_cache._entries),
                 "capacity": _cache.capacity}
 
+
 def clear_block_mask_cache() -> None:
     """Drops every cached block map (`block_mask_cache_info` then reports an empty cache)."""
     _cache.clear()
+
 
 def build_block_map(mask: torch.Tensor, view: MaskView, problem: dict, chip: str) -> BlockMaskInfo:
     """The block map of `mask` for `problem` from the cache, else from the pre-pass kernel (twin)."""

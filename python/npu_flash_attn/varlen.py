@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 __all__ = ["as_int", "lengths", "normalize_cumulative", "sequence_shapes"]
 
+
 def as_int(name: str, v: Any) -> int:
     if isinstance(v, bool):
         raise TypeError(f"{name} must be an int, got bool {v!r}")
@@ -15,12 +16,14 @@ def as_int(name: str, v: Any) -> int:
     except TypeError:
         raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}") from None
 
+
 def lengths(cu: Sequence[int]) -> list[int]:
     prev, out = 0, []
     for c in cu:
         out.append(c - prev)
         prev = c
     return out
+
 
 def normalize_cumulative(name: str, seq: Sequence[Any]) -> list[int]:
     """Checks one cumulative list; returns its enabled prefix (trailing zeros after a positive value dropped)."""
@@ -41,6 +44,7 @@ def normalize_cumulative(name: str, seq: Sequence[Any]) -> list[int]:
                              "cumulative (non-decreasing), with trailing zeros only to disable the last batches")
         prev = x
     return enabled
+
 
 def sequence_shapes(layout: str, B, S1, S2, cu_q: Sequence[int], cu_kv: Sequence[int]) -> list[tuple[int, int]]:
     """(Sq, Skv) of every sequence: the TND lengths, else B times (S1, S2)."""
