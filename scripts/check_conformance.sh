@@ -30,8 +30,8 @@ if [[ ! -f "$TOOL" ]]; then
     exit 2
 fi
 
-shopt -s nullglob
-files=("$ROOT"/op_kernel/*.cpp "$ROOT"/op_kernel/*.h "$ROOT"/scripts/conformance/*.cpp "$@")
+shopt -s nullglob globstar
+files=("$ROOT"/op_kernel/**/*.cpp "$ROOT"/op_kernel/**/*.h "$ROOT"/scripts/conformance/*.cpp "$@")
 if [[ ${#files[@]} -eq 0 ]]; then
     echo "check_conformance: no files to check in $ROOT/op_kernel"
     exit 0
