@@ -4,25 +4,7 @@
 #include "kernel_operator.h"
 #include "kernel/bwd_cube.h"
 #include "kernel/bwd_vector.h"
-
-namespace npu_fa {
-
-template <typename T>
-__aicore__ inline void RunFlashAttentionBwd(const FlashAttentionGradTilingData* t, const FaBwdGmArgs& gm) {
-    AscendC::TPipe pipe;
-    if ASCEND_IS_AIC {
-        FaBwdCube<T> cube;
-        cube.Init(t, gm, &pipe);
-        cube.Process();
-    }
-    if ASCEND_IS_AIV {
-        FaBwdVector<T> vec;
-        vec.Init(t, gm, &pipe);
-        vec.Process();
-    }
-}
-
-}  // namespace npu_fa
+#include "common/mix_kernel.h"
 
 // The optional inputs and outputs are used only when the tiling asks for them (common/gm_args.h); blockMap is the
 // forward's pre-pass (flash_attention_block_map.cpp) run for this kernel's blocks.
@@ -39,9 +21,5 @@ extern "C" __global__ __aicore__ void flash_attention_bwd(GM_ADDR query, GM_ADDR
     const npu_fa::FaBwdGmArgs gm{{query, key, value, attenMask, blockMap, seqInfo, sink, alibiSlopes, pse, dropoutMask},
                                  dy, attentionIn, softmaxMax, softmaxSum, dq, dk, dv, dsinkRows, dpseRows,
                                  AscendC::GetUserWorkspace(workspace)};
-    if (tilingData.problem.dtype == npu_fa::kBf16) {
-        npu_fa::RunFlashAttentionBwd<bfloat16_t>(&tilingData, gm);
-    } else {
-        npu_fa::RunFlashAttentionBwd<half>(&tilingData, gm);
-    }
+    npu_fa::RunMixKernel<npu_fa::FaBwdCube, npu_fa::FaBwdVector>(&tilingData, gm);
 }

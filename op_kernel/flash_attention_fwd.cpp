@@ -4,25 +4,7 @@
 #include "kernel_operator.h"
 #include "kernel/fwd_cube.h"
 #include "kernel/fwd_vector.h"
-
-namespace npu_fa {
-
-template <typename T>
-__aicore__ inline void RunFlashAttentionFwd(const FlashAttentionTilingData* t, const FaFwdGmArgs& gm) {
-    AscendC::TPipe pipe;
-    if ASCEND_IS_AIC {
-        FaFwdCube<T> cube;
-        cube.Init(t, gm, &pipe);
-        cube.Process();
-    }
-    if ASCEND_IS_AIV {
-        FaFwdVector<T> vec;
-        vec.Init(t, gm, &pipe);
-        vec.Process();
-    }
-}
-
-}  // namespace npu_fa
+#include "common/mix_kernel.h"
 
 // The optional inputs are read only when the tiling asks for them (common/gm_args.h); blockMap is the pre-pass's
 // output (flash_attention_block_map.cpp).
@@ -37,9 +19,5 @@ extern "C" __global__ __aicore__ void flash_attention_fwd(GM_ADDR query, GM_ADDR
     // The user workspace starts past the system workspace on the NPU.
     const npu_fa::FaFwdGmArgs gm{{query, key, value, attenMask, blockMap, seqInfo, sink, alibiSlopes, pse, dropoutMask},
                                  attentionOut, softmaxMax, softmaxSum, AscendC::GetUserWorkspace(workspace)};
-    if (tilingData.problem.dtype == npu_fa::kBf16) {
-        npu_fa::RunFlashAttentionFwd<bfloat16_t>(&tilingData, gm);
-    } else {
-        npu_fa::RunFlashAttentionFwd<half>(&tilingData, gm);
-    }
+    npu_fa::RunMixKernel<npu_fa::FaFwdCube, npu_fa::FaFwdVector>(&tilingData, gm);
 }

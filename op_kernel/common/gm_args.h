@@ -21,6 +21,17 @@ struct FaGmInputs {
     GM_ADDR dropoutMask;  // a user's keep bits as rows (tile/dropout.h), dropout mode kDropMask only
 };
 
+// q, k, v as typed GM tensors (the cube cores' operands).
+template <typename T>
+struct FaQkvTensors {
+    AscendC::GlobalTensor<T> q, k, v;
+    __aicore__ inline void Init(const FaGmInputs& in) {
+        q.SetGlobalBuffer((__gm__ T*)in.query);
+        k.SetGlobalBuffer((__gm__ T*)in.key);
+        v.SetGlobalBuffer((__gm__ T*)in.value);
+    }
+};
+
 struct FaFwdGmArgs {
     FaGmInputs in;
     GM_ADDR attentionOut;

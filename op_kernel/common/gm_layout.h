@@ -9,28 +9,17 @@
 
 namespace npu_fa {
 
-// Element offset of token `row` (inside its sequence) of head `head` in a tensor with strides `st`; TND counts rows
-// from the sequence's first token `tok0`.
-__aicore__ inline uint64_t TokenOffset(const FaProblemTiling& p, const FaStrides& st, uint32_t batch, int64_t tok0,
+// The token-row tensors: q, k, v, and the output's layout (attention_out; in the backward also dy and
+// attention_in). The gradients dq, dk, dv have the layouts of q, k, v.
+enum FaGmTensor : uint32_t { kGmQuery = 0, kGmKey = 1, kGmValue = 2, kGmOut = 3 };
+
+// Element offset of token `row` (inside its sequence) of head `head` in tensor `x`; TND counts rows from the
+// sequence's first query (q, out) or key (k, v) token.
+__aicore__ inline uint64_t TokenOffset(const FaProblemTiling& p, FaGmTensor x, uint32_t batch, const FaSeq& seq,
                                        uint32_t head, int64_t row) {
+    const FaStrides& st = x == kGmQuery ? p.qStride : x == kGmKey ? p.kStride : x == kGmValue ? p.vStride : p.oStride;
+    const int64_t tok0 = x == kGmKey || x == kGmValue ? seq.kvTok : seq.qTok;
     return (p.varlen ? (uint64_t)(tok0 + row) * st.s : batch * st.b + (uint64_t)row * st.s) + head * st.n;
-}
-__aicore__ inline uint64_t QueryOffset(const FaProblemTiling& p, uint32_t batch, const FaSeq& seq, uint32_t head,
-                                       int64_t row) {
-    return TokenOffset(p, p.qStride, batch, seq.qTok, head, row);
-}
-__aicore__ inline uint64_t KeyOffset(const FaProblemTiling& p, uint32_t batch, const FaSeq& seq, uint32_t kvHead,
-                                     int64_t row) {
-    return TokenOffset(p, p.kStride, batch, seq.kvTok, kvHead, row);
-}
-__aicore__ inline uint64_t ValueOffset(const FaProblemTiling& p, uint32_t batch, const FaSeq& seq, uint32_t kvHead,
-                                       int64_t row) {
-    return TokenOffset(p, p.vStride, batch, seq.kvTok, kvHead, row);
-}
-// The output's layout: attention_out, and in the backward dy and attention_in.
-__aicore__ inline uint64_t OutOffset(const FaProblemTiling& p, uint32_t batch, const FaSeq& seq, uint32_t head,
-                                     int64_t row) {
-    return TokenOffset(p, p.oStride, batch, seq.qTok, head, row);
 }
 
 // Statistic row (8 floats each) of a query row in softmax_max/softmax_sum: [B, N1, S1, 8], or for TND sequence-major

@@ -10,13 +10,15 @@
 
 namespace npu_fa {
 
-// One core's walk over tasks [next, end) of a pass.
+// One core's walk over tasks [next, end) of a pass, with the pass's seq table and (dense masks) block map.
 class FaTaskCursor {
 public:
     // `seqFields`: int64 values per seq-table row; `firstTask`: the field holding a sequence's first task.
-    __aicore__ inline void Init(const FaProblemTiling* p, GM_ADDR seqInfo, uint32_t seqFields, uint32_t firstTask) {
+    __aicore__ inline void Init(const FaProblemTiling* p, GM_ADDR seqInfo, GM_ADDR blockMap, uint32_t seqFields,
+                                uint32_t firstTask) {
         p_ = p;
         seqInfo_ = (__gm__ int64_t*)seqInfo;
+        map_ = (__gm__ uint8_t*)blockMap;
         seqFields_ = seqFields;
         firstTask_ = firstTask;
     }
@@ -45,9 +47,18 @@ public:
     __aicore__ inline int64_t Field(uint32_t b, uint32_t f) const { return seqInfo_[(uint64_t)b * seqFields_ + f]; }
     __aicore__ inline __gm__ int64_t* Row(uint32_t b) const { return seqInfo_ + (uint64_t)b * seqFields_; }
 
+    // The block map's verdict on entry `entry` (kTileMixed without a dense mask: the band logic decides).
+    __aicore__ inline uint8_t TileState(int64_t entry) const {
+        if (p_->maskMode == 0) return kTileMixed;
+        return map_[entry];
+    }
+    // The block map's per-row visible-tile counts (the pre-pass writes them at `offset`).
+    __aicore__ inline __gm__ int32_t* MapCounts(uint64_t offset) const { return (__gm__ int32_t*)(map_ + offset); }
+
 private:
     const FaProblemTiling* p_ = nullptr;
     __gm__ int64_t* seqInfo_ = nullptr;
+    __gm__ uint8_t* map_ = nullptr;
     uint32_t seqFields_ = 0, firstTask_ = 0;
     uint32_t next_ = 0;
     uint32_t end_ = 0;

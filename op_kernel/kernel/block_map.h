@@ -78,7 +78,8 @@ private:
         const FaStepRange steps = StepsOf(band, r0, r1, s2, t_->s2Block);
         const uint64_t entry0 = (uint64_t)(Seq(group, kSeqMapEntry0) + local * cols);
         const FaProblemTiling& p = t_->problem;
-        const uint64_t maskRow = (uint64_t)Seq(group, kSeqMaskBase) + head * p.maskStrideN + (uint64_t)r0 * p.maskStrideS;
+        const uint64_t maskRow =
+            (uint64_t)Seq(group, kSeqMaskBase) + head * p.maskStrideN + (uint64_t)r0 * p.maskStrideS;
         AscendC::LocalTensor<uint8_t> states = statesBuf_.Get<uint8_t>();
         int32_t computed = 0;
         for (int64_t j0 = 0; j0 < cols; j0 += kChunk) {
@@ -111,7 +112,8 @@ private:
         AscendC::LocalTensor<float> f = floatBuf_.Get<float>();
         AscendC::LocalTensor<float> sum = sumBuf_.Get<float>();
         // Each row lands 32 B aligned, its padding zero (= visible: neutral for the count below).
-        AscendC::DataCopyExtParams cp((uint16_t)loadRows, cols, sameRows ? 0 : (uint32_t)(t_->problem.maskStrideS - cols), 0, 0);
+        const uint32_t srcGap = sameRows ? 0 : (uint32_t)(t_->problem.maskStrideS - cols);
+        AscendC::DataCopyExtParams cp((uint16_t)loadRows, cols, srcGap, 0, 0);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdTile);
         AscendC::DataCopyPad(bytes, maskGm_[off], cp,
                              AscendC::DataCopyPadExtParams<uint8_t>(true, 0, (uint8_t)(pitch - cols), 0));

@@ -48,9 +48,8 @@ public:
     __aicore__ inline void Init(const FlashAttentionGradTilingData* t, GM_ADDR seqInfo, GM_ADDR blockMap,
                                 uint32_t core) {
         t_ = t;
-        map_ = (__gm__ uint8_t*)blockMap;
-        cursor_.Init(&t->problem, seqInfo, kBwdSeqFields, t->pass == kBwdPassDq ? (uint32_t)kSeqFirstTask
-                                                                                : kBwdSeqFirstKvTask);
+        cursor_.Init(&t->problem, seqInfo, blockMap, kBwdSeqFields,
+                     t->pass == kBwdPassDq ? (uint32_t)kSeqFirstTask : kBwdSeqFirstKvTask);
         cursor_.SetRange(t->coreTaskStart[core], t->coreTaskStart[core + 1]);
     }
 
@@ -74,8 +73,9 @@ public:
         task.head = (uint32_t)(local / blocks);
         task.first = (local % blocks) * ownBlock;
         task.rows = FaMin(ownLen - task.first, ownBlock);
-        const FaStepRange r = dq ? StepsOf(task.band, task.first, task.first + task.rows, task.seq.s2, t->s2Block)
-                                 : QueryBlocksOf(task.band, task.first, task.first + task.rows, task.seq.s1, t->s1Block);
+        const int64_t end = task.first + task.rows;
+        const FaStepRange r = dq ? StepsOf(task.band, task.first, end, task.seq.s2, t->s2Block)
+                                 : QueryBlocksOf(task.band, task.first, end, task.seq.s1, t->s1Block);
         task.blkFirst = r.first;
         task.blkLast = r.last;
         task.outer = dq ? 1 : p.group;
@@ -85,9 +85,8 @@ public:
     // The block map's verdict on a step's tile (kTileMixed without a dense mask: the band logic decides). Both core
     // kinds skip the steps it calls masked.
     __aicore__ inline uint8_t TileState(const FaBwdTask& task, const FaBwdStep& s) const {
-        if (t_->problem.maskMode == 0) return kTileMixed;
         const int64_t row = BlockMapRow(t_->problem, s.qHead, task.qBlocks, s.q0 / t_->s1Block);
-        return map_[task.mapEntry0 + row * task.kBlocks + s.k0 / t_->s2Block];
+        return cursor_.TileState(task.mapEntry0 + row * task.kBlocks + s.k0 / t_->s2Block);
     }
 
     // Number of steps of a task and its `i`-th step, in the order both core kinds walk them.
@@ -116,7 +115,6 @@ public:
 
 private:
     const FlashAttentionGradTilingData* t_ = nullptr;
-    __gm__ uint8_t* map_ = nullptr;
     FaTaskCursor cursor_;
 };
 

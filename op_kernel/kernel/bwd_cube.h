@@ -29,9 +29,7 @@ public:
         t_ = t;
         p_ = &t->problem;
         core_ = (uint32_t)AscendC::GetBlockIdx();
-        qGm_.SetGlobalBuffer((__gm__ T*)gm.in.query);
-        kGm_.SetGlobalBuffer((__gm__ T*)gm.in.key);
-        vGm_.SetGlobalBuffer((__gm__ T*)gm.in.value);
+        qkv_.Init(gm.in);
         dyGm_.SetGlobalBuffer((__gm__ T*)gm.dy);
         seqInfo_ = gm.in.seqInfo;
         blockMap_ = gm.in.blockMap;
@@ -164,19 +162,19 @@ private:
 
     __aicore__ inline void LoadQuerySide(const Pending& p) {
         const uint32_t rows = (uint32_t)p.s.qRows;
-        LoadNz(kQ, NextSlot(kQ), qGm_[QueryOffset(*p_, p.task.batch, p.task.seq, p.s.qHead, p.s.q0)], rows, p_->d,
-               p_->qStride.s, m16_);
-        LoadNz(kDo, NextSlot(kDo), dyGm_[OutOffset(*p_, p.task.batch, p.task.seq, p.s.qHead, p.s.q0)], rows, p_->dv,
-               p_->oStride.s, m16_);
+        const uint64_t q0 = TokenOffset(*p_, kGmQuery, p.task.batch, p.task.seq, p.s.qHead, p.s.q0);
+        const uint64_t dy0 = TokenOffset(*p_, kGmOut, p.task.batch, p.task.seq, p.s.qHead, p.s.q0);
+        LoadNz(kQ, NextSlot(kQ), qkv_.q[q0], rows, p_->d, p_->qStride.s, m16_);
+        LoadNz(kDo, NextSlot(kDo), dyGm_[dy0], rows, p_->dv, p_->oStride.s, m16_);
     }
 
     __aicore__ inline void LoadKeySide(const Pending& p) {
         const uint32_t kvHead = p.s.qHead / p_->group;
         const uint32_t rows = (uint32_t)p.s.kRows;
-        LoadNz(kK, NextSlot(kK), kGm_[KeyOffset(*p_, p.task.batch, p.task.seq, kvHead, p.s.k0)], rows, p_->d,
-               p_->kStride.s, w_);
-        LoadNz(kV, NextSlot(kV), vGm_[ValueOffset(*p_, p.task.batch, p.task.seq, kvHead, p.s.k0)], rows, p_->dv,
-               p_->vStride.s, w_);
+        const uint64_t k0 = TokenOffset(*p_, kGmKey, p.task.batch, p.task.seq, kvHead, p.s.k0);
+        const uint64_t v0 = TokenOffset(*p_, kGmValue, p.task.batch, p.task.seq, kvHead, p.s.k0);
+        LoadNz(kK, NextSlot(kK), qkv_.k[k0], rows, p_->d, p_->kStride.s, w_);
+        LoadNz(kV, NextSlot(kV), qkv_.v[v0], rows, p_->dv, p_->vStride.s, w_);
     }
 
     __aicore__ inline Operand Slotted(const Pending& p, int32_t id, bool transposed) {
@@ -250,7 +248,8 @@ private:
     const FlashAttentionGradTilingData* t_ = nullptr;
     const FaProblemTiling* p_ = nullptr;
     uint32_t core_ = 0;
-    AscendC::GlobalTensor<T> qGm_, kGm_, vGm_, dyGm_;
+    FaQkvTensors<T> qkv_;
+    AscendC::GlobalTensor<T> dyGm_;
     GM_ADDR seqInfo_ = nullptr;
     GM_ADDR blockMap_ = nullptr;
     FaBwdWorkspace ws_;

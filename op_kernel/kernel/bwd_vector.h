@@ -84,9 +84,9 @@ public:
         // Without ALiBi or an outer pse the prologue never touches its bias buffer (the band pattern stands in).
         prologue_.Init(p_, w_, gm.in.alibiSlopes, rowBuf_.Get<float>(), dmatBuf_.Get<float>(),
                        u.bias != 0 ? biasBuf_.Get<float>() : dmatBuf_.Get<float>());
-        prologue_.TileMask().Init(p_, w_, gm.in.attenMask, chunk_, dmatBuf_.Get<float>(), bitsBuf_.Get<uint8_t>(),
-                                  maskHalfBuf_.Get<half>(), u.mask != 0 ? maskBuf_.Get<uint8_t>() : bitsBuf_.Get<uint8_t>(),
-                                  kIdMaskFree);
+        const AscendC::LocalTensor<uint8_t> bits = bitsBuf_.Get<uint8_t>();
+        prologue_.TileMask().Init(p_, w_, gm.in.attenMask, chunk_, dmatBuf_.Get<float>(), bits, maskHalfBuf_.Get<half>(),
+                                  u.mask != 0 ? maskBuf_.Get<uint8_t>() : bits, kIdMaskFree);
         if (p_->maskMode != 0) AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdMaskFree);
         for (int32_t i = 0; i < 2; ++i) {  // every chunk buffer and statistic set starts free
             AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdChunk + i);
@@ -134,6 +134,8 @@ private:
     // Chunk c's buffers: V_MTE2 / MTE2_V / V_MTE3 / MTE3_V kIdChunk + c. The dK/dV pass's statistic sets (step
     // parity): V_MTE2 kIdStats + set.
     static constexpr int32_t kIdChunk = 2, kIdStats = 4;
+    static_assert(kIdMaskFree > 0 && kIdChunk > kIdMaskFree && kIdStats >= kIdChunk + 2 && kIdStats + 2 <= 8,
+                  "V_MTE2 event IDs overlap (0 is the hand-over ID)");
 
     // Steps are serial: each hand-over between pipes is a set/wait pair on one event ID.
     template <AscendC::HardEvent kEvent>
@@ -178,7 +180,7 @@ private:
                                       (uint32_t)((p_->oStride.s - p_->dv) * sizeof(T)), 0, 0);
         AscendC::DataCopyPadExtParams<T> pad(padElems != 0, 0, padElems, (T)0.0f);
         Handover<AscendC::HardEvent::V_MTE2>();
-        const uint64_t gmRow = OutOffset(*p_, task.batch, task.seq, task.head, row);
+        const uint64_t gmRow = TokenOffset(*p_, kGmOut, task.batch, task.seq, task.head, row);
         AscendC::DataCopyPad(dyT, dyGm_[gmRow], cp, pad);
         AscendC::DataCopyPad(oT, oGm_[gmRow], cp, pad);
         LoadStat(kStatMax, 0, maxGm_, stat, rows);
@@ -212,7 +214,8 @@ private:
 
     // dKV pass: the statistics of this AIV's query rows of the step's tile, into set step % 2 once the step two
     // before is done with it (the chunk loads' MTE2_V hand-over then covers them).
-    __aicore__ inline void StepStatistics(const FaBwdTask& task, const FaBwdStep& s, const FaAivRows& q, uint32_t step) {
+    __aicore__ inline void StepStatistics(const FaBwdTask& task, const FaBwdStep& s, const FaAivRows& q,
+                                          uint32_t step) {
         if (q.count == 0) return;
         const uint32_t set = step % 2;
         const uint64_t stat = StatRow(*p_, task.batch, task.seq, s.qHead, s.q0 + q.first);
@@ -351,13 +354,13 @@ private:
             AscendC::GlobalTensor<T> dst;
             uint64_t pitch;
             if (t_->pass == kBwdPassDq) {
-                dst = dqGm_[QueryOffset(*p_, task.batch, task.seq, task.head, row)];
+                dst = dqGm_[TokenOffset(*p_, kGmQuery, task.batch, task.seq, task.head, row)];
                 pitch = p_->qStride.s;
             } else if (i == 0) {
-                dst = dkGm_[KeyOffset(*p_, task.batch, task.seq, task.head, row) + o.col0];
+                dst = dkGm_[TokenOffset(*p_, kGmKey, task.batch, task.seq, task.head, row) + o.col0];
                 pitch = p_->kStride.s;
             } else {
-                dst = dvGm_[ValueOffset(*p_, task.batch, task.seq, task.head, row) + o.col0];
+                dst = dvGm_[TokenOffset(*p_, kGmValue, task.batch, task.seq, task.head, row) + o.col0];
                 pitch = p_->vStride.s;
             }
             const float dvScale = dropping_ ? p_->drop.keepInv : 1.0f;

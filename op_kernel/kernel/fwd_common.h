@@ -40,8 +40,7 @@ class FaFwdTaskIterator {
 public:
     __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR seqInfo, GM_ADDR blockMap, uint32_t core) {
         t_ = t;
-        map_ = (__gm__ uint8_t*)blockMap;
-        cursor_.Init(&t->problem, seqInfo, kSeqInfoFields, kSeqFirstTask);
+        cursor_.Init(&t->problem, seqInfo, blockMap, kSeqInfoFields, kSeqFirstTask);
         uint32_t next = t->coreTaskStart[core], end = t->coreTaskStart[core + 1];
         if (t->problem.maskMode != 0) CoreRangeFromMap(core, next, end);
         cursor_.SetRange(next, end);
@@ -73,8 +72,7 @@ public:
 
     // The block map's verdict on s2 block j of a task (kTileMixed without a dense mask: the band logic decides).
     __aicore__ inline uint8_t TileState(const FaFwdTask& task, int64_t j) const {
-        if (t_->problem.maskMode == 0) return kTileMixed;
-        return map_[task.mapEntry + j];
+        return cursor_.TileState(task.mapEntry + j);
     }
 
     // The first s2 block >= j of the task that is computed (stepLast when none is left).
@@ -91,7 +89,7 @@ private:
     __aicore__ inline void CoreRangeFromMap(uint32_t core, uint32_t& next, uint32_t& end) const {
         const FaProblemTiling& p = t_->problem;
         const uint32_t cores = t_->blockDim;
-        __gm__ int32_t* counts = (__gm__ int32_t*)(map_ + t_->mapCountsOffset);
+        __gm__ int32_t* counts = cursor_.MapCounts(t_->mapCountsOffset);
         uint64_t total = 0;
         for (int pass = 0; pass < 2; ++pass) {
             uint64_t acc = 0, idx = 0;
@@ -117,7 +115,6 @@ private:
     }
 
     const FlashAttentionTilingData* t_ = nullptr;
-    __gm__ uint8_t* map_ = nullptr;
     FaTaskCursor cursor_;
 };
 

@@ -22,9 +22,7 @@ public:
         t_ = t;
         p_ = &t->problem;
         core_ = (uint32_t)AscendC::GetBlockIdx();
-        qGm_.SetGlobalBuffer((__gm__ T*)gm.in.query);
-        kGm_.SetGlobalBuffer((__gm__ T*)gm.in.key);
-        vGm_.SetGlobalBuffer((__gm__ T*)gm.in.value);
+        qkv_.Init(gm.in);
         seqInfo_ = gm.in.seqInfo;
         blockMap_ = gm.in.blockMap;
         ws_.Init(gm.workspace, t, core_);
@@ -99,6 +97,8 @@ private:
     static constexpr int32_t kIdQ = 0, kIdK = 1, kIdV = 3, kIdPReady = 5, kFreeIds = 5;
     // FIX_M / M_FIX ID of P*V's own L0C tile (l0cOut); 0 and 1 are the S slots' (FaCubeMatmul::Run).
     static constexpr int32_t kIdOut = 2;
+    static_assert(kIdK + 2 <= kIdV && kIdV + 2 <= kIdPReady && kIdPReady <= 5 && kFreeIds == kIdV + 2,
+                  "L1 event IDs overlap or reach the reserved IDs 6-7");
 
     using Operand = typename FaCubeMatmul<T>::Operand;
 
@@ -129,8 +129,8 @@ private:
 
     __aicore__ inline void LoadQ(const FaFwdTask& task) {
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
-        FaLoadZz(qL1_.Get<T>(), qGm_[QueryOffset(*p_, task.batch, task.seq, task.head, task.row0)], (uint32_t)task.rows,
-                 p_->d, p_->qStride.s, p_->dPad);
+        const uint64_t q0 = TokenOffset(*p_, kGmQuery, task.batch, task.seq, task.head, task.row0);
+        FaLoadZz(qL1_.Get<T>(), qkv_.q[q0], (uint32_t)task.rows, p_->d, p_->qStride.s, p_->dPad);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
     }
 
@@ -163,8 +163,8 @@ private:
         const AscendC::LocalTensor<T> kTiles = kL1_.Get<T>()[slot * group_ * kElems_];
         const uint32_t keys = FaMin(s.cols - g0, group_ * sub_);
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
-        LoadNzTiles(kTiles, kGm_[KeyOffset(*p_, s.task.batch, s.task.seq, s.task.head / p_->group, s.c0 + g0)], keys, p_->d,
-                    p_->kStride.s, sub_);
+        const uint64_t k0 = TokenOffset(*p_, kGmKey, s.task.batch, s.task.seq, s.task.head / p_->group, s.c0 + g0);
+        LoadNzTiles(kTiles, qkv_.k[k0], keys, p_->d, p_->kStride.s, sub_);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
@@ -184,9 +184,8 @@ private:
         const uint32_t slot = vLoads_++ & 1;
         const uint32_t keys = FaMin(s.cols - g0, group_ * sub_);
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
-        FaLoadZz(vL1_.Get<T>()[slot * group_ * vElems_],
-                 vGm_[ValueOffset(*p_, s.task.batch, s.task.seq, s.task.head / p_->group, s.c0 + g0)], keys, p_->dv,
-                 p_->vStride.s, p_->dvPad);
+        const uint64_t v0 = TokenOffset(*p_, kGmValue, s.task.batch, s.task.seq, s.task.head / p_->group, s.c0 + g0);
+        FaLoadZz(vL1_.Get<T>()[slot * group_ * vElems_], qkv_.v[v0], keys, p_->dv, p_->vStride.s, p_->dvPad);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
         if (g0 == 0) AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagProbs, s.step));
         AscendC::GlobalTensor<T> probs;
@@ -222,7 +221,7 @@ private:
     const FlashAttentionTilingData* t_ = nullptr;
     const FaProblemTiling* p_ = nullptr;
     uint32_t core_ = 0;
-    AscendC::GlobalTensor<T> qGm_, kGm_, vGm_;
+    FaQkvTensors<T> qkv_;
     GM_ADDR seqInfo_ = nullptr;
     GM_ADDR blockMap_ = nullptr;
     FaFwdWorkspace ws_;

@@ -118,6 +118,9 @@ private:
     static constexpr int32_t kIdScores[2] = {0, 2}, kIdOutput = 1, kIdProbs[2] = {0, 2}, kIdStats = 1;
     static constexpr int32_t kIdPse = 3;   // V_MTE2 / MTE2_V pairs around an outer pse tile's load
     static constexpr int32_t kIdDrop = 4;  // V_MTE2 / MTE2_V pairs around a user dropout mask's load
+    static_assert(kIdOutput != kIdScores[0] && kIdOutput != kIdScores[1] && kIdPse > kIdScores[1] && kIdDrop > kIdPse &&
+                      kIdDrop < 8,
+                  "V_MTE2 event IDs overlap");
     // Statistic buffers inside statBuf_: running max and sum per task slot, rescale per step slot (kFwdStepSlots
     // each: tasks and steps in flight until their output fold), then scratch and the outputs.
     static constexpr uint32_t kStatMax = 0, kStatSum = kFwdStepSlots, kStatAlpha = 2 * kFwdStepSlots,
@@ -387,7 +390,8 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[0]);
         AscendC::DataCopyExtParams op((uint16_t)mine.count, p_->dv * (uint32_t)sizeof(T), 0,
                                       (uint32_t)((p_->oStride.s - p_->dv) * sizeof(T)), 0);
-        AscendC::DataCopyPad(outGm_[OutOffset(*p_, task.batch, task.seq, task.head, row)], pBuf_.Get<T>(), op);
+        const uint64_t out0 = TokenOffset(*p_, kGmOut, task.batch, task.seq, task.head, row);
+        AscendC::DataCopyPad(outGm_[out0], pBuf_.Get<T>(), op);
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[0]);
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[1]);
         AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdStats);

@@ -31,8 +31,8 @@ public:
     __aicore__ inline void Add(const AscendC::LocalTensor<float>& s, const FaScoreTile& tile) {
         const FaProblemTiling* p = p_;
         const uint32_t rows = tile.rows, cols = tile.cols;
-        const uint64_t off = tile.batch * p->pseStrideB + tile.head * p->pseStrideN + (uint64_t)tile.r0 * p->pseStrideS +
-                             tile.c0;
+        const uint64_t off =
+            tile.batch * p->pseStrideB + tile.head * p->pseStrideN + (uint64_t)tile.r0 * p->pseStrideS + tile.c0;
         const bool sameRows = p->pseStrideS == 0;
         const uint32_t rowBytes = cols * (uint32_t)sizeof(T);
         const uint32_t gap = (w_ * (uint32_t)sizeof(T) - AlignUp(rowBytes, 32)) / 32;
