@@ -428,7 +428,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
         TORCH_CHECK(err.empty(), "flash_attention_grad block-map tiling: ", err);
         map = BlockMap(c, mt, query);
     }
-    const at::Tensor seqInfo = SeqInfoTensor(t.seqInfo, npu_fa::kGradSeqFields, query);
+    const at::Tensor seqInfo = SeqInfoTensor(t.seqInfo, npu_fa::kBwdSeqFields, query);
     const at::Tensor q = query.contiguous(), k = key.contiguous(), v = value.contiguous(), g = dy.contiguous();
     const at::Tensor o = attention_in->contiguous(), mx = softmax_max->contiguous(), sm = softmax_sum->contiguous();
     const at::Tensor sinkLogits = sink.has_value() ? sink->contiguous() : at::Tensor();
@@ -439,7 +439,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
     at::Tensor dpseRows = outer ? at::zeros({(int64_t)fa::PseGradElements(c.p)}, mx.options()) : at::empty({8}, mx.options());
     std::string layout = c.attrs.inputLayout;
     const fa::FaOpAttrs& a = c.attrs;
-    at::Tensor workspace;  // shared by the launches: D and the fast mode's dQ accumulator live there between them
+    at::Tensor workspace;  // shared by the launches: the dQ pass leaves D there for the dK/dV passes
     // As many launches as the grad tiling returns (the schedule may change; the TilingFunc refuses other indices).
     for (size_t launch = 0; launch < t.launches.size(); ++launch) {
         AclArgs acl;

@@ -284,7 +284,7 @@ def test_varlen_nothing_to_compute_needs_no_launch(gen):
 @pytest.mark.parametrize("layout", ["BSND", "TND"])
 def test_one_row_task_right_after_multi_step_tasks(gen, layout):
     # A 1-row task leaves the second AIV no rows: its steps only signal ProbsReady, right after the fold of an
-    # earlier task's step, whose MTE2 read of the workspace slot the cube's next P*V overwrites (fa_vector.h). More
+    # earlier task's step, whose MTE2 read of the workspace slot the cube's next P*V overwrites (kernel/fwd_vector.h). More
     # tasks than cores, so cores run a multi-step task (3 key steps of 512) and then a 1-row one: S1 = 1 mod 128,
     # or sequences of 20 and 1 rows. (That read and the 1-row P*V cover different rows, so the set's pipe is not
     # observable here; test_twin_hazards.py checks the rule on the same pattern.)

@@ -214,7 +214,7 @@ ge::graphStatus TilingFlashAttentionNpuFaGrad(gert::TilingContext* context) {
     if (err.empty()) err = fa::CheckPlannedBlocks(a, t.launches[0].s1Block, t.launches[0].s2Block);
     if (!err.empty()) return fa::Refuse(context, err);
     if (CheckSize(context, context->GetInputShape(fa::kGradSeqInfo), "seq_info",
-                  SeqRows(p) * npu_fa::kGradSeqFields) != ge::GRAPH_SUCCESS ||
+                  SeqRows(p) * npu_fa::kBwdSeqFields) != ge::GRAPH_SUCCESS ||
         (p.denseMask && CheckSize(context, context->GetOptionalInputShape(fa::kGradBlockMap), "block_map",
                                   t.mapBytes) != ge::GRAPH_SUCCESS) ||
         CheckGeometry(context, p, s, {{context->GetInputShape(fa::kGradDy), false},

@@ -50,7 +50,7 @@ def zero_tnd_tails(p: FAProblem, dq, dk, dv) -> None:
 def dpse_rows(p: FAProblem) -> Optional[torch.Tensor]:
     """The kernel's dS output for an outer pse (fp32, zeroed: tiles no step reaches have dS = 0): [B, N1, S1, S2] for
     a [.., S1, S2] pse, column sums of the vector cores' row chunks [B, N1, 4 * ceil(S1 / 16), S2] for a [.., 1, S2]
-    one (fa_bwd_vector.h StorePseGrad)."""
+    one (op_kernel/kernel/bwd_vector.h StorePseGrad)."""
     if not p.pse.outer_mode:
         return None
     rows = p.S1 if p.pse.outer_per_row else 4 * ((p.S1 + 15) // 16)

@@ -27,10 +27,10 @@ void BuildBlockMap(const npu_fa::FaGradTilingOut& t, const npu_fa::ChipSpec* chi
     map.assign(t.mapBytes, 0);
     npu_fa::FlashAttentionTilingData tiling = t.mapTiling;
     if (tiling.mapRows == 0) return;
-    std::vector<int64_t> seqInfo(t.seqInfo.size() / npu_fa::kGradSeqFields * npu_fa::kSeqInfoFields);
+    std::vector<int64_t> seqInfo(t.seqInfo.size() / npu_fa::kBwdSeqFields * npu_fa::kSeqInfoFields);
     for (size_t b = 0; b < seqInfo.size() / npu_fa::kSeqInfoFields; ++b) {
         for (uint32_t f = 0; f < npu_fa::kSeqInfoFields; ++f) {
-            seqInfo[b * npu_fa::kSeqInfoFields + f] = t.seqInfo[b * npu_fa::kGradSeqFields + f];
+            seqInfo[b * npu_fa::kSeqInfoFields + f] = t.seqInfo[b * npu_fa::kBwdSeqFields + f];
         }
     }
     uint8_t workspace[32] = {};
@@ -80,7 +80,7 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
     auto wsMem = twin_bindings::DeviceAlloc(wsBytes);
     std::memset(wsMem.get() + npu_fa::kLibApiWorkspaceBytes, 0xFF, wsBytes - npu_fa::kLibApiWorkspaceBytes);
     std::vector<int64_t> seqInfo = t.seqInfo;
-    if (seqInfo.empty()) seqInfo.assign(npu_fa::kGradSeqFields, 0);
+    if (seqInfo.empty()) seqInfo.assign(npu_fa::kBwdSeqFields, 0);
 
     const auto start = std::chrono::steady_clock::now();
     std::vector<uint8_t> map;

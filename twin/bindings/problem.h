@@ -42,7 +42,7 @@ inline V Get(const py::dict& d, const char* key) {
     return d[key].cast<V>();
 }
 
-// The problem as the Python layer validated it (ops.py `_problem_dict`).
+// The problem as the Python layer validated it (ops.py `problem_dict`).
 inline npu_fa::FaProblem ParseProblem(const py::dict& d) {
     npu_fa::FaProblem p;
     const std::string dtype = Get<std::string>(d, "dtype");
