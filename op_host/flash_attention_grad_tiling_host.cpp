@@ -15,8 +15,7 @@ uint32_t GradL1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad
 
 std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut& out) {
     FlashAttentionGradTilingData t{};
-    t.dPad = AlignUp(p.d, 16);
-    t.dvPad = AlignUp(p.dv, 16);
+    const uint32_t dPad = AlignUp(p.d, 16), dvPad = AlignUp(p.dv, 16);
 
     // Blocks: the largest tile whose S and dP fit a quarter of L0C each, whose sums fit half of L0C, whose AIV
     // buffers fit UB and whose L1 tiles fit L1. Both dK and dV summed in one dK/dV pass when they fit, else (large
@@ -28,19 +27,19 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     };
     static const Shape kShapes[] = {{128, 64}, {64, 128}, {64, 64}, {32, 64}, {16, 64}};
     bool found = false;
-    uint32_t kvParts = kGradPartsBoth;
+    uint32_t kvParts = kBwdPartsBoth;
     // Tiers: both sums in one pass; one pass per gradient; one gradient's columns over several passes.
-    const uint32_t tierCols[] = {t.dPad + t.dvPad, std::max(t.dPad, t.dvPad), 16};
+    const uint32_t tierCols[] = {dPad + dvPad, std::max(dPad, dvPad), 16};
     for (uint32_t tier = 0; tier < 3 && !found; ++tier) {
-        const uint32_t parts = tier == 0 ? (uint32_t)kGradPartsBoth : (uint32_t)kGradPartDk;
+        const uint32_t parts = tier == 0 ? (uint32_t)kBwdPartsBoth : (uint32_t)kBwdPartDk;
         for (const Shape& sh : kShapes) {
             const uint32_t m16 = AlignUp(sh.s1b, 16);
-            const bool l0c = m16 * sh.w * 4 <= kL0cHalfBytes / 2 && m16 * t.dPad * 4 <= kL0cHalfBytes &&
+            const bool l0c = m16 * sh.w * 4 <= kL0cHalfBytes / 2 && m16 * dPad * 4 <= kL0cHalfBytes &&
                              sh.w * tierCols[tier] * 4 <= kL0cHalfBytes;
             if (l0c &&
-                GradUbSizes(CeilDiv(sh.s1b, 2), sh.w, CeilDiv(sh.w, 2), t.dPad, t.dvPad, parts, features).total <= ub &&
-                GradL1Bytes(sh.s1b, sh.w, t.dPad, t.dvPad, 3) <= l1) {
-                t.l1Slots = GradL1Bytes(sh.s1b, sh.w, t.dPad, t.dvPad, 4) <= l1 ? 4 : 3;
+                BwdUbSizes(CeilDiv(sh.s1b, 2), sh.w, CeilDiv(sh.w, 2), dPad, dvPad, parts, features).total <= ub &&
+                GradL1Bytes(sh.s1b, sh.w, dPad, dvPad, 3) <= l1) {
+                t.l1Slots = GradL1Bytes(sh.s1b, sh.w, dPad, dvPad, 4) <= l1 ? 4 : 3;
                 t.s1Block = sh.s1b;
                 t.s2Block = sh.w;
                 kvParts = parts;
@@ -50,7 +49,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
         }
     }
     if (!found) return "no block size fits the chip's UB/L1/L0C";
-    out.ubBytes = GradUbSizes(CeilDiv(t.s1Block, 2), t.s2Block, CeilDiv(t.s2Block, 2), t.dPad, t.dvPad, kvParts,
+    out.ubBytes = BwdUbSizes(CeilDiv(t.s1Block, 2), t.s2Block, CeilDiv(t.s2Block, 2), dPad, dvPad, kvParts,
                               features).total;
 
     // The forward's tiling for these blocks gives the per-sequence bands (every sparse mode), the mask bases and
@@ -61,57 +60,25 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     FaTilingOut ft;
     const std::string err = ComputeFlashAttentionTiling(fp, chip, ft);  // also validates the problem
     if (!err.empty()) return err;
-    const FlashAttentionTilingData& f = ft.data;
-    t.layout = f.layout;
-    t.dtype = f.dtype;
-    t.batch = f.batch;
-    t.n1 = f.n1;
-    t.n2 = f.n2;
-    t.group = f.group;
-    t.s1 = f.s1;  // TND: the longest sequences
-    t.s2 = f.s2;
-    t.d = f.d;
-    t.dv = f.dv;
-    t.varlen = f.varlen;
-    t.sparseMode = f.sparseMode;
-    t.preTokens = f.preTokens;
-    t.nextTokens = f.nextTokens;
-    t.scale = f.scale;
-    t.softcap = f.softcap;
-    t.sinkMode = f.sinkMode;
-    t.alibiMode = f.alibiMode;
-    t.alibiPerBatch = f.alibiPerBatch;
-    t.alibiDelta = f.alibiDelta;
-    t.pseMode = f.pseMode;
-    t.drop = f.drop;
-    t.pseStrideB = f.pseStrideB, t.pseStrideN = f.pseStrideN, t.pseStrideS = f.pseStrideS;
-    t.qStrideB = f.qStrideB, t.qStrideN = f.qStrideN, t.qStrideS = f.qStrideS;
-    t.kStrideB = f.kStrideB, t.kStrideN = f.kStrideN, t.kStrideS = f.kStrideS;
-    t.vStrideB = f.vStrideB, t.vStrideN = f.vStrideN, t.vStrideS = f.vStrideS;
-    t.oStrideB = f.oStrideB, t.oStrideN = f.oStrideN, t.oStrideS = f.oStrideS;
-    const bool varlen = f.varlen != 0;
+    t.problem = ft.data.problem;  // the problem part is the forward's
+    const bool varlen = t.problem.varlen != 0;
     out.mapTiling = ft.data;
     out.mapBytes = ft.mapBytes;
     out.mapSeqInfo = ft.seqInfo;
-    t.maskMode = ft.data.maskMode;
-    t.maskHeads = ft.data.maskHeads;
-    t.maskStrideN = ft.data.maskStrideN;
-    t.maskStrideS = ft.data.maskStrideS;
-    t.maskColStep = ft.data.maskColStep;
-    out.l1Bytes = GradL1Bytes(t.s1Block, t.s2Block, t.dPad, t.dvPad, t.l1Slots);
+    out.l1Bytes = GradL1Bytes(t.s1Block, t.s2Block, dPad, dvPad, t.l1Slots);
 
     // Tasks of both passes, sequence-major; a task costs its tiles plus a fixed overhead.
     std::vector<uint64_t> costQ, costKv;
-    out.seqInfo.assign((size_t)p.batch * kGradSeqFields, 0);
+    out.seqInfo.assign((size_t)p.batch * kBwdSeqFields, 0);
     out.tiles = 0;
     for (uint32_t b = 0; b < p.batch; ++b) {
-        int64_t* si = &out.seqInfo[(size_t)b * kGradSeqFields];
+        int64_t* si = &out.seqInfo[(size_t)b * kBwdSeqFields];
         const int64_t* fwd = &ft.seqInfo[(size_t)b * kSeqInfoFields];
         FaSeq s;
         FaBand band;
         ReadSeqRow(fwd, s, band);
         for (uint32_t f = 0; f < kSeqInfoFields; ++f) si[f] = fwd[f];  // kSeqFirstTask: the dQ tasks are the forward's
-        si[kGradSeqFirstKvTask] = (int64_t)costKv.size();
+        si[kBwdSeqFirstKvTask] = (int64_t)costKv.size();
         const uint32_t qBlocks = CeilDiv((uint32_t)s.s1, t.s1Block), kBlocks = CeilDiv((uint32_t)s.s2, t.s2Block);
         for (uint32_t n = 0; n < p.n1; ++n) {
             for (uint32_t blk = 0; blk < qBlocks; ++blk) {
@@ -126,7 +93,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
             for (uint32_t blk = 0; blk < kBlocks; ++blk) {
                 const int64_t c0 = (int64_t)blk * t.s2Block, c1 = std::min<int64_t>(s.s2, c0 + t.s2Block);
                 const FaStepRange r = QueryBlocksOf(band, c0, c1, s.s1, t.s1Block);
-                const uint64_t tiles = r.last > r.first ? (uint64_t)(r.last - r.first) * t.group : 0;
+                const uint64_t tiles = r.last > r.first ? (uint64_t)(r.last - r.first) * t.problem.group : 0;
                 costKv.push_back(FaTaskCost(tiles));
             }
         }
@@ -134,17 +101,17 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     if (costQ.size() > 0xFFFFFFFFull || costKv.size() > 0xFFFFFFFFull) return "too many tasks for one launch";
 
     // Workspace: D for every query row ([rows, 8] fp32), then per core S, dP (fp32), P, dS (16-bit) tiles,
-    // kGradSlots slots each, and a task's sums (dS K or dS^T Q: [max(s1Block, s2Block), dPad]; P^T dO: [s2Block, dvPad]),
+    // kBwdSlots slots each, and a task's sums (dS K or dS^T Q: [max(s1Block, s2Block), dPad]; P^T dO: [s2Block, dvPad]),
     // 512 B aligned.
     auto align512 = [](uint64_t v) { return (v + 511) / 512 * 512; };
     const uint64_t qRows = varlen ? p.t1 : (uint64_t)p.batch * p.s1;
     const uint64_t tile32 = align512((uint64_t)t.s1Block * t.s2Block * 4);
     const uint64_t tile16 = align512((uint64_t)t.s1Block * t.s2Block * 2);
-    const uint64_t partA = align512((uint64_t)std::max(t.s1Block, t.s2Block) * t.dPad * 4);
-    const uint64_t partB = align512((uint64_t)t.s2Block * t.dvPad * 4);
+    const uint64_t partA = align512((uint64_t)std::max(t.s1Block, t.s2Block) * dPad * 4);
+    const uint64_t partB = align512((uint64_t)t.s2Block * dvPad * 4);
     t.wsOffsetD = 0;
     t.wsOffsetCore = align512(qRows * p.n1 * 8 * 4);
-    const uint64_t n = kGradSlots;
+    const uint64_t n = kBwdSlots;
     t.wsOffsetS = 0;
     t.wsOffsetDp = n * tile32;
     t.wsOffsetP = 2 * n * tile32;
@@ -153,15 +120,13 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     t.wsOffsetSumB = t.wsOffsetSumA + partA;
     t.wsPerCore = t.wsOffsetSumB + partB;
 
-    auto launch = [&](FaGradPass pass, const std::vector<uint64_t>& cost, uint32_t parts, uint32_t col0 = 0,
+    auto launch = [&](FaBwdPass pass, const std::vector<uint64_t>& cost, uint32_t parts, uint32_t col0 = 0,
                       uint32_t cols = 0) {
         FlashAttentionGradTilingData l = t;
         l.pass = pass;
         l.kvParts = parts;
         l.sumCol0 = col0;
         l.sumCols = cols;
-        const bool dq = pass == kGradPassDq;
-        l.blocksPerHead = varlen ? 0 : CeilDiv(dq ? p.s1 : p.s2, dq ? t.s1Block : t.s2Block);
         l.blockDim = SplitTasksByCost(cost, chip.aicNum, l.coreTaskStart);
         l.taskTotal = (uint32_t)cost.size();
         out.launches.push_back(l);
@@ -169,14 +134,14 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     // The dQ pass (kvParts only sizes its UB alike), then one dK/dV pass for both gradients, or (kvParts = dK
     // only) dV passes and dK passes of at most colsMax columns each (the sums of s2Block rows in half of L0C).
     out.launches.clear();
-    launch(kGradPassDq, costQ, kvParts);
-    if (kvParts == kGradPartsBoth) {
-        launch(kGradPassDkv, costKv, kGradPartsBoth);
+    launch(kBwdPassDq, costQ, kvParts);
+    if (kvParts == kBwdPartsBoth) {
+        launch(kBwdPassDkv, costKv, kBwdPartsBoth);
     } else {
         const uint32_t colsMax = kL0cHalfBytes / (t.s2Block * 4) / 16 * 16;
-        for (uint32_t part : {(uint32_t)kGradPartDv, (uint32_t)kGradPartDk}) {
-            const uint32_t width = part == kGradPartDv ? p.dv : p.d;
-            for (uint32_t c0 = 0; c0 < width; c0 += colsMax) launch(kGradPassDkv, costKv, part, c0, std::min(colsMax, width - c0));
+        for (uint32_t part : {(uint32_t)kBwdPartDv, (uint32_t)kBwdPartDk}) {
+            const uint32_t width = part == kBwdPartDv ? p.dv : p.d;
+            for (uint32_t c0 = 0; c0 < width; c0 += colsMax) launch(kBwdPassDkv, costKv, part, c0, std::min(colsMax, width - c0));
         }
     }
     uint32_t cores = 1;

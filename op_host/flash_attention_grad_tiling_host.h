@@ -1,12 +1,12 @@
 // Host tiling of the backward FlashAttention kernel: from the problem (the forward's FaProblem) and the chip to the
-// tilings of its launches (see flash_attention_grad_tiling.h), the per-sequence table and the workspace size.
+// tilings of its launches (see op_kernel/tiling/bwd_tiling.h), the per-sequence table and the workspace size.
 // Pure C++, shared by the twin bindings and, later, the CANN TilingFunc.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "chip_spec.h"
-#include "flash_attention_grad_tiling.h"
+#include "tiling/bwd_tiling.h"
 #include "flash_attention_tiling_host.h"
 
 namespace npu_fa {
@@ -14,7 +14,7 @@ namespace npu_fa {
 struct FaGradTilingOut {
     // The kernel launches in order: dQ, then dK/dV (or dV, then dK, for large head dims).
     std::vector<FlashAttentionGradTilingData> launches;
-    std::vector<int64_t> seqInfo;        // kGradSeqFields per sequence (always filled)
+    std::vector<int64_t> seqInfo;        // kBwdSeqFields per sequence (always filled)
     uint64_t workspaceBytes = 0;         // kLibApiWorkspaceBytes (system) + the user part
     uint32_t ubBytes = 0;                // per AIV
     uint32_t l1Bytes = 0;                // per AIC

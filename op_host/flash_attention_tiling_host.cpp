@@ -72,7 +72,7 @@ bool VecRowsThatFit(uint32_t s1Block, uint32_t w, uint32_t dvPad, const FaVecFea
                     uint32_t& vecRows) {
     const uint32_t rows = CeilDiv(s1Block, 2);
     for (uint32_t c = AlignUp(rows, 8); c >= 8; c -= 8) {
-        if (UbSizes(rows, c, w, dvPad, f).total <= ub) {
+        if (FwdUbSizes(rows, c, w, dvPad, f).total <= ub) {
             vecRows = c;
             return true;
         }
@@ -147,6 +147,7 @@ FaBand BandOfSequence(const FaProblem& p, uint32_t seq, int64_t s1, int64_t s2, 
 std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip, FaTilingOut& out) {
     FlashAttentionTilingData& t = out.data;
     t = FlashAttentionTilingData{};
+    FaProblemTiling& pt = t.problem;  // the part every kernel's tiling shares
     if (p.batch == 0 || p.n1 == 0 || p.n2 == 0 || p.n1 % p.n2 != 0) return "n1 must be a positive multiple of n2";
     if (p.d < 1 || p.d > 512 || p.dv < 1 || p.dv > p.d) return "need 1 <= dv <= d <= 512";
     if (p.sparseMode > 8) return "sparse mode must be in [0, 8]";
@@ -180,37 +181,37 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         s2max = std::max<uint32_t>(s2max, (uint32_t)s.s2);
     }
 
-    t.layout = p.layout;
-    t.dtype = p.dtype;
-    t.batch = p.batch;
-    t.n1 = p.n1;
-    t.n2 = p.n2;
-    t.group = p.n1 / p.n2;
-    t.s1 = varlen ? s1max : p.s1;
-    t.s2 = varlen ? s2max : p.s2;
-    t.d = p.d;
-    t.dv = p.dv;
-    t.varlen = varlen ? 1 : 0;
-    t.sparseMode = p.sparseMode;
-    t.preTokens = p.preTokens;
-    t.nextTokens = p.nextTokens;
-    t.scale = p.scale;
-    t.sinkMode = p.sink ? 1 : 0;
-    t.softcap = p.softcap;
-    t.alibiMode = p.alibiMode;
-    t.alibiPerBatch = p.alibiPerBatch ? 1 : 0;
-    t.alibiDelta = p.alibiDelta;
-    t.pseMode = p.pseMode;
-    t.pseStrideB = p.pseStrideB, t.pseStrideN = p.pseStrideN, t.pseStrideS = p.pseStrideS;
-    t.drop = DropoutParamsOf(p);
-    StridesOf(p, p.n1, p.d, p.s1, t.qStrideB, t.qStrideN, t.qStrideS);
-    StridesOf(p, p.n2, p.d, p.s2, t.kStrideB, t.kStrideN, t.kStrideS);
-    StridesOf(p, p.n2, p.dv, p.s2, t.vStrideB, t.vStrideN, t.vStrideS);
-    StridesOf(p, p.n1, p.dv, p.s1, t.oStrideB, t.oStrideN, t.oStrideS);
+    pt.layout = p.layout;
+    pt.dtype = p.dtype;
+    pt.batch = p.batch;
+    pt.n1 = p.n1;
+    pt.n2 = p.n2;
+    pt.group = p.n1 / p.n2;
+    pt.s1 = varlen ? s1max : p.s1;
+    pt.s2 = varlen ? s2max : p.s2;
+    pt.d = p.d;
+    pt.dv = p.dv;
+    pt.varlen = varlen ? 1 : 0;
+    pt.sparseMode = p.sparseMode;
+    pt.preTokens = p.preTokens;
+    pt.nextTokens = p.nextTokens;
+    pt.scale = p.scale;
+    pt.sinkMode = p.sink ? 1 : 0;
+    pt.softcap = p.softcap;
+    pt.alibiMode = p.alibiMode;
+    pt.alibiPerBatch = p.alibiPerBatch ? 1 : 0;
+    pt.alibiDelta = p.alibiDelta;
+    pt.pseMode = p.pseMode;
+    pt.pseStrideB = p.pseStrideB, pt.pseStrideN = p.pseStrideN, pt.pseStrideS = p.pseStrideS;
+    pt.drop = DropoutParamsOf(p);
+    StridesOf(p, p.n1, p.d, p.s1, pt.qStride.b, pt.qStride.n, pt.qStride.s);
+    StridesOf(p, p.n2, p.d, p.s2, pt.kStride.b, pt.kStride.n, pt.kStride.s);
+    StridesOf(p, p.n2, p.dv, p.s2, pt.vStride.b, pt.vStride.n, pt.vStride.s);
+    StridesOf(p, p.n1, p.dv, p.s1, pt.oStride.b, pt.oStride.n, pt.oStride.s);
 
     // Block sizes: the largest query block (cube efficiency) whose AIV half fits UB and whose tiles fit L1.
-    t.dPad = AlignUp(p.d, 16);
-    t.dvPad = AlignUp(p.dv, 16);
+    pt.dPad = AlignUp(p.d, 16);
+    pt.dvPad = AlignUp(p.dv, 16);
     const uint32_t ub = UsableUb(chip), l1 = UsableL1(chip);
     // Modes 7/8 give the last / first sequence with queries its own band (the built-in looks at Sq only).
     int64_t firstNonEmpty = -1, lastNonEmpty = -1;
@@ -239,13 +240,13 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
             if (w > 128 && p.denseMask) continue;
             const uint32_t sub = w < 128 ? w : 128;
             L0cPlan l0c{};
-            if (!PlanL0c(AlignUp(s1b, 16), w, sub, t.dPad, t.dvPad, l0c)) continue;
+            if (!PlanL0c(AlignUp(s1b, 16), w, sub, pt.dPad, pt.dvPad, l0c)) continue;
             uint32_t rows = 0;
-            if (!VecRowsThatFit(s1b, w, t.dvPad, features, ub, rows)) continue;
-            const double cost = StepCostPerScore(s1b, w, l0c.nChunkQK, l0c.nChunkPV, t.dPad, t.dvPad);
+            if (!VecRowsThatFit(s1b, w, pt.dvPad, features, ub, rows)) continue;
+            const double cost = StepCostPerScore(s1b, w, l0c.nChunkQK, l0c.nChunkPV, pt.dPad, pt.dvPad);
             if (found && cost >= best) continue;
             for (uint32_t g : {2u, 1u}) {  // two sub-blocks per DMA halve the loads' fixed latency
-                if ((g == 1 || w >= 2 * sub) && L1Bytes(s1b, g * sub, t.dPad, t.dvPad) <= l1) {
+                if ((g == 1 || w >= 2 * sub) && L1Bytes(s1b, g * sub, pt.dPad, pt.dvPad) <= l1) {
                     t.s1Block = s1b;
                     t.s2Block = w;
                     t.kvSub = sub;
@@ -268,10 +269,10 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         t.s2Block = p.forceS2Block;
         t.kvSub = t.s2Block % 128 == 0 ? 128 : t.s2Block;
         t.kvGroup = 1;
-        if (!VecRowsThatFit(t.s1Block, t.s2Block, t.dvPad, features, ub, t.vecRows)) {
+        if (!VecRowsThatFit(t.s1Block, t.s2Block, pt.dvPad, features, ub, t.vecRows)) {
             t.vecRows = 8;  // the twin refuses
         }
-        if (!PlanL0c(AlignUp(t.s1Block, 16), t.s2Block, t.kvSub, t.dPad, t.dvPad, plan)) return "forced blocks do not fit L0C";
+        if (!PlanL0c(AlignUp(t.s1Block, 16), t.s2Block, t.kvSub, pt.dPad, pt.dvPad, plan)) return "forced blocks do not fit L0C";
         // The block-map pre-pass holds a whole s1Block x s2Block mask tile in UB three times (u8, half, fp32).
         const uint32_t mapUb = p.denseMask ? MapUbSizes(t.s1Block, t.s2Block).total : 0;
         if (mapUb > ub) {
@@ -289,9 +290,9 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.nChunkQK = plan.nChunkQK;
     t.kChunkPV = plan.kChunkPV;
     t.nChunkPV = plan.nChunkPV;
-    if (t.kvSub < t.s2Block && t.nChunkPV < t.dvPad) return "P*V of a query block does not fit its L0C tile";
-    out.ubBytes = UbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, t.dvPad, features).total;
-    out.l1Bytes = L1Bytes(t.s1Block, t.kvGroup * t.kvSub, t.dPad, t.dvPad);
+    if (t.kvSub < t.s2Block && t.nChunkPV < pt.dvPad) return "P*V of a query block does not fit its L0C tile";
+    out.ubBytes = FwdUbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, pt.dvPad, features).total;
+    out.l1Bytes = L1Bytes(t.s1Block, t.kvGroup * t.kvSub, pt.dPad, pt.dvPad);
 
     // Dense-mask block map: one group per batch when the mask (or the prefix) differs per batch, one per sequence
     // for TND (their lengths differ), else one; per group and head (when the mask differs per head) a row of
@@ -309,11 +310,11 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         mapEntries += mapHeads * rows * cols;
     }
     if (mapRows > 0xFFFFFFFFull) return "too many block-map rows";
-    t.maskMode = p.denseMask ? 1 : 0;
-    t.maskHeads = p.maskPerHead ? 1 : 0;
-    t.maskStrideN = p.maskStrideN;
-    t.maskStrideS = p.maskStrideS;
-    t.maskColStep = p.maskColStep;
+    pt.maskMode = p.denseMask ? 1 : 0;
+    pt.maskHeads = p.maskPerHead ? 1 : 0;
+    pt.maskStrideN = p.maskStrideN;
+    pt.maskStrideS = p.maskStrideS;
+    pt.maskColStep = p.maskColStep;
     t.mapGroups = mapGroups;
     t.mapRows = (uint32_t)mapRows;
     t.mapCores = (uint32_t)std::min<uint64_t>(chip.aivNum, mapRows);
@@ -359,7 +360,6 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     }
     if (task > 0xFFFFFFFFull) return "too many tasks for one launch";
     t.taskTotal = (uint32_t)task;
-    t.s1Blocks = varlen ? 0 : CeilDiv(p.s1, t.s1Block);
 
     t.blockDim = SplitTasksByCost(cost, chip.aicNum, t.coreTaskStart);
     const uint32_t cores = t.blockDim;
@@ -368,11 +368,11 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     auto align512 = [](uint64_t v) { return (v + 511) / 512 * 512; };
     const uint64_t sBytes = align512((uint64_t)t.s1Block * t.s2Block * 4);
     const uint64_t pBytes = align512((uint64_t)t.s1Block * t.s2Block * 2);
-    const uint64_t oBytes = align512((uint64_t)t.s1Block * t.dvPad * 4);
+    const uint64_t oBytes = align512((uint64_t)t.s1Block * pt.dvPad * 4);
     t.wsOffsetS = 0;
-    t.wsOffsetP = kFaStepSlots * sBytes;
-    t.wsOffsetO = kFaStepSlots * (sBytes + pBytes);
-    t.wsPerCore = kFaStepSlots * (sBytes + pBytes + oBytes);
+    t.wsOffsetP = kFwdStepSlots * sBytes;
+    t.wsOffsetO = kFwdStepSlots * (sBytes + pBytes);
+    t.wsPerCore = kFwdStepSlots * (sBytes + pBytes + oBytes);
     out.workspaceBytes = kLibApiWorkspaceBytes + t.wsPerCore * cores;  // system part first, then the user part
     return "";
 }

@@ -6,7 +6,10 @@
 #include <vector>
 
 #include "chip_spec.h"
-#include "flash_attention_tiling.h"
+#include "tiling/fwd_tiling.h"
+#include "tiling/seq_table.h"
+#include "tiling/ub_budget.h"
+#include "tiling/work_split.h"
 
 namespace npu_fa {
 
@@ -43,7 +46,7 @@ struct FaProblem {
     // An outer bias tensor (pse_type 0/1): FaPseMode and its element strides (0 = broadcast).
     uint32_t pseMode = 0;
     uint64_t pseStrideB = 0, pseStrideN = 0, pseStrideS = 0;
-    // Dropout (fa_dropout.h): FaDropMode, keep_prob (< 1 when on), the generator's (seed, offset), and a user
+    // Dropout (op_kernel/tile/dropout.h): FaDropMode, keep_prob (< 1 when on), the generator's (seed, offset), and a user
     // mask's row pitch in bytes (kDropMask).
     uint32_t dropMode = 0;
     double keepProb = 1.0;

@@ -25,7 +25,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
-from npu_flash_attn import baseline, ops, profiler, progress  # noqa: E402
+from npu_flash_attn import progress, twin_backend  # noqa: E402
+from npu_flash_attn.tools import baseline, profiler  # noqa: E402
 
 COLUMNS = ["label", "pass", "seqlen", "head_dim", "heads", "causal", "ours_us", "ours_tflops", "ours_pct_peak",
            "ours_bound", "ours_peak_bytes", "naive_us", "naive_tflops", "naive_pct_peak", "naive_bound",
@@ -51,7 +52,7 @@ def ours_peak_bytes(b: int, n: int, s: int, d: int, workspace: int, backward: bo
 def run_case(chip: str, heads: int, s: int, d: int, causal: bool, backward: bool, sample: int, naive: bool) -> dict:
     rep = profiler.profile(chip=chip, heads=heads, seqlen=s, head_dim=d, dtype="fp16", causal=causal,
                            backward=backward, bins=0, model_only=True, sample_blocks=sample)
-    ws = int(ops.last_launch_info().get("workspace_bytes", 0))
+    ws = int(twin_backend.last_launch_info().get("workspace_bytes", 0))
     row = {"label": f"modeled ({chip})", "pass": "bwd" if backward else "fwd", "seqlen": s, "head_dim": d,
            "heads": heads, "causal": int(causal), "ours_us": rep["modeled_time_us"], "ours_tflops": rep["tflops"],
            "ours_pct_peak": 100 * rep["utilization"], "ours_bound": rep["bound"],

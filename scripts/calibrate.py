@@ -1,6 +1,6 @@
 """Calibration of the cycle model against published dav-2201 figures: isolated vector instructions and single DMAs
 run through tiny twin kernels (tests/kernels/costmodel/costmodel.cpp), the single-core FlashAttention loop, and the
-multi-core GEMM (scripts/kernels/gemm.cpp, model-only) against the published A3 TFLOPS.
+multi-core GEMM (tools/kernels/gemm.cpp, model-only) against the published A3 TFLOPS.
 Rows: case, predicted, published, unit, error (predicted/published - 1), source. `--json` prints a JSON list."""
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
-from npu_flash_attn import _C, baseline, profiler, twin  # noqa: E402
+from npu_flash_attn import _C, twin  # noqa: E402
+from npu_flash_attn.tools import baseline, profiler  # noqa: E402
 
 KERNEL = ROOT / "tests" / "kernels" / "costmodel" / "costmodel.cpp"
 GEMM = ROOT / "tests" / "kernels" / "cube" / "gemm.cpp"  # C = A B^T through GM -> L1 -> L0A/L0B -> Mmad -> Fixpipe
@@ -59,7 +60,7 @@ def mmad(lib, M: int, N: int, K: int, chip: str) -> float:
 
 
 def gemm_tflops(n: int, chip: str = "Ascend910_93") -> float:
-    """Modeled TFLOPS of scripts/kernels/gemm.cpp for m = k = n on every AI core (model-only, fp32 out)."""
+    """Modeled TFLOPS of tools/kernels/gemm.cpp for m = k = n on every AI core (model-only, fp32 out)."""
     a = np.zeros((n, n), np.float16)
     _, rep = baseline.gemm(a, a, chip=chip, model=True, model_only=True)
     return rep["tflops"]

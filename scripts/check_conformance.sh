@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Type-checks every op_kernel/ source (*.cpp, *.h) against the official Ascend C headers (asc-devkit) with
-# ../shared/tools/ascendc_conformance/check_api.py: g++ -fsyntax-only as __NPU_ARCH__ 2201 with generated stubs for
-# the hardware intrinsics, so every API call must match an official declaration. Nothing is built or run.
+# Type-checks every op_kernel/ source (*.cpp, *.h, in every folder) against the official Ascend C headers
+# (asc-devkit) with ../shared/tools/ascendc_conformance/check_api.py: g++ -fsyntax-only as __NPU_ARCH__ 2201 with
+# generated stubs for the hardware intrinsics, so every API call must match an official declaration. Nothing is
+# built or run.
 #
 # LOCAL ONLY: it needs an asc-devkit checkout (include/ and impl/) and the shared conformance tool, which CI does
 # not have. CI relies on the CPU twin tests and scripts/check_kernel_rules.py instead.
@@ -30,8 +31,8 @@ if [[ ! -f "$TOOL" ]]; then
     exit 2
 fi
 
-shopt -s nullglob
-files=("$ROOT"/op_kernel/*.cpp "$ROOT"/op_kernel/*.h "$ROOT"/scripts/conformance/*.cpp "$@")
+shopt -s nullglob globstar
+files=("$ROOT"/op_kernel/**/*.cpp "$ROOT"/op_kernel/**/*.h "$ROOT"/scripts/conformance/*.cpp "$@")
 if [[ ${#files[@]} -eq 0 ]]; then
     echo "check_conformance: no files to check in $ROOT/op_kernel"
     exit 0

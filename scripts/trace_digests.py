@@ -77,7 +77,7 @@ def _cases():
 
 
 def digests() -> dict:
-    from npu_flash_attn import _C, ops
+    from npu_flash_attn import _C, ops, twin_backend
 
     result = {}
     g = torch.Generator().manual_seed(77)
@@ -87,10 +87,10 @@ def digests() -> dict:
         _C.set_cost_model(True, 1, 0, {}, True)
         try:
             ops.flash_attention(*args, **kw)
-            fwd = ops.last_launch_info()["trace_digest"]
+            fwd = twin_backend.last_launch_info()["trace_digest"]
             torch.ops.npu.flash_attention_grad(*args[:3], dy, *args[3:], softmax_max=smax, softmax_sum=ssum,
                                                attention_in=o, **kw)
-            bwd = list(ops.last_launch_info()["trace_digests"])
+            bwd = list(twin_backend.last_launch_info()["trace_digests"])
         finally:
             _C.set_cost_model(False)
         result[name] = {"forward": fwd, "backward": bwd}

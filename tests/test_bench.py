@@ -1,4 +1,4 @@
-"""The benchmark kernels and scripts: the multi-core GEMM (scripts/kernels/gemm.cpp) against numpy on odd sizes, its
+"""The benchmark kernels and scripts: the multi-core GEMM (tools/kernels/gemm.cpp) against numpy on odd sizes, its
 model-only trace and model against the full run's, the naive attention forward and backward
 (python/npu_flash_attn/baseline.py) against float64 references, naive slower than the op under the model,
 scripts/bench.py's CSV and calibrate.py's GEMM rows."""
@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from npu_flash_attn import _C, baseline, profiler, twin
+from npu_flash_attn import _C, twin
+from npu_flash_attn.tools import baseline, profiler
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))

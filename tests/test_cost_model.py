@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from npu_flash_attn import _C, profiler, twin
-from npu_flash_attn.__main__ import main
+from npu_flash_attn import _C, twin
+from npu_flash_attn.tools import profiler
+from npu_flash_attn.tools.cli import main
 
 KERNEL = Path(__file__).parent / "kernels" / "costmodel" / "costmodel.cpp"
 CHIP = "Ascend910B2"

@@ -17,16 +17,16 @@ import pytest
 import torch
 
 import npu_flash_attn
-from npu_flash_attn import ops
+from npu_flash_attn import problem, twin_backend
 from npu_flash_attn.reference import enabled_sequences, flash_attention_reference, visible_mask
 
 fwd = torch.ops.npu.flash_attention
 grad_op = torch.ops.npu.flash_attention_grad
 DT = {"fp16": torch.float16, "bf16": torch.bfloat16}
 SPARSE = {  # name -> (sparse_mode, pre_tokens, next_tokens)
-    "full": (0, ops.INT32_MAX, ops.INT32_MAX),
-    "causal_lu": (2, ops.INT32_MAX, ops.INT32_MAX),
-    "causal_rd": (3, ops.INT32_MAX, ops.INT32_MAX),
+    "full": (0, problem.INT32_MAX, problem.INT32_MAX),
+    "causal_lu": (2, problem.INT32_MAX, problem.INT32_MAX),
+    "causal_rd": (3, problem.INT32_MAX, problem.INT32_MAX),
     "band": (4, 37, 11),
     "band_past": (4, 60, -40),  # the first rows see nothing (invalid rows) when S2 - S1 < 40
 }
@@ -198,7 +198,7 @@ def test_grad_matches_float64_reference(case: Case, gen):
     dy = torch.randn(_shape(c.layout, c.B, c.S1, c.N1, c.Dv), generator=gen).to(dt)
     scale = 1 / math.sqrt(c.D)
     _, got = _forward_and_grad(q, k, v, dy, c.N1, c.layout, scale, c.sparse)
-    assert ops.last_launch_info()["launches"] == _expected_launches(c.D, c.Dv)
+    assert twin_backend.last_launch_info()["launches"] == _expected_launches(c.D, c.Dv)
     ref = _grads64(q, k, v, dy, c.N1, c.layout, scale, c.sparse)
     low = _lowprec_grads(q, k, v, dy, c.N1, c.layout, scale, c.sparse)
     _assert_grads(got, ref, low, str(c))
@@ -278,13 +278,13 @@ def test_deterministic_repeat_and_core_count(deterministic, gen):
     try:
         npu_flash_attn.set_chip("Ascend910B2")
         first = run()
-        assert ops.last_launch_info()["block_dim_dq"] == 24
+        assert twin_backend.last_launch_info()["block_dim_dq"] == 24
         for _ in range(19):
             again = run()
             assert all(torch.equal(a, b) for a, b in zip(first, again)), "repeated calls differ bitwise"
         npu_flash_attn.set_chip("Ascend910B4")
         other = run()
-        assert ops.last_launch_info()["block_dim_dq"] == 20
+        assert twin_backend.last_launch_info()["block_dim_dq"] == 20
         assert all(torch.equal(a, b) for a, b in zip(first, other)), "24-core and 20-core results differ bitwise"
     finally:
         npu_flash_attn.set_chip(None)
@@ -322,7 +322,7 @@ def test_autograd_follows_torch_deterministic_setting(gen):
         for flag in (True, False):
             torch.use_deterministic_algorithms(flag)
             _loss(q, k, v).backward()
-            assert ops.last_launch_info()["deterministic"] is flag
+            assert twin_backend.last_launch_info()["deterministic"] is flag
     finally:
         torch.use_deterministic_algorithms(before)
 
@@ -405,7 +405,7 @@ def test_every_chip_tiles_and_matches(chip, gen):
     try:
         npu_flash_attn.set_chip(chip)
         _, got = _forward_and_grad(q, k, v, dy, N1, "BSND", 0.1, "band")
-        assert ops.last_launch_info()["chip"] == chip
+        assert twin_backend.last_launch_info()["chip"] == chip
     finally:
         npu_flash_attn.set_chip(None)
     _assert_grads(got, _grads64(q, k, v, dy, N1, "BSND", 0.1, "band"),
@@ -495,7 +495,7 @@ def test_large_head_dims_run_one_dkv_pass_per_gradient(D, Dv, sparse, gen):
     dy = torch.randn(_shape("BSND", 1, 70, 2, Dv), generator=gen).to(torch.bfloat16)
     scale = 1 / math.sqrt(D)
     _, got = _forward_and_grad(q, k, v, dy, 2, "BSND", scale, sparse)
-    assert ops.last_launch_info()["launches"] == _expected_launches(D, Dv) > 2
+    assert twin_backend.last_launch_info()["launches"] == _expected_launches(D, Dv) > 2
     ref = _grads64(q, k, v, dy, 2, "BSND", scale, sparse)
     low = _lowprec_grads(q, k, v, dy, 2, "BSND", scale, sparse)
     _assert_grads(got, ref, low, f"D={D} Dv={Dv} {sparse}")

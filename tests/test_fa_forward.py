@@ -23,7 +23,7 @@ import pytest
 import torch
 
 import npu_flash_attn
-from npu_flash_attn import _C, ops
+from npu_flash_attn import _C, problem
 from npu_flash_attn.reference import (FLT_MAX, assert_close_fa, assert_stats_close, flash_attention_lowprec,
                                       flash_attention_reference)
 
@@ -233,7 +233,7 @@ def test_pairwise_selection_covers_every_pair():
         args = case.mask_args()
         if args["sparse_mode"] == 4:
             q, k = (torch.empty(1, 1, s, 16, dtype=torch.float16, device="meta") for s in (case.S1, case.S2))
-            ops.validate_flash_attention(q, k, k, 1, "BNSD", sparse_mode=4, pre_tokens=args["pre_tokens"],
+            problem.validate_flash_attention(q, k, k, 1, "BNSD", sparse_mode=4, pre_tokens=args["pre_tokens"],
                                          next_tokens=args["next_tokens"])
 
 
@@ -285,7 +285,7 @@ def test_varlen_nothing_to_compute_needs_no_launch(gen):
 @pytest.mark.parametrize("layout", ["BSND", "TND"])
 def test_one_row_task_right_after_multi_step_tasks(gen, layout):
     # A 1-row task leaves the second AIV no rows: its steps only signal ProbsReady, right after the fold of an
-    # earlier task's step, whose MTE2 read of the workspace slot the cube's next P*V overwrites (fa_vector.h). More
+    # earlier task's step, whose MTE2 read of the workspace slot the cube's next P*V overwrites (kernel/fwd_vector.h). More
     # tasks than cores, so cores run a multi-step task (3 key steps of 512) and then a 1-row one: S1 = 1 mod 128,
     # or sequences of 20 and 1 rows. (That read and the 1-row P*V cover different rows, so the set's pipe is not
     # observable here; test_twin_hazards.py checks the rule on the same pattern.)

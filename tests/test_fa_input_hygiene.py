@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import npu_flash_attn  # noqa: F401  (registers torch.ops.npu.flash_attention)
-from npu_flash_attn.ops import FLT_MAX
+from npu_flash_attn.problem import FLT_MAX
 
 
 def fa(q, k, v, heads, layout="BSND", **kw):

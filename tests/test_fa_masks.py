@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import npu_flash_attn
-from npu_flash_attn import masks, ops
+from npu_flash_attn import problem, twin_backend
 from npu_flash_attn.masks import compressed_causal_mask, compressed_prefix_mask
 from test_fa_forward import make_qkv, run_and_check
 
@@ -60,14 +60,14 @@ def test_mask_read_through_strides_without_expansion(gen):
     q, k, v = make_qkv(gen, "BNSD", B, N1, N2, S1, S2, 64, 64, F16)
     base = rand_mask(gen, (B, 1, 1, S2))
     expanded = base.expand(B, N1, S1, S2)
-    p = ops.validate_flash_attention(q, k, v, N1, "BNSD", atten_mask=expanded, sparse_mode=1)
-    view, fields = ops.kernel_mask(p, expanded), p.mask_view
+    p = problem.validate_flash_attention(q, k, v, N1, "BNSD", atten_mask=expanded, sparse_mode=1)
+    view, fields = twin_backend.kernel_mask(p, expanded), p.mask_view
     assert view.data_ptr() == base.data_ptr() and view.numel() == B * S2
     assert tuple(fields[n] for n in ("stride_n", "stride_s", "col_step", "per_batch", "per_head")) == \
         (0, 0, 1, True, False)
     t = rand_mask(gen, (S2, S1)).t()  # [S1, S2] with a strided last dimension
-    p = ops.validate_flash_attention(q, k, v, N1, "BNSD", atten_mask=t, sparse_mode=1)
-    assert ops.kernel_mask(p, t).numel() == S1 * S2 and p.mask_view["stride_s"] == S2
+    p = problem.validate_flash_attention(q, k, v, N1, "BNSD", atten_mask=t, sparse_mode=1)
+    assert twin_backend.kernel_mask(p, t).numel() == S1 * S2 and p.mask_view["stride_s"] == S2
     for mask in (expanded, t):
         run_and_check(q, k, v, N1, "BNSD", scale=0.125, sparse_mode=1, atten_mask=mask)
 
@@ -132,7 +132,7 @@ def test_tnd_dense_masks_local_and_global(gen):
     run_and_check(q, k, v, N1, "TND", sparse_mode=1, atten_mask=local, **kw)
     run_and_check(q, k, v, N1, "TND", sparse_mode=0, atten_mask=local, pre_tokens=50, next_tokens=5, **kw)
     glob = rand_mask(gen, (sum(q_lens), sum(kv_lens)), 0.3)
-    p = ops.validate_flash_attention(q, k, v, N1, "TND", atten_mask=glob, sparse_mode=1, **kw)
+    p = problem.validate_flash_attention(q, k, v, N1, "TND", atten_mask=glob, sparse_mode=1, **kw)
     assert p.mask_tnd_global
     run_and_check(q, k, v, N1, "TND", sparse_mode=1, atten_mask=glob, **kw)
 
@@ -177,11 +177,11 @@ def test_masked_tiles_are_skipped_and_visible_tiles_skip_the_select(gen):
     m[1, :, :, 256:] = True                         # batch 1: a column of fully masked tiles
     m[1, :, 5, 7] = True                            # ... and one mixed tile
     # tiles: batch 0 -> masked 1, mixed 3, visible 2; batch 1 -> masked 2, mixed 1, visible 3 (per head)
-    ops.set_op_counting(True)
+    twin_backend.set_op_counting(True)
     try:
         r = run_and_check(q, k, v, n, "BNSD", scale=0.125, sparse_mode=1, atten_mask=m)
     finally:
-        ops.set_op_counting(False)
+        twin_backend.set_op_counting(False)
     info = r["info"]
     assert info["s1_block"] == 128 and info["s2_block"] == 128, info
     assert (info["tiles_masked"], info["tiles_mixed"], info["tiles_visible"]) == (3, 4, 5)
@@ -199,26 +199,26 @@ def test_masked_tiles_are_skipped_and_visible_tiles_skip_the_select(gen):
 def test_block_map_cache_and_in_place_changes(gen):
     q, k, v = make_qkv(gen, "BSND", B, N1, N2, S1, S2, 64, 64, F16)
     m = holes(rand_mask(gen, (B, 1, S1, S2), 0.3), gen)
-    masks.clear_block_mask_cache()
+    twin_backend.clear_block_mask_cache()
     info = npu_flash_attn.precompute_block_mask(q, k, v, N1, "BSND", m, sparse_mode=1)
     assert info.tiles_masked + info.tiles_mixed + info.tiles_visible == B * 2 * 2
-    assert masks.block_mask_cache_info()["misses"] == 1
+    assert twin_backend.block_mask_cache_info()["misses"] == 1
     for _ in range(2):  # reused, e.g. by every layer
         run_and_check(q, k, v, N1, "BSND", scale=0.125, sparse_mode=1, atten_mask=m)
-    stats = masks.block_mask_cache_info()
+    stats = twin_backend.block_mask_cache_info()
     assert (stats["hits"], stats["misses"]) == (2, 1)
     m[:, :, :, :] = True  # in place: the cached map is stale and must not be used
     m[:, :, :, 3] = False
     run_and_check(q, k, v, N1, "BSND", scale=0.125, sparse_mode=1, atten_mask=m)
-    assert masks.block_mask_cache_info()["misses"] == 2
+    assert twin_backend.block_mask_cache_info()["misses"] == 2
     del m  # an entry dies with its mask
-    assert masks.block_mask_cache_info()["entries"] == 0
+    assert twin_backend.block_mask_cache_info()["entries"] == 0
 
 
 def test_fully_masked_everything_gives_zeros_without_nan(gen):
     q, k, v = make_qkv(gen, "BSND", B, N1, N2, S1, S2, 64, 64, BF16)
     out, smax, ssum = op(q, k, v, N1, "BSND", atten_mask=torch.ones(1, S2, dtype=torch.bool), sparse_mode=1)
-    assert bool((out == 0).all()) and bool((smax == -ops.FLT_MAX).all()) and bool((ssum == ops.FLT_MAX).all())
+    assert bool((out == 0).all()) and bool((smax == -problem.FLT_MAX).all()) and bool((ssum == problem.FLT_MAX).all())
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -380,11 +380,11 @@ def test_work_split_balances_visible_tiles(gen):
     q, k, v = make_qkv(gen, "BNSD", b, n, n, s1, s2, 64, 64, BF16)
     m = torch.zeros(b, 1, 1, s2, dtype=torch.bool)
     m[0] = True
-    ops.set_op_counting(True)
+    twin_backend.set_op_counting(True)
     try:
         r = run_and_check(q, k, v, n, "BNSD", scale=0.125, sparse_mode=1, atten_mask=m)
     finally:
-        ops.set_op_counting(False)
+        twin_backend.set_op_counting(False)
     info = r["info"]
     steps = [c["ops"].get("CrossCoreSetFlag", 0) // 2 for c in info["op_counts_per_core"] if c["kind"] == "aic"]
     total = n * (s1 // 128) * (s2 // 128)  # batch 1's tiles
@@ -415,15 +415,15 @@ def test_forced_blocks_are_checked_against_the_block_map_ub(gen):
     q, k, v = make_qkv(gen, "BNSD", 1, 2, 2, 150, 300, 64, 64, F16)
     mask = rand_mask(gen, (150, 300))
     try:
-        ops.set_block_override(128, 256)
+        twin_backend.set_block_override(128, 256)
         with pytest.raises(ValueError, match=r"s1_block 128 x s2_block 256 needs 25\d{4} bytes of UB per vector core "
                                              r"in the block-map pre-pass of a dense atten_mask .* more than the 188416 "
                                              r"bytes usable on Ascend910B2; s1_block \* s2_block may be at most 23552"):
             op(q, k, v, 2, "BNSD", scale=0.125, sparse_mode=1, atten_mask=mask)
-        ops.set_block_override(64, 256)  # fits: the same blocks run and match the reference
+        twin_backend.set_block_override(64, 256)  # fits: the same blocks run and match the reference
         info = run_and_check(q, k, v, 2, "BNSD", scale=0.125, sparse_mode=1, atten_mask=mask)["info"]
         assert (info["s1_block"], info["s2_block"]) == (64, 256)
-        ops.set_block_override(128, 256)  # without a dense mask there is no pre-pass to refuse
+        twin_backend.set_block_override(128, 256)  # without a dense mask there is no pre-pass to refuse
         run_and_check(q, k, v, 2, "BNSD", scale=0.125, sparse_mode=3)
     finally:
-        ops.set_block_override()
+        twin_backend.set_block_override()

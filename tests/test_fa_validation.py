@@ -6,8 +6,7 @@ import pytest
 import torch
 
 import npu_flash_attn
-from npu_flash_attn import ops
-from npu_flash_attn.ops import FLT_MAX, INT32_MAX, validate_flash_attention
+from npu_flash_attn.problem import FLT_MAX, INT32_MAX, validate_flash_attention
 
 op = torch.ops.npu.flash_attention
 F16 = torch.float16
@@ -394,7 +393,7 @@ def test_torch_export_shape_propagation():
 # chip selection
 # ---------------------------------------------------------------------------------------------------------------
 def test_chip_selection(monkeypatch):
-    names = ops.available_chips()
+    names = npu_flash_attn.available_chips()
     assert "Ascend910B2" in names
     monkeypatch.delenv("NPU_FA_CHIP", raising=False)
     try:
@@ -451,5 +450,5 @@ def test_cli_rejects_bad_arguments():
 def test_cli_chips():
     r = _cli("chips")
     assert r.returncode == 0
-    for name in ops.available_chips():
+    for name in npu_flash_attn.available_chips():
         assert name in r.stdout

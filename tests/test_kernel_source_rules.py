@@ -118,7 +118,7 @@ def test_every_rule_has_a_bad_sample():
 GOOD = r'''
 // A kernel may mention std::vector, new, delete, printf and virtual in comments. /* even malloc(3) here */
 #include "kernel_operator.h"
-#include "flash_attention_tiling.h"   // a project header
+#include "tiling/fwd_tiling.h"        // a project header
 #include "lib/matmul_intf.h"          // an Ascend C advanced-API header
 #if !defined(__CCE__) && !defined(ASCEND_TWIN)
 #include <cstdint>                    // host-only block

@@ -7,20 +7,21 @@ import math
 import pytest
 import torch
 
-from npu_flash_attn import _C, ops, profiler
+from npu_flash_attn import _C, ops, twin_backend
+from npu_flash_attn.tools import profiler
 
 
 def _run(model_only, fwd_args, fwd_kw, grad=None):
     _C.set_cost_model(True, 1, 0, {}, model_only)
     try:
         out = ops.flash_attention(*fwd_args, **fwd_kw)
-        info = ops.last_launch_info()
+        info = twin_backend.last_launch_info()
         rec = [(info["trace_digest"], info["cost_model"]["cycles"])]
         if grad is not None:
             dy, deterministic, (o, smax, ssum) = grad
             torch.ops.npu.flash_attention_grad(*fwd_args[:3], dy, *fwd_args[3:], softmax_max=smax, softmax_sum=ssum,
                                                attention_in=o, deterministic=deterministic, **fwd_kw)
-            info = ops.last_launch_info()
+            info = twin_backend.last_launch_info()
             rec.append((info["trace_digests"], [m["cycles"] for m in info["cost_model_launches"]]))
     finally:
         _C.set_cost_model(False)
@@ -108,7 +109,7 @@ def test_modeled_time_ignores_host_placement(gen):
         _C.set_cost_model(True, 1, 0, {}, True)
         try:
             ops.flash_attention(*a, **kw)
-            m = ops.last_launch_info()["cost_model"]
+            m = twin_backend.last_launch_info()["cost_model"]
         finally:
             _C.set_cost_model(False)
         return m["cycles"], m["hbm_bytes"], m["l2_hit_bytes"]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from npu_flash_attn import ops
+from npu_flash_attn import native, problem, twin_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 INT32_MAX = 2147483647
@@ -31,9 +31,9 @@ def _arg(t):
 def _plans(q, k, v, head_num, layout, atten_mask=None, **kw):
     """The tiling facts of one call as the twin passes it and as the CANN op reads it (the op's mask input is the
     twin's kernel view, contiguous)."""
-    p = ops.validate_flash_attention(q, k, v, head_num, layout, atten_mask=atten_mask, **kw)
-    ext = ops._ext()
-    view = ops.kernel_mask(p, atten_mask) if p.dense_mask else atten_mask
+    p = problem.validate_flash_attention(q, k, v, head_num, layout, atten_mask=atten_mask, **kw)
+    ext = native.ext()
+    view = twin_backend.kernel_mask(p, atten_mask) if p.dense_mask else atten_mask
     if view is not None and p.layout == "TND":
         view = view.reshape(view.shape[-2:])
     op_call = ext.Call(_arg(q), _arg(k), _arg(v), head_num, layout, atten_mask=_arg(view), mask_is_kernel_view=True,
@@ -94,7 +94,7 @@ def test_op_problem_matches_twin_problem(gen, rng):
 
 def test_op_problem_refuses_bad_calls():
     """What the TilingFunc refuses (GRAPH_FAILED with this message in the CANN log): the op's own rules."""
-    ext = ops._ext()
+    ext = native.ext()
     half = "torch.float16"
     q, kv = ([4, 33, 4, 64], [], half), ([4, 40, 2, 64], [], half)
     mask = lambda *s: (list(s), [], "torch.uint8")  # noqa: E731

@@ -4,7 +4,7 @@ load/compute overlap, or the dropout generator's economy, drops below these and 
 (docs/performance.md has the figures)."""
 import pytest
 
-from npu_flash_attn import profiler
+from npu_flash_attn.tools import profiler
 
 CASES = [  # (problem, floor on utilisation)
     (dict(seqlen=4096), 0.37),                         # reached 39.7 %

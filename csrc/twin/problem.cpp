@@ -129,7 +129,9 @@ void RegisterProblem(py::module_& m) {
              py::arg("softmax_max") = py::none(), py::arg("softmax_sum") = py::none(), py::arg("grad") = false,
              py::arg("drop_mask_device") = "", py::arg("force_s1_block") = 0,
              py::arg("force_s2_block") = 0, py::arg("mask_is_kernel_view") = false,
-             py::arg("contiguous_mask") = false);
+             py::arg("contiguous_mask") = false)
+        .def_readwrite("force_s1_block", &npu_fa::FaCall::forceS1Block)
+        .def_readwrite("force_s2_block", &npu_fa::FaCall::forceS2Block);
     m.def("flash_attention_problem", &Problem, py::arg("call"),
           "The problem of a call (ValueError / TypeError / NotImplementedError naming the rule it breaks)");
 }

@@ -17,7 +17,7 @@ std::string PlanBackward(const FaProblem& p, const ChipSpec& chip, FaBackwardPla
     const std::string err = ComputeFlashAttentionGradTiling(p, chip, plan.launches);
     if (!err.empty()) return err;
     FaGradTilingOut& t = plan.launches;
-    if (t.seqInfo.empty()) t.seqInfo.assign(kGradSeqFields, 0);
+    if (t.seqInfo.empty()) t.seqInfo.assign(kBwdSeqFields, 0);
     if (p.denseMask) plan.map = {t.mapTiling, t.mapSeqInfo, t.mapBytes};
     return "";
 }

@@ -11,7 +11,7 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
         int[]? q_start_idx=None, int[]? kv_start_idx=None, Tensor? dropout_mask=None)
       -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, Tensor dsink)
 
-* The shared arguments are checked by `ops.validate_flash_attention` (same rules, same messages); every mask the
+* The shared arguments are checked by `problem.validate_flash_attention` (same rules, same messages); every mask the
   forward takes works here too (dense masks of any broadcastable shape, sparse modes 0-8, prefix, TND; the
   forward's block-map pre-pass runs for the backward's blocks, so fully masked tiles are skipped). `softmax_max`/`softmax_sum`
   (the forward's float32 `[B, N1, S1, 8]` / TND `[T1, N1, 8]` statistics) and `attention_in` (the forward output)
@@ -52,8 +52,11 @@ from typing import Any, Optional
 
 import torch
 
-from . import ops, progress
-from .dispatch import bind_arguments, check_before_dispatch, define_op, require_device, value_checks
+from . import ops, twin_backend
+from .chip import get_chip
+from .dispatch import (bind_arguments, check_before_dispatch, check_scalar_types, define_op, require_device,
+                       value_checks)
+from .problem import check_finite, check_input_values, in_place_device, validate_grad
 
 __all__ = ["flash_attention_grad", "GRAD_SCHEMA"]
 
@@ -69,37 +72,6 @@ GRAD_SCHEMA = (
 )
 
 
-_GRAD_ONLY = ("dy", "softmax_max", "softmax_sum", "attention_in", "deterministic")
-
-
-def _validate_grad(a: dict, check_values: bool = True, drop_mask_device: str = "") -> ops.FAProblem:
-    """The forward's rules on the shared arguments (`a`: every argument by name) and the grad's own (the saved
-    tensors must have the forward's output and statistics shapes and dtypes)."""
-    fwd = {n: v for n, v in a.items() if n not in _GRAD_ONLY}
-    if not isinstance(a["deterministic"], bool):
-        raise TypeError(f"deterministic must be a bool, got {type(a['deterministic']).__name__}")
-    saved = {n: a[n] for n in ("dy", "attention_in", "softmax_max", "softmax_sum")}
-    return ops.validate_flash_attention(**fwd, check_values=check_values, grad=saved,
-                                        drop_mask_device=drop_mask_device)
-
-
-def _check_finite(**tensors) -> None:
-    for name, t in tensors.items():
-        bad = ~torch.isfinite(t)
-        if bool(bad.any()):
-            idx = tuple(int(i) for i in bad.nonzero()[0])
-            raise ValueError(f"{name} contains NaN or Inf (first at index {idx}); flash_attention_grad requires "
-                             f"finite {', '.join(tensors)}")
-
-
-def _zero_padding(p: ops.FAProblem, dq, dk, dv) -> None:
-    """TND: tokens after the last enabled sequence belong to no task; their gradients are 0."""
-    if p.post["tnd"]:
-        dq[p.post["pad_q_from"]:].zero_()
-        dk[p.post["pad_kv_from"]:].zero_()
-        dv[p.post["pad_kv_from"]:].zero_()
-
-
 def _bind(args: tuple, kwargs: dict) -> dict[str, Any]:
     return bind_arguments(torch.ops.npu.flash_attention_grad.default._schema, args, kwargs)
 
@@ -109,62 +81,39 @@ def _check_call(**a):
     NPU only with NPU_FA_CHECK_VALUES=1)."""
     query = a["query"]
     values = value_checks(query.device)
-    p = _validate_grad(a, check_values=values, drop_mask_device=ops.in_place_device(query.device))
+    p = validate_grad(a, check_values=values, drop_mask_device=in_place_device(query.device))
     require_device(query.device, "npu::flash_attention_grad")
     if values:
-        ops.check_input_values(p, query, a["key"], a["value"])
-        _check_finite(dy=a["dy"], attention_in=a["attention_in"])
+        check_input_values(p, query, a["key"], a["value"])
+        check_finite("flash_attention_grad", dy=a["dy"], attention_in=a["attention_in"])
 
 
 def _grad_impl(*args, **kwargs):
     """The CPU (twin) kernel. `_check_call` ran before dispatch; this re-derives the problem without the data
     checks."""
     a = _bind(args, kwargs)
-    p = _validate_grad(a, check_values=False)
+    p = validate_grad(a, check_values=False)
     query, key, value = a["query"], a["key"], a["value"]
-    empty = torch.empty(0, dtype=query.dtype)
     if not p.has_work():  # no row sees a key: P = 0 everywhere, and every sink's probability is 1 (dsink = 0)
+        empty = torch.empty(0, dtype=query.dtype)
         zeros = tuple(t.new_zeros(t.shape) for t in (query, key, value))
         return zeros + (empty, empty.clone() if a["sink"] is None else torch.zeros(p.N1))
-    q, k, v = (t.detach().contiguous() for t in (query, key, value))
-    do, o = a["dy"].detach().contiguous(), a["attention_in"].detach().contiguous()
-    smax, ssum = a["softmax_max"].detach().contiguous(), a["softmax_sum"].detach().contiguous()
-    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    sink = a["sink"]
-    sk = None if sink is None else sink.detach().contiguous()
-    dsink_rows = None if sink is None else torch.zeros(p.stats_shape, dtype=torch.float32)  # rows of no task: 0
-    pse = ops.pse_input(p, a["pse"])
-    dpse_rows = ops.dpse_rows(p)
-    view = ops.kernel_mask(p, a["atten_mask"]) if p.dense_mask else None
-    mask_ptr, mask_bytes = (view.data_ptr(), p.mask_view["extent"]) if view is not None else (0, 0)
-    drop_rows = ops.drop_mask_input(p, a["dropout_mask"])
-    chip = ops.get_chip()
-    with progress.launch(f"twin backward launches on {chip}", 2.5 * p.flops(), "backward"):
-        info = ops._ext().flash_attention_grad(
-            p.call, chip, bool(a["deterministic"]), q.data_ptr(), k.data_ptr(), v.data_ptr(), do.data_ptr(),
-            o.data_ptr(), smax.data_ptr(), ssum.data_ptr(), mask_ptr, mask_bytes, 0 if sk is None else sk.data_ptr(),
-            0 if pse is None else pse.data_ptr(), 0 if drop_rows is None else drop_rows.data_ptr(), dq.data_ptr(),
-            dk.data_ptr(), dv.data_ptr(), 0 if dsink_rows is None else dsink_rows.data_ptr(),
-            0 if dpse_rows is None else dpse_rows.data_ptr())
-    _zero_padding(p, dq, dk, dv)
-    ops.record_launch(dict(info, op="flash_attention_grad"))
-    dsink = empty.clone() if sink is None else -ops.sum_rows_per_head(p, dsink_rows)
-    dpse = empty if dpse_rows is None else ops.dpse_of_rows(p, a["pse"], dpse_rows)
-    return dq, dk, dv, dpse, dsink
+    return twin_backend.backward(p, a, get_chip())
 
 
 def _grad_fake(*args, **kwargs):
     a = _bind(args, kwargs)
-    p = _validate_grad(a, check_values=False)
+    p = validate_grad(a, check_values=False)
     query, key, value = a["query"], a["key"], a["value"]
     dsink = query.new_empty((0,)) if a["sink"] is None else a["sink"].new_empty((int(a["head_num"]),))
     dpse = a["pse"].new_empty(a["pse"].shape) if p.pse.outer_mode else query.new_empty((0,))
     return (query.new_empty(query.shape), key.new_empty(key.shape), value.new_empty(value.shape), dpse, dsink)
 
-
 # ----------------------------------------------------------------------------------------------------------------
 # autograd of npu::flash_attention
 # ----------------------------------------------------------------------------------------------------------------
+
+
 def _forward_arg_names() -> list[str]:
     """Argument names of the forward schema, in order (the autograd reads `inputs` by these positions)."""
     schema = torch._C.parse_schema("npu::flash_attention" + ops.SCHEMA)
@@ -172,6 +121,7 @@ def _forward_arg_names() -> list[str]:
 
 
 _FWD_NAMES = _forward_arg_names()
+
 _NON_TENSOR = ("head_num", "input_layout", "scale", "keep_prob", "pre_tokens", "next_tokens", "inner_precise",
                "prefix", "actual_seq_qlen", "actual_seq_kvlen", "sparse_mode", "seed", "offset", "softcap",
                "pse_type", "q_start_idx", "kv_start_idx")
@@ -239,6 +189,7 @@ def flash_attention_grad(query: torch.Tensor, key: torch.Tensor, value: torch.Te
                          head_num: int, input_layout: str, softmax_max: Optional[torch.Tensor] = None,
                          softmax_sum: Optional[torch.Tensor] = None, attention_in: Optional[torch.Tensor] = None,
                          **kwargs: Any):
+    check_scalar_types(torch.ops.npu.flash_attention_grad.default._schema, dict(kwargs, head_num=head_num))
     return torch.ops.npu.flash_attention_grad(query, key, value, dy, head_num, input_layout, softmax_max=softmax_max,
                                               softmax_sum=softmax_sum, attention_in=attention_in, **kwargs)
 

@@ -21,7 +21,8 @@ import torch
 
 from . import npu
 
-__all__ = ["define_op", "bind_arguments", "require_device", "check_before_dispatch", "value_checks", "is_fake"]
+__all__ = ["define_op", "bind_arguments", "check_scalar_types", "require_device", "check_before_dispatch",
+           "value_checks", "is_fake"]
 
 _libs: dict[str, torch.library.Library] = {}  # kept alive: dropping a Library removes its registrations
 
@@ -59,6 +60,31 @@ def bind_arguments(schema: torch._C.FunctionSchema, args: tuple, kwargs: dict) -
         else:
             out[a.name] = a.default_value
     return out
+
+
+_NOT_A_NUMBER = (bool, str, bytes, torch.Tensor)
+
+
+def check_scalar_types(schema: torch._C.FunctionSchema, values: dict[str, Any]) -> None:
+    """TypeError naming the argument for a bool, int or float argument of the wrong Python type. The dispatcher
+    would convert quietly (1 -> True for a bool, a 0-d tensor -> float, True -> 1.0); the package's Python functions
+    refuse, as their drop-ins do."""
+    for a in schema.arguments:
+        if a.name not in values:
+            continue
+        v, t = values[a.name], a.type
+        if isinstance(t, torch._C.OptionalType):
+            if v is None:
+                continue
+            t = t.getElementType()
+        kind = t.kind()
+        wrong = ((kind == "BoolType" and not isinstance(v, (bool, torch.SymBool)))
+                 or (kind in ("IntType", "SymIntType") and isinstance(v, _NOT_A_NUMBER + (float,)))
+                 or (kind == "FloatType" and isinstance(v, _NOT_A_NUMBER)))
+        if wrong:
+            want = {"BoolType": "a bool", "FloatType": "a float"}.get(kind, "an int")
+            shown = f"a tensor of shape {tuple(v.shape)}" if isinstance(v, torch.Tensor) else f"{type(v).__name__} {v!r}"
+            raise TypeError(f"{a.name} must be {want}, got {shown}")
 
 
 def require_device(device: torch.device, op: str) -> None:

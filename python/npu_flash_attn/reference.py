@@ -48,6 +48,7 @@ from typing import Callable, Optional, Sequence
 import torch
 
 from . import dropout
+from .layouts import from_bnsd, to_bnsd
 
 __all__ = ["flash_attention_reference", "flash_attention_lowprec", "assert_close_fa", "assert_stats_close",
            "visible_mask", "enabled_sequences", "band_sequence_index", "FLT_MAX"]
@@ -133,35 +134,6 @@ def band_sequence_index(actual_seq_qlen: Sequence[int], sparse_mode: int) -> Opt
     if not nonempty:
         return None
     return nonempty[-1] if sparse_mode == 7 else nonempty[0]
-
-
-def _to_bnsd(t: torch.Tensor, layout: str, heads: int) -> torch.Tensor:
-    """Non-TND tensor -> [B, N, S, D] view."""
-    if layout == "BNSD":
-        return t
-    if layout == "BSND":
-        return t.permute(0, 2, 1, 3)
-    if layout == "BSH":
-        b, s, h = t.shape
-        return t.reshape(b, s, heads, h // heads).permute(0, 2, 1, 3)
-    if layout == "SBH":
-        s, b, h = t.shape
-        return t.reshape(s, b, heads, h // heads).permute(1, 2, 0, 3)
-    raise ValueError(layout)
-
-
-def _from_bnsd(t: torch.Tensor, layout: str) -> torch.Tensor:
-    """[B, N, S, D] -> layout (contiguous)."""
-    b, n, s, d = t.shape
-    if layout == "BNSD":
-        return t.contiguous()
-    if layout == "BSND":
-        return t.permute(0, 2, 1, 3).contiguous()
-    if layout == "BSH":
-        return t.permute(0, 2, 1, 3).reshape(b, s, n * d).contiguous()
-    if layout == "SBH":
-        return t.permute(2, 0, 1, 3).reshape(s, b, n * d).contiguous()
-    raise ValueError(layout)
 
 
 def _head_counts(query, key, value, head_num: int, layout: str) -> tuple[int, int]:
@@ -358,9 +330,9 @@ def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_toke
         return out, smax.view(t1, n1, 8), ssum.view(t1, n1, 8)
     if sparse_mode in (7, 8):
         raise ValueError(f"reference: sparse_mode={sparse_mode} is TND only")
-    q = _to_bnsd(query, layout, n1)
-    k = _to_bnsd(key, layout, n2)
-    v = _to_bnsd(value, layout, n2)
+    q = to_bnsd(query, layout, n1)
+    k = to_bnsd(key, layout, n2)
+    v = to_bnsd(value, layout, n2)
     b, _, s1, _ = q.shape
     s2 = k.shape[2]
     dv = v.shape[3]
@@ -379,7 +351,7 @@ def _run(query, key, value, head_num, input_layout, scale, sparse_mode, pre_toke
         out[bi] = o
         if lowprec is None:
             smax[bi], ssum[bi] = m, l
-    out = _from_bnsd(out, layout)
+    out = from_bnsd(out, layout)
     return (out, smax.unsqueeze(3).expand(b, n1, s1, 8).contiguous(),
             ssum.unsqueeze(3).expand(b, n1, s1, 8).contiguous())
 
@@ -407,8 +379,8 @@ def _drop_spec(keep_prob, seed, offset, dropout_mask, n1: int, layout: str, quer
     if layout.upper() == "TND":
         shapes = [(q1 - q0, k1 - k0) for q0, q1, k0, k1 in enabled_sequences(actual_seq_qlen, actual_seq_kvlen)]
     else:
-        q = _to_bnsd(query, layout.upper(), n1)
-        k = _to_bnsd(key, layout.upper(), _head_counts(query, key, key, n1, layout.upper())[0])
+        q = to_bnsd(query, layout.upper(), n1)
+        k = to_bnsd(key, layout.upper(), _head_counts(query, key, key, n1, layout.upper())[0])
         shapes = [(q.shape[2], k.shape[2])] * q.shape[0]
     masks = dropout.unpack_mask(dropout_mask, n1, shapes)
     return (lambda b, sq, skv: masks[b]), float(keep_prob)

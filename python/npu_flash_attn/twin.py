@@ -32,7 +32,6 @@ import numpy as np
 __all__ = ["TwinError", "TwinWarning", "KernelLibrary", "compile_kernel", "compiler", "include_dirs", "KERNEL_TYPES",
            "DEFAULT_CHIP", "GM_ALIGN", "acl_malloc_bytes", "gm_empty"]
 
-DEFAULT_CHIP = "Ascend910B2"
 
 # KernelMetaType values, with short aliases.
 KERNEL_TYPES = {
@@ -45,13 +44,8 @@ KERNEL_TYPES = {
 }
 
 
-try:  # one exception class for standalone kernels and for the ops built into the extension
-    from ._C import TwinError
-except ImportError:  # pragma: no cover - source tree without a built extension
-    class TwinError(RuntimeError):
-        pass
-TwinError.__doc__ = ("A kernel did something the NPU would silently get wrong (or hang on); the message names the "
-                     "core, the Ascend C API and the numbers (a RuntimeError; the process survives it).")
+from .chip import DEFAULT_CHIP
+from .twin_backend import TwinError  # one exception class for standalone kernels and for the ops
 
 
 class TwinWarning(UserWarning):

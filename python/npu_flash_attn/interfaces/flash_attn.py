@@ -25,16 +25,13 @@ from typing import Optional, Sequence
 import torch
 
 from .. import dropout
-from ..ops import INT32_MAX
-from . import stats
+from ..dispatch import is_fake
+from ..problem import INT32_MAX
+from ..varlen import lengths
+from . import args, stats
 
 __all__ = ["flash_attn_func", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func", "flash_attn_varlen_func",
            "flash_attn_varlen_qkvpacked_func", "flash_attn_varlen_kvpacked_func"]
-
-
-def _lengths(cu: Sequence[int]) -> list[int]:
-    """Sequence lengths of a cumulative list."""
-    return [c - p for p, c in zip([0, *cu[:-1]], cu)]
 
 
 def _band(causal: bool, window_size) -> dict:
@@ -57,10 +54,17 @@ def _band(causal: bool, window_size) -> dict:
                 next_tokens=INT32_MAX if right == -1 else right)
 
 
-def _alibi(alibi_slopes, seq_pairs: Sequence[tuple[int, int]]) -> dict:
+def _alibi(alibi_slopes, q: torch.Tensor, seq_pairs: Sequence[tuple[int, int]]) -> dict:
     """Our in-kernel ALiBi for flash_attn's bottom-right aligned bias: query position i counts from Sk - Sq."""
-    if alibi_slopes is None:
+    if args.optional_tensor("alibi_slopes", alibi_slopes, q, "q") is None:
         return {}
+    if alibi_slopes.dtype != torch.float32:
+        raise TypeError(f"alibi_slopes dtype {alibi_slopes.dtype} must be torch.float32 (one slope per head)")
+    n = q.shape[-2]
+    if alibi_slopes.dim() not in (1, 2) or alibi_slopes.shape[-1] != n:
+        raise ValueError(f"alibi_slopes shape {tuple(alibi_slopes.shape)} must be [N] or [B, N] with N = {n} (q's "
+                         "heads)")
+    args.check_finite_values("alibi_slopes", alibi_slopes, rule="; the slopes must be finite")
     deltas = {sk - sq for sq, sk in seq_pairs if sq > 0 and sk > 0}
     if len(deltas) > 1:
         raise NotImplementedError(f"alibi_slopes with varlen sequences whose Sk - Sq differ ({sorted(deltas)}): the "
@@ -75,26 +79,31 @@ def attention(q, k, v, layout: str, *, dropout_p=0.0, softmax_scale=None, causal
     """flash_attn semantics on our op for layout "BSND" or "TND" (cu_q/cu_k: cumulative lists without the leading
     0). Returns (out, softmax_max, softmax_sum). `sink` (float32 [N1], torch_npu's attention sinks) is for the
     integrations; flash_attn 2.x has none."""
-    if not isinstance(deterministic, bool):
-        raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__} {deterministic!r}")
-    if not (isinstance(dropout_p, (int, float)) and 0.0 <= dropout_p < 1.0):
-        raise ValueError(f"dropout_p={dropout_p!r} must be a float in [0, 1)")
-    if not (isinstance(softcap, (int, float)) and softcap >= 0.0):
-        raise ValueError(f"softcap={softcap!r} must be a float >= 0 (0 = off)")
-    dims = 3 if layout == "TND" else 4
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor) or t.dim() != dims:
-            shape = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
-            raise ValueError(f"{name} must be a {dims}-D tensor ({'[total, N, D]' if dims == 3 else '[B, S, N, D]'}), "
-                             f"got {shape}")
-    scale = 1.0 / math.sqrt(q.shape[-1]) if softmax_scale is None else float(softmax_scale)
-    seqs = list(zip(_lengths(cu_q), _lengths(cu_k))) if layout == "TND" else [(q.shape[1], k.shape[1])]
-    keep_prob = 1.0 - float(dropout_p)
+    args.flag("deterministic", deterministic)
+    dropout_p = args.real("dropout_p", dropout_p)
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p={dropout_p} must be a float in [0, 1)")
+    softcap = args.real("softcap", softcap)
+    if softcap < 0.0:
+        raise ValueError(f"softcap={softcap} must be >= 0 (0 = off)")
+    check_qkv(q, k, v, 3 if layout == "TND" else 4)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if softmax_scale is None else args.real("softmax_scale", softmax_scale)
+    seqs = list(zip(lengths(cu_q), lengths(cu_k))) if layout == "TND" else [(q.shape[1], k.shape[1])]
+    keep_prob = 1.0 - dropout_p
     return torch.ops.npu.flash_attention(
         q, k, v, q.shape[-2], layout, scale=scale, keep_prob=keep_prob,
         seed=dropout.draw_seed() if keep_prob < 1.0 else 0, softcap=float(softcap) if softcap > 0 else None,
         actual_seq_qlen=cu_q, actual_seq_kvlen=cu_k, sink=sink, **_band(causal, window_size),
-        **_alibi(alibi_slopes, seqs))
+        **_alibi(alibi_slopes, q, seqs))
+
+
+def check_qkv(q, k, v, dims: int) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != dims:
+            raise ValueError(f"{name} must be a {dims}-D tensor ({'[total, N, D]' if dims == 3 else '[B, S, N, D]'}), "
+                             f"got {tuple(t.shape)}")
 
 
 def _result(out, smax, ssum, return_attn_probs: bool, cu_q=None):
@@ -106,15 +115,27 @@ def _result(out, smax, ssum, return_attn_probs: bool, cu_q=None):
     return out, lse, out.new_empty(0)
 
 
-def cumulative_lengths(name: str, cu: torch.Tensor) -> list[int]:
-    """flash_attn's int32 cumulative lengths (leading 0) -> our cumulative list."""
-    if not isinstance(cu, torch.Tensor) or cu.dtype != torch.int32 or cu.dim() != 1 or cu.numel() < 2:
-        what = f"{cu.dtype} tensor of shape {tuple(cu.shape)}" if isinstance(cu, torch.Tensor) else type(cu).__name__
+def cumulative_lengths(name: str, cu: torch.Tensor, tokens: Optional[int] = None, tokens_of: str = "") -> list[int]:
+    """flash_attn's int32 cumulative lengths (leading 0, non-decreasing, at most `tokens`, the token count of the
+    tensor `tokens_of`) -> our cumulative list."""
+    if not isinstance(cu, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor (int32, [batch + 1]), got {type(cu).__name__}")
+    if cu.dtype != torch.int32 or cu.dim() != 1 or cu.numel() < 2:
         raise ValueError(f"{name} must be a 1-D torch.int32 tensor [batch + 1] of cumulative lengths starting at 0, "
-                         f"got a {what}")
+                         f"got a {cu.dtype} tensor of shape {tuple(cu.shape)}")
+    if cu.device.type == "meta" or is_fake(cu):
+        raise ValueError(f"{name} is on the {cu.device} device without data: the cumulative lengths are read on the "
+                         "host; pass a CPU tensor or one on q's device")
     values = cu.tolist()
     if values[0] != 0:
         raise ValueError(f"{name}[0]={values[0]} must be 0 (flash_attn's cumulative lengths start at 0)")
+    for i in range(1, len(values)):
+        if values[i] < values[i - 1]:
+            raise ValueError(f"{name}={values}: entry {i} ({values[i]}) is smaller than entry {i - 1} "
+                             f"({values[i - 1]}); cumulative lengths must be non-decreasing")
+    if tokens is not None and values[-1] > tokens:
+        raise ValueError(f"{name}={values} ends at {values[-1]} but {tokens_of} holds {tokens} tokens "
+                         f"({tokens_of}.shape[0]); the last entry must be <= that")
     return values[1:]
 
 
@@ -162,12 +183,14 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     if block_table is not None:
         raise NotImplementedError("block_table (paged KV cache) is not supported by npu_flash_attn's "
                                   "flash_attn_varlen_func; pass contiguous k/v")
-    cu_q, cu_k = cumulative_lengths("cu_seqlens_q", cu_seqlens_q), cumulative_lengths("cu_seqlens_k", cu_seqlens_k)
+    check_qkv(q, k, v, 3)
+    cu_q = cumulative_lengths("cu_seqlens_q", cu_seqlens_q, q.shape[0], "q")
+    cu_k = cumulative_lengths("cu_seqlens_k", cu_seqlens_k, k.shape[0], "k")
     if len(cu_q) != len(cu_k):
         raise ValueError(f"cu_seqlens_q ({len(cu_q) + 1} entries) and cu_seqlens_k ({len(cu_k) + 1}) must describe "
                          "the same number of sequences")
-    _check_max("max_seqlen_q", max_seqlen_q, _lengths(cu_q))
-    _check_max("max_seqlen_k", max_seqlen_k, _lengths(cu_k))
+    _check_max("max_seqlen_q", max_seqlen_q, lengths(cu_q))
+    _check_max("max_seqlen_k", max_seqlen_k, lengths(cu_k))
     out, smax, ssum = attention(q, k, v, "TND", dropout_p=dropout_p, softmax_scale=softmax_scale, causal=causal,
                                 window_size=window_size, softcap=softcap, alibi_slopes=alibi_slopes,
                                 deterministic=deterministic, cu_q=cu_q, cu_k=cu_k)

@@ -32,9 +32,9 @@ from typing import Optional, Sequence
 
 import torch
 
-from .. import dropout, ops
-from ..ops import INT32_MAX
-from . import stats
+from .. import dropout
+from ..problem import INT32_MAX, FAProblem, sequence_shapes, validate_flash_attention
+from . import args, stats
 
 __all__ = ["npu_fusion_attention", "npu_fusion_attention_grad"]
 
@@ -43,9 +43,22 @@ def _check_unsupported(padding_mask, gen_mask_parallel, sync) -> None:
     if padding_mask is not None:
         raise NotImplementedError("padding_mask is not supported (torch_npu.npu_fusion_attention reserves it too); "
                                   "pass None and express padding through atten_mask or TND actual_seq_qlen/kvlen")
-    for name, v in (("gen_mask_parallel", gen_mask_parallel), ("sync", sync)):
-        if not isinstance(v, bool):
-            raise TypeError(f"{name} must be a bool, got {type(v).__name__} {v!r}")
+    args.flag("gen_mask_parallel", gen_mask_parallel)
+    args.flag("sync", sync)
+
+
+def _scalars(scale_name: str, scale, keep_prob, seed, offset, head_num, pre_tockens, next_tockens,
+             inner_precise) -> tuple:
+    """The built-in's scalar arguments checked by their names (the op's messages would say `scale`, `pre_tokens`);
+    returns (scale, keep_prob, seed, offset) with the seed and offset as the op's signed 64-bit ints."""
+    for name, v in (("head_num", head_num), ("pre_tockens", pre_tockens), ("next_tockens", next_tockens),
+                    ("inner_precise", inner_precise)):
+        args.integer(name, v)
+    keep_prob = args.real("keep_prob", keep_prob)
+    if not 0.0 < keep_prob <= 1.0:
+        raise ValueError(f"keep_prob={keep_prob} must be in (0, 1]")
+    return (args.real(scale_name, scale), keep_prob, args.seed_value("seed", seed),
+            args.seed_value("offset", offset))
 
 
 def _tnd_stats(softmax_layout, input_layout) -> bool:
@@ -72,14 +85,14 @@ def _mask_args(atten_mask, sparse_mode, pre_tockens, next_tockens, prefix, input
                 prefix=prefix)
 
 
-def _problem(query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen) -> ops.FAProblem:
-    return ops.validate_flash_attention(query, key, value, head_num, input_layout, actual_seq_qlen=actual_seq_qlen,
-                                        actual_seq_kvlen=actual_seq_kvlen, check_values=False)
+def _problem(query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen) -> FAProblem:
+    return validate_flash_attention(query, key, value, head_num, input_layout, actual_seq_qlen=actual_seq_qlen,
+                                    actual_seq_kvlen=actual_seq_kvlen, check_values=False)
 
 
-def _numels(p: ops.FAProblem) -> int:
+def _numels(p: FAProblem) -> int:
     """N1 * sum of Sq * Skv over the sequences: the built-in's dropout-mask length."""
-    return dropout.mask_elements(ops.sequence_shapes(p), p.N1)
+    return dropout.mask_elements(sequence_shapes(p), p.N1)
 
 
 def npu_fusion_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
@@ -96,14 +109,16 @@ def npu_fusion_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Te
 
     Returns (attention_out, softmax_max, softmax_sum, softmax_out, seed, offset, numels)."""
     _check_unsupported(padding_mask, gen_mask_parallel, sync)
+    scale, keep_prob, op_seed, op_offset = _scalars("scale", scale, keep_prob, seed, offset, head_num, pre_tockens,
+                                                    next_tockens, inner_precise)
     token_major = _tnd_stats(softmax_layout, input_layout)
     masks = _mask_args(atten_mask, sparse_mode, pre_tockens, next_tockens, prefix, input_layout)
     if keep_prob < 1.0 and dropout_mask is None and seed == 0 and offset == 0:
-        seed = dropout.draw_seed()
+        seed = op_seed = dropout.draw_seed()
     out, smax, ssum = torch.ops.npu.flash_attention(
         query, key, value, head_num, input_layout, pse=pse, scale=scale, keep_prob=keep_prob,
-        inner_precise=inner_precise, actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen, seed=seed,
-        offset=offset, sink=sink, dropout_mask=dropout_mask, **masks)
+        inner_precise=inner_precise, actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen, seed=op_seed,
+        offset=op_offset, sink=sink, dropout_mask=dropout_mask, **masks)
     p = _problem(query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen)
     if token_major:
         smax, ssum = stats.ntd_to_tnd(smax, p.cu_seqlens_q), stats.ntd_to_tnd(ssum, p.cu_seqlens_q)
@@ -130,6 +145,9 @@ def npu_fusion_attention_grad(query: torch.Tensor, key: torch.Tensor, value: tor
     Pass the forward's softmax_max/softmax_sum/attention_out and its seed/offset/numels; dsink is float32 [N1] when
     `sink` is given, else empty."""
     _check_unsupported(padding_mask, gen_mask_parallel, sync)
+    scale_value, keep_prob, seed, offset = _scalars("scale_value", scale_value, keep_prob, seed, offset, head_num,
+                                                    pre_tockens, next_tockens, inner_precise)
+    args.integer("numels", numels)
     if softmax_in is not None and softmax_in.numel() != 0:
         raise NotImplementedError(f"softmax_in with {softmax_in.numel()} elements is not supported: the built-in "
                                   "reserves it (its forward returns it empty); pass None or the forward's softmax_out")

@@ -21,6 +21,7 @@ from typing import Optional
 import torch
 
 from .. import dropout
+from . import args
 
 __all__ = ["scaled_dot_product_attention"]
 
@@ -43,12 +44,9 @@ def _as_4d(name: str, mask: torch.Tensor, shape: tuple) -> torch.Tensor:
 def mask_arguments(attn_mask: Optional[torch.Tensor], is_causal: bool, query: torch.Tensor,
                    shape: tuple) -> dict:
     """Our op's mask/bias arguments for SDPA's `attn_mask` and `is_causal` (shape = [B, N1, L, S])."""
-    if not isinstance(is_causal, bool):
-        raise TypeError(f"is_causal must be a bool, got {type(is_causal).__name__} {is_causal!r}")
-    if attn_mask is None:
+    args.flag("is_causal", is_causal)
+    if args.optional_tensor("attn_mask", attn_mask, query, "query") is None:
         return dict(sparse_mode=2) if is_causal else {}
-    if not isinstance(attn_mask, torch.Tensor):
-        raise TypeError(f"attn_mask must be a torch.Tensor or None, got {type(attn_mask).__name__}")
     if is_causal:
         raise RuntimeError("attn_mask and is_causal=True were both given; pass one (fold the causal mask into "
                            "attn_mask), as torch.nn.functional.scaled_dot_product_attention requires")
@@ -56,6 +54,8 @@ def mask_arguments(attn_mask: Optional[torch.Tensor], is_causal: bool, query: to
     if m.dtype == torch.bool:
         dense, bias = _keep_broadcast(m, torch.logical_not), None
     elif m.is_floating_point():
+        args.check_finite_values("attn_mask", attn_mask.detach(), allow_neg_inf=True,
+                                 rule="; a float attn_mask is an additive bias: finite values, or -inf to mask out")
         neg = _keep_broadcast(m.detach(), torch.isneginf)
         dense = neg if bool(neg.any()) else None
         bias = m if dense is None else m.masked_fill(neg, 0.0)
@@ -64,10 +64,10 @@ def mask_arguments(attn_mask: Optional[torch.Tensor], is_causal: bool, query: to
     else:
         raise TypeError(f"attn_mask dtype {attn_mask.dtype} must be torch.bool (True = attend) or floating point "
                         "(an additive bias)")
-    args = {} if dense is None else dict(atten_mask=dense, sparse_mode=1)
+    op_args = {} if dense is None else dict(atten_mask=dense, sparse_mode=1)
     if bias is not None:
-        args.update(pse=bias.to(query.dtype).expand(bias.shape[0], shape[1], bias.shape[2], shape[3]), pse_type=0)
-    return args
+        op_args.update(pse=bias.to(query.dtype).expand(bias.shape[0], shape[1], bias.shape[2], shape[3]), pse_type=0)
+    return op_args
 
 
 def check_heads(n1: int, n2: int, enable_gqa: bool) -> None:
@@ -93,17 +93,20 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
               sink: Optional[torch.Tensor] = None) -> torch.Tensor:
     """scaled_dot_product_attention plus torch_npu's attention sinks (`sink`, float32 [N1]) for the integrations."""
     for name, t in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(t, torch.Tensor) or t.dim() != 4:
-            shape = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
-            raise ValueError(f"{name} must be a 4-D [B, N, S, E] tensor, got {shape}")
-    if not (isinstance(dropout_p, (int, float)) and 0.0 <= dropout_p < 1.0):
-        raise ValueError(f"dropout_p={dropout_p!r} must be a float in [0, 1)")
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 4:
+            raise ValueError(f"{name} must be a 4-D [B, N, S, E] tensor, got {tuple(t.shape)}")
+    dropout_p = args.real("dropout_p", dropout_p)
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p={dropout_p} must be a float in [0, 1)")
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else args.real("scale", scale)
     n1, n2 = query.shape[1], key.shape[1]
-    check_heads(n1, n2, enable_gqa)
+    check_heads(n1, n2, args.flag("enable_gqa", enable_gqa))
     shape = (query.shape[0], n1, query.shape[2], key.shape[2])
-    keep_prob = 1.0 - float(dropout_p)
+    keep_prob = 1.0 - dropout_p
     out, _, _ = torch.ops.npu.flash_attention(
-        query, key, value, n1, "BNSD", scale=1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale),
+        query, key, value, n1, "BNSD", scale=scale,
         keep_prob=keep_prob, seed=dropout.draw_seed() if keep_prob < 1.0 else 0, sink=sink,
         **mask_arguments(attn_mask, is_causal, query, shape))
     return out

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import torch
 
-from ..ops import FLT_MAX
+from ..problem import FLT_MAX
 
 __all__ = ["lse", "sequence_blocks", "ntd_to_tnd", "tnd_to_ntd"]
 

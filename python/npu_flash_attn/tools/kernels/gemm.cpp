@@ -18,7 +18,7 @@ constexpr uint32_t kTileElems = 32768;  // BM x BN: 128 KB of fp32 in L0C
 constexpr uint32_t kFrac = 256;       // elements of a 16 x 16 fp16 fractal
 constexpr uint32_t kL0Half = 32 * 1024;
 // Event IDs. MTE2_MTE1 / MTE1_MTE2: L1 stage s of A is s, of B is 2 + s. M_MTE1: L0 half h is 3 + h (IDs 0-2 are
-// TPipe's on the AIC, as in op_kernel/fa_matmul.h). MTE1_M: h. M_FIX / FIX_M: 0 (one L0C tile).
+// TPipe's on the AIC, as in op_kernel/tile/matmul.h). MTE1_M: h. M_FIX / FIX_M: 0 (one L0C tile).
 constexpr int32_t kL0FreeId0 = 3;
 
 __aicore__ inline uint32_t CeilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }

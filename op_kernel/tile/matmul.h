@@ -1,11 +1,11 @@
 // The cube's matmul over L1 Nz tiles, shared by the forward and backward cube halves: C[m, n] = A[m, k] * B[k, n]
 // through L0A/L0B (ping-pong halves) into L0C (two ping-pong slots), written by Fixpipe as fp32 rows to GM; or L0C tiles
 // the caller keeps resident across calls.
-#ifndef NPU_FA_FA_MATMUL_H
-#define NPU_FA_FA_MATMUL_H
+#ifndef NPU_FA_TILE_MATMUL_H
+#define NPU_FA_TILE_MATMUL_H
 
 #include "kernel_operator.h"
-#include "flash_attention_tiling.h"
+#include "../tiling/matmul_chunks.h"
 
 namespace npu_fa {
 
@@ -232,4 +232,4 @@ private:
 
 }  // namespace npu_fa
 
-#endif  // NPU_FA_FA_MATMUL_H
+#endif  // NPU_FA_TILE_MATMUL_H

@@ -10,50 +10,48 @@
 // (max = -FLT_MAX). A step's rows go in two chunks with their own buffers and events, so one chunk's loads and
 // stores (and the next step's first loads) overlap the other's vector work; the task-level work (D, the sums, the
 // outputs) hands over with set/wait pairs.
-#ifndef NPU_FA_FA_BWD_VECTOR_H
-#define NPU_FA_FA_BWD_VECTOR_H
+#ifndef NPU_FA_KERNEL_BWD_VECTOR_H
+#define NPU_FA_KERNEL_BWD_VECTOR_H
 
-#include "fa_bwd_common.h"
-#include "fa_mask.h"
-#include "fa_softcap.h"
-#include "fa_alibi.h"
-#include "fa_pse.h"
-#include "fa_dropout.h"
+#include "bwd_common.h"
+#include "../tiling/ub_budget.h"
+#include "../common/gm_args.h"
+#include "../tile/score_prologue.h"
+#include "../tile/dropout.h"
+#include "../tile/row_ops.h"
 
 namespace npu_fa {
 
 template <typename T>
 class FaBwdVector {
 public:
-    __aicore__ inline void Init(const FlashAttentionGradTilingData* t, GM_ADDR dy, GM_ADDR attentionIn,
-                                GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR attenMask, GM_ADDR blockMap,
-                                GM_ADDR seqInfo, GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR dropoutMask,
-                                GM_ADDR dq, GM_ADDR dk, GM_ADDR dv,
-                                GM_ADDR dsinkRows, GM_ADDR dpseRows, GM_ADDR workspace, AscendC::TPipe* pipe) {
+    __aicore__ inline void Init(const FlashAttentionGradTilingData* t, const FaBwdGmArgs& gm, AscendC::TPipe* pipe) {
         t_ = t;
+        p_ = &t->problem;
         core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
         sub_ = (uint32_t)AscendC::GetSubBlockIdx();
-        dyGm_.SetGlobalBuffer((__gm__ T*)dy);
-        oGm_.SetGlobalBuffer((__gm__ T*)attentionIn);
-        maxGm_.SetGlobalBuffer((__gm__ float*)softmaxMax);
-        sumGm_.SetGlobalBuffer((__gm__ float*)softmaxSum);
-        dqGm_.SetGlobalBuffer((__gm__ T*)dq);
-        dkGm_.SetGlobalBuffer((__gm__ T*)dk);
-        dvGm_.SetGlobalBuffer((__gm__ T*)dv);
-        sinkRows_ = t->sinkMode != 0 && t->pass == kGradPassDq;
+        dyGm_.SetGlobalBuffer((__gm__ T*)gm.dy);
+        oGm_.SetGlobalBuffer((__gm__ T*)gm.attentionIn);
+        maxGm_.SetGlobalBuffer((__gm__ float*)gm.softmaxMax);
+        sumGm_.SetGlobalBuffer((__gm__ float*)gm.softmaxSum);
+        dqGm_.SetGlobalBuffer((__gm__ T*)gm.dq);
+        dkGm_.SetGlobalBuffer((__gm__ T*)gm.dk);
+        dvGm_.SetGlobalBuffer((__gm__ T*)gm.dv);
+        sinkRows_ = p_->sinkMode != 0 && t->pass == kBwdPassDq;
         if (sinkRows_) {
-            sinkGm_.SetGlobalBuffer((__gm__ float*)sink);
-            dsinkGm_.SetGlobalBuffer((__gm__ float*)dsinkRows);
+            sinkGm_.SetGlobalBuffer((__gm__ float*)gm.in.sink);
+            dsinkGm_.SetGlobalBuffer((__gm__ float*)gm.dsinkRows);
         }
-        seqInfo_ = (__gm__ int64_t*)seqInfo;
-        blockMap_ = (__gm__ uint8_t*)blockMap;
-        ws_.Init(workspace, t, core_);
+        seqInfo_ = gm.in.seqInfo;
+        blockMap_ = gm.in.blockMap;
+        ws_.Init(gm.workspace, t, core_);
         dGm_.SetGlobalBuffer(ws_.D());
         w_ = t->s2Block;
         rowsMax_ = CeilDiv(t->s1Block, 2);
-        chunk_ = GradChunkRows(rowsMax_);
-        const FaGradUbSizes u = GradUbSizes(rowsMax_, w_, CeilDiv(w_, 2), t->dPad, t->dvPad, t->kvParts,
-                                            GradVecFeatures(t));
+        chunk_ = BwdChunkRows(rowsMax_);
+        // The band pattern is always built here (the dQ and dK/dV tiles cut bands anywhere).
+        const FaBwdUbSizes u = BwdUbSizes(rowsMax_, w_, CeilDiv(w_, 2), p_->dPad, p_->dvPad, t->kvParts,
+                                          TilingVecFeatures(*p_, false));
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(scoreBuf_, u.score);
         pipe->InitBuffer(dpBuf_, u.dp);
@@ -61,31 +59,35 @@ public:
         pipe->InitBuffer(bitsBuf_, u.bits);
         pipe->InitBuffer(halfBuf_, u.half);
         pipe->InitBuffer(maskHalfBuf_, u.maskHalf);
-        pipe->InitBuffer(statBuf_, 2 * kGradStatBuffers * u.stat);
+        pipe->InitBuffer(statBuf_, 2 * kBwdStatBuffers * u.stat);
         pipe->InitBuffer(partBuf_, u.part);
         pipe->InitBuffer(accBuf_, u.acc);
         pipe->InitBuffer(outBuf_, u.out);
         pipe->InitBuffer(rowBuf_, u.row);
         if (u.bias != 0) pipe->InitBuffer(biasBuf_, u.bias);
-        if (t->alibiMode != kAlibiNone) slopeGm_.SetGlobalBuffer((__gm__ float*)alibiSlopes);
         if (u.pse != 0) {
             pipe->InitBuffer(pseBuf_, u.pse);
-            pse_.Init(t, pse, pseBuf_.Get<T>(), biasBuf_.Get<float>(), 0);  // set/wait pairs: the hand-over ID
+            // set/wait pairs: the hand-over ID
+            prologue_.OuterPse().Init(p_, w_, gm.in.pse, pseBuf_.Get<T>(), biasBuf_.Get<float>(), 0);
         }
-        dropping_ = t->drop.mode != kDropNone;
+        dropping_ = p_->drop.mode != kDropNone;
         if (dropping_) {
             pipe->InitBuffer(dropBuf_, u.drop);
-            drop_.Init(t, dropoutMask, dropBuf_.Get<uint8_t>(), 0);  // set/wait pairs: the hand-over ID
+            drop_.Init(p_, w_, gm.in.dropoutMask, dropBuf_.Get<uint8_t>(), 0);  // set/wait pairs: the hand-over ID
         }
         // the grad op returns dpse for every outer pse, as the built-in
-        pseGrad_ = t->pseMode != kPseNone && t->pass == kGradPassDq;
-        if (pseGrad_) dpseGm_.SetGlobalBuffer((__gm__ float*)dpseRows);
-        accKvOffset_ = (t->kvParts & kGradPartDk) ? CeilDiv(w_, 2) * t->dPad : 0;  // dV after dK (if both)
+        pseGrad_ = p_->pseMode != kPseNone && t->pass == kBwdPassDq;
+        if (pseGrad_) dpseGm_.SetGlobalBuffer((__gm__ float*)gm.dpseRows);
+        accKvOffset_ = (t->kvParts & kBwdPartDk) ? CeilDiv(w_, 2) * p_->dPad : 0;  // dV after dK (if both)
         if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
         BuildDiagonalPattern();
-        mask_.Init(t, attenMask, chunk_, dmatBuf_.Get<float>(), bitsBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(),
-                   u.mask != 0 ? maskBuf_.Get<uint8_t>() : bitsBuf_.Get<uint8_t>(), kIdMaskFree);
-        if (t->maskMode != 0) AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdMaskFree);
+        // Without ALiBi or an outer pse the prologue never touches its bias buffer (the band pattern stands in).
+        prologue_.Init(p_, w_, gm.in.alibiSlopes, rowBuf_.Get<float>(), dmatBuf_.Get<float>(),
+                       u.bias != 0 ? biasBuf_.Get<float>() : dmatBuf_.Get<float>());
+        const AscendC::LocalTensor<uint8_t> bits = bitsBuf_.Get<uint8_t>();
+        prologue_.TileMask().Init(p_, w_, gm.in.attenMask, chunk_, dmatBuf_.Get<float>(), bits, maskHalfBuf_.Get<half>(),
+                                  u.mask != 0 ? maskBuf_.Get<uint8_t>() : bits, kIdMaskFree);
+        if (p_->maskMode != 0) AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdMaskFree);
         for (int32_t i = 0; i < 2; ++i) {  // every chunk buffer and statistic set starts free
             AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdChunk + i);
             AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdChunk + i);
@@ -94,22 +96,22 @@ public:
     }
 
     __aicore__ inline void Process() {
-        FaGradTaskIterator it;
+        FaBwdTaskIterator it;
         it.Init(t_, seqInfo_, blockMap_, core_);
-        FaGradTask task;
+        FaBwdTask task;
         uint32_t step = 0, sumsIn = 0;
-        const bool dq = t_->pass == kGradPassDq;
+        const bool dq = t_->pass == kBwdPassDq;
         while (it.Next(task)) {
-            const Rows own = Half(task.rows);
+            const FaAivRows own = AivRowsOf(task.rows, sub_);
             if (dq) TaskStatistics(task, own);
             if (sinkRows_ && own.count != 0) AscendC::Duplicate(SinkSums(), 0.0f, (int32_t)(own.count * 64));
-            const int64_t steps = FaGradTaskIterator::StepCount(task);
+            const int64_t steps = FaBwdTaskIterator::StepCount(task);
             bool any = false;
             for (int64_t i = 0; i < steps; ++i) {
-                const FaGradStep s = FaGradTaskIterator::StepOf(t_, task, i);
+                const FaBwdStep s = FaBwdTaskIterator::StepOf(t_, task, i);
                 const uint8_t state = it.TileState(task, s);
                 if (state == kTileMasked) continue;  // the block map: nothing to compute (the cube skips it too)
-                const Rows q = Half(s.qRows);
+                const FaAivRows q = AivRowsOf(s.qRows, sub_);
                 if (!dq) StepStatistics(task, s, q, step);
                 ScoreStep(task, s, q, step++, state);
                 any = true;
@@ -118,7 +120,7 @@ public:
             WriteTask(task, own, any);
             if (sinkRows_) SinkRows(task, own);
         }
-        if (t_->maskMode != 0) AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdMaskFree);
+        if (p_->maskMode != 0) AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdMaskFree);
         for (int32_t i = 0; i < 2; ++i) {
             AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdChunk + i);
             AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdChunk + i);
@@ -132,19 +134,8 @@ private:
     // Chunk c's buffers: V_MTE2 / MTE2_V / V_MTE3 / MTE3_V kIdChunk + c. The dK/dV pass's statistic sets (step
     // parity): V_MTE2 kIdStats + set.
     static constexpr int32_t kIdChunk = 2, kIdStats = 4;
-
-    struct Rows {
-        uint32_t first;  // first row of this AIV inside the tile / task
-        uint32_t count;
-    };
-
-    __aicore__ inline Rows Half(int64_t rows) const {
-        const uint32_t half = (uint32_t)(rows + 1) / 2;
-        Rows r;
-        r.first = sub_ == 0 ? 0 : half;
-        r.count = sub_ == 0 ? half : (uint32_t)rows - half;
-        return r;
-    }
+    static_assert(kIdMaskFree > 0 && kIdChunk > kIdMaskFree && kIdStats >= kIdChunk + 2 && kIdStats + 2 <= 8,
+                  "V_MTE2 event IDs overlap (0 is the hand-over ID)");
 
     // Steps are serial: each hand-over between pipes is a set/wait pair on one event ID.
     template <AscendC::HardEvent kEvent>
@@ -155,7 +146,7 @@ private:
 
     // Statistic i of set `set` (the dQ pass uses set 0 for the task; the dK/dV pass one set per step, by parity).
     __aicore__ inline AscendC::LocalTensor<float> Stat(uint32_t i, uint32_t set = 0) {
-        return statBuf_.Get<float>()[(set * kGradStatBuffers + i) * statElems_];
+        return statBuf_.Get<float>()[(set * kBwdStatBuffers + i) * statElems_];
     }
 
     // dmat[r][c] = c - r: one Compares + Select against it masks a tile to a band.
@@ -169,20 +160,6 @@ private:
         }
     }
 
-    // x[r][c] op= b[r] for the rows of a [rows, cols] fp32 tile (row pitch cols, a multiple of 8), b from a [rows, 8]
-    // block-broadcast statistic.
-    template <int kOp>
-    __aicore__ inline void RowBroadcast(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& b,
-                                       uint32_t rows, uint32_t cols) {
-        const uint8_t rep = (uint8_t)(cols / 8);
-        AscendC::BinaryRepeatParams p(1, 1, 0, rep, rep, 1);
-        for (uint32_t c = 0; c < cols; c += 64) {
-            const uint64_t mask = cols - c < 64 ? cols - c : 64;
-            if (kOp == 0) AscendC::Sub(x[c], x[c], b, mask, (uint8_t)rows, p);
-            if (kOp == 1) AscendC::Div(x[c], x[c], b, mask, (uint8_t)rows, p);
-        }
-    }
-
     // Loads `count` statistic rows (8 floats each) starting at statistic row `row` into Stat(slot).
     __aicore__ inline void LoadStat(uint32_t i, uint32_t set, const AscendC::GlobalTensor<float>& src, uint64_t row,
                                     uint32_t count) {
@@ -191,20 +168,21 @@ private:
 
     // dQ pass, task start: D = rowsum(dO * O) of this AIV's rows (kept in Stat(kStatD) and stored for the dKV
     // pass), and the forward's max / sum of the rows.
-    __aicore__ inline void TaskStatistics(const FaGradTask& task, const Rows& own) {
+    __aicore__ inline void TaskStatistics(const FaBwdTask& task, const FaAivRows& own) {
         if (own.count == 0) return;
-        const uint32_t rows = own.count, dvPad = t_->dvPad;
+        const uint32_t rows = own.count, dvPad = p_->dvPad;
         const int64_t row = task.first + own.first;
-        const uint64_t stat = GradStatRow(t_, task, task.head, row);
+        const uint64_t stat = StatRow(*p_, task.batch, task.seq, task.head, row);
         AscendC::LocalTensor<T> dyT = outBuf_.Get<T>();
         AscendC::LocalTensor<T> oT = dyT[rows * dvPad];
-        const uint8_t padElems = (uint8_t)(dvPad - t_->dv);
-        AscendC::DataCopyExtParams cp((uint16_t)rows, t_->dv * (uint32_t)sizeof(T),
-                                      (uint32_t)((t_->oStrideS - t_->dv) * sizeof(T)), 0, 0);
+        const uint8_t padElems = (uint8_t)(dvPad - p_->dv);
+        AscendC::DataCopyExtParams cp((uint16_t)rows, p_->dv * (uint32_t)sizeof(T),
+                                      (uint32_t)((p_->oStride.s - p_->dv) * sizeof(T)), 0, 0);
         AscendC::DataCopyPadExtParams<T> pad(padElems != 0, 0, padElems, (T)0.0f);
         Handover<AscendC::HardEvent::V_MTE2>();
-        AscendC::DataCopyPad(dyT, dyGm_[GradOOffset(t_, task, task.head, row)], cp, pad);
-        AscendC::DataCopyPad(oT, oGm_[GradOOffset(t_, task, task.head, row)], cp, pad);
+        const uint64_t gmRow = TokenOffset(*p_, kGmOut, task.batch, task.seq, task.head, row);
+        AscendC::DataCopyPad(dyT, dyGm_[gmRow], cp, pad);
+        AscendC::DataCopyPad(oT, oGm_[gmRow], cp, pad);
         LoadStat(kStatMax, 0, maxGm_, stat, rows);
         LoadStat(kStatSum, 0, sumGm_, stat, rows);
         Handover<AscendC::HardEvent::MTE2_V>();
@@ -236,10 +214,11 @@ private:
 
     // dKV pass: the statistics of this AIV's query rows of the step's tile, into set step % 2 once the step two
     // before is done with it (the chunk loads' MTE2_V hand-over then covers them).
-    __aicore__ inline void StepStatistics(const FaGradTask& task, const FaGradStep& s, const Rows& q, uint32_t step) {
+    __aicore__ inline void StepStatistics(const FaBwdTask& task, const FaBwdStep& s, const FaAivRows& q,
+                                          uint32_t step) {
         if (q.count == 0) return;
         const uint32_t set = step % 2;
-        const uint64_t stat = GradStatRow(t_, task, s.qHead, s.q0 + q.first);
+        const uint64_t stat = StatRow(*p_, task.batch, task.seq, s.qHead, s.q0 + q.first);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdStats + set);
         LoadStat(kStatMax, set, maxGm_, stat, q.count);
         LoadStat(kStatSum, set, sumGm_, stat, q.count);
@@ -258,15 +237,15 @@ private:
 
     // One tile: P and dS of this AIV's query rows -> workspace, then tell the cube. Both chunks' loads are issued
     // first; each chunk then computes and stores on its own events.
-    __aicore__ inline void ScoreStep(const FaGradTask& task, const FaGradStep& s, const Rows& q, uint32_t step,
+    __aicore__ inline void ScoreStep(const FaBwdTask& task, const FaBwdStep& s, const FaAivRows& q, uint32_t step,
                                      uint8_t state) {
-        AscendC::CrossCoreWaitFlag(GradFlag(kGradFlagScores, step));
+        AscendC::CrossCoreWaitFlag(FlagOf(kBwdFlagScores, step));
         if (q.count == 0) {  // nothing to write: the set only certifies this AIV's earlier workspace reads (MTE2)
-            AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(GradFlag(kGradFlagProbs, step));
+            AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(FlagOf(kBwdFlagProbs, step));
             return;
         }
-        const uint32_t slot = step % kGradSlots;
-        const bool dkv = t_->pass == kGradPassDkv;
+        const uint32_t slot = step % kBwdSlots;
+        const bool dkv = t_->pass == kBwdPassDkv;
         for (uint32_t c = 0; c < 2; ++c) {
             const uint32_t r0 = c * chunk_, rows = ChunkRows(q.count, c);
             if (rows == 0) continue;
@@ -277,16 +256,17 @@ private:
             AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdChunk + c);
         }
         const uint32_t set = dkv ? step % 2 : 0;
-        const float alibiSlope = t_->alibiMode == kAlibiNone
-                                ? 0.0f
-                                : slopeGm_.GetValue((t_->alibiPerBatch != 0 ? (uint64_t)task.batch * t_->n1 : 0) + s.qHead);
+        const float alibiSlope = prologue_.AlibiSlope(task.batch, s.qHead);
         for (uint32_t c = 0; c < 2; ++c) {
             const uint32_t r0 = c * chunk_, rows = ChunkRows(q.count, c), n = rows * w_;
             if (rows == 0) continue;
             const AscendC::LocalTensor<float> x = ChunkS(c), dp = ChunkDp(c);
             const AscendC::LocalTensor<T> hp = ChunkHalf(c, 0), hds = ChunkHalf(c, 1);
             AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdChunk + c);
-            const bool capped = t_->softcap > 0.0f;
+            const int64_t row0 = s.q0 + q.first + r0;
+            const FaScoreTile tile{task.batch, s.qHead, row0, rows, s.k0, (uint32_t)s.kRows, task.band, task.maskBase,
+                                   state, StatRow(*p_, task.batch, task.seq, s.qHead, row0)};
+            const bool capped = p_->softcap > 0.0f;
             // With softcap, the cap's slope at each score waits in the chunk's half buffers (one fp32 [rows, w]),
             // which are free once their last store is done. Columns past the last key hold no score (the cube
             // wrote none): zeroed first, so that their slope is finite and their dS = 0 * slope stays 0.
@@ -294,34 +274,21 @@ private:
             if (capped) {
                 AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdChunk + c);
                 ZeroTailColumns(x, rows, (uint32_t)s.kRows);
-                SoftCap(x, rowBuf_.Get<float>(), t_->scale, t_->softcap, n);
-                SoftCapSlope(slope, x, t_->softcap, n);
-            } else {
-                AscendC::Muls(x, x, t_->scale, (int32_t)n);
             }
-            if (t_->alibiMode != kAlibiNone) {
-                const int64_t row0 = s.q0 + q.first + r0;
-                AddAlibi(x, dmatBuf_.Get<float>(), biasBuf_.Get<float>(), t_->alibiMode, s.k0 - row0 + t_->alibiDelta,
-                         alibiSlope, n);
-            }
-            if (t_->pseMode != kPseNone) {
-                pse_.Add(x, task.batch, s.qHead, s.q0 + q.first + r0, rows, s.k0, (uint32_t)s.kRows);
-            }
-            RowBroadcast<0>(x, Stat(kStatMax, set)[r0 * 8], rows, w_);
-            const FaMaskTile tile{task.band, task.maskBase, s.qHead, s.q0 + q.first + r0, rows, s.k0,
-                                  (uint32_t)s.kRows, state};
-            mask_.Apply(x, tile);
+            prologue_.Scale(x, n);
+            if (capped) SoftCapSlope(slope, x, p_->softcap, n);
+            prologue_.AddBias(x, tile, alibiSlope);
+            RowSub(x, Stat(kStatMax, set)[r0 * 8], rows, w_);
+            prologue_.ApplyMask(x, tile);
             ZeroTailColumns(dp, rows, (uint32_t)s.kRows);
             AscendC::Exp(x, x, (int32_t)n);
-            RowBroadcast<1>(x, Stat(kStatSum, set)[r0 * 8], rows, w_);
+            RowDiv(x, Stat(kStatSum, set)[r0 * 8], rows, w_);
             if (dropping_) {  // the forward's keep bits: dP of a dropped probability is 0, of a kept one / keep_prob
-                const int64_t row0 = s.q0 + q.first + r0;
-                drop_.Bits(FaDropTile{task.batch, s.qHead, row0, rows, s.k0, (uint32_t)s.kRows,
-                                      GradStatRow(t_, task, s.qHead, row0)});
+                drop_.Bits(tile);
                 drop_.Apply(dp, rows);
-                AscendC::Muls(dp, dp, t_->drop.keepInv, (int32_t)n);
+                AscendC::Muls(dp, dp, p_->drop.keepInv, (int32_t)n);
             }
-            RowBroadcast<0>(dp, Stat(kStatD, set)[r0 * 8], rows, w_);
+            RowSub(dp, Stat(kStatD, set)[r0 * 8], rows, w_);
             AscendC::Mul(dp, dp, x, (int32_t)n);
             if (sinkRows_) AddSinkSums(dp, r0, rows);
             if (pseGrad_) StorePseGrad(dp, task, s, q.first + r0, rows, c);
@@ -342,7 +309,7 @@ private:
             AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdChunk + c);
         }
         if (dkv) AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdStats + set);
-        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(GradFlag(kGradFlagProbs, step));
+        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kBwdFlagProbs, step));
     }
 
     __aicore__ inline uint32_t ChunkRows(uint32_t rows, uint32_t c) const {
@@ -362,8 +329,8 @@ private:
     }
 
     // A task's sums from the cube (this AIV's owned rows) -> acc.
-    __aicore__ inline void LoadSums(const Rows& own, uint32_t task) {
-        AscendC::CrossCoreWaitFlag(GradFlag(kGradFlagSums, task));
+    __aicore__ inline void LoadSums(const FaAivRows& own, uint32_t task) {
+        AscendC::CrossCoreWaitFlag(FlagOf(kBwdFlagSums, task));
         if (own.count == 0) return;
         AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
         Handover<AscendC::HardEvent::V_MTE2>();
@@ -377,7 +344,7 @@ private:
 
     // Owned rows -> outputs: dQ pass dq = scale * sum; dKV pass dk = scale * sum, dv = sum (their columns of this
     // pass). A task without steps (no query row sees its rows) writes zeros.
-    __aicore__ inline void WriteTask(const FaGradTask& task, const Rows& own, bool any) {
+    __aicore__ inline void WriteTask(const FaBwdTask& task, const FaAivRows& own, bool any) {
         if (own.count == 0) return;
         const int64_t row = task.first + own.first;
         AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
@@ -386,18 +353,18 @@ private:
             if (o.cols == 0) continue;
             AscendC::GlobalTensor<T> dst;
             uint64_t pitch;
-            if (t_->pass == kGradPassDq) {
-                dst = dqGm_[GradQOffset(t_, task, task.head, row)];
-                pitch = t_->qStrideS;
+            if (t_->pass == kBwdPassDq) {
+                dst = dqGm_[TokenOffset(*p_, kGmQuery, task.batch, task.seq, task.head, row)];
+                pitch = p_->qStride.s;
             } else if (i == 0) {
-                dst = dkGm_[GradKOffset(t_, task, task.head, row) + o.col0];
-                pitch = t_->kStrideS;
+                dst = dkGm_[TokenOffset(*p_, kGmKey, task.batch, task.seq, task.head, row) + o.col0];
+                pitch = p_->kStride.s;
             } else {
-                dst = dvGm_[GradVOffset(t_, task, task.head, row) + o.col0];
-                pitch = t_->vStrideS;
+                dst = dvGm_[TokenOffset(*p_, kGmValue, task.batch, task.seq, task.head, row) + o.col0];
+                pitch = p_->vStride.s;
             }
-            const float dvScale = dropping_ ? t_->drop.keepInv : 1.0f;
-            WriteRows(acc[o.accOffset], dst, own.count, o.cols, o.pitch, pitch, i == 0 ? t_->scale : dvScale, any);
+            const float dvScale = dropping_ ? p_->drop.keepInv : 1.0f;
+            WriteRows(acc[o.accOffset], dst, own.count, o.cols, o.pitch, pitch, i == 0 ? p_->scale : dvScale, any);
         }
     }
 
@@ -408,11 +375,11 @@ private:
     };
     __aicore__ inline Output OutputOf(uint32_t i) const {
         Output o{i == 0 ? ws_.SumA() : ws_.SumB(), i == 0 ? 0 : accKvOffset_, 0, 0, 0};
-        if (t_->pass == kGradPassDq) {
-            o.cols = i == 0 ? t_->d : 0;
+        if (t_->pass == kBwdPassDq) {
+            o.cols = i == 0 ? p_->d : 0;
         } else {
-            const uint32_t part = i == 0 ? kGradPartDk : kGradPartDv;
-            if (t_->kvParts & part) GradSumColumns(t_, part, o.col0, o.cols);
+            const uint32_t part = i == 0 ? kBwdPartDk : kBwdPartDv;
+            if (t_->kvParts & part) BwdSumColumns(t_, part, o.col0, o.cols);
         }
         o.pitch = AlignUp(o.cols, 16);
         return o;
@@ -447,27 +414,27 @@ private:
     // pse gets the tile's dS rows in fp32 at dpseRows [B, N1, S1, S2]; a [.., 1, S2] one the column sums of each
     // chunk's rows at [B, N1, 4 * ceil(S1 / 16), S2], row (query block * 2 + AIV) * 2 + chunk (s1Block >= 16).
     // Rows no tile reaches stay as the host zeroed them; the host then sums over what the pse broadcasts.
-    __aicore__ inline void StorePseGrad(const AscendC::LocalTensor<float>& ds, const FaGradTask& task,
-                                        const FaGradStep& s, uint32_t r, uint32_t rows, uint32_t chunk) {
-        const uint64_t head = (uint64_t)task.batch * t_->n1 + s.qHead, row = (uint64_t)(s.q0 + r);
+    __aicore__ inline void StorePseGrad(const AscendC::LocalTensor<float>& ds, const FaBwdTask& task,
+                                        const FaBwdStep& s, uint32_t r, uint32_t rows, uint32_t chunk) {
+        const uint64_t head = (uint64_t)task.batch * p_->n1 + s.qHead, row = (uint64_t)(s.q0 + r);
         const uint32_t cols = (uint32_t)s.kRows;
         const uint32_t gap = (w_ * 4 - AlignUp(cols * 4, 32)) / 32;
         AscendC::LocalTensor<float> src = ds;
         uint64_t off;
         uint16_t count = (uint16_t)rows;
-        if (t_->pseStrideS == 0) {
+        if (p_->pseStrideS == 0) {
             AscendC::LocalTensor<float> sum = biasBuf_.Get<float>();  // the tile's pse was added already
             AscendC::DataCopy(sum, ds, w_);
             for (uint32_t i = 1; i < rows; ++i) AscendC::Add(sum, sum, ds[i * w_], (int32_t)w_);
             src = sum;
             count = 1;
             const uint64_t part = ((uint64_t)(s.q0 / t_->s1Block) * 2 + sub_) * 2 + chunk;
-            off = (head * 4 * CeilDiv(t_->s1, 16) + part) * t_->s2 + s.k0;
+            off = (head * 4 * CeilDiv(p_->s1, 16) + part) * p_->s2 + s.k0;
         } else {
-            off = (head * t_->s1 + row) * t_->s2 + s.k0;
+            off = (head * p_->s1 + row) * p_->s2 + s.k0;
         }
         Handover<AscendC::HardEvent::V_MTE3>();
-        AscendC::DataCopyExtParams cp(count, cols * 4, gap, (uint32_t)((t_->s2 - cols) * 4), 0);
+        AscendC::DataCopyExtParams cp(count, cols * 4, gap, (uint32_t)((p_->s2 - cols) * 4), 0);
         AscendC::DataCopyPad(dpseGm_[off], src, cp);
         Handover<AscendC::HardEvent::MTE3_V>();
     }
@@ -478,7 +445,7 @@ private:
         for (uint32_t c = 0; c < w_; c += 64) AscendC::Add(acc, acc, ds[c], (uint64_t)64, (uint8_t)rows, p);
     }
 
-    __aicore__ inline void SinkRows(const FaGradTask& task, const Rows& own) {
+    __aicore__ inline void SinkRows(const FaBwdTask& task, const FaAivRows& own) {
         if (own.count == 0) return;
         const uint32_t rows = own.count, rows8 = AlignUp(rows, 8), statN = rows8 * 8;
         const float z = sinkGm_.GetValue(task.head);
@@ -498,22 +465,22 @@ private:
         AscendC::Add(c, c, rs, (int32_t)statN);
         AscendC::Mul(c, c, ps, (int32_t)statN);
         Handover<AscendC::HardEvent::V_MTE3>();
-        const uint64_t stat = GradStatRow(t_, task, task.head, task.first + own.first);
+        const uint64_t stat = StatRow(*p_, task.batch, task.seq, task.head, task.first + own.first);
         AscendC::DataCopy(dsinkGm_[stat * 8], c, rows * 8);
         Handover<AscendC::HardEvent::MTE3_V>();
     }
 
     const FlashAttentionGradTilingData* t_ = nullptr;
+    const FaProblemTiling* p_ = nullptr;
     bool sinkRows_ = false, pseGrad_ = false, dropping_ = false;
     uint32_t core_ = 0, sub_ = 0;
-    __gm__ int64_t* seqInfo_ = nullptr;
-    __gm__ uint8_t* blockMap_ = nullptr;
-    FaTileMask<FlashAttentionGradTilingData> mask_;
-    FaOuterPse<T, FlashAttentionGradTilingData> pse_;
-    FaDropout<FlashAttentionGradTilingData> drop_;
+    GM_ADDR seqInfo_ = nullptr;
+    GM_ADDR blockMap_ = nullptr;
+    FaScorePrologue<T> prologue_;
+    FaDropout drop_;
     AscendC::GlobalTensor<T> dyGm_, oGm_, dqGm_, dkGm_, dvGm_;
-    AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_, sinkGm_, dsinkGm_, slopeGm_, dpseGm_;
-    FaGradWorkspace ws_;
+    AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_, sinkGm_, dsinkGm_, dpseGm_;
+    FaBwdWorkspace ws_;
     uint32_t w_ = 0, rowsMax_ = 0, chunk_ = 0, statElems_ = 0, accKvOffset_ = 0;
     AscendC::TBuf<AscendC::TPosition::VECIN> scoreBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> dpBuf_;
@@ -534,4 +501,4 @@ private:
 
 }  // namespace npu_fa
 
-#endif  // NPU_FA_FA_BWD_VECTOR_H
+#endif  // NPU_FA_KERNEL_BWD_VECTOR_H

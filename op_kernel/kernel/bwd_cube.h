@@ -12,33 +12,33 @@
 // L0C (two 64 KB halves): half 0 holds the task's sums (dQ [s1Block, dPad], or dK [s2Block, dPad] then dV
 // [s2Block, dvPad]); half 1 holds S and dP of one step, 32 KB each. FIX_M event 0 guards the sums, 1 and 2 S and dP:
 // a region is written again only after Fixpipe has read it out.
-#ifndef NPU_FA_FA_BWD_CUBE_H
-#define NPU_FA_FA_BWD_CUBE_H
+#ifndef NPU_FA_KERNEL_BWD_CUBE_H
+#define NPU_FA_KERNEL_BWD_CUBE_H
 
-#include "fa_bwd_common.h"
-#include "fa_matmul.h"
+#include "bwd_common.h"
+#include "../common/gm_args.h"
+#include "../common/step_ring.h"
+#include "../tile/matmul.h"
 
 namespace npu_fa {
 
 template <typename T>
 class FaBwdCube {
 public:
-    __aicore__ inline void Init(const FlashAttentionGradTilingData* t, GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR dy,
-                                GM_ADDR blockMap, GM_ADDR seqInfo, GM_ADDR workspace, AscendC::TPipe* pipe) {
+    __aicore__ inline void Init(const FlashAttentionGradTilingData* t, const FaBwdGmArgs& gm, AscendC::TPipe* pipe) {
         t_ = t;
+        p_ = &t->problem;
         core_ = (uint32_t)AscendC::GetBlockIdx();
-        qGm_.SetGlobalBuffer((__gm__ T*)q);
-        kGm_.SetGlobalBuffer((__gm__ T*)k);
-        vGm_.SetGlobalBuffer((__gm__ T*)v);
-        dyGm_.SetGlobalBuffer((__gm__ T*)dy);
-        seqInfo_ = (__gm__ int64_t*)seqInfo;
-        blockMap_ = (__gm__ uint8_t*)blockMap;
-        ws_.Init(workspace, t, core_);
+        qkv_.Init(gm.in);
+        dyGm_.SetGlobalBuffer((__gm__ T*)gm.dy);
+        seqInfo_ = gm.in.seqInfo;
+        blockMap_ = gm.in.blockMap;
+        ws_.Init(gm.workspace, t, core_);
         m16_ = AlignUp(t->s1Block, 16);
         w_ = t->s2Block;
         // One L1 buffer, carved: Q [m16, dPad], dO [m16, dvPad], K [w, dPad], V [w, dvPad] l1Slots slots each, then
         // P and dS [m16, w] two slots each (step parity).
-        const uint32_t sizes[kTiles] = {m16_ * t->dPad, m16_ * t->dvPad, w_ * t->dPad, w_ * t->dvPad, m16_ * w_, m16_ * w_};
+        const uint32_t sizes[kTiles] = {m16_ * p_->dPad, m16_ * p_->dvPad, w_ * p_->dPad, w_ * p_->dvPad, m16_ * w_, m16_ * w_};
         uint32_t off = 0;
         for (int32_t i = 0; i < kTiles; ++i) {
             offs_[i] = off;
@@ -49,9 +49,9 @@ public:
         for (int32_t id = 0; id < kSlotted; ++id) slot_[id] = t->l1Slots - 1;
         // The dK/dV pass's columns of each gradient; dV's sum follows dK's in the sums region (fractal rows of
         // s2Block, as Mmad leaves them).
-        GradSumColumns(t, kGradPartDk, dkCol0_, dkCols_);
-        GradSumColumns(t, kGradPartDv, dvCol0_, dvCols_);
-        dvOffset_ = (t->kvParts & kGradPartDk) ? AlignUp(w_, 16) * t->dPad : 0;
+        BwdSumColumns(t, kBwdPartDk, dkCol0_, dkCols_);
+        BwdSumColumns(t, kBwdPartDv, dvCol0_, dvCols_);
+        dvOffset_ = (t->kvParts & kBwdPartDk) ? AlignUp(w_, 16) * p_->dPad : 0;
         mm_.Init(pipe);  // sets FIX_M 0 and 1 (the sums and S regions start free)
         AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kEvDp);
         // Tile rows/columns past a step's extent are never loaded; zero them once so that padding is finite (a
@@ -62,20 +62,21 @@ public:
     }
 
     __aicore__ inline void Process() {
-        FaGradTaskIterator it;
+        FaBwdTaskIterator it;
         it.Init(t_, seqInfo_, blockMap_, core_);
-        FaGradTask task;
+        FaBwdTask task;
         const uint32_t lag = t_->l1Slots - 2;
-        Pending ring[kGradMaxLag];  // steps whose S/dP are out, oldest at step % lag
+        FaStepRing<Pending, kBwdMaxLag> ring;  // steps whose S/dP are out and whose products are still to do
+        ring.Init(lag);
         uint32_t step = 0;
-        const bool dq = t_->pass == kGradPassDq;
+        const bool dq = t_->pass == kBwdPassDq;
         while (it.Next(task)) {
-            const int64_t steps = FaGradTaskIterator::StepCount(task);
+            const int64_t steps = FaBwdTaskIterator::StepCount(task);
             bool any = false;
             for (int64_t i = 0; i < steps; ++i) {
                 Pending cur;
                 cur.task = task;
-                cur.s = FaGradTaskIterator::StepOf(t_, task, i);
+                cur.s = FaBwdTaskIterator::StepOf(t_, task, i);
                 if (it.TileState(task, cur.s) == kTileMasked) continue;  // the block map: nothing to compute
                 cur.step = step++;
                 cur.first = !any;
@@ -87,15 +88,15 @@ public:
                 any = true;
                 for (int32_t id = 0; id < kSlotted; ++id) cur.slot[id] = slot_[id];
                 ScoresStep(cur);
-                Pending& oldest = ring[cur.step % lag];
-                if (cur.step >= lag) ProductStep(oldest);
-                oldest = cur;
+                if (ring.Full()) ProductStep(ring.Oldest());
+                ring.Push(cur);
             }
-            if (any) ring[(step - 1) % lag].last = true;  // the task's last computed step flushes its sums
+            if (any) ring.Newest().last = true;  // the task's last computed step flushes its sums
         }
-        for (uint32_t j = step > lag ? step - lag : 0; j < step; ++j) {
-            AcquireSlots(j + lag);  // no step j + lag loads: its wait still guards this step's P/dS slot
-            ProductStep(ring[j % lag]);
+        for (uint32_t i = 0; i < ring.Count(); ++i) {
+            const Pending& p = ring.FromOldest(i);
+            AcquireSlots(p.step + lag);  // no step p.step + lag loads: its wait still guards this step's P/dS slot
+            ProductStep(p);
         }
         for (int32_t id = 0; id < 2; ++id) {
             if (released_[id]) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
@@ -115,9 +116,9 @@ private:
 
     // A step whose S/dP are out and whose products are still to do.
     struct Pending {
-        FaGradTask task;
-        FaGradStep s;
-        uint32_t step;               // the core's step number: flag IDs GradFlag(., step), workspace slot step % kGradSlots
+        FaBwdTask task;
+        FaBwdStep s;
+        uint32_t step;               // the core's step number: flag IDs FlagOf(., step), workspace slot step % kBwdSlots
         bool first, last;            // the task's first / last computed step: starts / flushes the sums
         uint8_t slot[kSlotted];      // the L1 slots of its Q, dO, K, V (P and dS: step parity)
     };
@@ -161,29 +162,32 @@ private:
 
     __aicore__ inline void LoadQuerySide(const Pending& p) {
         const uint32_t rows = (uint32_t)p.s.qRows;
-        LoadNz(kQ, NextSlot(kQ), qGm_[GradQOffset(t_, p.task, p.s.qHead, p.s.q0)], rows, t_->d, t_->qStrideS, m16_);
-        LoadNz(kDo, NextSlot(kDo), dyGm_[GradOOffset(t_, p.task, p.s.qHead, p.s.q0)], rows, t_->dv, t_->oStrideS,
-               m16_);
+        const uint64_t q0 = TokenOffset(*p_, kGmQuery, p.task.batch, p.task.seq, p.s.qHead, p.s.q0);
+        const uint64_t dy0 = TokenOffset(*p_, kGmOut, p.task.batch, p.task.seq, p.s.qHead, p.s.q0);
+        LoadNz(kQ, NextSlot(kQ), qkv_.q[q0], rows, p_->d, p_->qStride.s, m16_);
+        LoadNz(kDo, NextSlot(kDo), dyGm_[dy0], rows, p_->dv, p_->oStride.s, m16_);
     }
 
     __aicore__ inline void LoadKeySide(const Pending& p) {
-        const uint32_t kvHead = p.s.qHead / t_->group;
+        const uint32_t kvHead = p.s.qHead / p_->group;
         const uint32_t rows = (uint32_t)p.s.kRows;
-        LoadNz(kK, NextSlot(kK), kGm_[GradKOffset(t_, p.task, kvHead, p.s.k0)], rows, t_->d, t_->kStrideS, w_);
-        LoadNz(kV, NextSlot(kV), vGm_[GradVOffset(t_, p.task, kvHead, p.s.k0)], rows, t_->dv, t_->vStrideS, w_);
+        const uint64_t k0 = TokenOffset(*p_, kGmKey, p.task.batch, p.task.seq, kvHead, p.s.k0);
+        const uint64_t v0 = TokenOffset(*p_, kGmValue, p.task.batch, p.task.seq, kvHead, p.s.k0);
+        LoadNz(kK, NextSlot(kK), qkv_.k[k0], rows, p_->d, p_->kStride.s, w_);
+        LoadNz(kV, NextSlot(kV), qkv_.v[v0], rows, p_->dv, p_->vStride.s, w_);
     }
 
     __aicore__ inline Operand Slotted(const Pending& p, int32_t id, bool transposed) {
         return Operand{Tile(id, p.slot[id]), id == kQ || id == kDo ? m16_ : w_, transposed, 0};
     }
 
-    // S = Q K^T and dP = dO V^T -> workspace slot step % kGradSlots, then tell the vector cores.
+    // S = Q K^T and dP = dO V^T -> workspace slot step % kBwdSlots, then tell the vector cores.
     __aicore__ inline void ScoresStep(const Pending& p) {
-        const uint32_t qRows = (uint32_t)p.s.qRows, kRows = (uint32_t)p.s.kRows, ws = p.step % kGradSlots;
-        ScoreTile(Slotted(p, kQ, false), Slotted(p, kK, false), t_->d, kL0cS, kEvS, qRows, kRows, ws_.Scores(ws));
-        ScoreTile(Slotted(p, kDo, false), Slotted(p, kV, false), t_->dv, kL0cDp, kEvDp, qRows, kRows,
+        const uint32_t qRows = (uint32_t)p.s.qRows, kRows = (uint32_t)p.s.kRows, ws = p.step % kBwdSlots;
+        ScoreTile(Slotted(p, kQ, false), Slotted(p, kK, false), p_->d, kL0cS, kEvS, qRows, kRows, ws_.Scores(ws));
+        ScoreTile(Slotted(p, kDo, false), Slotted(p, kV, false), p_->dv, kL0cDp, kEvDp, qRows, kRows,
                   ws_.DScoresIn(ws));
-        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(GradFlag(kGradFlagScores, p.step));
+        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kBwdFlagScores, p.step));
     }
 
     __aicore__ inline void ScoreTile(const Operand& a, const Operand& b, uint32_t k, uint32_t region, int32_t ev,
@@ -198,22 +202,22 @@ private:
     // Once the vector cores' P and dS are in: the pass's products into the L0C sums; at the task's last step the
     // sums -> workspace, and the vector cores are told.
     __aicore__ inline void ProductStep(const Pending& p) {
-        const uint32_t qRows = (uint32_t)p.s.qRows, kRows = (uint32_t)p.s.kRows, ws = p.step % kGradSlots;
+        const uint32_t qRows = (uint32_t)p.s.qRows, kRows = (uint32_t)p.s.kRows, ws = p.step % kBwdSlots;
         const uint32_t pSlot = p.step % 2;
-        AscendC::CrossCoreWaitFlag(GradFlag(kGradFlagProbs, p.step));
+        AscendC::CrossCoreWaitFlag(FlagOf(kBwdFlagProbs, p.step));
         AscendC::GlobalTensor<T> ds, probs;
         ds.SetGlobalBuffer(ws_.template DScores<T>(ws));
         probs.SetGlobalBuffer(ws_.template Probs<T>(ws));
         LoadNz(kDs, pSlot, ds, qRows, w_, w_, m16_);
-        const bool dv = t_->pass == kGradPassDkv && (t_->kvParts & kGradPartDv);
+        const bool dv = t_->pass == kBwdPassDkv && (t_->kvParts & kBwdPartDv);
         if (dv) LoadNz(kP, pSlot, probs, qRows, w_, w_, m16_);
         LoadsDone(kEvProbsLoads);
         const Operand dsTile{Tile(kDs, pSlot), m16_, false, 0}, dsT{Tile(kDs, pSlot), m16_, true, 0};
         const AscendC::LocalTensor<float> sums = mm_.L0c(kL0cSums);
         if (p.first) AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kEvSums);  // the previous task's sums are out
-        if (t_->pass == kGradPassDq) {
-            Mma(dsTile, Slotted(p, kK, true), qRows, kRows, 0, t_->d, sums, p.first);
-            if (p.last) mm_.Store(sums, qRows, t_->d, ws_.SumA(), t_->dPad, kEvSums);
+        if (t_->pass == kBwdPassDq) {
+            Mma(dsTile, Slotted(p, kK, true), qRows, kRows, 0, p_->d, sums, p.first);
+            if (p.last) mm_.Store(sums, qRows, p_->d, ws_.SumA(), p_->dPad, kEvSums);
         } else {
             if (dv) {
                 const AscendC::LocalTensor<float> sumV = sums[dvOffset_];
@@ -221,7 +225,7 @@ private:
                     p.first);
                 if (p.last) mm_.Store(sumV, kRows, dvCols_, ws_.SumB(), AlignUp(dvCols_, 16), kEvSums);
             }
-            if (t_->kvParts & kGradPartDk) {
+            if (t_->kvParts & kBwdPartDk) {
                 Mma(dsT, Slotted(p, kQ, true), kRows, qRows, dkCol0_, dkCols_, sums, p.first);
                 if (p.last) mm_.Store(sums, kRows, dkCols_, ws_.SumA(), AlignUp(dkCols_, 16), kEvSums);
             }
@@ -229,7 +233,7 @@ private:
         ReleaseSlots(p.step);
         if (p.last) {
             AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kEvSums);
-            AscendC::CrossCoreSetFlag<2, PIPE_FIX>(GradFlag(kGradFlagSums, sumsOut_++));
+            AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kBwdFlagSums, sumsOut_++));
         }
     }
 
@@ -242,11 +246,13 @@ private:
     }
 
     const FlashAttentionGradTilingData* t_ = nullptr;
+    const FaProblemTiling* p_ = nullptr;
     uint32_t core_ = 0;
-    AscendC::GlobalTensor<T> qGm_, kGm_, vGm_, dyGm_;
-    __gm__ int64_t* seqInfo_ = nullptr;
-    __gm__ uint8_t* blockMap_ = nullptr;
-    FaGradWorkspace ws_;
+    FaQkvTensors<T> qkv_;
+    AscendC::GlobalTensor<T> dyGm_;
+    GM_ADDR seqInfo_ = nullptr;
+    GM_ADDR blockMap_ = nullptr;
+    FaBwdWorkspace ws_;
     uint32_t m16_ = 0, w_ = 0;
     uint32_t offs_[kTiles] = {0, 0, 0, 0, 0, 0};
     uint32_t sizes_[kTiles] = {0, 0, 0, 0, 0, 0};
@@ -260,4 +266,4 @@ private:
 
 }  // namespace npu_fa
 
-#endif  // NPU_FA_FA_BWD_CUBE_H
+#endif  // NPU_FA_KERNEL_BWD_CUBE_H

@@ -1,7 +1,7 @@
-"""Baselines under the same cycle model as the op: a multi-core GEMM (scripts/kernels/gemm.cpp) and the naive, unfused
+"""Baselines under the same cycle model as the op: a multi-core GEMM (tools/kernels/gemm.cpp) and the naive, unfused
 attention an eager framework runs (S = Q K^T to GM, a 3-pass row softmax kernel, O = P V), each launch on the CPU twin
 and modelled; the naive time is the sum of the launches, each with its launch overhead, as profiler._combine adds the
-backward's. Numbers are "modeled (<chip>)". Needs a source checkout (the kernels live in scripts/kernels/)."""
+backward's. Numbers are "modeled (<chip>)"."""
 from __future__ import annotations
 
 import ctypes
@@ -12,9 +12,10 @@ from typing import Optional
 
 import numpy as np
 
-from . import _C, profiler, twin
+from .. import twin, twin_backend
+from . import profiler
 
-KERNELS = Path(__file__).resolve().parents[2] / "scripts" / "kernels"
+KERNELS = Path(__file__).resolve().parent / "kernels"  # package data
 
 
 @functools.lru_cache(maxsize=None)
@@ -43,7 +44,7 @@ def _launch(lib, kernel: str, blocks: int, *bufs, kernel_type: str, chip: str, m
         addr = ctypes.cast(lib._lib.twin_trace_data(i), ctypes.c_void_p).value or 0
         cores.append((lib._lib.twin_trace_core_name(i).decode(), addr, int(lib._lib.twin_trace_len(i))))
     scale = blocks / len(sample) if sample else 1.0
-    cm = _C.cost_model_trace(cores, chip, overrides or {}, 1, bins, scale)
+    cm = twin_backend.ext().cost_model_trace(cores, chip, overrides or {}, 1, bins, scale)
     return profiler._summarize(cm, chip, flops)
 
 

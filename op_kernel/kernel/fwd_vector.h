@@ -3,59 +3,58 @@
 // soft-caps) and masks the scores, runs the online-softmax update in fp32 (running max/sum, rescale factor) and hands P back to the
 // cube in the input precision; then it folds the cube's P*V into its running output. The division by the row
 // sum is deferred to the end of the task.
-#ifndef NPU_FA_FA_VECTOR_H
-#define NPU_FA_FA_VECTOR_H
+#ifndef NPU_FA_KERNEL_FWD_VECTOR_H
+#define NPU_FA_KERNEL_FWD_VECTOR_H
 
-#include "fa_common.h"
-#include "fa_mask.h"
-#include "fa_softcap.h"
-#include "fa_alibi.h"
-#include "fa_pse.h"
-#include "fa_dropout.h"
+#include "fwd_common.h"
+#include "../tiling/ub_budget.h"
+#include "../common/gm_args.h"
+#include "../common/step_ring.h"
+#include "../tile/score_prologue.h"
+#include "../tile/dropout.h"
+#include "../tile/row_ops.h"
 
 namespace npu_fa {
 
 template <typename T>
-class FaVector {
+class FaFwdVector {
 public:
-    __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR attenMask, GM_ADDR blockMap, GM_ADDR seqInfo,
-                                GM_ADDR sink, GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR dropoutMask, GM_ADDR out,
-                                GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR workspace, AscendC::TPipe* pipe) {
+    __aicore__ inline void Init(const FlashAttentionTilingData* t, const FaFwdGmArgs& gm, AscendC::TPipe* pipe) {
         t_ = t;
+        p_ = &t->problem;
         core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
         sub_ = (uint32_t)AscendC::GetSubBlockIdx();
-        seqInfo_ = (__gm__ int64_t*)seqInfo;
-        blockMap_ = (__gm__ uint8_t*)blockMap;
-        outGm_.SetGlobalBuffer((__gm__ T*)out);
-        maxGm_.SetGlobalBuffer((__gm__ float*)softmaxMax);
-        sumGm_.SetGlobalBuffer((__gm__ float*)softmaxSum);
-        if (t->sinkMode != 0) sinkGm_.SetGlobalBuffer((__gm__ float*)sink);
-        if (t->alibiMode != kAlibiNone) slopeGm_.SetGlobalBuffer((__gm__ float*)alibiSlopes);
-        ws_.Init(workspace, t, core_);
+        seqInfo_ = gm.in.seqInfo;
+        blockMap_ = gm.in.blockMap;
+        outGm_.SetGlobalBuffer((__gm__ T*)gm.attentionOut);
+        maxGm_.SetGlobalBuffer((__gm__ float*)gm.softmaxMax);
+        sumGm_.SetGlobalBuffer((__gm__ float*)gm.softmaxSum);
+        if (p_->sinkMode != 0) sinkGm_.SetGlobalBuffer((__gm__ float*)gm.in.sink);
+        ws_.Init(gm.workspace, t, core_);
         w_ = t->s2Block;
-        dvPad_ = t->dvPad;
+        dvPad_ = p_->dvPad;
         rowsMax_ = CeilDiv(t->s1Block, 2);
         chunk_ = t->vecRows;
-        const FaUbSizes u = UbSizes(rowsMax_, chunk_, w_, dvPad_, VecFeatures(t));
+        const FaFwdUbSizes u = FwdUbSizes(rowsMax_, chunk_, w_, dvPad_, TilingVecFeatures(*p_, t->bandTiles != 0));
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(sBuf_, u.s);
         if (u.dmat != 0) pipe->InitBuffer(dmatBuf_, u.dmat);
         if (u.bias != 0) pipe->InitBuffer(biasBuf_, u.bias);
         if (u.pse != 0) {
             pipe->InitBuffer(pseBuf_, u.pse);
-            pse_.Init(t, pse, pseBuf_.Get<T>(), biasBuf_.Get<float>(), kIdPse);
+            prologue_.OuterPse().Init(p_, w_, gm.in.pse, pseBuf_.Get<T>(), biasBuf_.Get<float>(), kIdPse);
         }
         if (u.bits != 0) pipe->InitBuffer(bitsBuf_, u.bits);
-        dropping_ = t->drop.mode != kDropNone;
+        dropping_ = p_->drop.mode != kDropNone;
         if (dropping_) {
             pipe->InitBuffer(dropBuf_, u.drop);
-            drop_.Init(t, dropoutMask, dropBuf_.Get<uint8_t>(), kIdDrop);
+            drop_.Init(p_, w_, gm.in.dropoutMask, dropBuf_.Get<uint8_t>(), kIdDrop);
         }
         pipe->InitBuffer(foldBuf_, u.fold);
         pipe->InitBuffer(pBuf_, u.p);
         pipe->InitBuffer(opartBuf_, u.opart);
         pipe->InitBuffer(accBuf_, u.acc);
-        pipe->InitBuffer(statBuf_, u.stat * kFaStatBuffers);
+        pipe->InitBuffer(statBuf_, u.stat * kFwdStatBuffers);
         pipe->InitBuffer(rowBuf_, u.row);
         pipe->InitBuffer(statBitsBuf_, u.row);
         if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
@@ -63,9 +62,13 @@ public:
         // Dense-mask bytes live in opart (filled by OutputStep's MTE2, free in between: both wait and set the
         // kIdOutput event) unless opart is too small for a tile of them. Without bands or a dense mask the masker
         // only pads columns past the sequence end and never touches its pattern/bit buffers (fold stands in).
-        mask_.Init(t, attenMask, chunk_, u.dmat != 0 ? dmatBuf_.Get<float>() : foldBuf_.Get<float>(),
-                   u.bits != 0 ? bitsBuf_.Get<uint8_t>() : foldBuf_.Get<uint8_t>(), foldBuf_.Get<half>(),
-                   u.mask != 0 ? maskBuf_.Get<uint8_t>() : opartBuf_.Get<uint8_t>(), kIdOutput);
+        // Without ALiBi or an outer pse the prologue never touches its bias buffers (fold stands in).
+        const AscendC::LocalTensor<float> dmat = u.dmat != 0 ? dmatBuf_.Get<float>() : foldBuf_.Get<float>();
+        prologue_.Init(p_, w_, gm.in.alibiSlopes, Stat(kStatRed), dmat,
+                       u.bias != 0 ? biasBuf_.Get<float>() : foldBuf_.Get<float>());
+        prologue_.TileMask().Init(p_, w_, gm.in.attenMask, chunk_, dmat,
+                                  u.bits != 0 ? bitsBuf_.Get<uint8_t>() : foldBuf_.Get<uint8_t>(), foldBuf_.Get<half>(),
+                                  u.mask != 0 ? maskBuf_.Get<uint8_t>() : opartBuf_.Get<uint8_t>(), kIdOutput);
         for (int32_t b = 0; b < 2; ++b) {
             AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
             AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
@@ -75,14 +78,14 @@ public:
     }
 
     __aicore__ inline void Process() {
-        FaTaskIterator it;
+        FaFwdTaskIterator it;
         it.Init(t_, seqInfo_, blockMap_, core_);
-        FaTask task;
-        Pending pend[kStepLag];  // steps whose output fold is still to do, oldest at pend[step % kStepLag]
-        for (uint32_t i = 0; i < kStepLag; ++i) pend[i].valid = false;
+        FaFwdTask task;
+        FaStepRing<Pending, kFwdStepLag> ring;  // steps whose output fold is still to do
+        ring.Init(kFwdStepLag);
         uint32_t step = 0, taskSlot = 0;
         while (it.Next(task)) {
-            Rows mine = RowsOf(task);
+            const FaAivRows mine = AivRowsOf(task.rows, sub_);
             int64_t j = it.NextStep(task, task.stepFirst);
             if (j >= task.stepLast) {
                 WriteEmptyRows(task, mine);
@@ -92,25 +95,15 @@ public:
             while (j < task.stepLast) {
                 const int64_t following = it.NextStep(task, j + 1);
                 SoftmaxStep(task, mine, j, it.TileState(task, j), step, taskSlot, first);
-                Pending& oldest = pend[step % kStepLag];
-                if (oldest.valid) OutputStep(oldest);
-                oldest.valid = true;
-                oldest.task = task;
-                oldest.mine = mine;
-                oldest.step = step;
-                oldest.taskSlot = taskSlot;
-                oldest.first = first;
-                oldest.last = following >= task.stepLast;
+                if (ring.Full()) OutputStep(ring.Oldest());
+                ring.Push(Pending{task, mine, step, taskSlot, first, following >= task.stepLast});
                 ++step;
                 first = false;
                 j = following;
             }
-            taskSlot = (taskSlot + 1) % kWsSlots;  // a task's statistics live until its last output fold
+            taskSlot = (taskSlot + 1) % kFwdStepSlots;  // a task's statistics live until its last output fold
         }
-        for (uint32_t i = 0; i < kStepLag; ++i) {
-            const Pending& p = pend[(step + i) % kStepLag];
-            if (p.valid) OutputStep(p);
-        }
+        for (uint32_t i = 0; i < ring.Count(); ++i) OutputStep(ring.FromOldest(i));
         for (int32_t b = 0; b < 2; ++b) {
             AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
             AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
@@ -125,32 +118,24 @@ private:
     static constexpr int32_t kIdScores[2] = {0, 2}, kIdOutput = 1, kIdProbs[2] = {0, 2}, kIdStats = 1;
     static constexpr int32_t kIdPse = 3;   // V_MTE2 / MTE2_V pairs around an outer pse tile's load
     static constexpr int32_t kIdDrop = 4;  // V_MTE2 / MTE2_V pairs around a user dropout mask's load
-    // Statistic buffers inside statBuf_: running max and sum per task slot, rescale per step slot (kWsSlots each:
-    // tasks and steps in flight until their output fold), then scratch and the outputs.
-    static constexpr uint32_t kStatMax = 0, kStatSum = kWsSlots, kStatAlpha = 2 * kWsSlots, kStatBcast = 3 * kWsSlots,
-                              kStatRed = kStatBcast + 1, kStatMaxOut = kStatBcast + 2, kStatSumOut = kStatBcast + 3;
+    static_assert(kIdOutput != kIdScores[0] && kIdOutput != kIdScores[1] && kIdPse > kIdScores[1] && kIdDrop > kIdPse &&
+                      kIdDrop < 8,
+                  "V_MTE2 event IDs overlap");
+    // Statistic buffers inside statBuf_: running max and sum per task slot, rescale per step slot (kFwdStepSlots
+    // each: tasks and steps in flight until their output fold), then scratch and the outputs.
+    static constexpr uint32_t kStatMax = 0, kStatSum = kFwdStepSlots, kStatAlpha = 2 * kFwdStepSlots,
+                              kStatBcast = 3 * kFwdStepSlots, kStatRed = kStatBcast + 1, kStatMaxOut = kStatBcast + 2,
+                              kStatSumOut = kStatBcast + 3;
+    static_assert(kStatSumOut < kFwdStatBuffers, "the statistic buffers exceed kFwdStatBuffers");
 
-    struct Rows {
-        uint32_t first;  // first row of this AIV inside the task
-        uint32_t count;
-    };
     struct Pending {
-        bool valid;
-        FaTask task;
-        Rows mine;
-        uint32_t step;  // the core's step number: workspace slot WsSlot(step), flag IDs FlagOf(., step)
+        FaFwdTask task;
+        FaAivRows mine;
+        uint32_t step;  // the core's step number: workspace slot FwdSlot(step), flag IDs FlagOf(., step)
         uint32_t taskSlot;
         bool first;
         bool last;
     };
-
-    __aicore__ inline Rows RowsOf(const FaTask& task) const {
-        const uint32_t half = (uint32_t)(task.rows + 1) / 2;
-        Rows r;
-        r.first = sub_ == 0 ? 0 : half;
-        r.count = sub_ == 0 ? half : (uint32_t)task.rows - half;
-        return r;
-    }
 
     __aicore__ inline AscendC::LocalTensor<float> Stat(uint32_t i) { return statBuf_.Get<float>()[i * statElems_]; }
 
@@ -197,30 +182,15 @@ private:
         AscendC::Brcb(Stat(kStatBcast), row, (uint8_t)(rows8 / 8), AscendC::BrcbRepeatParams(1, 8));
     }
 
-    // x[r][c] op= b[r] for the rows of a [rows, cols] fp32 tile (row pitch cols, a multiple of 16), b from a
-    // [rows, 8] block-broadcast statistic.
-    template <int kOp>
-    __aicore__ inline void RowBroadcast(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& b,
-                                       uint32_t rows, uint32_t cols) {
-        const uint8_t rep = (uint8_t)(cols / 8);
-        AscendC::BinaryRepeatParams p(1, 1, 0, rep, rep, 1);
-        for (uint32_t c = 0; c < cols; c += 64) {
-            const uint64_t mask = cols - c < 64 ? cols - c : 64;
-            if (kOp == 0) AscendC::Sub(x[c], x[c], b, mask, (uint8_t)rows, p);
-            if (kOp == 1) AscendC::Mul(x[c], x[c], b, mask, (uint8_t)rows, p);
-            if (kOp == 2) AscendC::Div(x[c], x[c], b, mask, (uint8_t)rows, p);
-        }
-    }
-
-    __aicore__ inline void SoftmaxStep(const FaTask& task, const Rows& mine, int64_t j, uint8_t tileState, uint32_t step,
-                                       uint32_t taskSlot, bool first) {
-        const uint32_t slot = WsSlot(step);
-        AscendC::CrossCoreWaitFlag(FlagOf(kFlagScoresReady, step));
+    __aicore__ inline void SoftmaxStep(const FaFwdTask& task, const FaAivRows& mine, int64_t j, uint8_t tileState,
+                                       uint32_t step, uint32_t taskSlot, bool first) {
+        const uint32_t slot = FwdSlot(step);
+        AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagScores, step));
         if (mine.count == 0) {
             // Nothing to write: the set only certifies that the last OutputStep's MTE2 read of the workspace slot the
             // cube's P*V of this step overwrites is done. A set reports once the earlier work of its own pipe is
             // complete (CrossCoreSetFlag(ISASI).md), so it goes on MTE2; an MTE3 set would not cover that read.
-            AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(FlagOf(kFlagProbsReady, step));
+            AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(FlagOf(kFwdFlagProbs, step));
             return;
         }
         Chunk c;
@@ -230,7 +200,7 @@ private:
         c.slot = slot;
         c.taskSlot = taskSlot;
         c.first = first;
-        c.slope = t_->alibiMode == kAlibiNone ? 0.0f : slopeGm_.GetValue(SlopeIndex(task));
+        c.slope = prologue_.AlibiSlope(task.batch, task.head);
         const uint32_t chunks = CeilDiv(mine.count, chunk_);
         LoadScores(mine, 0, slot);
         for (uint32_t i = 0; i < chunks; ++i) {
@@ -241,7 +211,7 @@ private:
         }
         // On MTE3 after the last P store, which waited (V_MTE3) for the vector work that had waited (MTE2_V) for every
         // earlier workspace read of this AIV: the set covers the reads as well.
-        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kFlagProbsReady, step));
+        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kFwdFlagProbs, step));
     }
 
     // One chunk of an AIV's rows in a step: rows [r0, r0 + rows) of its half, key columns [c0, c0 + cols).
@@ -253,12 +223,8 @@ private:
         float slope;  // ALiBi slope of the task's head
     };
 
-    __aicore__ inline uint64_t SlopeIndex(const FaTask& task) const {
-        return (t_->alibiPerBatch != 0 ? (uint64_t)task.batch * t_->n1 : 0) + task.head;
-    }
-
     // Scores of the chunk at row r0 of this AIV's half -> the next score buffer (chunkLoads_ alternates them).
-    __aicore__ inline void LoadScores(const Rows& mine, uint32_t r0, uint32_t slot) {
+    __aicore__ inline void LoadScores(const FaAivRows& mine, uint32_t r0, uint32_t slot) {
         const uint32_t b = chunkLoads_++ & 1;
         const uint32_t rows = (uint32_t)FaMin((int64_t)(mine.count - r0), (int64_t)chunk_);
         AscendC::GlobalTensor<float> scores;
@@ -268,25 +234,19 @@ private:
         AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdScores[b]);
     }
 
-    __aicore__ inline void SoftmaxRows(const FaTask& task, const Rows& mine, const Chunk& c) {
+    __aicore__ inline void SoftmaxRows(const FaFwdTask& task, const FaAivRows& mine, const Chunk& c) {
         const uint32_t b = chunkUses_++ & 1;
         const uint32_t n = c.rows * w_;
         const uint32_t statN = AlignUp(c.rows, 8) * 8;
         AscendC::LocalTensor<float> s = sBuf_.Get<float>()[b * chunk_ * w_];
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdScores[b]);
 
-        if (t_->softcap > 0.0f) {
-            SoftCap(s, Stat(kStatRed), t_->scale, t_->softcap, n);
-        } else {
-            AscendC::Muls(s, s, t_->scale, (int32_t)n);
-        }
-        FaMaskTile tile{task.band, task.maskBase, task.head, task.row0 + mine.first + c.r0, c.rows, c.c0, c.cols, c.state};
-        if (t_->alibiMode != kAlibiNone) {
-            AddAlibi(s, dmatBuf_.Get<float>(), biasBuf_.Get<float>(), t_->alibiMode, c.c0 - tile.r0 + t_->alibiDelta,
-                     c.slope, n);
-        }
-        if (t_->pseMode != kPseNone) pse_.Add(s, task.batch, task.head, tile.r0, c.rows, c.c0, c.cols);
-        mask_.Apply(s, tile);
+        const int64_t r0 = task.row0 + mine.first + c.r0;
+        const FaScoreTile tile{task.batch, task.head, r0, c.rows, c.c0, c.cols, task.band, task.maskBase, c.state,
+                               StatRow(*p_, task.batch, task.seq, task.head, r0)};
+        prologue_.Scale(s, n);
+        prologue_.AddBias(s, tile, c.slope);
+        prologue_.ApplyMask(s, tile);
 
         // Running max, rescale factor alpha = exp(m_old - m_new), then p = exp(s - m_new); the chunk's rows of each
         // statistic start at row r0 (a multiple of 8: whole 32 B blocks).
@@ -300,13 +260,13 @@ private:
             AscendC::Exp(alpha, alpha, (int32_t)statN);
         }
         AscendC::DataCopy(mRun, bcast, statN);
-        RowBroadcast<0>(s, bcast, c.rows, w_);
+        RowSub(s, bcast, c.rows, w_);
         AscendC::Exp(s, s, (int32_t)n);
 
         // The row sums are of the probabilities before dropout; dropout then zeroes P where a keep bit is 0.
         if (dropping_) {
             AddRowSums(s, c);
-            drop_.Bits(FaDropTile{task.batch, task.head, tile.r0, c.rows, c.c0, c.cols, StatRow(t_, task, tile.r0)});
+            drop_.Bits(tile);
             drop_.Apply(s, c.rows);
         }
 
@@ -339,8 +299,8 @@ private:
     }
 
     __aicore__ inline void OutputStep(const Pending& s) {
-        const uint32_t slot = WsSlot(s.step);
-        AscendC::CrossCoreWaitFlag(FlagOf(kFlagOutputReady, s.step));
+        const uint32_t slot = FwdSlot(s.step);
+        AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagOutput, s.step));
         if (s.mine.count == 0) return;
         const uint32_t n = s.mine.count * dvPad_;
         AscendC::LocalTensor<float> opart = opartBuf_.Get<float>();
@@ -354,7 +314,7 @@ private:
         if (s.first) {
             AscendC::DataCopy(acc, opart, n);
         } else {
-            RowBroadcast<1>(acc, Stat(kStatAlpha + slot), s.mine.count, dvPad_);
+            RowMul(acc, Stat(kStatAlpha + slot), s.mine.count, dvPad_);
             AscendC::Add(acc, acc, opart, (int32_t)n);
         }
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
@@ -370,7 +330,7 @@ private:
         AscendC::LocalTensor<float> mRun = Stat(kStatMax + s.taskSlot);
         AscendC::LocalTensor<float> lRun = Stat(kStatSum + s.taskSlot);
         AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
-        if (t_->sinkMode != 0) {
+        if (p_->sinkMode != 0) {
             AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);  // the statistic outputs are free
             const float z = sinkGm_.GetValue(s.task.head);
             AscendC::LocalTensor<float> mOut = Stat(kStatMaxOut), lOut = Stat(kStatSumOut);
@@ -383,19 +343,19 @@ private:
             AscendC::Exp(ez, ez, (int32_t)statN);
             AscendC::Mul(lOut, lRun, e, (int32_t)statN);
             AscendC::Add(lOut, lOut, ez, (int32_t)statN);
-            RowBroadcast<1>(acc, e, rows, dvPad_);
-            RowBroadcast<2>(acc, lOut, rows, dvPad_);
+            RowMul(acc, e, rows, dvPad_);
+            RowDiv(acc, lOut, rows, dvPad_);
         } else {
             AscendC::LocalTensor<float> divisor = Stat(kStatBcast);
             AscendC::LocalTensor<uint8_t> valid = statBitsBuf_.Get<uint8_t>();
             AscendC::Compares(valid, mRun, kMaskValue, AscendC::CMPMODE::NE, statN);
             AscendC::Select(divisor, valid, lRun, PositiveInfinity(), AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
-            RowBroadcast<2>(acc, divisor, rows, dvPad_);
+            RowDiv(acc, divisor, rows, dvPad_);
             AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
             AscendC::DataCopy(Stat(kStatMaxOut), mRun, statN);
             AscendC::Select(Stat(kStatSumOut), valid, lRun, kFltMax, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
         }
-        if (dropping_) AscendC::Muls(acc, acc, t_->drop.keepInv, (int32_t)(rows * dvPad_));  // kept P count 1 / keep_prob
+        if (dropping_) AscendC::Muls(acc, acc, p_->drop.keepInv, (int32_t)(rows * dvPad_));  // kept P count 1 / keep_prob
         AscendC::LocalTensor<T> o = pBuf_.Get<T>();
         WaitProbBuffers();
         AscendC::Cast(o, acc, AscendC::RoundMode::CAST_RINT, rows * dvPad_);
@@ -404,10 +364,10 @@ private:
 
     // Rows of a task that sees no key at all: zero output, max = -FLT_MAX, sum = FLT_MAX; with a sink logit z
     // (the only term of their softmax) max = z, sum = 1.
-    __aicore__ inline void WriteEmptyRows(const FaTask& task, const Rows& mine) {
+    __aicore__ inline void WriteEmptyRows(const FaFwdTask& task, const FaAivRows& mine) {
         if (mine.count == 0) return;
         const uint32_t statN = AlignUp(mine.count, 8) * 8;
-        const bool sink = t_->sinkMode != 0;
+        const bool sink = p_->sinkMode != 0;
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
         AscendC::Duplicate(Stat(kStatMaxOut), sink ? sinkGm_.GetValue(task.head) : kMaskValue, (int32_t)statN);
         AscendC::Duplicate(Stat(kStatSumOut), sink ? 1.0f : kFltMax, (int32_t)statN);
@@ -424,18 +384,19 @@ private:
 
     // Output rows (pBuf_) and statistics (kStatMaxOut/kStatSumOut) -> GM. Expects WaitProbBuffers and the kIdStats
     // MTE3_V event waited.
-    __aicore__ inline void WriteRows(const FaTask& task, const Rows& mine) {
+    __aicore__ inline void WriteRows(const FaFwdTask& task, const FaAivRows& mine) {
         const int64_t row = task.row0 + mine.first;
         AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[0]);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[0]);
-        AscendC::DataCopyExtParams op((uint16_t)mine.count, t_->dv * (uint32_t)sizeof(T), 0,
-                                      (uint32_t)((t_->oStrideS - t_->dv) * sizeof(T)), 0);
-        AscendC::DataCopyPad(outGm_[OOffset(t_, task, row)], pBuf_.Get<T>(), op);
+        AscendC::DataCopyExtParams op((uint16_t)mine.count, p_->dv * (uint32_t)sizeof(T), 0,
+                                      (uint32_t)((p_->oStride.s - p_->dv) * sizeof(T)), 0);
+        const uint64_t out0 = TokenOffset(*p_, kGmOut, task.batch, task.seq, task.head, row);
+        AscendC::DataCopyPad(outGm_[out0], pBuf_.Get<T>(), op);
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[0]);
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[1]);
         AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
-        const uint64_t stat = StatRow(t_, task, row) * 8;
+        const uint64_t stat = StatRow(*p_, task.batch, task.seq, task.head, row) * 8;
         AscendC::DataCopy(maxGm_[stat], Stat(kStatMaxOut), mine.count * 8);
         AscendC::DataCopy(sumGm_[stat], Stat(kStatSumOut), mine.count * 8);
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
@@ -444,16 +405,16 @@ private:
     __aicore__ inline static float PositiveInfinity() { return __builtin_huge_valf(); }
 
     const FlashAttentionTilingData* t_ = nullptr;
+    const FaProblemTiling* p_ = nullptr;
     uint32_t core_ = 0, sub_ = 0;
-    __gm__ int64_t* seqInfo_ = nullptr;
-    __gm__ uint8_t* blockMap_ = nullptr;
-    FaTileMask<FlashAttentionTilingData> mask_;
-    FaOuterPse<T, FlashAttentionTilingData> pse_;
-    FaDropout<FlashAttentionTilingData> drop_;
+    GM_ADDR seqInfo_ = nullptr;
+    GM_ADDR blockMap_ = nullptr;
+    FaScorePrologue<T> prologue_;
+    FaDropout drop_;
     bool dropping_ = false;
     AscendC::GlobalTensor<T> outGm_;
-    AscendC::GlobalTensor<float> maxGm_, sumGm_, sinkGm_, slopeGm_;
-    FaWorkspace ws_;
+    AscendC::GlobalTensor<float> maxGm_, sumGm_, sinkGm_;
+    FaFwdWorkspace ws_;
     uint32_t w_ = 0, dvPad_ = 0, rowsMax_ = 0, chunk_ = 0, statElems_ = 0;
     uint32_t chunkLoads_ = 0, chunkUses_ = 0;  // score chunks loaded / computed so far: their parity picks the buffer
     AscendC::TBuf<AscendC::TPosition::VECIN> sBuf_;
@@ -474,4 +435,4 @@ private:
 
 }  // namespace npu_fa
 
-#endif  // NPU_FA_FA_VECTOR_H
+#endif  // NPU_FA_KERNEL_FWD_VECTOR_H

@@ -18,35 +18,23 @@
 //
 // A user mask (kDropMask, the built-in's dropout_mask) is read instead: rows of maskPitch bytes in the statistics'
 // row order, bit c of a row = key column c (the host repacks masks that are not in this form).
-#ifndef NPU_FA_FA_DROPOUT_H
-#define NPU_FA_FA_DROPOUT_H
+#ifndef NPU_FA_TILE_DROPOUT_H
+#define NPU_FA_TILE_DROPOUT_H
 
 #include "kernel_operator.h"
-#include "flash_attention_tiling.h"
+#include "../tiling/problem_tiling.h"
+#include "score_tile.h"
 
 namespace npu_fa {
 
-// The score rows a tile's keep bits cover: rows [row0, row0 + rows) of (batch, head), positions inside the
-// sequence, key columns [c0, c0 + w) of which the first `cols` exist; statRow0 is row0's statistics row.
-struct FaDropTile {
-    uint32_t batch;
-    uint32_t head;
-    int64_t row0;
-    uint32_t rows;
-    int64_t c0;
-    uint32_t cols;
-    uint64_t statRow0;
-};
-
-// TilingT: a tiling struct with `drop` (FaDropoutParams), n1 and s2Block.
-template <typename TilingT>
 class FaDropout {
 public:
-    // `buf`: DropoutUbBytes(chunk, w) bytes of UB; `event`: a V_MTE2 / MTE2_V event ID this class sets and waits in
-    // pairs (user masks only).
-    __aicore__ inline void Init(const TilingT* t, GM_ADDR mask, const AscendC::LocalTensor<uint8_t>& buf, int32_t event) {
-        t_ = t;
-        w_ = t->s2Block;
+    // `w`: the tile width (s2Block); `buf`: DropoutUbBytes(chunk, w) bytes of UB; `event`: a V_MTE2 / MTE2_V event
+    // ID this class sets and waits in pairs (user masks only).
+    __aicore__ inline void Init(const FaProblemTiling* p, uint32_t w, GM_ADDR mask,
+                                const AscendC::LocalTensor<uint8_t>& buf, int32_t event) {
+        p_ = p;
+        w_ = w;
         pieceRows_ = DropPieceRows(w_);
         pitch_ = DropBitsPitch(w_);
         event_ = event;
@@ -56,7 +44,7 @@ public:
         z_ = x_[2 * half];
         col_ = x_[3 * half];
         bits_ = buf[(3 * half + w_ / 2) * 4];
-        if (t->drop.mode == kDropMask) {
+        if (p->drop.mode == kDropMask) {
             maskGm_.SetGlobalBuffer((__gm__ uint8_t*)mask);
         } else {
             const uint32_t pairs = w_ / 2, first = pairs < 64 ? pairs : 64;
@@ -65,9 +53,9 @@ public:
         }
     }
 
-    // The keep bits of a tile -> UB (one DropBitsPitch row per score row).
-    __aicore__ inline void Bits(const FaDropTile& tile) {
-        if (t_->drop.mode == kDropMask) {
+    // The keep bits of a tile's rows -> UB (one DropBitsPitch row per score row).
+    __aicore__ inline void Bits(const FaScoreTile& tile) {
+        if (p_->drop.mode == kDropMask) {
             LoadMask(tile);
         } else {
             Generate(tile);
@@ -87,13 +75,13 @@ public:
     }
 
 private:
-    __aicore__ inline void Generate(const FaDropTile& tile) {
-        const uint64_t rowBase = ((uint64_t)tile.batch * t_->n1 + tile.head) << 32;
+    __aicore__ inline void Generate(const FaScoreTile& tile) {
+        const uint64_t rowBase = ((uint64_t)tile.batch * p_->n1 + tile.head) << 32;
         for (uint32_t r0 = 0; r0 < tile.rows; r0 += pieceRows_) {
             const uint32_t rows = tile.rows - r0 < pieceRows_ ? tile.rows - r0 : pieceRows_;
             const uint32_t pairs = w_ / 2;
             for (uint32_t r = 0; r < rows; ++r) {  // x = k * m + a per row, from the row's key
-                const uint64_t key = FaMix64(t_->drop.seedKey ^ (rowBase | (uint64_t)(tile.row0 + r0 + r)));
+                const uint64_t key = FaMix64(p_->drop.seedKey ^ (rowBase | (uint64_t)(tile.r0 + r0 + r)));
                 const uint32_t m = (uint32_t)(key >> 32) | 1u;
                 const uint32_t a = (uint32_t)key + (uint32_t)(tile.c0 / 2) * m;
                 AscendC::Muls(x_[r * pairs], col_, (int32_t)m, (int32_t)pairs);
@@ -107,7 +95,7 @@ private:
             XorShiftRight(16, n / 2);
             AscendC::LocalTensor<float> h = y_.template ReinterpretCast<float>();  // y_ and z_: n floats
             AscendC::Cast(h, x_.template ReinterpretCast<int16_t>(), AscendC::RoundMode::CAST_NONE, n);
-            const float threshold = (float)t_->drop.threshold;
+            const float threshold = (float)p_->drop.threshold;
             if (pitch_ * 8 == w_) {
                 AscendC::Compares(bits_[r0 * pitch_], h, threshold, AscendC::CMPMODE::LT, n);
             } else {
@@ -132,7 +120,7 @@ private:
 
     // The user mask's bytes of the tile's rows. A row's bytes stop at its last key column; the rest of its 32 B
     // block is padded with zeros, and bit rows longer than that are zeroed first.
-    __aicore__ inline void LoadMask(const FaDropTile& tile) {
+    __aicore__ inline void LoadMask(const FaScoreTile& tile) {
         const uint32_t bytes = (tile.cols + 7) / 8, blocks = AlignUp(bytes, 32);
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(event_);  // earlier Selects are done with the bits
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(event_);
@@ -141,14 +129,14 @@ private:
             AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(event_);
             AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(event_);
         }
-        AscendC::DataCopyExtParams cp((uint16_t)tile.rows, bytes, t_->drop.maskPitch - bytes, (pitch_ - blocks) / 32, 0);
-        AscendC::DataCopyPad(bits_, maskGm_[tile.statRow0 * t_->drop.maskPitch + (uint64_t)tile.c0 / 8], cp,
+        AscendC::DataCopyExtParams cp((uint16_t)tile.rows, bytes, p_->drop.maskPitch - bytes, (pitch_ - blocks) / 32, 0);
+        AscendC::DataCopyPad(bits_, maskGm_[tile.statRow0 * p_->drop.maskPitch + (uint64_t)tile.c0 / 8], cp,
                              AscendC::DataCopyPadExtParams<uint8_t>(blocks != bytes, 0, (uint8_t)(blocks - bytes), 0));
         AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(event_);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(event_);
     }
 
-    const TilingT* t_ = nullptr;
+    const FaProblemTiling* p_ = nullptr;
     uint32_t w_ = 0, pieceRows_ = 0, pitch_ = 0;
     int32_t event_ = 0;
     AscendC::GlobalTensor<uint8_t> maskGm_;
@@ -158,4 +146,4 @@ private:
 
 }  // namespace npu_fa
 
-#endif  // NPU_FA_FA_DROPOUT_H
+#endif  // NPU_FA_TILE_DROPOUT_H

@@ -3,8 +3,8 @@
 //
 // tanh is built from Exp and one Div as 1 - 2 / (exp(2y) + 1), which saturates without overflow: exp -> +inf gives
 // +1, exp -> 0 gives -1. The backward needs d(cap tanh(x / cap)) / dx = 1 - (y / cap)^2 of the capped value y.
-#ifndef NPU_FA_FA_SOFTCAP_H
-#define NPU_FA_FA_SOFTCAP_H
+#ifndef NPU_FA_TILE_SOFTCAP_H
+#define NPU_FA_TILE_SOFTCAP_H
 
 #include "kernel_operator.h"
 
@@ -39,4 +39,4 @@ __aicore__ inline void SoftCapSlope(const AscendC::LocalTensor<float>& g, const 
 
 }  // namespace npu_fa
 
-#endif  // NPU_FA_FA_SOFTCAP_H
+#endif  // NPU_FA_TILE_SOFTCAP_H

@@ -2,36 +2,36 @@
 // L1 in sub-blocks of kvSub keys (K, V and P ping-pong). Both matmuls go L1 -> L0A/L0B -> L0C and leave through
 // Fixpipe as fp32 into the GM workspace: S once per sub-block, P*V accumulated in L0C over the step's sub-blocks
 // and written once per step (in an S slot, or in its own tile when it is larger than half of L0C: the tiling's
-// L0C plan). Step order per core: S(0), S(1), S(2), PV(0), S(3), PV(1), ... (kStepLag = 2) so the vector cores'
+// L0C plan). Step order per core: S(0), S(1), S(2), PV(0), S(3), PV(1), ... (kFwdStepLag = 2) so the vector cores'
 // softmax of step j overlaps the cube's work on steps j+1 and j+2; with P*V in its own tile, S(j+2) and PV(j)
 // interleave by load group.
-#ifndef NPU_FA_FA_CUBE_H
-#define NPU_FA_FA_CUBE_H
+#ifndef NPU_FA_KERNEL_FWD_CUBE_H
+#define NPU_FA_KERNEL_FWD_CUBE_H
 
-#include "fa_common.h"
-#include "fa_matmul.h"
+#include "fwd_common.h"
+#include "../common/gm_args.h"
+#include "../common/step_ring.h"
+#include "../tile/matmul.h"
 
 namespace npu_fa {
 
 template <typename T>
-class FaCube {
+class FaFwdCube {
 public:
-    __aicore__ inline void Init(const FlashAttentionTilingData* t, GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR blockMap,
-                                GM_ADDR seqInfo, GM_ADDR workspace, AscendC::TPipe* pipe) {
+    __aicore__ inline void Init(const FlashAttentionTilingData* t, const FaFwdGmArgs& gm, AscendC::TPipe* pipe) {
         t_ = t;
+        p_ = &t->problem;
         core_ = (uint32_t)AscendC::GetBlockIdx();
-        qGm_.SetGlobalBuffer((__gm__ T*)q);
-        kGm_.SetGlobalBuffer((__gm__ T*)k);
-        vGm_.SetGlobalBuffer((__gm__ T*)v);
-        seqInfo_ = (__gm__ int64_t*)seqInfo;
-        blockMap_ = (__gm__ uint8_t*)blockMap;
-        ws_.Init(workspace, t, core_);
+        qkv_.Init(gm.in);
+        seqInfo_ = gm.in.seqInfo;
+        blockMap_ = gm.in.blockMap;
+        ws_.Init(gm.workspace, t, core_);
         m16_ = AlignUp(t->s1Block, 16);
-        qElems_ = m16_ * t->dPad;
+        qElems_ = m16_ * p_->dPad;
         sub_ = t->kvSub;
         group_ = t->kvGroup;
-        kElems_ = sub_ * t->dPad;
-        vElems_ = sub_ * t->dvPad;
+        kElems_ = sub_ * p_->dPad;
+        vElems_ = sub_ * p_->dvPad;
         pElems_ = m16_ * sub_;
         pipe->InitBuffer(qL1_, qElems_ * sizeof(T));
         pipe->InitBuffer(kL1_, 2 * group_ * kElems_ * sizeof(T));
@@ -43,7 +43,7 @@ public:
         // run a 16-row Mmad (m = 1 would switch the cube to GEMV mode, which reads L1 as a plain row). Only needed when
         // some task's row count is not a multiple of 16 (s1Block is one): the fill of Q and P (160 KB at D = 128)
         // would otherwise hold up the first loads by about 9000 cycles.
-        if (t->varlen != 0 || t->s1 % 16 != 0) {
+        if (p_->varlen != 0 || p_->s1 % 16 != 0) {
             AscendC::Fill(qL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(qElems_ * sizeof(T) / 32), 0, (T)0.0f));
             AscendC::Fill(pL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(2 * group_ * pElems_ * sizeof(T) / 32), 0, (T)0.0f));
             // The Q/P loads overwrite the filled bytes on the same pipe (MTE2): the PipeBarrier page requires a barrier.
@@ -60,11 +60,11 @@ public:
     }
 
     __aicore__ inline void Process() {
-        FaTaskIterator it;
+        FaFwdTaskIterator it;
         it.Init(t_, seqInfo_, blockMap_, core_);
-        FaTask task;
-        Pending pend[kStepLag];  // steps whose P*V is still to do, oldest at pend[step % kStepLag]
-        for (uint32_t i = 0; i < kStepLag; ++i) pend[i].valid = false;
+        FaFwdTask task;
+        FaStepRing<Pending, kFwdStepLag> ring;  // steps whose P*V is still to do
+        ring.Init(kFwdStepLag);
         uint32_t step = 0;
         while (it.Next(task)) {
             int64_t j = it.NextStep(task, task.stepFirst);
@@ -75,19 +75,15 @@ public:
                 const int64_t following = it.NextStep(task, j + 1);
                 const int64_t c0 = j * t_->s2Block;
                 const uint32_t cols = (uint32_t)FaMin(task.seq.s2 - c0, (int64_t)t_->s2Block);
-                Pending& oldest = pend[step % kStepLag];
-                const Pending cur{true, task, c0, cols, step};
-                Step(cur, first, following >= task.stepLast, oldest);
-                oldest = cur;
+                const Pending cur{task, c0, cols, step};
+                Step(cur, first, following >= task.stepLast, ring.Full() ? &ring.Oldest() : nullptr);
+                ring.Push(cur);
                 ++step;
                 first = false;
                 j = following;
             }
         }
-        for (uint32_t i = 0; i < kStepLag; ++i) {
-            const Pending& p = pend[(step + i) % kStepLag];
-            if (p.valid) ValuesFrom(p, 0);
-        }
+        for (uint32_t i = 0; i < ring.Count(); ++i) ValuesFrom(ring.FromOldest(i), 0);
         for (int32_t id = 0; id < kFreeIds; ++id) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
         if (ownOut_) AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kIdOut);
         mm_.End();
@@ -101,15 +97,16 @@ private:
     static constexpr int32_t kIdQ = 0, kIdK = 1, kIdV = 3, kIdPReady = 5, kFreeIds = 5;
     // FIX_M / M_FIX ID of P*V's own L0C tile (l0cOut); 0 and 1 are the S slots' (FaCubeMatmul::Run).
     static constexpr int32_t kIdOut = 2;
+    static_assert(kIdK + 2 <= kIdV && kIdV + 2 <= kIdPReady && kIdPReady <= 5 && kFreeIds == kIdV + 2,
+                  "L1 event IDs overlap or reach the reserved IDs 6-7");
 
     using Operand = typename FaCubeMatmul<T>::Operand;
 
     struct Pending {
-        bool valid;
-        FaTask task;
+        FaFwdTask task;
         int64_t c0;
         uint32_t cols;
-        uint32_t step;  // the core's step number: workspace slot WsSlot(step), flag IDs FlagOf(., step)
+        uint32_t step;  // the core's step number: workspace slot FwdSlot(step), flag IDs FlagOf(., step)
     };
 
     // `rows` GM rows -> consecutive L1 Nz tiles of `tileRows` rows each (what loading them tile by tile gives), in one
@@ -130,28 +127,29 @@ private:
         }
     }
 
-    __aicore__ inline void LoadQ(const FaTask& task) {
+    __aicore__ inline void LoadQ(const FaFwdTask& task) {
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
-        FaLoadZz(qL1_.Get<T>(), qGm_[QOffset(t_, task, task.row0)], (uint32_t)task.rows, t_->d, t_->qStrideS, t_->dPad);
+        const uint64_t q0 = TokenOffset(*p_, kGmQuery, task.batch, task.seq, task.head, task.row0);
+        FaLoadZz(qL1_.Get<T>(), qkv_.q[q0], (uint32_t)task.rows, p_->d, p_->qStride.s, p_->dPad);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
     }
 
-    // One step: S = Q * K^T of step `cur`, and O_part = P * V of the oldest pending step (`old`, if valid). With P*V
+    // One step: S = Q * K^T of step `cur`, and O_part = P * V of the oldest pending step (`old`, if any). With P*V
     // in its own L0C tile the two go load group by load group, so M has P*V work while Fixpipe drains an S tile;
     // with P*V in an S slot its accumulation must not be split by S tiles (FaCubeMatmul::Run), so it follows.
-    __aicore__ inline void Step(const Pending& cur, bool firstOfTask, bool lastOfTask, const Pending& old) {
+    __aicore__ inline void Step(const Pending& cur, bool firstOfTask, bool lastOfTask, const Pending* old) {
         if (firstOfTask) AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
         const uint32_t keys = group_ * sub_;
-        const uint32_t nS = CeilDiv(cur.cols, keys), nV = old.valid ? CeilDiv(old.cols, keys) : 0;
+        const uint32_t nS = CeilDiv(cur.cols, keys), nV = old != nullptr ? CeilDiv(old->cols, keys) : 0;
         const uint32_t together = ownOut_ ? FaMin(nS, nV) : 0;
         for (uint32_t i = 0; i < together; ++i) {
             ScoresGroup(cur, i * keys);
-            ValuesGroup(old, i * keys);
+            ValuesGroup(*old, i * keys);
         }
         for (uint32_t i = together; i < nS; ++i) ScoresGroup(cur, i * keys);
         if (lastOfTask) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
-        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFlagScoresReady, cur.step));
-        if (together < nV) ValuesFrom(old, together * keys);
+        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFwdFlagScores, cur.step));
+        if (together < nV) ValuesFrom(*old, together * keys);
     }
 
     // The P*V load groups of a step from key g0 on.
@@ -165,14 +163,15 @@ private:
         const AscendC::LocalTensor<T> kTiles = kL1_.Get<T>()[slot * group_ * kElems_];
         const uint32_t keys = FaMin(s.cols - g0, group_ * sub_);
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
-        LoadNzTiles(kTiles, kGm_[KOffset(t_, s.task, s.c0 + g0)], keys, t_->d, t_->kStrideS, sub_);
+        const uint64_t k0 = TokenOffset(*p_, kGmKey, s.task.batch, s.task.seq, s.task.head / p_->group, s.c0 + g0);
+        LoadNzTiles(kTiles, qkv_.k[k0], keys, p_->d, p_->kStride.s, sub_);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
-            Operand a{qL1_.Get<T>(), m16_, false, t_->dPad};
+            Operand a{qL1_.Get<T>(), m16_, false, p_->dPad};
             Operand b{kTiles[(s0 / sub_) * kElems_], sub_, false, 0};
-            mm_.Run(a, b, (uint32_t)s.task.rows, t_->d, FaMin(keys - s0, sub_), t_->kChunkQK, t_->nChunkQK,
-                    ws_.Scores(WsSlot(s.step)) + g0 + s0, t_->s2Block);
+            mm_.Run(a, b, (uint32_t)s.task.rows, p_->d, FaMin(keys - s0, sub_), t_->kChunkQK, t_->nChunkQK,
+                    ws_.Scores(FwdSlot(s.step)) + g0 + s0, t_->s2Block);
         }
         AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
     }
@@ -185,12 +184,12 @@ private:
         const uint32_t slot = vLoads_++ & 1;
         const uint32_t keys = FaMin(s.cols - g0, group_ * sub_);
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
-        FaLoadZz(vL1_.Get<T>()[slot * group_ * vElems_], vGm_[VOffset(t_, s.task, s.c0 + g0)], keys, t_->dv,
-                 t_->vStrideS, t_->dvPad);
+        const uint64_t v0 = TokenOffset(*p_, kGmValue, s.task.batch, s.task.seq, s.task.head / p_->group, s.c0 + g0);
+        FaLoadZz(vL1_.Get<T>()[slot * group_ * vElems_], qkv_.v[v0], keys, p_->dv, p_->vStride.s, p_->dvPad);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
-        if (g0 == 0) AscendC::CrossCoreWaitFlag(FlagOf(kFlagProbsReady, s.step));
+        if (g0 == 0) AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagProbs, s.step));
         AscendC::GlobalTensor<T> probs;
-        probs.SetGlobalBuffer(ws_.template Probs<T>(WsSlot(s.step)));
+        probs.SetGlobalBuffer(ws_.template Probs<T>(FwdSlot(s.step)));
         const AscendC::LocalTensor<T> pTiles = pL1_.Get<T>()[slot * group_ * pElems_];
         for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
             FaLoadZz(pTiles[(s0 / sub_) * pElems_], probs[g0 + s0], rows, FaMin(keys - s0, sub_), t_->s2Block, sub_);
@@ -200,31 +199,32 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
         for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
             Operand a{pTiles[(s0 / sub_) * pElems_], m16_, false, sub_};
-            Operand b{vL1_.Get<T>()[(slot * group_ + s0 / sub_) * vElems_], sub_, true, t_->dvPad};  // V [s2, dv] holds B
+            Operand b{vL1_.Get<T>()[(slot * group_ + s0 / sub_) * vElems_], sub_, true, p_->dvPad};  // V [s2, dv] holds B
             const bool init = g0 + s0 == 0, flush = g0 + s0 + sub_ >= s.cols;
             const uint32_t k = FaMin(keys - s0, sub_);
             if (!ownOut_) {
-                mm_.Run(a, b, rows, k, t_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(WsSlot(s.step)), t_->dvPad,
+                mm_.Run(a, b, rows, k, p_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(FwdSlot(s.step)), p_->dvPad,
                         init, flush);
                 continue;
             }
             const AscendC::LocalTensor<float> c = mm_.L0c(t_->l0cOut);
             if (init) AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kIdOut);
-            mm_.Accumulate(a, b, rows, k, 0, t_->dv, t_->kChunkPV, t_->nChunkPV, c, init);
+            mm_.Accumulate(a, b, rows, k, 0, p_->dv, t_->kChunkPV, t_->nChunkPV, c, init);
             if (!flush) continue;
-            mm_.Store(c, rows, t_->dv, ws_.Output(WsSlot(s.step)), t_->dvPad, kIdOut);
+            mm_.Store(c, rows, p_->dv, ws_.Output(FwdSlot(s.step)), p_->dvPad, kIdOut);
             AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kIdOut);
         }
         AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
-        if (g0 + group_ * sub_ >= s.cols) AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFlagOutputReady, s.step));
+        if (g0 + group_ * sub_ >= s.cols) AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFwdFlagOutput, s.step));
     }
 
     const FlashAttentionTilingData* t_ = nullptr;
+    const FaProblemTiling* p_ = nullptr;
     uint32_t core_ = 0;
-    AscendC::GlobalTensor<T> qGm_, kGm_, vGm_;
-    __gm__ int64_t* seqInfo_ = nullptr;
-    __gm__ uint8_t* blockMap_ = nullptr;
-    FaWorkspace ws_;
+    FaQkvTensors<T> qkv_;
+    GM_ADDR seqInfo_ = nullptr;
+    GM_ADDR blockMap_ = nullptr;
+    FaFwdWorkspace ws_;
     uint32_t m16_ = 0, sub_ = 0, group_ = 1, qElems_ = 0, kElems_ = 0, vElems_ = 0, pElems_ = 0;
     uint32_t kLoads_ = 0, vLoads_ = 0;  // K / V+P group loads so far: their parity picks the L1 slot
     bool ownOut_ = false;               // P*V accumulates in its own L0C tile (l0cOut), not in an S slot
@@ -237,4 +237,4 @@ private:
 
 }  // namespace npu_fa
 
-#endif  // NPU_FA_FA_CUBE_H
+#endif  // NPU_FA_KERNEL_FWD_CUBE_H

@@ -2,11 +2,11 @@
 // -slope * |(j + kv_start_idx) - (i + q_start_idx)| (type 2) or -slope * sqrt(|...|) (type 3), i and j positions
 // inside the sequence, after the scale and the soft-cap, before the masks. No [S1, S2] bias exists anywhere: a tile
 // derives it from the (column - row) pattern the band masks use. Shared by the forward and the backward.
-#ifndef NPU_FA_FA_ALIBI_H
-#define NPU_FA_FA_ALIBI_H
+#ifndef NPU_FA_TILE_ALIBI_H
+#define NPU_FA_TILE_ALIBI_H
 
 #include "kernel_operator.h"
-#include "flash_attention_tiling.h"
+#include "../tiling/base.h"
 
 namespace npu_fa {
 
@@ -23,4 +23,4 @@ __aicore__ inline void AddAlibi(const AscendC::LocalTensor<float>& s, const Asce
 
 }  // namespace npu_fa
 
-#endif  // NPU_FA_FA_ALIBI_H
+#endif  // NPU_FA_TILE_ALIBI_H

@@ -2,47 +2,48 @@
 // dtype, read from GM tile by tile and added to the scores after the scale and the soft-cap, before the masks:
 // pse_type 0 adds it as it is, pse_type 1 times the scale (softmax(scale * (q.k + pse)) when there is no cap). A
 // [.., 1, S2] bias is one row, read once per tile and added to every row. Shared by the forward and the backward.
-#ifndef NPU_FA_FA_PSE_H
-#define NPU_FA_FA_PSE_H
+#ifndef NPU_FA_TILE_PSE_H
+#define NPU_FA_TILE_PSE_H
 
 #include "kernel_operator.h"
-#include "flash_attention_tiling.h"
+#include "../tiling/problem_tiling.h"
+#include "score_tile.h"
 
 namespace npu_fa {
 
-// TilingT: the kernel's tiling struct, with pseMode, pseStrideB/N/S (elements; 0 = broadcast), scale and s2Block.
-template <typename T, typename TilingT>
+template <typename T>
 class FaOuterPse {
 public:
-    // `half` receives a tile of the bias ([rows, w] of T), `bias` its fp32 copy; `event` is a V_MTE2 / MTE2_V event
-    // ID this class sets and waits in pairs.
-    __aicore__ inline void Init(const TilingT* t, GM_ADDR pse, const AscendC::LocalTensor<T>& half,
+    // `w`: the tile width (s2Block). `half` receives a tile of the bias ([rows, w] of T), `bias` its fp32 copy;
+    // `event` is a V_MTE2 / MTE2_V event ID this class sets and waits in pairs.
+    __aicore__ inline void Init(const FaProblemTiling* p, uint32_t w, GM_ADDR pse, const AscendC::LocalTensor<T>& half,
                                 const AscendC::LocalTensor<float>& bias, int32_t event) {
-        t_ = t;
-        w_ = t->s2Block;
+        p_ = p;
+        w_ = w;
         gm_.SetGlobalBuffer((__gm__ T*)pse);
         half_ = half;
         bias_ = bias;
         event_ = event;
     }
 
-    // s[rows, w] += f * pse[batch, head, r0 + r, c0 + c] for c < cols (f = 1, or scale for pse_type 1); columns past
-    // `cols` get whatever the buffer held (the masks overwrite them).
-    __aicore__ inline void Add(const AscendC::LocalTensor<float>& s, uint32_t batch, uint32_t head, int64_t r0,
-                               uint32_t rows, int64_t c0, uint32_t cols) {
-        const TilingT* t = t_;
-        const uint64_t off = batch * t->pseStrideB + head * t->pseStrideN + (uint64_t)r0 * t->pseStrideS + c0;
-        const bool sameRows = t->pseStrideS == 0;
+    // s[rows, w] += f * pse[batch, head, r0 + r, c0 + c] of the tile for c < cols (f = 1, or scale for pse_type 1);
+    // columns past `cols` get whatever the buffer held (the masks overwrite them).
+    __aicore__ inline void Add(const AscendC::LocalTensor<float>& s, const FaScoreTile& tile) {
+        const FaProblemTiling* p = p_;
+        const uint32_t rows = tile.rows, cols = tile.cols;
+        const uint64_t off =
+            tile.batch * p->pseStrideB + tile.head * p->pseStrideN + (uint64_t)tile.r0 * p->pseStrideS + tile.c0;
+        const bool sameRows = p->pseStrideS == 0;
         const uint32_t rowBytes = cols * (uint32_t)sizeof(T);
         const uint32_t gap = (w_ * (uint32_t)sizeof(T) - AlignUp(rowBytes, 32)) / 32;
         AscendC::DataCopyExtParams cp((uint16_t)(sameRows ? 1 : rows), rowBytes,
-                                      sameRows ? 0 : (uint32_t)((t->pseStrideS - cols) * sizeof(T)), gap, 0);
+                                      sameRows ? 0 : (uint32_t)((p->pseStrideS - cols) * sizeof(T)), gap, 0);
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(event_);  // the previous tile's reads of half_ are done
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(event_);
         AscendC::DataCopyPad(half_, gm_[off], cp, AscendC::DataCopyPadExtParams<T>(false, 0, 0, (T)0.0f));
         AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(event_);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(event_);
-        const float f = t->pseMode == kPseScaled ? t->scale : 1.0f;
+        const float f = p->pseMode == kPseScaled ? p->scale : 1.0f;
         if (sameRows) {  // one row of bias for every score row (source repeat stride 0)
             AscendC::Cast(bias_, half_, AscendC::RoundMode::CAST_NONE, w_);
             const AscendC::UnaryRepeatParams p(1, 1, (uint8_t)(w_ / 8), 0);
@@ -54,7 +55,7 @@ public:
     }
 
 private:
-    const TilingT* t_ = nullptr;
+    const FaProblemTiling* p_ = nullptr;
     uint32_t w_ = 0;
     int32_t event_ = 0;
     AscendC::GlobalTensor<T> gm_;
@@ -64,4 +65,4 @@ private:
 
 }  // namespace npu_fa
 
-#endif  // NPU_FA_FA_PSE_H
+#endif  // NPU_FA_TILE_PSE_H

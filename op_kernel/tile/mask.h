@@ -1,57 +1,48 @@
-// In-tile masking of the vector cores (forward and backward): the sparse mode's band (with the prefix columns of modes 5/6), the
-// dense atten_mask read in place from GM, and the key columns past the sequence end, each as Compares + Select
-// (or Duplicate) over the AIV's [rows, w] fp32 score tile. Tiles the block map calls fully visible skip the dense
-// part; tiles inside the band skip the band part.
-#ifndef NPU_FA_FA_MASK_H
-#define NPU_FA_FA_MASK_H
+// In-tile masking of the vector cores (forward and backward): the sparse mode's band (with the prefix columns of
+// modes 5/6), the dense atten_mask read in place from GM, and the key columns past the sequence end, each as
+// Compares + Select (or Duplicate) over the AIV's [rows, w] fp32 score tile. Tiles the block map calls fully
+// visible skip the dense part; tiles inside the band skip the band part.
+#ifndef NPU_FA_TILE_MASK_H
+#define NPU_FA_TILE_MASK_H
 
-#include "fa_common.h"
+#include "kernel_operator.h"
+#include "../tiling/problem_tiling.h"
+#include "../tiling/seq_table.h"
+#include "score_tile.h"
 
 namespace npu_fa {
 
-// One score tile of a sequence: query rows [r0, r0 + rows) of query head `head` against key columns [c0, c0 + w),
-// `cols` of them real, with the sequence's band, the byte offset of its mask, and the block map's state.
-struct FaMaskTile {
-    FaBand band;
-    int64_t maskBase;
-    uint32_t head;
-    int64_t r0;
-    uint32_t rows;
-    int64_t c0;
-    uint32_t cols;
-    uint8_t state;
-};
+constexpr float kFltMax = 3.4028234663852886e38f;
+constexpr float kMaskValue = -kFltMax;  // masked scores (exp gives 0, no NaN)
 
-// TilingT: the kernel's tiling struct, with s2Block, maskMode, maskStrideN, maskStrideS and maskColStep.
-template <typename TilingT>
 class FaTileMask {
 public:
-    // `dmat` holds c - r for [rowsMax, w]; `half` is a [rowsMax, w] half-precision scratch (the vector's row-fold
-    // buffer, free while masking); `maskBytes` [rowsMax, w] receives dense-mask rows (only with a dense mask). The
+    // `w`: the tile width (s2Block). `dmat` holds c - r for [rowsMax, w]; `half` is a [rowsMax, w] half-precision
+    // scratch (free while masking); `maskBytes` [rowsMax, w] receives dense-mask rows (only with a dense mask). The
     // caller owns V_MTE2 event `maskFree` (set while maskBytes may be overwritten by MTE2); it may share the
     // buffer with another MTE2-filled one that waits and sets the same event.
-    __aicore__ inline void Init(const TilingT* t, GM_ADDR attenMask, uint32_t rowsMax,
+    __aicore__ inline void Init(const FaProblemTiling* p, uint32_t w, GM_ADDR attenMask, uint32_t rowsMax,
                                 const AscendC::LocalTensor<float>& dmat, const AscendC::LocalTensor<uint8_t>& bits,
                                 const AscendC::LocalTensor<half>& half16, const AscendC::LocalTensor<uint8_t>& maskBytes,
                                 int32_t maskFree) {
-        t_ = t;
-        w_ = t->s2Block;
+        p_ = p;
+        w_ = w;
         rowsMax_ = rowsMax;
         dmat_ = dmat;
         bits_ = bits;
         half_ = half16;
         maskBytes_ = maskBytes;
         maskFree_ = maskFree;
-        if (t->maskMode != 0) maskGm_.SetGlobalBuffer((__gm__ uint8_t*)attenMask);
+        if (p->maskMode != 0) maskGm_.SetGlobalBuffer((__gm__ uint8_t*)attenMask);
     }
 
     // Masks the tile's scores s[rows, w] with -FLT_MAX.
-    __aicore__ inline void Apply(const AscendC::LocalTensor<float>& s, const FaMaskTile& tile) {
+    __aicore__ inline void Apply(const AscendC::LocalTensor<float>& s, const FaScoreTile& tile) {
         const uint32_t rows = tile.rows, cols = tile.cols;
         if (!BlockFullyVisible(tile.band, tile.r0, tile.r0 + rows, tile.c0, tile.c0 + cols)) {
             Band(s, tile.band, tile.r0, rows, tile.c0);
         }
-        if (t_->maskMode != 0 && tile.state == kTileMixed) Dense(s, tile);
+        if (p_->maskMode != 0 && tile.state == kTileMixed) Dense(s, tile);
         for (uint32_t c = (cols / 64) * 64; c < w_; c += 64) {  // key columns past the sequence end
             const uint32_t keep = cols > c ? cols - c : 0;
             uint64_t mask[2] = {keep == 0 ? ~0ULL : (~0ULL << keep), 0};
@@ -93,14 +84,14 @@ private:
 
     // Dense mask: the tile's mask bytes GM -> UB (row pitch w; one row when the mask is the same for every query
     // row), widened to half, compared with 0.5 (nonzero = masked), selected.
-    __aicore__ inline void Dense(const AscendC::LocalTensor<float>& s, const FaMaskTile& tile) {
-        const TilingT* t = t_;
+    __aicore__ inline void Dense(const AscendC::LocalTensor<float>& s, const FaScoreTile& tile) {
+        const FaProblemTiling* p = p_;
         const uint32_t rows = tile.rows, cols = tile.cols;
-        const uint64_t off = (uint64_t)tile.maskBase + tile.head * t->maskStrideN + (uint64_t)tile.r0 * t->maskStrideS +
-                             (t->maskColStep != 0 ? (uint64_t)tile.c0 : 0);
-        const bool sameRows = t->maskStrideS == 0;
+        const uint64_t off = (uint64_t)tile.maskBase + tile.head * p->maskStrideN + (uint64_t)tile.r0 * p->maskStrideS +
+                             (p->maskColStep != 0 ? (uint64_t)tile.c0 : 0);
+        const bool sameRows = p->maskStrideS == 0;
         const uint32_t gap = (w_ - AlignUp(cols, 32)) / 32;
-        AscendC::DataCopyExtParams cp((uint16_t)(sameRows ? 1 : rows), cols, sameRows ? 0 : (uint32_t)(t->maskStrideS - cols),
+        AscendC::DataCopyExtParams cp((uint16_t)(sameRows ? 1 : rows), cols, sameRows ? 0 : (uint32_t)(p->maskStrideS - cols),
                                       gap, 0);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(maskFree_);
         AscendC::DataCopyPad(maskBytes_, maskGm_[off], cp, AscendC::DataCopyPadExtParams<uint8_t>(false, 0, 0, 0));
@@ -124,7 +115,7 @@ private:
         return k == 64 ? ~0ULL : ((1ULL << k) - 1);
     }
 
-    const TilingT* t_ = nullptr;
+    const FaProblemTiling* p_ = nullptr;
     uint32_t w_ = 0, rowsMax_ = 0;
     int32_t maskFree_ = 0;
     AscendC::GlobalTensor<uint8_t> maskGm_;
@@ -136,4 +127,4 @@ private:
 
 }  // namespace npu_fa
 
-#endif  // NPU_FA_FA_MASK_H
+#endif  // NPU_FA_TILE_MASK_H

@@ -8,17 +8,19 @@ import math
 from pathlib import Path
 from typing import Optional
 
-from . import _C, ops
+from .. import twin_backend
+from ..chip import get_chip, set_chip
+from ..ops import flash_attention
 
 AIC_PIPES = ("S", "MTE1", "MTE2", "MTE3", "M", "FIX")
 AIV_PIPES = ("S", "MTE2", "MTE3", "V")
 
 
 def _chip_row(chip: str) -> dict:
-    for c in _C.chips():
+    for c in twin_backend.ext().chips():
         if c["name"] == chip:
             return c
-    raise ValueError(f"chip {chip!r} is not one of {[c['name'] for c in _C.chips()]}")
+    raise ValueError(f"chip {chip!r} is not one of {[c['name'] for c in twin_backend.ext().chips()]}")
 
 
 def model_trace(lib, chip: str = "Ascend910B2", *, overrides: Optional[dict] = None, keep_blocks: int = 1,
@@ -29,7 +31,7 @@ def model_trace(lib, chip: str = "Ascend910B2", *, overrides: Optional[dict] = N
     for i in range(lib._lib.twin_trace_cores()):
         addr = ctypes.cast(lib._lib.twin_trace_data(i), ctypes.c_void_p).value or 0
         cores.append((lib._lib.twin_trace_core_name(i).decode(), addr, int(lib._lib.twin_trace_len(i))))
-    return _C.cost_model_trace(cores, chip, overrides or {}, keep_blocks, bins)
+    return twin_backend.ext().cost_model_trace(cores, chip, overrides or {}, keep_blocks, bins)
 
 
 def _summarize(cm: dict, chip: str, flops: float) -> dict:
@@ -97,32 +99,32 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
     q = rand(batch, heads, seqlen, head_dim)
     k = rand(batch, kv_heads, s2, head_dim)
     v = rand(batch, kv_heads, s2, head_dim)
-    before = ops.get_chip()
-    ops.set_chip(chip)
+    before = get_chip()
+    set_chip(chip)
     scale, mode = 1.0 / math.sqrt(head_dim), 3 if causal else 0
     common = dict(scale=scale, sparse_mode=mode, keep_prob=keep_prob)
     try:
         if backward:  # the forward runs unmodelled; the backward's launches are modelled one after the other
-            _C.set_cost_model(False, 0, 0, {}, model_only, sample_blocks)
+            twin_backend.ext().set_cost_model(False, 0, 0, {}, model_only, sample_blocks)
             try:
-                out, smax, ssum = ops.flash_attention(q, k, v, heads, "BNSD", **common)
+                out, smax, ssum = flash_attention(q, k, v, heads, "BNSD", **common)
             finally:
-                _C.set_cost_model(False)
+                twin_backend.ext().set_cost_model(False)
             if model_only:  # a model-only forward leaves its outputs undefined; the backward checks they are finite
                 out.zero_(), smax.zero_(), ssum.fill_(1.0)
             dy = rand(*out.shape)
-        _C.set_cost_model(True, keep_blocks, bins, overrides or {}, model_only, sample_blocks)
+        twin_backend.ext().set_cost_model(True, keep_blocks, bins, overrides or {}, model_only, sample_blocks)
         try:
             if backward:
                 torch.ops.npu.flash_attention_grad(q, k, v, dy, heads, "BNSD", softmax_max=smax, softmax_sum=ssum,
                                                    attention_in=out, deterministic=deterministic, **common)
             else:
-                ops.flash_attention(q, k, v, heads, "BNSD", **common)
-            info = ops.last_launch_info()
+                flash_attention(q, k, v, heads, "BNSD", **common)
+            info = twin_backend.last_launch_info()
         finally:
-            _C.set_cost_model(False)
+            twin_backend.ext().set_cost_model(False)
     finally:
-        ops.set_chip(before)
+        set_chip(before)
     flops = 4.0 * batch * heads * seqlen * s2 * head_dim
     if causal:  # right-down causal: the visible fraction of the S1 x S2 score matrix
         vis = sum(min(s2, max(0, s2 - seqlen + i + 1)) for i in range(seqlen)) / (seqlen * s2)

@@ -1,0 +1,40 @@
+// Cross-core flags (CrossCoreSetFlag mode 2: an AIC and its two AIVs), one table for every kernel. Each signal
+// rotates over kFlagRing IDs by the core's step (or task) number, as the built-in does, so a signal may have
+// kFlagRing steps outstanding. IDs 0-10 are ours; 11-15 stay free: 11-14 belong to SyncAll, 15 to CANN's kernel
+// wrapper (its workspace clearing signals the AIVs with NotifyEvent<PIPE_MTE3>(15)).
+#ifndef NPU_FA_COMMON_FLAGS_H
+#define NPU_FA_COMMON_FLAGS_H
+
+#include "kernel_operator.h"
+
+namespace npu_fa {
+
+constexpr uint16_t kFlagRing = 3;
+constexpr uint16_t kFlagIdEnd = 11;  // first reserved ID
+
+// Forward (kernel/fwd_*.h), IDs [base, base + kFlagRing).
+constexpr uint16_t kFwdFlagScores = 0;   // AIC -> AIV: S of a step is in the workspace
+constexpr uint16_t kFwdFlagOutput = 3;   // AIC -> AIV: P*V of a step is in the workspace
+constexpr uint16_t kFwdFlagProbs = 6;    // AIV -> AIC: both halves of P are in the workspace
+// Backward (kernel/bwd_*.h).
+constexpr uint16_t kBwdFlagScores = 0;   // AIC -> AIV: S and dP of a step are in the workspace
+constexpr uint16_t kBwdFlagProbs = 3;    // AIV -> AIC: both halves of P and dS are in the workspace
+constexpr uint16_t kBwdFlagSums = 6;     // AIC -> AIV: a task's sums are in the workspace (rotates by task)
+
+// True when the signals' ID ranges lie below kFlagIdEnd and do not overlap.
+constexpr bool FlagRangesDisjoint(uint16_t a, uint16_t b, uint16_t c) {
+    return a + kFlagRing <= kFlagIdEnd && b + kFlagRing <= kFlagIdEnd && c + kFlagRing <= kFlagIdEnd &&
+           (a + kFlagRing <= b || b + kFlagRing <= a) && (a + kFlagRing <= c || c + kFlagRing <= a) &&
+           (b + kFlagRing <= c || c + kFlagRing <= b);
+}
+static_assert(FlagRangesDisjoint(kFwdFlagScores, kFwdFlagOutput, kFwdFlagProbs),
+              "forward flags overlap or reach the reserved IDs 11-15");
+static_assert(FlagRangesDisjoint(kBwdFlagScores, kBwdFlagProbs, kBwdFlagSums),
+              "backward flags overlap or reach the reserved IDs 11-15");
+
+// The flag ID of `signal` (one of the bases above) for the core's step (or task) number `n`.
+__aicore__ inline uint16_t FlagOf(uint16_t signal, uint32_t n) { return (uint16_t)(signal + n % kFlagRing); }
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_COMMON_FLAGS_H

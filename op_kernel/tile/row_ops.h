@@ -1,0 +1,44 @@
+// Row-wise vector ops on an fp32 score or output tile: x[r][c] op= b[r] for the rows of a [rows, cols] tile (row
+// pitch cols, a multiple of 8), b a [rows, 8] block-broadcast statistic (one 32 B block per row).
+#ifndef NPU_FA_TILE_ROW_OPS_H
+#define NPU_FA_TILE_ROW_OPS_H
+
+#include "kernel_operator.h"
+
+namespace npu_fa {
+
+enum class FaRowOp { kSub, kMul, kDiv };
+
+// One repeat per row (src1 block stride 0: the row's statistic block), 64 columns per call.
+template <FaRowOp kOp>
+__aicore__ inline void RowBroadcastOp(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& b,
+                                      uint32_t rows, uint32_t cols) {
+    const uint8_t rep = (uint8_t)(cols / 8);
+    AscendC::BinaryRepeatParams p(1, 1, 0, rep, rep, 1);
+    for (uint32_t c = 0; c < cols; c += 64) {
+        const uint64_t mask = cols - c < 64 ? cols - c : 64;
+        if (kOp == FaRowOp::kSub) AscendC::Sub(x[c], x[c], b, mask, (uint8_t)rows, p);
+        if (kOp == FaRowOp::kMul) AscendC::Mul(x[c], x[c], b, mask, (uint8_t)rows, p);
+        if (kOp == FaRowOp::kDiv) AscendC::Div(x[c], x[c], b, mask, (uint8_t)rows, p);
+    }
+}
+
+// x[r][c] -= b[r] (subtract the row max).
+__aicore__ inline void RowSub(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& b, uint32_t rows,
+                              uint32_t cols) {
+    RowBroadcastOp<FaRowOp::kSub>(x, b, rows, cols);
+}
+// x[r][c] *= b[r] (rescale a running output).
+__aicore__ inline void RowMul(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& b, uint32_t rows,
+                              uint32_t cols) {
+    RowBroadcastOp<FaRowOp::kMul>(x, b, rows, cols);
+}
+// x[r][c] /= b[r] (normalise by the row sum).
+__aicore__ inline void RowDiv(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& b, uint32_t rows,
+                              uint32_t cols) {
+    RowBroadcastOp<FaRowOp::kDiv>(x, b, rows, cols);
+}
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_TILE_ROW_OPS_H

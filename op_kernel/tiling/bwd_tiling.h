@@ -1,0 +1,63 @@
+// Tiling data of the backward kernel. The backward runs as two launches of one mix kernel (three or more when the
+// head dims need dK and dV in separate passes), each with its own copy of this struct:
+//   pass kBwdPassDq:  tasks (sequence, query head, s1 block); D = rowsum(dO * O) into the workspace, then
+//                     dQ = scale * sum_j dS_ij K_j over the visible s2 blocks, summed in L0C;
+//   pass kBwdPassDkv: tasks (sequence, kv head, s2 block); dV = sum P^T dO and dK = scale * sum dS^T Q over the
+//                     query heads of the group and the s1 blocks that see the kv block, summed in L0C.
+// Every output row is owned by exactly one task, whose sum runs in a fixed order, so the result does not depend on
+// the core count or on timing (no atomics): the op's `deterministic` flag changes nothing. Each pass recomputes S
+// and dP; keeping the sums in L0C is what that buys (a fused single pass would move every tile's dQ, or dK and dV,
+// through Fixpipe: docs/performance.md, "Backward").
+#ifndef NPU_FA_TILING_BWD_TILING_H
+#define NPU_FA_TILING_BWD_TILING_H
+
+#include "problem_tiling.h"
+
+namespace npu_fa {
+
+enum FaBwdPass : uint32_t { kBwdPassDq = 0, kBwdPassDkv = 1 };
+enum FaBwdPart : uint32_t { kBwdPartDk = 1, kBwdPartDv = 2, kBwdPartsBoth = 3 };
+// Steps in flight per core: the cube computes S/dP of step j+lag before the products of step j (lag = l1Slots - 2,
+// 2 where four L1 slots of Q, dO, K, V fit, else 1), so the vector cores' P/dS of step j overlap `lag` steps of cube
+// work. Workspace slots of S, dP, P, dS: step % kBwdSlots.
+constexpr uint32_t kBwdSlots = 3;
+constexpr uint32_t kBwdMaxLag = 2;
+
+// The operator's registered tiling struct (the entry's GET_TILING_DATA names it).
+struct FlashAttentionGradTilingData {
+    FaProblemTiling problem;
+    // Workspace (bytes): D = rowsum(dO * O) per query row ([rows, 8] fp32, statistic layout) at wsOffsetD, then per
+    // core at wsOffsetCore + core * wsPerCore: S and dP (fp32), P and dS (input dtype), kBwdSlots slots each, and a
+    // task's sums as Fixpipe leaves them (fp32).
+    uint64_t wsOffsetD;
+    uint64_t wsOffsetCore;
+    uint64_t wsPerCore;
+    uint64_t wsOffsetS, wsOffsetDp, wsOffsetP, wsOffsetDs, wsOffsetSumA, wsOffsetSumB;
+    uint32_t pass;           // FaBwdPass
+    uint32_t s1Block;        // query rows of a tile (the two AIVs take half each)
+    uint32_t s2Block;        // key rows of a tile (multiple of 64)
+    uint32_t kvParts;        // dK/dV pass: which gradients it sums, kBwdPartDk | kBwdPartDv (large head dims run
+                             // one dK/dV pass per gradient so that the sum fits half of L0C)
+    uint32_t sumCol0;        // a single-gradient pass sums its columns [sumCol0, sumCol0 + sumCols) (head dims
+    uint32_t sumCols;        // above 256 take several passes); both-gradient passes sum every column
+    uint32_t l1Slots;        // L1 slots of Q, dO, K, V (4 or 3): a step loads while the 3 (or 2) before it compute
+    // Work split: core c runs tasks [coreTaskStart[c], coreTaskStart[c + 1]).
+    uint32_t blockDim;
+    uint32_t taskTotal;
+    uint32_t coreTaskStart[kMaxCores + 1];
+};
+static_assert(sizeof(FlashAttentionGradTilingData) ==
+                  sizeof(FaProblemTiling) + 9 * sizeof(uint64_t) + (9 + kMaxCores + 1) * sizeof(uint32_t) &&
+              sizeof(FlashAttentionGradTilingData) == 648,  // the size the recorded trace digests saw
+              "FlashAttentionGradTilingData must have no implicit padding");
+
+// The output columns a pass sums for gradient `part` (kBwdPartDk: of dK, width d; kBwdPartDv: of dV, width dv), as
+// [first, first + count).
+FA_INLINE void BwdSumColumns(const FlashAttentionGradTilingData* t, uint32_t part, uint32_t& first, uint32_t& count) {
+    first = t->kvParts == kBwdPartsBoth ? 0 : t->sumCol0;
+    count = t->kvParts == kBwdPartsBoth ? (part == kBwdPartDk ? t->problem.d : t->problem.dv) : t->sumCols;
+}
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_TILING_BWD_TILING_H

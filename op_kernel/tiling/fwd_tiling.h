@@ -1,0 +1,61 @@
+// Tiling data of the forward kernel (and of its block-map pre-pass): the problem part, the blocks, the cube's L0
+// plan, the work split, the workspace and the dense mask's block-map geometry.
+#ifndef NPU_FA_TILING_FWD_TILING_H
+#define NPU_FA_TILING_FWD_TILING_H
+
+#include "problem_tiling.h"
+#include "matmul_chunks.h"
+
+namespace npu_fa {
+
+// Forward steps in flight per core: workspace slots and UB statistic sets (kernel/fwd_common.h).
+constexpr uint32_t kFwdStepSlots = 3;
+
+// The operator's registered tiling struct (the entry's GET_TILING_DATA names it).
+struct FlashAttentionTilingData {
+    FaProblemTiling problem;
+    // Workspace (bytes, per core; AIC -> AIV scores S, AIV -> AIC probabilities P, AIC -> AIV partial output O).
+    uint64_t wsPerCore;
+    uint64_t wsOffsetS;
+    uint64_t wsOffsetP;
+    uint64_t wsOffsetO;
+    // Dense masks: block-map bytes; an int32 visible-tile count per row follows at mapCountsOffset.
+    uint64_t mapEntries;
+    uint64_t mapCountsOffset;
+    // Blocks.
+    uint32_t s1Block;     // query rows per task (the two AIVs take half each)
+    uint32_t s2Block;     // key columns per step (multiple of 64): one softmax pass and one P*V output per step
+    uint32_t vecRows;     // query rows per vector pass (multiple of 8): each AIV walks its half in chunks of these
+    uint32_t kvSub;       // keys per L1 sub-block of a step (divides s2Block; the cube streams K, V and P by these)
+    uint32_t kvGroup;     // K/V/P sub-blocks per GM -> L1 load (one DMA moves kvGroup consecutive Nz tiles)
+    uint32_t kChunkQK;    // K-dim chunk of Q*K^T in L0A/L0B
+    uint32_t nChunkQK;    // N-dim chunk of Q*K^T in L0C
+    uint32_t kChunkPV;    // K-dim chunk of P*V
+    uint32_t nChunkPV;    // N-dim chunk of P*V
+    // L0C plan of the cube (bytes): S tiles alternate between two slots l0cSlotBytes apart from l0cSlot0 (0: one
+    // slot); a step's P*V accumulates in the next of those slots (l0cOut == kFaL0cRing) or, when its [s1Block, dv]
+    // fp32 tile is larger than half of L0C, in a tile of its own at l0cOut (80 rows at dv = 256: O 80 KB at 0, one
+    // 40 KB S slot after it).
+    uint32_t l0cSlot0;
+    uint32_t l0cSlotBytes;
+    uint32_t l0cOut;
+    uint32_t bandTiles;   // 1: some tile is cut by a band (the vector cores keep the band pattern in UB)
+    uint32_t mapGroups;   // dense masks: mask groups with their own block-map rows (the seq table's first mapGroups)
+    uint32_t mapRows;     // block-map rows in all: one per (group, head if maskHeads, s1 block)
+    uint32_t mapCores;    // AIV cores of the block-map pre-pass
+    // Work split: core c runs tasks [coreTaskStart[c], coreTaskStart[c + 1]).
+    uint32_t blockDim;
+    uint32_t taskTotal;
+    uint32_t coreTaskStart[kMaxCores + 1];
+    // An even number of 32-bit fields needs one; the other two keep the struct at the 672 bytes the recorded trace
+    // digests saw (the twin's GET_TILING_DATA record carries the size).
+    uint32_t reserved[3];
+};
+static_assert(sizeof(FlashAttentionTilingData) ==
+                  sizeof(FaProblemTiling) + 6 * sizeof(uint64_t) + (18 + kMaxCores + 1 + 3) * sizeof(uint32_t) &&
+              sizeof(FlashAttentionTilingData) == 672,
+              "FlashAttentionTilingData must have no implicit padding");
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_TILING_FWD_TILING_H

@@ -1,0 +1,33 @@
+// L0 sizes of the cube and the chunks a matmul takes through them (tile/matmul.h): L0A/L0B and L0C are used as two
+// ping-pong halves each.
+#ifndef NPU_FA_TILING_MATMUL_CHUNKS_H
+#define NPU_FA_TILING_MATMUL_CHUNKS_H
+
+#include "base.h"
+
+namespace npu_fa {
+
+constexpr uint32_t kL0HalfBytes = 32 * 1024;
+constexpr uint32_t kL0cHalfBytes = 64 * 1024;
+constexpr uint32_t kFaL0cRing = 0xFFFFFFFFu;  // FlashAttentionTilingData::l0cOut: P*V uses the S slots
+
+// Chunk of a dimension of `total` elements: the largest multiple of 16 not above `limit` (at least 16), capped at
+// `total` rounded up to 16.
+FA_INLINE uint32_t FaChunk(uint32_t total, uint32_t limit) {
+    const uint32_t c = limit / 16 * 16 < 16 ? 16 : limit / 16 * 16;
+    const uint32_t t = AlignUp(total, 16);
+    return c < t ? c : t;
+}
+
+// The N and K chunks of C[m, n] = A[m, k] * B[k, n] that fit an L0C tile of l0cTileBytes and the L0A / L0B halves,
+// for an A operand of `mPad` rows (its row count rounded up to 16).
+FA_INLINE void FaMatmulChunks(uint32_t mPad, uint32_t k, uint32_t n, uint32_t& kChunk, uint32_t& nChunk,
+                              uint32_t l0cTileBytes = kL0cHalfBytes) {
+    nChunk = FaChunk(n, l0cTileBytes / (mPad * 4));
+    const uint32_t limA = kL0HalfBytes / (mPad * 2), limB = kL0HalfBytes / (nChunk * 2);
+    kChunk = FaChunk(k, limA < limB ? limA : limB);
+}
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_TILING_MATMUL_CHUNKS_H

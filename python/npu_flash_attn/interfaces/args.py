@@ -1,0 +1,79 @@
+"""Argument checks of the drop-in interfaces, in the spelling of the API the user called.
+
+The drop-ins translate their arguments into the op's (`softmax_scale` -> `scale`, `alibi_slopes` -> `pse`,
+`cu_seqlens_q` -> `actual_seq_qlen`, ...), so the op's own messages would name arguments the user never passed. Every
+argument a drop-in translates is therefore checked here first, by its own name: the type (a string, a bool or a
+tensor where a number belongs is refused, as is a number where a bool belongs), the value and the rule."""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Optional
+
+import torch
+
+from ..dispatch import is_fake, value_checks
+
+__all__ = ["real", "flag", "integer", "seed_value", "optional_tensor", "check_finite_values"]
+
+_UINT64 = 1 << 64
+
+
+def _what(v: Any) -> str:
+    if isinstance(v, torch.Tensor):
+        return f"a tensor of shape {tuple(v.shape)}"
+    return f"{type(v).__name__} {v!r}"
+
+
+def real(name: str, v: Any, *, rule: str = "") -> float:
+    """A Python int or float (not a bool, a string or a tensor), finite; returned as float."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{name} must be a float, got {_what(v)}")
+    x = float(v)
+    if not math.isfinite(x):
+        raise ValueError(f"{name}={x} must be finite{rule}")
+    return x
+
+
+def flag(name: str, v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise TypeError(f"{name} must be a bool, got {_what(v)}")
+    return v
+
+
+def integer(name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {_what(v)}")
+    return int(v)
+
+
+def seed_value(name: str, v: Any) -> int:
+    """A dropout seed or offset: any unsigned or signed 64-bit value. The op's schema int is signed, so values of
+    2**63 and above travel as their two's complement (the kernels use the same 64 bits)."""
+    x = integer(name, v)
+    if not -(1 << 63) <= x < _UINT64:
+        raise ValueError(f"{name}={x} must fit in 64 bits: [-2**63, 2**64 - 1]")
+    return x - _UINT64 if x >= (1 << 63) else x
+
+
+def optional_tensor(name: str, t: Any, like: torch.Tensor, like_name: str) -> Optional[torch.Tensor]:
+    """None or a tensor on `like`'s device."""
+    if t is None:
+        return None
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor or None, got {_what(t)}")
+    if t.device != like.device:
+        raise ValueError(f"{name} is on device {t.device} but {like_name} is on {like.device}; all tensors must be "
+                         "on the same device")
+    return t
+
+
+def check_finite_values(name: str, t: torch.Tensor, *, allow_neg_inf: bool = False, rule: str = "") -> None:
+    """Raises naming the first NaN (or +-inf) of `t` (skipped for fake tensors, and on the NPU unless
+    NPU_FA_CHECK_VALUES=1, as every data check)."""
+    if is_fake(t) or not value_checks(t.device):
+        return
+    bad = torch.isnan(t) | (torch.isposinf(t) if allow_neg_inf else torch.isinf(t))
+    if bool(bad.any()):
+        idx = tuple(int(i) for i in bad.nonzero()[0])
+        raise ValueError(f"{name} contains {t[idx].item()} at index {idx}{rule}")

@@ -1,0 +1,3 @@
+"""Developer tools on the CPU twin (not needed to run the ops): the cycle-model profiler (`profiler`), the GEMM and
+naive-attention baselines under the same model (`baseline`, kernels in `tools/kernels/` as package data) and the
+command line (`cli`, run as `python -m npu_flash_attn`)."""
