@@ -2,16 +2,10 @@
 #include <string>
 
 #include "problem/fa_rules.h"
-#include "problem/fa_text.h"
 
 namespace npu_fa {
 namespace rules {
 namespace {
-
-using text::Float;
-using text::List;
-using text::Repr;
-using text::Tuple;
 
 FaError StartIndex(const char* name, const FaIntList& x, int64_t& out) {
     if (x.values.empty()) {

@@ -3,16 +3,10 @@
 #include <string>
 
 #include "problem/fa_rules.h"
-#include "problem/fa_text.h"
 
 namespace npu_fa {
 namespace rules {
 namespace {
-
-using text::Float;
-using text::List;
-using text::Repr;
-using text::Tuple;
 
 const char* kModeNames[] = {"mask with pre/next band", "arbitrary mask", "left-up causal", "right-down causal", "band",
                             "prefix, uncompressed mask", "prefix, compressed mask", "varlen split, right-down causal",

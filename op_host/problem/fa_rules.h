@@ -7,9 +7,15 @@
 #include <vector>
 
 #include "problem/fa_problem_build.h"
+#include "problem/fa_text.h"
 
 namespace npu_fa {
 namespace rules {
+
+using text::Float;
+using text::List;
+using text::Repr;
+using text::Tuple;
 
 inline FaError Value(std::string m) { return {FaErrorKind::kValue, std::move(m)}; }
 inline FaError Type(std::string m) { return {FaErrorKind::kType, std::move(m)}; }
