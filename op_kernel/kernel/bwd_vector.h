@@ -1,9 +1,9 @@
 // Vector (AIV) half of the backward kernel. Each AIV takes half of a tile's query rows for P and dS, and half of
 // the task's owned rows for the result:
-//   dQ pass:  at task start D = rowsum(dO * O) (fp32, also stored to the workspace for the dKV pass); per step
-//             P = exp(scale * S - max) / sum, dS = P * (dP - D) -> workspace (with softcap, y = cap tanh(scale S /
-//             cap) replaces scale * S and dS is multiplied by the cap's slope 1 - (y / cap)^2); at the end the cube's sum dS K
-//             -> dq = scale * sum.
+//   dQ pass:  at task start D = rowsum(dO * O) (fp32); per step P = exp(scale * S - max) / sum, dS = P * (dP - D)
+//             -> workspace (with softcap, y = cap tanh(scale S / cap) replaces scale * S and dS is multiplied by the
+//             cap's slope 1 - (y / cap)^2), D made exact for rows whose keys all lie in the step (ExactRowD); at the
+//             end the cube's sum dS K -> dq = scale * sum, and D stored to the workspace for the dKV pass.
 //   dKV pass: per step the statistics of the tile's query rows (max, sum from the forward, D from the dQ pass),
 //             P and dS as above; at the end the cube's sums -> dk = scale * sum dS^T Q, dv = sum P^T dO.
 // Masked entries (band, key columns past the sequence end) get P = 0 and dS = 0; so do rows that see no key
@@ -106,6 +106,7 @@ public:
             if (dq) TaskStatistics(task, own);
             if (sinkRows_ && own.count != 0) AscendC::Duplicate(SinkSums(), 0.0f, (int32_t)(own.count * 64));
             const int64_t steps = FaBwdTaskIterator::StepCount(task);
+            exactAll_ = steps == 1;
             bool any = false;
             for (int64_t i = 0; i < steps; ++i) {
                 const FaBwdStep s = FaBwdTaskIterator::StepOf(t_, task, i);
@@ -116,6 +117,7 @@ public:
                 ScoreStep(task, s, q, step++, state);
                 any = true;
             }
+            if (dq) StoreD(task, own);
             if (any) LoadSums(own, sumsIn++);
             WriteTask(task, own, any);
             if (sinkRows_) SinkRows(task, own);
@@ -207,9 +209,49 @@ private:
         AscendC::Duplicate(sums, 0.0f, (int32_t)rows8);
         AscendC::WholeReduceSum(sums, fold, (int32_t)first, (int32_t)rows, 1, 1, 8);
         AscendC::Brcb(Stat(kStatD), sums, (uint8_t)(rows8 / 8), AscendC::BrcbRepeatParams(1, 8));
+    }
+
+    // dQ pass, task end: D of this AIV's rows (made exact where ExactRowD could) -> workspace, for the dKV pass.
+    __aicore__ inline void StoreD(const FaBwdTask& task, const FaAivRows& own) {
+        if (own.count == 0) return;
         Handover<AscendC::HardEvent::V_MTE3>();
-        AscendC::DataCopy(dGm_[stat * 8], Stat(kStatD), rows * 8);
+        AscendC::DataCopy(dGm_[StatRow(*p_, task.batch, task.seq, task.head, task.first + own.first) * 8],
+                          Stat(kStatD), own.count * 8);
         Handover<AscendC::HardEvent::MTE3_V>();
+    }
+
+    // dQ pass: D = rowsum(dO * O) carries the rounding of the stored output (amplified by 1 / keep_prob), which in a
+    // row whose exact dS is about zero (one visible key, one dominant key) is the whole result. A row whose keys all
+    // lie in this step (the whole task is one step, or P sums to at least kExactMass over the step's keys, so other
+    // steps add nothing) has the exact D' = sum_j P_j dP_j = rowsum(dS) + D * m (m = sum_j P_j); its dS becomes
+    // P * (dP - D') = dS - P * (D' - D), and D' replaces D (later steps see P = 0 there; the dKV pass reads it).
+    // Run only where such a row can exist: one-step tasks, dense masks, or a band that fits the step for some row
+    // (SomeRowInsideBlock), so full attention over several key blocks pays nothing.
+    // x: P, free afterwards in the dQ pass; set 1 of the statistics is scratch (the dQ pass uses set 0 only).
+    __aicore__ inline void ExactRowD(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& ds,
+                                     uint32_t r0, uint32_t rows) {
+        const AscendC::LocalTensor<float> sum = Stat(kStatMax, 1)[r0 * 8], part = sum[chunk_];
+        const AscendC::LocalTensor<float> mass = Stat(kStatSum, 1)[r0 * 8], corr = Stat(kStatD, 1)[r0 * 8];
+        const int32_t n8 = (int32_t)(rows * 8);
+        const uint8_t blocks = (uint8_t)CeilDiv(rows, 8);
+        RowSum(sum, x, part, rows, w_);
+        AscendC::Brcb(mass, sum, blocks, AscendC::BrcbRepeatParams(1, 8));
+        RowSum(sum, ds, part, rows, w_);
+        AscendC::Brcb(corr, sum, blocks, AscendC::BrcbRepeatParams(1, 8));
+        // corr = (rowsum(dS) + D (m - 1)) * g, gate g = clamp((m - threshold) * 2^30, 0, 1): 1 where the mass test
+        // (or a one-step task) says the row is whole here, else 0
+        const AscendC::LocalTensor<float> d = Stat(kStatD)[r0 * 8];
+        AscendC::Adds(sum, mass, -1.0f, n8);  // the compact sums are spent: sum's chunk region holds [rows, 8]
+        AscendC::Mul(sum, sum, d, n8);
+        AscendC::Add(corr, corr, sum, n8);
+        AscendC::Adds(mass, mass, exactAll_ ? 1.0f : -kExactMass, n8);
+        AscendC::Muls(mass, mass, 1073741824.0f, n8);
+        AscendC::Maxs(mass, mass, 0.0f, n8);
+        AscendC::Mins(mass, mass, 1.0f, n8);
+        AscendC::Mul(corr, corr, mass, n8);
+        AscendC::Add(d, d, corr, n8);
+        RowMul(x, corr, rows, w_);
+        AscendC::Sub(ds, ds, x, (int32_t)(rows * w_));
     }
 
     // dKV pass: the statistics of this AIV's query rows of the step's tile, into set step % 2 once the step two
@@ -290,6 +332,10 @@ private:
             }
             RowSub(dp, Stat(kStatD, set)[r0 * 8], rows, w_);
             AscendC::Mul(dp, dp, x, (int32_t)n);
+            if (!dkv && (exactAll_ || p_->maskMode != 0 ||
+                         SomeRowInsideBlock(task.band, row0, row0 + rows, s.k0, s.k0 + s.kRows, task.seq.s2))) {
+                ExactRowD(x, dp, r0, rows);
+            }
             if (sinkRows_) AddSinkSums(dp, r0, rows);
             if (pseGrad_) StorePseGrad(dp, task, s, q.first + r0, rows, c);
             if (capped) {
@@ -472,7 +518,10 @@ private:
 
     const FlashAttentionGradTilingData* t_ = nullptr;
     const FaProblemTiling* p_ = nullptr;
-    bool sinkRows_ = false, pseGrad_ = false, dropping_ = false;
+    // P mass over a step's keys from which the row counts as whole there: the rest (< 2^-12) moves D by less than
+    // the input dtype's rounding of dP.
+    static constexpr float kExactMass = 1.0f - 1.0f / 4096.0f;
+    bool sinkRows_ = false, pseGrad_ = false, dropping_ = false, exactAll_ = false;
     uint32_t core_ = 0, sub_ = 0;
     GM_ADDR seqInfo_ = nullptr;
     GM_ADDR blockMap_ = nullptr;

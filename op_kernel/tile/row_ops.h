@@ -39,6 +39,18 @@ __aicore__ inline void RowDiv(const AscendC::LocalTensor<float>& x, const Ascend
     RowBroadcastOp<FaRowOp::kDiv>(x, b, rows, cols);
 }
 
+// dst[r] = sum over c of x[r][c] for the rows of a [rows, cols] tile (cols a multiple of 64, rows <= 255), compact
+// (one float per row); each further 64-column block is reduced into `part` (>= rows floats) and added.
+__aicore__ inline void RowSum(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<float>& x,
+                              const AscendC::LocalTensor<float>& part, uint32_t rows, uint32_t cols) {
+    const int32_t repStride = (int32_t)(cols / 8);
+    AscendC::WholeReduceSum(dst, x, 64, (int32_t)rows, 1, 1, repStride);
+    for (uint32_t c = 64; c < cols; c += 64) {
+        AscendC::WholeReduceSum(part, x[c], 64, (int32_t)rows, 1, 1, repStride);
+        AscendC::Add(dst, dst, part, (int32_t)rows);
+    }
+}
+
 }  // namespace npu_fa
 
 #endif  // NPU_FA_TILE_ROW_OPS_H

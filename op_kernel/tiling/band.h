@@ -56,6 +56,17 @@ FA_INLINE bool BlockFullyVisible(const FaBand& band, int64_t r0, int64_t r1, int
     return (r1 - 1 + band.lo <= FaMax(c0, band.prefix)) && (c1 - 1 <= r0 + band.hi);
 }
 
+// True when some row of [r0, r1) may see keys only inside block [c0, c1) (its band and prefix columns, clipped to
+// [0, s2), lie there): rows i >= c0 - lo (unless c0 = 0) and i <= c1 - 1 - hi (unless c1 >= s2); prefix columns
+// outside the block rule every row out. A dense mask can only shrink a row's keys, so the answer stays an upper bound.
+FA_INLINE bool SomeRowInsideBlock(const FaBand& band, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t s2) {
+    const int64_t pre = FaMin(band.prefix, s2);
+    if (pre > 0 && (c0 > 0 || pre > c1)) return false;
+    const int64_t first = c0 > 0 ? FaMax(r0, c0 - band.lo) : r0;
+    const int64_t last = c1 < s2 ? FaMin(r1 - 1, c1 - 1 - band.hi) : r1 - 1;
+    return first <= last;
+}
+
 }  // namespace npu_fa
 
 #endif  // NPU_FA_TILING_BAND_H
