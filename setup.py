@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 import setup_npu  # noqa: E402
 
-SHIPPED = ["twin/include", "twin/src", "op_host", "op_kernel"]
+SHIPPED = ["twin/include", "twin/src", "chip", "op_host", "op_kernel"]
 # The extension's translation units compile in parallel: NPU_FA_BUILD_JOBS jobs, default one per CPU.
 ParallelCompile("NPU_FA_BUILD_JOBS", default=0).install()
 
@@ -64,10 +64,10 @@ class BuildExtWithNpuAdapter(build_ext):
 
 ext = Pybind11Extension(
     "npu_flash_attn._C",
-    sorted(str(p.relative_to(ROOT)) for d in ("twin/bindings", "op_kernel", "op_host") for p in (ROOT / d).glob("*.cpp")),
-    include_dirs=["twin/include", "op_host", "op_kernel"],
+    sorted(str(p.relative_to(ROOT)) for d in ("csrc/twin", "op_kernel", "op_host", "op_host/plan", "op_host/problem") for p in (ROOT / d).glob("*.cpp")),
+    include_dirs=["twin/include", "chip", "op_host", "op_kernel"],
     # headers: setuptools rebuilds every source when one changes (it tracks no includes itself)
-    depends=sorted(str(p.relative_to(ROOT)) for d in ("twin/include", "twin/bindings", "op_kernel", "op_host") for p in (ROOT / d).rglob("*.h")),
+    depends=sorted(str(p.relative_to(ROOT)) for d in ("twin/include", "csrc/twin", "chip", "op_kernel", "op_host") for p in (ROOT / d).rglob("*.h")),
     cxx_std=17,
     extra_compile_args=["-O3", "-pthread", *_native_flags()],
     extra_link_args=["-pthread"],

@@ -1,4 +1,4 @@
-"""setup.py's NPU step: whether to build the torch_npu adapter library (csrc/npu_adapter.cpp) and how.
+"""setup.py's NPU step: whether to build the torch_npu adapter library (csrc/npu/npu_adapter.cpp) and how.
 
 It is built only when the CANN toolkit's environment is set (ASCEND_HOME_PATH, from `source <cann>/set_env.sh`)
 and torch_npu is importable by the Python that runs the build (pip's build isolation hides it: install with

@@ -64,6 +64,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     const bool varlen = t.problem.varlen != 0;
     out.mapTiling = ft.data;
     out.mapBytes = ft.mapBytes;
+    out.mapSeqInfo = ft.seqInfo;
     out.l1Bytes = GradL1Bytes(t.s1Block, t.s2Block, dPad, dvPad, t.l1Slots);
 
     // Tasks of both passes, sequence-major; a task costs its tiles plus a fixed overhead.

@@ -23,6 +23,7 @@ struct FaGradTilingOut {
     // backward reads its map (mapBytes bytes).
     FlashAttentionTilingData mapTiling{};
     uint64_t mapBytes = 0;
+    std::vector<int64_t> mapSeqInfo;     // the forward's per-sequence table for those blocks (the pre-pass reads it)
 };
 
 // Fills `out`; returns an empty string on success, else what is wrong. The schedule has no atomics, so the result

@@ -79,12 +79,6 @@ inline FaDropoutParams DropoutParamsOf(const FaProblem& p) {
     return d;
 }
 
-// Rows of the backward's dS output for dpse (FaBwdVector::StorePseGrad writes [B, N1, rows, S2] fp32): S1 for a
-// [.., S1, S2] outer pse, 4 * ceil(S1 / 16) (column sums of each query block's four row chunks) for a [.., 1, S2] one.
-inline uint64_t PseGradRows(const FaProblem& p) {
-    return p.pseStrideS != 0 ? p.s1 : 4 * (((uint64_t)p.s1 + 15) / 16);
-}
-
 struct FaTilingOut {
     FlashAttentionTilingData data{};
     std::vector<int64_t> seqInfo;      // kSeqInfoFields per sequence (always filled; the kernel reads it for TND)

@@ -22,7 +22,7 @@ REVS=(--rev metadef=01966fe61d57fa7ae85b1c9e3350cecfe3a125a6    # hicann/metadef
       --rev asc-devkit=e5451c7feba11f9e259f4fbc19c4bf82f8c0496c # mirror-cann/asc-devkit 9.1.0
       --rev securec=43f394077b34f894aa1e650467426c34378fb460)   # openeuler-mirror/libboundscheck master
 CHECK=("$PY" "$TOOL/check_host.py" --fetch-root "$FETCH" --mirror-root "$CANN_MIRROR_ROOT" "${REVS[@]}"
-       -I "$ROOT/op_host" -I "$ROOT/op_kernel")
+       -I "$ROOT/chip" -I "$ROOT/op_host" -I "$ROOT/op_kernel")
 cd "$ROOT"
 "${CHECK[@]}" --mode cann op_host/cann/flash_attention_def.cpp op_host/cann/flash_attention_infershape.cpp \
     op_host/cann/flash_attention_tiling_func.cpp
@@ -33,6 +33,6 @@ if [ "$ADAPTER" = 1 ]; then
     exit 2
   fi
   "${CHECK[@]}" --mode torch --torch-npu-wheel "$TORCH_NPU_WHEEL" --python "$PY" \
-      --prelude op_host/cann/aclnn_standin.h csrc/npu_adapter.cpp || rc=1
+      --prelude op_host/cann/aclnn_standin.h csrc/npu/npu_adapter.cpp || rc=1
 fi
 exit $rc

@@ -23,8 +23,7 @@ import pytest
 import torch
 
 import npu_flash_attn
-from npu_flash_attn import masks
-from npu_flash_attn import _C
+from npu_flash_attn import _C, problem
 from npu_flash_attn.reference import (FLT_MAX, assert_close_fa, assert_stats_close, flash_attention_lowprec,
                                       flash_attention_reference)
 
@@ -233,7 +232,9 @@ def test_pairwise_selection_covers_every_pair():
     for case in DEFAULT_CASES:  # each band variant reaches the matrix (else the op would reject the case)
         args = case.mask_args()
         if args["sparse_mode"] == 4:
-            assert masks._band_has_visible_key(case.S1, case.S2, args["pre_tokens"], args["next_tokens"]), case
+            q, k = (torch.empty(1, 1, s, 16, dtype=torch.float16, device="meta") for s in (case.S1, case.S2))
+            problem.validate_flash_attention(q, k, k, 1, "BNSD", sparse_mode=4, pre_tokens=args["pre_tokens"],
+                                         next_tokens=args["next_tokens"])
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -425,29 +426,35 @@ def test_chip_from_environment(gen, monkeypatch):
 # ---------------------------------------------------------------------------------------------------------------
 # the C++ entry: errors are Python exceptions and leave the outputs untouched
 # ---------------------------------------------------------------------------------------------------------------
-def _entry_args(q, k, v, out, m, s, **over):
-    a = dict(dtype="fp16", layout="BNSD", B=1, N1=2, N2=1, S1=33, S2=40, D=64, Dv=64, scale=0.125, sparse_mode=3,
-             pre_tokens=2147483647, next_tokens=2147483647, cu_seqlens_q=[], cu_seqlens_kv=[], T1=0, T2=0,
-             prefix=[], dense_mask=False)
+def _entry_args(q, k, v, out, m, s, chip="Ascend910B2", **over):
+    """The forward entry's arguments: the call (shapes and attributes, `over` replacing some) and the buffers."""
+    def arg(shape, dtype="torch.float16"):
+        return list(shape), [], dtype
+    a = dict(query=arg(q.shape), key=arg(k.shape), value=arg(v.shape), head_num=2, input_layout="BNSD", scale=0.125,
+             sparse_mode=3)
     a.update(over)
-    chip = a.pop("chip", "Ascend910B2")
-    return (a, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), 0, 0, 0, 0, 0, 0, 0, out.data_ptr(), m.data_ptr(),
-            s.data_ptr())  # no mask, no block map, no sink, no pse, no dropout mask
+    return (_C.Call(**a), chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), 0, 0, 0, 0, 0, 0, 0, out.data_ptr(),
+            m.data_ptr(), s.data_ptr())  # no mask, no block map, no sink, no pse, no dropout mask
 
 
-@pytest.mark.parametrize("bad", [dict(chip="Ascend999"), dict(layout="XYZ"), dict(sparse_mode=9), dict(N2=3),
-                                 dict(D=0), dict(Dv=65), dict(dtype="fp32"), dict(sink=True),
-                                 dict(alibi_mode=2, alibi_per_batch=False, alibi_delta=0),
-                                 dict(alibi_mode=5, alibi_per_batch=False, alibi_delta=0)],
-                         ids=lambda d: "-".join(f"{k}={v}" for k, v in d.items()))
-# sink=True / alibi_mode=2: the problem has sinks / ALiBi, the buffer is null; alibi_mode=5: no such mode
+F32 = "torch.float32"
+
+
+@pytest.mark.parametrize("bad", [
+    dict(chip="Ascend999"), dict(input_layout="XYZ"), dict(sparse_mode=9),
+    dict(key=([1, 3, 40, 64], [], "torch.float16"), value=([1, 3, 40, 64], [], "torch.float16")),
+    dict(query=([1, 2, 33, 0], [], "torch.float16")), dict(value=([1, 1, 40, 65], [], "torch.float16")),
+    dict(query=([1, 2, 33, 64], [], F32), key=([1, 1, 40, 64], [], F32), value=([1, 1, 40, 64], [], F32)),
+    dict(sink=([2], [], F32)), dict(pse_type=2, pse=([2], [], F32)), dict(pse_type=5)],
+    ids=["chip", "layout", "sparse_mode", "N2", "D", "Dv", "dtype", "sink", "alibi", "pse_type"])
+# sink / alibi: the problem has sinks / ALiBi slopes, the buffer is null; pse_type=5: no such type
 def test_entry_errors_leave_outputs_untouched(gen, bad):
     assert issubclass(_C.TwinError, RuntimeError)
     q, k, v = make_qkv(gen, "BNSD", 1, 2, 1, 33, 40, 64, 64, torch.float16)
     out = torch.full((1, 2, 33, 64), 7.0, dtype=torch.float16)
     m = torch.full((1, 2, 33, 8), 123.0)
     s = torch.full((1, 2, 33, 8), -5.0)
-    with pytest.raises((ValueError, RuntimeError)):
+    with pytest.raises((ValueError, TypeError, RuntimeError)):
         _C.flash_attention_fwd(*_entry_args(q, k, v, out, m, s, **bad))
     assert torch.all(out == 7.0) and torch.all(m == 123.0) and torch.all(s == -5.0)
     # the same buffers work with good arguments

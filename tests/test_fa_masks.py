@@ -57,15 +57,17 @@ def test_dense_mask_shapes(gen, name):
 def test_mask_read_through_strides_without_expansion(gen):
     # an expand()ed or transposed mask is read as given: the kernel's view shares the caller's storage when the last
     # dimension is contiguous, and copies at most the unbroadcast mask otherwise
+    q, k, v = make_qkv(gen, "BNSD", B, N1, N2, S1, S2, 64, 64, F16)
     base = rand_mask(gen, (B, 1, 1, S2))
     expanded = base.expand(B, N1, S1, S2)
-    view = twin_backend.mask_view(expanded, "BNSD", S2)
-    assert view.tensor.data_ptr() == base.data_ptr() and view.tensor.numel() == B * S2
-    assert (view.stride_n, view.stride_s, view.col_step, view.per_batch, view.per_head) == (0, 0, 1, True, False)
+    p = problem.validate_flash_attention(q, k, v, N1, "BNSD", atten_mask=expanded, sparse_mode=1)
+    view, fields = twin_backend.kernel_mask(p, expanded), p.mask_view
+    assert view.data_ptr() == base.data_ptr() and view.numel() == B * S2
+    assert tuple(fields[n] for n in ("stride_n", "stride_s", "col_step", "per_batch", "per_head")) == \
+        (0, 0, 1, True, False)
     t = rand_mask(gen, (S2, S1)).t()  # [S1, S2] with a strided last dimension
-    view = twin_backend.mask_view(t, "BNSD", S2)
-    assert view.tensor.numel() == S1 * S2 and view.stride_s == S2
-    q, k, v = make_qkv(gen, "BNSD", B, N1, N2, S1, S2, 64, 64, F16)
+    p = problem.validate_flash_attention(q, k, v, N1, "BNSD", atten_mask=t, sparse_mode=1)
+    assert twin_backend.kernel_mask(p, t).numel() == S1 * S2 and p.mask_view["stride_s"] == S2
     for mask in (expanded, t):
         run_and_check(q, k, v, N1, "BNSD", scale=0.125, sparse_mode=1, atten_mask=mask)
 

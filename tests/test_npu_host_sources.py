@@ -1,8 +1,9 @@
 """The real-NPU path's host sources (docs/npu.md) as far as they run without CANN:
 
-* op_host/cann/fa_op_args.h (what the TilingFunc and the torch_npu adapter build from the op's shapes and
-  attributes) gives the same problem, tiling struct and seq_info, byte for byte, as the twin path (ops.py's
-  validation + problem_dict, the extension's ParseProblem), for every layout, the sparse modes and dense masks;
+* the problem module (op_host/problem) reads a call as the CANN TilingFunc gets it (the mask input already in the
+  kernels' view, contiguous; fa_op_context.h) into the same problem, tiling and seq_info as the twin path's call
+  (the caller's mask with its strides), for every layout, the sparse modes and dense masks, and refuses bad calls
+  with the rule's message; it compiles without pybind, torch or CANN headers;
 * CMake refuses to configure without ASCEND_HOME_PATH, naming it; so does scripts/build_npu.sh;
 * scripts/check_host.sh type-checks the host sources (and the adapter, with NPU_FA_CHECK_ADAPTER=1 and
   TORCH_NPU_WHEEL) against the CANN headers when the mirrors are there (CANN_MIRROR_ROOT); skipped otherwise.
@@ -16,178 +17,135 @@ from pathlib import Path
 import pytest
 import torch
 
-from npu_flash_attn import problem, twin_backend
+from npu_flash_attn import native, problem, twin_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 INT32_MAX = 2147483647
-
-# Reads one case (the twin's problem dict, then the op's shapes and attributes), builds the op's problem with
-# fa_op_args.h and prints whether both give identical tiling bytes and seq_info, or what differs.
-_CHECKER = r"""
-#include <cstdio>
-#include <cstring>
-#include <iostream>
-#include "cann/fa_op_args.h"
-using namespace npu_fa;
-template <typename T> T Get() { T v; std::cin >> v; return v; }
-std::vector<int64_t> List() { std::vector<int64_t> v(Get<size_t>()); for (auto& x : v) x = Get<int64_t>(); return v; }
-int main() {
-    std::string tag;
-    while (std::cin >> tag) {
-        FaProblem t;  // the twin's problem (twin/bindings/problem.h reads the same dict)
-        t.dtype = Get<std::string>() == "bf16" ? kBf16 : kFp16;
-        op::ParseLayout(Get<std::string>(), t.layout);
-        t.batch = Get<uint32_t>(); t.n1 = Get<uint32_t>(); t.n2 = Get<uint32_t>(); t.s1 = Get<uint32_t>();
-        t.s2 = Get<uint32_t>(); t.d = Get<uint32_t>(); t.dv = Get<uint32_t>(); t.scale = Get<float>();
-        t.sparseMode = Get<uint32_t>(); t.preTokens = Get<int64_t>(); t.nextTokens = Get<int64_t>();
-        t.cuSeqQ = List(); t.cuSeqKv = List(); t.t1 = Get<uint64_t>(); t.t2 = Get<uint64_t>(); t.prefix = List();
-        t.denseMask = Get<int>();
-        if (t.denseMask) {
-            t.maskPerBatch = Get<int>(); t.maskPerHead = Get<int>(); t.maskStrideB = Get<uint64_t>();
-            t.maskStrideN = Get<uint64_t>(); t.maskStrideS = Get<uint64_t>(); t.maskColStep = Get<uint32_t>();
-            t.maskTndGlobal = Get<int>();
-        }
-        op::FaOpShapes s;
-        op::FaOpAttrs a;
-        s.query = List(); s.key = List(); s.value = List();
-        s.bf16 = Get<int>(); s.hasMask = Get<int>(); s.mask = List();
-        a.headNum = Get<int64_t>(); a.inputLayout = Get<std::string>(); a.scale = Get<float>();
-        a.preTokens = Get<int64_t>(); a.nextTokens = Get<int64_t>(); a.sparseMode = Get<int64_t>();
-        a.prefix = List(); a.actualSeqQlen = List(); a.actualSeqKvlen = List();
-        FaProblem p;
-        const std::string err = op::BuildFaProblem(s, a, p);
-        if (!err.empty()) { std::printf("%s ERROR %s\n", tag.c_str(), err.c_str()); continue; }
-        const ChipSpec& chip = *FindChip("Ascend910B2");
-        const ChipSpec plat = op::ChipFromSizes("platform", chip.aicNum, chip.aivNum, chip.ubSize, chip.l1Size,
-                                                chip.l0aSize, chip.l0bSize, chip.l0cSize);
-        FaTilingOut ot, op_;
-        const std::string e1 = ComputeFlashAttentionTiling(t, chip, ot), e2 = ComputeFlashAttentionTiling(p, plat, op_);
-        const bool same = e1 == e2 && std::memcmp(&ot.data, &op_.data, sizeof(ot.data)) == 0 &&
-                          ot.seqInfo == op_.seqInfo && ot.mapBytes == op_.mapBytes &&
-                          ot.workspaceBytes == op_.workspaceBytes;
-        std::printf("%s %s dense=%d mode=%u work=%d seq=%zu map=%llu %s|%s\n", tag.c_str(), same ? "SAME" : "DIFF",
-                    (int)p.denseMask, p.sparseMode, (int)op::HasWork(p), op_.seqInfo.size(),
-                    (unsigned long long)op_.mapBytes, e1.c_str(), e2.c_str());
-    }
-}
-"""
+CHIP = "Ascend910B2"
 
 
-@pytest.fixture(scope="module")
-def checker(tmp_path_factory):
-    d = tmp_path_factory.mktemp("fa_op_args")
-    (d / "check.cpp").write_text(_CHECKER)
-    exe = d / "check"
-    subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'op_host'}",
-                    f"-I{ROOT / 'op_kernel'}", str(d / "check.cpp"),
-                    str(ROOT / "op_host" / "flash_attention_tiling_host.cpp"), "-o", str(exe)],
-                   check=True, capture_output=True, text=True)
-    return exe
+def _arg(t):
+    return None if t is None else (list(t.shape), list(t.stride()), str(t.dtype))
 
 
-def _ints(v):
-    v = list(v or [])
-    return [str(len(v))] + [str(int(x)) for x in v]
-
-
-def _case_tokens(tag, q, k, v, head_num, layout, atten_mask=None, scale=1.0, pre=INT32_MAX, nxt=INT32_MAX,
-                 prefix=None, cu_q=None, cu_kv=None, sparse_mode=0):
-    """The twin's problem (as the extension gets it) and the op's call (as the adapter passes it)."""
-    p = problem.validate_flash_attention(q, k, v, head_num, layout, atten_mask=atten_mask, scale=scale, pre_tokens=pre,
-                                     next_tokens=nxt, prefix=prefix, actual_seq_qlen=cu_q, actual_seq_kvlen=cu_kv,
-                                     sparse_mode=sparse_mode)
-    view = twin_backend.mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global) if p.dense_mask else None
-    d = twin_backend.problem_dict(p, view)
-    tw = [tag, d["dtype"], d["layout"]] + [str(d[x]) for x in ("B", "N1", "N2", "S1", "S2", "D", "Dv")]
-    tw += [repr(d["scale"]), str(d["sparse_mode"]), str(d["pre_tokens"]), str(d["next_tokens"])]
-    tw += _ints(d["cu_seqlens_q"]) + _ints(d["cu_seqlens_kv"]) + [str(d["T1"]), str(d["T2"])] + _ints(d["prefix"])
-    tw += [str(int(d["dense_mask"]))]
-    if d["dense_mask"]:
-        assert d["mask_col_step"] == 1  # the NPU path reads every mask with column stride 1
-        tw += [str(int(d[x])) for x in ("mask_per_batch", "mask_per_head", "mask_stride_b", "mask_stride_n",
-                                         "mask_stride_s", "mask_col_step", "mask_tnd_global")]
-    # The op's mask: the adapter's kernel view (stride-0 dimensions narrowed to 1; TND 2-D as given).
-    mshape = [] if atten_mask is None else (list(atten_mask.shape) if p.layout == "TND"
-                                            else list(view.tensor.shape) if view is not None
-                                            else list(atten_mask.shape))
-    opt = _ints(q.shape) + _ints(k.shape) + _ints(v.shape) + [str(int(q.dtype == torch.bfloat16)),
-                                                              str(int(atten_mask is not None))] + _ints(mshape)
-    opt += [str(head_num), layout, repr(float(scale)), str(pre), str(nxt), str(sparse_mode)]
-    opt += _ints(prefix) + _ints(cu_q) + _ints(cu_kv)
-    return " ".join(tw + opt)
+def _plans(q, k, v, head_num, layout, atten_mask=None, **kw):
+    """The tiling facts of one call as the twin passes it and as the CANN op reads it (the op's mask input is the
+    twin's kernel view, contiguous)."""
+    p = problem.validate_flash_attention(q, k, v, head_num, layout, atten_mask=atten_mask, **kw)
+    ext = native.ext()
+    view = twin_backend.kernel_mask(p, atten_mask) if p.dense_mask else atten_mask
+    if view is not None and p.layout == "TND":
+        view = view.reshape(view.shape[-2:])
+    op_call = ext.Call(_arg(q), _arg(k), _arg(v), head_num, layout, atten_mask=_arg(view), mask_is_kernel_view=True,
+                       contiguous_mask=True, **kw)
+    twin, op = ext.flash_attention_plan(p.call, CHIP), ext.flash_attention_plan(op_call, CHIP)
+    return p, twin, op
 
 
 def _rand(gen, *shape, dtype=torch.float16):
     return torch.randn(*shape, generator=gen).to(dtype)
 
 
-def test_op_problem_matches_twin_problem(checker, gen, rng):
-    """BuildFaProblem (op shapes + attributes) == the twin's validated problem: identical tiling and seq_info."""
+def test_op_problem_matches_twin_problem(gen, rng):
+    """The CANN op's reading of a call == the twin's: identical tiling, seq_info, block-map geometry and key."""
     r = lambda lo, hi: int(rng.integers(lo, hi))  # noqa: E731
     B, N2, G, S1, S2, D = r(2, 4), r(1, 3), r(1, 3), r(17, 200), r(17, 300), int(rng.choice([40, 64, 72, 128]))
     N1, Dv = N2 * G, D - 8 * r(0, 3)
-    cases = []
+    cases = {}
     q, k, v = _rand(gen, B, S1, N1, D), _rand(gen, B, S2, N2, D), _rand(gen, B, S2, N2, Dv)
     mask = torch.rand(B, 1, S1, S2, generator=gen) > 0.6
-    cases.append(_case_tokens("bsnd_mask_band", q, k, v, N1, "BSND", mask, 0.125, pre=r(20, 90), nxt=r(0, 40)))
+    cases["bsnd_mask_band"] = (q, k, v, N1, "BSND", mask, dict(scale=0.125, pre_tokens=r(20, 90),
+                                                                 next_tokens=r(0, 40)))
     expanded = (torch.rand(1, N1, 1, S2, generator=gen) > 0.5).expand(B, N1, S1, S2)  # stride-0 dims
-    cases.append(_case_tokens("bsnd_expanded_mask", q, k, v, N1, "bsnd", expanded, sparse_mode=1))
-    cases.append(_case_tokens("bsnd_full_ignores_band", q, k, v, N1, "BSND", None, pre=5, nxt=3))
+    cases["bsnd_expanded_mask"] = (q, k, v, N1, "bsnd", expanded, dict(sparse_mode=1))
+    cases["bsnd_column_broadcast"] = (q, k, v, N1, "BSND", torch.rand(B, 1, S1, 1, generator=gen) > 0.5,
+                                      dict(sparse_mode=1))
+    cases["bsnd_full_ignores_band"] = (q, k, v, N1, "BSND", None, dict(pre_tokens=5, next_tokens=3))
     prefix = [r(max(0, S2 - S1), S2 + 1) for _ in range(B)]  # the built-in's range for Sq <= Skv
-    cases.append(_case_tokens("bsnd_prefix6", q, k, v, N1, "BSND", None, prefix=prefix, sparse_mode=6))
+    cases["bsnd_prefix6"] = (q, k, v, N1, "BSND", None, dict(prefix=prefix, sparse_mode=6))
     qb, kb, vb = (x.permute(0, 2, 1, 3).contiguous() for x in (q, k, v))
-    cases.append(_case_tokens("bnsd_causal3", qb, kb, vb, N1, "BNSD", None, pre=r(0, 50), nxt=r(0, 50),
-                              sparse_mode=3))  # pre/next unused by mode 3
+    cases["bnsd_causal3"] = (qb, kb, vb, N1, "BNSD", None, dict(pre_tokens=r(0, 50), sparse_mode=3))
     qh, kh, vh = (x.reshape(x.shape[0], x.shape[1], -1).to(torch.bfloat16) for x in (q, k, v))
-    cases.append(_case_tokens("bsh_2d_mask", qh, kh, vh, N1, "BSH", torch.rand(S1, S2, generator=gen) > 0.3,
-                              sparse_mode=1))
+    cases["bsh_2d_mask"] = (qh, kh, vh, N1, "BSH", torch.rand(S1, S2, generator=gen) > 0.3, dict(sparse_mode=1))
     qs, ks, vs = (x.transpose(0, 1).contiguous() for x in (qh, kh, vh))
-    cases.append(_case_tokens("sbh_band4", qs, ks, vs, N1, "SBH", None, pre=r(S1, S1 + 50), nxt=r(0, 30),
-                              sparse_mode=4))
+    cases["sbh_band4"] = (qs, ks, vs, N1, "SBH", None, dict(pre_tokens=r(S1, S1 + 50), next_tokens=r(0, 30),
+                                                          sparse_mode=4))
     lens_q, lens_kv = [r(1, 90) for _ in range(3)], [r(1, 120) for _ in range(3)]
     cu_q, cu_kv = list(torch.tensor(lens_q).cumsum(0).tolist()), list(torch.tensor(lens_kv).cumsum(0).tolist())
     T1, T2 = cu_q[-1] + r(0, 9), cu_kv[-1] + r(0, 9)
     qt, kt, vt = _rand(gen, T1, N1, D), _rand(gen, T2, N2, D), _rand(gen, T2, N2, Dv)
-    cases.append(_case_tokens("tnd_trailing_zeros", qt, kt, vt, N1, "TND", None, cu_q=cu_q + [0, 0],
-                              cu_kv=cu_kv + [0, 0], sparse_mode=2))
+    cases["tnd_trailing_zeros"] = (qt, kt, vt, N1, "TND", None, dict(actual_seq_qlen=cu_q + [0, 0],
+                                                                      actual_seq_kvlen=cu_kv + [0, 0], sparse_mode=2))
     glob = torch.rand(cu_q[-1], cu_kv[-1], generator=gen) > 0.5
-    cases.append(_case_tokens("tnd_global_mask", qt, kt, vt, N1, "TND", glob, cu_q=cu_q, cu_kv=cu_kv))
+    cases["tnd_global_mask"] = (qt, kt, vt, N1, "TND", glob, dict(actual_seq_qlen=cu_q, actual_seq_kvlen=cu_kv))
     local = torch.rand(max(lens_q) + r(0, 5), max(lens_kv) + r(0, 5), generator=gen) > 0.5
-    cases.append(_case_tokens("tnd_local_mask_band", qt, kt, vt, N1, "TND", local, pre=r(30, 60), nxt=r(0, 20),
-                              cu_q=cu_q, cu_kv=cu_kv))
-    out = subprocess.run([str(checker)], input="\n".join(cases) + "\n", capture_output=True, text=True, check=True)
-    lines = out.stdout.splitlines()
-    assert len(lines) == len(cases), out.stdout
-    for line in lines:
-        assert " SAME " in line, line
-    dense = {l.split()[0]: "dense=1" in l for l in lines}
-    assert dense == {"bsnd_mask_band": True, "bsnd_expanded_mask": True, "bsnd_full_ignores_band": False,
-                     "bsnd_prefix6": False, "bnsd_causal3": False, "bsh_2d_mask": True, "sbh_band4": False,
-                     "tnd_trailing_zeros": False, "tnd_global_mask": True, "tnd_local_mask_band": True}
+    cases["tnd_local_mask_band"] = (qt, kt, vt, N1, "TND", local, dict(pre_tokens=r(30, 60), next_tokens=r(0, 20),
+                                                                       actual_seq_qlen=cu_q, actual_seq_kvlen=cu_kv))
+    dense = {}
+    for tag, (q_, k_, v_, n, layout, m, kw) in cases.items():
+        p, twin, op = _plans(q_, k_, v_, n, layout, m, **kw)
+        assert twin == op, (tag, twin, op)
+        dense[tag] = p.dense_mask
+    assert dense == {"bsnd_mask_band": True, "bsnd_expanded_mask": True, "bsnd_column_broadcast": True,
+                     "bsnd_full_ignores_band": False, "bsnd_prefix6": False, "bnsd_causal3": False,
+                     "bsh_2d_mask": True, "sbh_band4": False, "tnd_trailing_zeros": False, "tnd_global_mask": True,
+                     "tnd_local_mask_band": True}
 
 
-def test_op_problem_refuses_bad_calls(checker):
-    """What the TilingFunc refuses (GRAPH_FAILED with this message in the CANN log)."""
-    q, kv = "4 2 33 4 64", "4 2 40 2 64"
-    bad = {  # tag: (q, k, v, mask, head_num, layout, sparse, cu_q, cu_kv, message)
-        "layout": (q, kv, kv, "0", 4, "BHSD", 0, "0", "0", "input_layout 'BHSD'"),
-        "heads": (q, kv, kv, "0", 3, "BSND", 0, "0", "0", "head_num 3 must equal"),
-        "mask_shape": (q, kv, kv, "4 3 1 33 40", 4, "BSND", 1, "0", "0", "not broadcastable"),
-        "mask_cols": (q, kv, kv, "4 1 1 33 1", 4, "BSND", 1, "0", "0", "last dimension must equal S2"),
-        "cu_order": ("3 50 4 64", "3 60 2 64", "3 60 2 64", "0", 4, "TND", 2, "2 20 10", "2 30 40",
+def test_op_problem_refuses_bad_calls():
+    """What the TilingFunc refuses (GRAPH_FAILED with this message in the CANN log): the op's own rules."""
+    ext = native.ext()
+    half = "torch.float16"
+    q, kv = ([4, 33, 4, 64], [], half), ([4, 40, 2, 64], [], half)
+    mask = lambda *s: (list(s), [], "torch.uint8")  # noqa: E731
+    bad = {  # tag: (call arguments, message)
+        "layout": (dict(input_layout="BHSD"), "input_layout='BHSD' is not supported"),
+        "heads": (dict(head_num=3), "head_num=3 must equal the query's head dimension N1=4"),
+        "mask_shape": (dict(atten_mask=mask(4, 3, 33, 40), sparse_mode=1), "is not broadcastable"),
+        "mask_cols": (dict(atten_mask=mask(4, 1, 33, 1), sparse_mode=1), "last dimension must equal S2=40"),
+        "cu_order": (dict(query=([50, 4, 64], [], half), key=([60, 2, 64], [], half), value=([60, 2, 64], [], half),
+                          input_layout="TND", sparse_mode=2, actual_seq_qlen=[20, 10], actual_seq_kvlen=[30, 40]),
                      "non-decreasing"),
-        "mode7": (q, kv, kv, "0", 4, "BSND", 7, "0", "0", "sparse_mode 7/8 require input_layout TND"),
+        "mode7": (dict(sparse_mode=7), "sparse_mode=7 (varlen split, right-down causal) requires input_layout='TND'"),
     }
-    lines = []
-    for tag, (qs, ks, vs, ms, hn, layout, mode, cq, ckv, _) in bad.items():
-        twin = f"{tag} fp16 BSND 1 1 1 1 1 64 64 1.0 0 {INT32_MAX} {INT32_MAX} 0 0 0 0 0 0"
-        has_mask = int(ms != "0")
-        lines.append(f"{twin} {qs} {ks} {vs} 0 {has_mask} {ms} {hn} {layout} 1.0 {INT32_MAX} {INT32_MAX} {mode} 0 "
-                     f"{cq} {ckv}")
-    out = subprocess.run([str(checker)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
-    got = {l.split()[0]: l for l in out.stdout.splitlines()}
-    for tag, case in bad.items():
-        assert " ERROR " in got[tag] and case[-1] in got[tag], got[tag]
+    for tag, (kw, message) in bad.items():
+        args = dict(query=q, key=kv, value=kv, head_num=4, input_layout="BSND", mask_is_kernel_view=True,
+                    contiguous_mask=True)
+        args.update(kw)
+        with pytest.raises(ValueError, match=re.escape(message)):
+            ext.flash_attention_problem(ext.Call(**args))
+
+
+_STANDALONE = r"""
+#include <cstdio>
+#include "problem/fa_problem_build.h"
+int main() {
+    npu_fa::FaCall c;
+    c.query = {true, {2, 5, 4, 64}, {}, "torch.float16"};
+    c.key = c.value = {true, {2, 7, 2, 64}, {}, "torch.float16"};
+    c.attrs.headNum = 4;
+    c.attrs.inputLayout = "BSND";
+    npu_fa::FaProblemInfo info;
+    const npu_fa::FaError e = npu_fa::BuildProblem(c, info);
+    c.attrs.headNum = 3;
+    npu_fa::FaProblemInfo bad;
+    const npu_fa::FaError refused = npu_fa::BuildProblem(c, bad);
+    std::printf("%d %lld %lld|%s\n", (int)e.kind, (long long)info.outShape[1], (long long)info.statsShape[2],
+                refused.message.c_str());
+}
+"""
+
+
+def test_problem_module_stands_alone(tmp_path):
+    """The problem module needs no pybind, torch or CANN header (the TilingFunc and the adapter link it too)."""
+    (tmp_path / "m.cpp").write_text(_STANDALONE)
+    exe = tmp_path / "m"
+    subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'chip'}",
+                    f"-I{ROOT / 'op_host'}", f"-I{ROOT / 'op_kernel'}", str(tmp_path / "m.cpp"),
+                    *map(str, sorted((ROOT / "op_host" / "problem").glob("*.cpp"))), "-o", str(exe)],
+                   check=True, capture_output=True, text=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("0 5 5|head_num=3 must equal the query's head dimension N1=4"), out
 
 
 def _no_ascend_env():
@@ -227,7 +185,7 @@ def test_host_sources_pass_cann_host_check():
     for f in ("flash_attention_def.cpp", "flash_attention_infershape.cpp", "flash_attention_tiling_func.cpp"):
         assert f"OK   op_host/cann/{f}" in r.stdout
     if not args:
-        assert "OK   csrc/npu_adapter.cpp [torch, prelude]" in r.stdout
+        assert "OK   csrc/npu/npu_adapter.cpp [torch, prelude]" in r.stdout
 
 
 def _camel(snake):
@@ -235,23 +193,37 @@ def _camel(snake):
     return head + "".join(w.capitalize() for w in rest)
 
 
-def test_opdef_order_matches_kernel_entries():
-    """The build passes inputs, then outputs, then workspace and tiling to the kernel entry by position: each
-    OpDef's parameter order must be its entry's argument order."""
-    src = (ROOT / "op_host" / "cann" / "flash_attention_def.cpp").read_text()
-    entries = {"FlashAttentionNpuFa": "flash_attention_fwd.cpp", "FlashAttentionNpuFaBlockMap":
-               "flash_attention_block_map.cpp", "FlashAttentionNpuFaGrad": "flash_attention_bwd.cpp"}
-    for op, kernel in entries.items():
-        body = re.search(r"class %s : public OpDef \{(.*?)\n\};" % op, src, re.S).group(1)
-        names = []
-        params_re = r'(?:Param|In)\(this->(?:Input|Output)\("(\w+)"\)|for \(const char\* \w+ : \{([^}]*)\}\)'
-        for m in re.finditer(params_re, body):
-            names += [m.group(1)] if m.group(1) else re.findall(r'"(\w+)"', m.group(2))
-        assert f'"{kernel[:-4]}")' in body  # bound to this entry (opFile / opInterface)
+def _kernel_args(macro):
+    """(name, Name) of each argument of one fa_kernel_args.h list, the lists it names expanded in place."""
+    hdr = (ROOT / "op_host" / "fa_kernel_args.h").read_text()
+    body = re.search(r"#define %s\(X\)(.*?)(?:\n\n|\n//|$)" % macro, hdr, re.S).group(1)
+    out = []
+    for m in re.finditer(r"X\((\w+), (\w+), \w+, (?:REQUIRED|OPTIONAL)\)|(NPU_FA_\w+)\(X\)", body):
+        out += _kernel_args(m.group(3)) if m.group(3) else [(m.group(1), m.group(2))]
+    return out
+
+
+def test_kernel_argument_list_matches_kernel_entries():
+    """The kernel argument list is declared once (op_host/fa_kernel_args.h): each entry's GM parameters in op_kernel/
+    must be its inputs then outputs, then workspace and tiling; every user expands the list."""
+    entries = {"FWD": "flash_attention_fwd.cpp", "MAP": "flash_attention_block_map.cpp",
+               "GRAD": "flash_attention_bwd.cpp"}
+    for prefix, kernel in entries.items():
+        args = _kernel_args(f"NPU_FA_{prefix}_INPUTS") + _kernel_args(f"NPU_FA_{prefix}_OUTPUTS")
+        assert all(_camel(name)[0].upper() + _camel(name)[1:] == Name for name, Name in args), args
         ksrc = (ROOT / "op_kernel" / kernel).read_text()
         sig = re.search(r'extern "C" __global__ __aicore__ void %s\((.*?)\)' % kernel[:-4], ksrc, re.S).group(1)
         params = [p.split()[-1] for p in sig.split(",")]
-        assert [_camel(n) for n in names] + ["workspace", "tiling"] == params, (op, names, params)
+        assert [_camel(name) for name, _ in args] + ["workspace", "tiling"] == params, (kernel, args, params)
+    users = {"op_host/cann/flash_attention_def.cpp": "_INPUTS(NPU_FA_OPDEF_INPUT)",
+             "op_host/cann/fa_op_args.h": "_INPUTS(NPU_FA_POSITION_",
+             "op_host/cann/aclnn_standin.h": "_INPUTS(NPU_FA_STANDIN_TENSOR)",
+             "csrc/twin/kernel_entries.h": "_INPUTS(NPU_FA_GM_PARAM)",
+             "csrc/npu/npu_adapter.cpp": "_INPUTS(NPU_FA_ACL_TENSOR)"}
+    for path, use in users.items():
+        src = (ROOT / path).read_text()
+        for prefix in ("FWD", "MAP", "GRAD"):
+            assert f"NPU_FA_{prefix}{use}" in src, (path, prefix)
 
 
 def test_attr_order_matches_indices():

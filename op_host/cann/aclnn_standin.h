@@ -2,10 +2,11 @@
 // op_host/cann/flash_attention_def.cpp; this file declares what those headers are expected to declare (inputs, then
 // attributes in declaration order, then outputs; Int -> int64_t, Float -> double, String -> char *, Bool -> bool,
 // ListInt -> const aclIntArray *, tensors const aclTensor *, optional ones nullable), only so that
-// csrc/npu_adapter.cpp can be syntax-checked without CANN (scripts/check_host.sh passes it with --prelude).
+// csrc/npu/npu_adapter.cpp can be syntax-checked without CANN (scripts/check_host.sh passes it with --prelude).
 // Passing that check says nothing about the real generated signatures: compare with the generated headers.
 #pragma once
 #include "aclnn/aclnn_base.h"
+#include "fa_kernel_args.h"
 
 #define NPU_FA_ACLNN_STANDIN 1
 
@@ -20,34 +21,29 @@ extern "C" {
         double softcap, int64_t pseType, const aclIntArray *qStartIdxOptional,                                    \
         const aclIntArray *kvStartIdxOptional, int64_t s1Block, int64_t s2Block
 
+// Inputs (optional ones nullable) and outputs in fa_kernel_args.h's order.
+#define NPU_FA_STANDIN_TENSOR(name, Name, dtypes, presence) const aclTensor *name,
+
 aclnnStatus aclnnFlashAttentionNpuFaGetWorkspaceSize(
-    const aclTensor *query, const aclTensor *key, const aclTensor *value, const aclTensor *attenMaskOptional,
-    const aclTensor *blockMapOptional, const aclTensor *seqInfo, const aclTensor *sinkOptional,
-    const aclTensor *alibiSlopesOptional, const aclTensor *pseOptional, const aclTensor *dropoutMaskOptional,
-    NPU_FA_STANDIN_COMMON_ATTRS, const aclTensor *attentionOutOut, const aclTensor *softmaxMaxOut,
-    const aclTensor *softmaxSumOut,
-    uint64_t *workspaceSize, aclOpExecutor **executor);
+    NPU_FA_FWD_INPUTS(NPU_FA_STANDIN_TENSOR) NPU_FA_STANDIN_COMMON_ATTRS,
+    NPU_FA_FWD_OUTPUTS(NPU_FA_STANDIN_TENSOR) uint64_t *workspaceSize, aclOpExecutor **executor);
 aclnnStatus aclnnFlashAttentionNpuFa(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                                      aclrtStream stream);
 
 aclnnStatus aclnnFlashAttentionNpuFaBlockMapGetWorkspaceSize(
-    const aclTensor *attenMask, const aclTensor *seqInfo, NPU_FA_STANDIN_COMMON_ATTRS, const aclIntArray *queryShape,
-    const aclIntArray *keyShape, const aclIntArray *valueShape, int64_t dtype, const aclTensor *out,
-    uint64_t *workspaceSize, aclOpExecutor **executor);
+    NPU_FA_MAP_INPUTS(NPU_FA_STANDIN_TENSOR) NPU_FA_STANDIN_COMMON_ATTRS, const aclIntArray *queryShape,
+    const aclIntArray *keyShape, const aclIntArray *valueShape, int64_t dtype,
+    NPU_FA_MAP_OUTPUTS(NPU_FA_STANDIN_TENSOR) uint64_t *workspaceSize, aclOpExecutor **executor);
 aclnnStatus aclnnFlashAttentionNpuFaBlockMap(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                                              aclrtStream stream);
 
 aclnnStatus aclnnFlashAttentionNpuFaGradGetWorkspaceSize(
-    const aclTensor *query, const aclTensor *key, const aclTensor *value, const aclTensor *dy,
-    const aclTensor *attentionIn, const aclTensor *softmaxMax, const aclTensor *softmaxSum,
-    const aclTensor *attenMaskOptional, const aclTensor *blockMapOptional, const aclTensor *seqInfo,
-    const aclTensor *sinkOptional, const aclTensor *alibiSlopesOptional, const aclTensor *pseOptional,
-    const aclTensor *dropoutMaskOptional, NPU_FA_STANDIN_COMMON_ATTRS, bool deterministic, int64_t launch, const aclTensor *dqOut, const aclTensor *dkOut,
-    const aclTensor *dvOut, const aclTensor *dsinkRowsOut, const aclTensor *dpseRowsOut,
-    uint64_t *workspaceSize, aclOpExecutor **executor);
+    NPU_FA_GRAD_INPUTS(NPU_FA_STANDIN_TENSOR) NPU_FA_STANDIN_COMMON_ATTRS, bool deterministic, int64_t launch,
+    NPU_FA_GRAD_OUTPUTS(NPU_FA_STANDIN_TENSOR) uint64_t *workspaceSize, aclOpExecutor **executor);
 aclnnStatus aclnnFlashAttentionNpuFaGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                                          aclrtStream stream);
 
+#undef NPU_FA_STANDIN_TENSOR
 #undef NPU_FA_STANDIN_COMMON_ATTRS
 
 #ifdef __cplusplus

@@ -1,9 +1,8 @@
 // Operator prototypes of the CANN operator package: the forward (FlashAttentionNpuFa), its dense-mask block-map
-// pre-pass (FlashAttentionNpuFaBlockMap) and the backward (FlashAttentionNpuFaGrad). Inputs then outputs are in
-// the order of the kernel entries' arguments (op_kernel/flash_attention_fwd.cpp, _block_map.cpp, _bwd.cpp; the
-// build appends workspace and tiling); attribute names and defaults follow the torch schemas (ops.py SCHEMA,
-// backward.py GRAD_SCHEMA); attribute order is fa_op_args.h's. Tensor arguments of the torch schema the kernels do
-// not take (pse, padding_mask, sink) are not operator inputs: the adapter refuses them.
+// pre-pass (FlashAttentionNpuFaBlockMap) and the backward (FlashAttentionNpuFaGrad). Inputs then outputs are the
+// kernel entries' arguments, from fa_kernel_args.h (the build appends workspace and tiling); attribute names and
+// defaults follow the torch schemas (ops.py SCHEMA, backward.py GRAD_SCHEMA); attribute order is fa_op_args.h's. The
+// torch schema's padding_mask is no operator input: the problem module refuses it.
 #include <vector>
 
 #include "register/op_def_registry.h"
@@ -22,6 +21,10 @@ const std::vector<ge::DataType> kMask = {ge::DT_UINT8, ge::DT_UINT8, ge::DT_BOOL
 const std::vector<ge::DataType> kU8 = {ge::DT_UINT8, ge::DT_UINT8, ge::DT_UINT8, ge::DT_UINT8};
 const std::vector<ge::DataType> kI64 = {ge::DT_INT64, ge::DT_INT64, ge::DT_INT64, ge::DT_INT64};
 const std::vector<ge::DataType> kF32 = {ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT};
+// The block-map op's combinations: its mask's dtype.
+const std::vector<ge::DataType> kMapMask = {ge::DT_UINT8, ge::DT_BOOL};
+const std::vector<ge::DataType> kMapI64 = {ge::DT_INT64, ge::DT_INT64};
+const std::vector<ge::DataType> kMapU8 = {ge::DT_UINT8, ge::DT_UINT8};
 
 OpParamDef& Param(OpParamDef& def, Option type, const std::vector<ge::DataType>& dtypes) {
     return def.ParamType(type).DataType(dtypes).Format(std::vector<ge::Format>(dtypes.size(), ge::FORMAT_ND));
@@ -38,8 +41,8 @@ void CommonAttrs(OpDef& def) {
     def.Attr("input_layout").AttrType(REQUIRED).String();
     def.Attr("scale").AttrType(OPTIONAL).Float(1.0f);
     def.Attr("keep_prob").AttrType(OPTIONAL).Float(1.0f);
-    def.Attr("pre_tokens").AttrType(OPTIONAL).Int(fa::kInt32Max);
-    def.Attr("next_tokens").AttrType(OPTIONAL).Int(fa::kInt32Max);
+    def.Attr("pre_tokens").AttrType(OPTIONAL).Int(npu_fa::kInt32Max);
+    def.Attr("next_tokens").AttrType(OPTIONAL).Int(npu_fa::kInt32Max);
     def.Attr("inner_precise").AttrType(OPTIONAL).Int(0);
     def.Attr("prefix").AttrType(OPTIONAL).ListInt({});
     def.Attr("actual_seq_qlen").AttrType(OPTIONAL).ListInt({});
@@ -66,24 +69,17 @@ void BindKernel(OpDef& def, gert::OpImplRegisterV2::TilingKernelFunc tiling, con
     }
 }
 
+// Inputs then outputs, in the kernel entries' argument order (fa_kernel_args.h).
+#define NPU_FA_OPDEF_INPUT(name, Name, dtypes, presence) In(this->Input(#name), presence, dtypes);
+#define NPU_FA_OPDEF_OUTPUT(name, Name, dtypes, presence) Param(this->Output(#name), presence, dtypes);
+
 }  // namespace
 
 class FlashAttentionNpuFa : public OpDef {
 public:
     explicit FlashAttentionNpuFa(const char* name) : OpDef(name) {
-        In(this->Input("query"), REQUIRED, kQkv);
-        In(this->Input("key"), REQUIRED, kQkv);
-        In(this->Input("value"), REQUIRED, kQkv);
-        In(this->Input("atten_mask"), OPTIONAL, kMask);
-        In(this->Input("block_map"), OPTIONAL, kU8);
-        In(this->Input("seq_info"), REQUIRED, kI64);
-        In(this->Input("sink"), OPTIONAL, kF32);
-        In(this->Input("alibi_slopes"), OPTIONAL, kF32);
-        In(this->Input("pse"), OPTIONAL, kQkv);
-        In(this->Input("dropout_mask"), OPTIONAL, kU8);
-        Param(this->Output("attention_out"), REQUIRED, kQkv);
-        Param(this->Output("softmax_max"), REQUIRED, kF32);
-        Param(this->Output("softmax_sum"), REQUIRED, kF32);
+        NPU_FA_FWD_INPUTS(NPU_FA_OPDEF_INPUT)
+        NPU_FA_FWD_OUTPUTS(NPU_FA_OPDEF_OUTPUT)
         CommonAttrs(*this);
         this->SetInferShape(InferShapeFlashAttentionNpuFa).SetInferDataType(InferDataTypeFlashAttentionNpuFa);
         BindKernel(*this, optiling::TilingFlashAttentionNpuFa, "flash_attention_fwd");
@@ -93,9 +89,8 @@ public:
 class FlashAttentionNpuFaBlockMap : public OpDef {
 public:
     explicit FlashAttentionNpuFaBlockMap(const char* name) : OpDef(name) {
-        In(this->Input("atten_mask"), REQUIRED, {ge::DT_UINT8, ge::DT_BOOL});
-        In(this->Input("seq_info"), REQUIRED, {ge::DT_INT64, ge::DT_INT64});
-        Param(this->Output("block_map"), REQUIRED, {ge::DT_UINT8, ge::DT_UINT8});
+        NPU_FA_MAP_INPUTS(NPU_FA_OPDEF_INPUT)
+        NPU_FA_MAP_OUTPUTS(NPU_FA_OPDEF_OUTPUT)
         CommonAttrs(*this);
         // No q/k/v inputs: the problem's shapes and dtype (0 fp16, 1 bf16) come as attributes.
         this->Attr("query_shape").AttrType(REQUIRED).ListInt();
@@ -111,19 +106,8 @@ public:
 class FlashAttentionNpuFaGrad : public OpDef {
 public:
     explicit FlashAttentionNpuFaGrad(const char* name) : OpDef(name) {
-        for (const char* in : {"query", "key", "value", "dy", "attention_in"}) In(this->Input(in), REQUIRED, kQkv);
-        In(this->Input("softmax_max"), REQUIRED, kF32);
-        In(this->Input("softmax_sum"), REQUIRED, kF32);
-        In(this->Input("atten_mask"), OPTIONAL, kMask);
-        In(this->Input("block_map"), OPTIONAL, kU8);
-        In(this->Input("seq_info"), REQUIRED, kI64);
-        In(this->Input("sink"), OPTIONAL, kF32);
-        In(this->Input("alibi_slopes"), OPTIONAL, kF32);
-        In(this->Input("pse"), OPTIONAL, kQkv);
-        In(this->Input("dropout_mask"), OPTIONAL, kU8);
-        for (const char* out : {"dq", "dk", "dv"}) Param(this->Output(out), REQUIRED, kQkv);
-        Param(this->Output("dsink_rows"), REQUIRED, kF32);
-        Param(this->Output("dpse_rows"), REQUIRED, kF32);
+        NPU_FA_GRAD_INPUTS(NPU_FA_OPDEF_INPUT)
+        NPU_FA_GRAD_OUTPUTS(NPU_FA_OPDEF_OUTPUT)
         CommonAttrs(*this);
         this->Attr("deterministic").AttrType(OPTIONAL).Bool(false);
         // The backward is the grad tiling's kernel launches, sharing one workspace: which one this call is.

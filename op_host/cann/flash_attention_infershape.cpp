@@ -3,6 +3,8 @@
 // [B, N1, S1, 8] (TND [T1, N1, 8]) float32, dq/dk/dv the shapes of q/k/v, the block map one byte buffer.
 #include "cann/fa_op_context.h"
 #include "cann/fa_op_funcs.h"
+#include "plan/fa_launch_plan.h"
+#include "problem/fa_problem_build.h"
 
 namespace ops {
 namespace {
@@ -14,59 +16,42 @@ void SetShape(gert::Shape* out, const std::vector<int64_t>& dims) {
     for (size_t i = 0; i < dims.size(); ++i) out->SetDim(i, dims[i]);
 }
 
-template <typename Context>
-ge::graphStatus Problem(const Context* ctx, const fa::FaOpShapes& s, npu_fa::FaProblem& p, fa::FaOpAttrs& a) {
-    if (!fa::ReadAttrs(ctx->GetAttrs(), a)) return fa::Refuse(ctx, "missing attributes");
-    const std::string err = fa::BuildFaProblem(s, a, p);
+// The problem of this call (the problem module's rules; its message names what is wrong).
+ge::graphStatus Problem(const gert::InferShapeContext* ctx, fa::FaOpKind kind, npu_fa::FaProblemInfo& info,
+                        npu_fa::FaCall& call) {
+    fa::FaOpBlocks blocks;
+    const std::string err = fa::ReadProblem(ctx, kind, call, blocks, info);
     return err.empty() ? ge::GRAPH_SUCCESS : fa::Refuse(ctx, err);
-}
-
-// The problem of an op with q/k/v and mask inputs at these indices (forward, backward).
-ge::graphStatus ProblemOfInputs(const gert::InferShapeContext* ctx, uint32_t q, uint32_t k, uint32_t v, uint32_t mask,
-                                fa::FaOpShapes& s, npu_fa::FaProblem& p, fa::FaOpAttrs& a) {
-    if (!fa::ReadShapes(ctx, q, k, v, mask, s)) return fa::Refuse(ctx, "missing query/key/value shapes");
-    return Problem(ctx, s, p, a);
 }
 
 }  // namespace
 
 ge::graphStatus InferShapeFlashAttentionNpuFa(gert::InferShapeContext* context) {
-    fa::FaOpShapes s;
-    npu_fa::FaProblem p;
-    fa::FaOpAttrs a;
-    if (ProblemOfInputs(context, fa::kFwdQuery, fa::kFwdKey, fa::kFwdValue, fa::kFwdAttenMask, s, p, a) !=
-        ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
-    }
-    std::vector<int64_t> out, stats;
-    fa::FwdOutputShapes(p, s.query, out, stats);
+    npu_fa::FaCall call;
+    npu_fa::FaProblemInfo info;
+    if (Problem(context, fa::FaOpKind::kForward, info, call) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
     gert::Shape* o = context->GetOutputShape(fa::kFwdAttentionOut);
     gert::Shape* mx = context->GetOutputShape(fa::kFwdSoftmaxMax);
     gert::Shape* sm = context->GetOutputShape(fa::kFwdSoftmaxSum);
     if (o == nullptr || mx == nullptr || sm == nullptr) return fa::Refuse(context, "missing output shapes");
-    SetShape(o, out);
-    SetShape(mx, stats);
-    SetShape(sm, stats);
+    SetShape(o, info.outShape);
+    SetShape(mx, info.statsShape);
+    SetShape(sm, info.statsShape);
     return ge::GRAPH_SUCCESS;
 }
 
 // The map's size depends on the blocks only (not on the core counts): the planned blocks (attributes, required
-// here) with any chip of the table give it.
+// here) with any chip's tiling give it.
 ge::graphStatus InferShapeFlashAttentionNpuFaBlockMap(gert::InferShapeContext* context) {
-    fa::FaOpShapes s;
-    if (!fa::ReadMapShapes(context, s)) return fa::Refuse(context, "missing atten_mask shape or shape attributes");
-    npu_fa::FaProblem p;
-    fa::FaOpAttrs a;
-    if (Problem(context, s, p, a) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
-    if (a.s1Block <= 0 || a.s2Block <= 0) return fa::Refuse(context, "s1_block and s2_block are required");
-    p.forceS1Block = (uint32_t)a.s1Block;
-    p.forceS2Block = (uint32_t)a.s2Block;
-    npu_fa::FaTilingOut t;
-    const std::string err = npu_fa::ComputeFlashAttentionTiling(p, *npu_fa::FindChip(npu_fa::kDefaultChip), t);
+    npu_fa::FaCall call;
+    npu_fa::FaProblemInfo info;
+    if (Problem(context, fa::FaOpKind::kBlockMap, info, call) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    npu_fa::FaForwardPlan plan;
+    const std::string err = npu_fa::PlanForward(info.p, *npu_fa::FindChip(npu_fa::kDefaultChip), plan);
     if (!err.empty()) return fa::Refuse(context, err);
     gert::Shape* map = context->GetOutputShape(0);
     if (map == nullptr) return fa::Refuse(context, "missing output shape");
-    SetShape(map, {(int64_t)t.mapBytes});
+    SetShape(map, {(int64_t)plan.map.bytes});
     return ge::GRAPH_SUCCESS;
 }
 
@@ -88,24 +73,15 @@ ge::graphStatus InferShapeFlashAttentionNpuFaGrad(gert::InferShapeContext* conte
     } else {
         SetShape(rows, {8});
     }
-    // dpse_rows: with an outer pse, the kernel's dS rows (fa::PseGradElements), else one 8-float block
+    // dpse_rows: with an outer pse, the kernel's dS rows (the problem's dpse reduction input), else one 8-float block
     gert::Shape* dpse = context->GetOutputShape(fa::kGradDpseRows);
     if (dpse == nullptr) return fa::Refuse(context, "missing dpse_rows shape");
-    const gert::Shape* pse = context->GetOptionalInputShape(fa::kGradPse);
-    if (pse == nullptr) {
-        SetShape(dpse, {8});
-        return ge::GRAPH_SUCCESS;
-    }
-    fa::FaOpShapes s;
-    npu_fa::FaProblem p;
-    fa::FaOpAttrs a;
-    if (ProblemOfInputs(context, fa::kGradQuery, fa::kGradKey, fa::kGradValue, fa::kGradAttenMask, s, p, a) !=
-        ge::GRAPH_SUCCESS) {
-        return ge::GRAPH_FAILED;
-    }
-    const std::string err = fa::OuterPse(a, p, fa::DimVector(*pse));
-    if (!err.empty()) return fa::Refuse(context, err);
-    SetShape(dpse, {(int64_t)fa::PseGradElements(p)});
+    npu_fa::FaCall call;
+    npu_fa::FaProblemInfo info;
+    if (Problem(context, fa::FaOpKind::kBackward, info, call) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    int64_t elements = 1;
+    for (int64_t d : info.post.dpseRowsShape) elements *= d;
+    SetShape(dpse, {info.post.dpseRowsShape.empty() ? 8 : elements});
     return ge::GRAPH_SUCCESS;
 }
 

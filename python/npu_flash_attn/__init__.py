@@ -6,11 +6,14 @@ importable, it also loads the torch_npu adapter library for NPU tensors (`npu`; 
 
 Modules, by concern (docs/architecture.md is the map):
   ops, backward     the op registrations (schemas, CPU and fake kernels, autograd) and their documented semantics
-  problem           every argument rule and the validated problem (`FAProblem`); masks, varlen, dropout, layouts
-                    hold the mask rules, the cumulative-length lists, the dropout format and layout conversions
+  problem           the validated problem (`FAProblem`): the Python-side checks around the extension's problem module
+                    (op_host/problem: every shape and attribute rule); masks, varlen, dropout, layouts hold the
+                    compressed masks, int arguments, the dropout format and layout conversions
+  native            the compiled extension `_C` (the problem module and the twin)
   chip              which chip the twin emulates
-  twin_backend      the CPU twin launches (the only caller of the extension), launch facts, the block-map cache
-  postprocess       what the CPU path does with the kernels' outputs
+  twin_backend      the CPU twin launches (the only one launching the extension's kernels), launch facts, the
+                    block-map cache
+  postprocess       what the CPU path does with the kernels' outputs (the problem's post-processing data)
   dispatch, npu     the checks before dispatch, the NPU adapter loader
   interfaces        drop-ins: torch_npu's npu_fusion_attention (+ grad), flash_attn 2.x, torch's SDPA
   integrations      the transformers attention backend (`integrations.transformers.register()`)

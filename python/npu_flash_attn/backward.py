@@ -56,7 +56,7 @@ from . import ops, twin_backend
 from .chip import get_chip
 from .dispatch import (bind_arguments, check_before_dispatch, check_scalar_types, define_op, require_device,
                        value_checks)
-from .problem import check_drop_mask_device, check_finite, check_input_values, validate_grad
+from .problem import check_finite, check_input_values, in_place_device, validate_grad
 
 __all__ = ["flash_attention_grad", "GRAD_SCHEMA"]
 
@@ -81,9 +81,8 @@ def _check_call(**a):
     NPU only with NPU_FA_CHECK_VALUES=1)."""
     query = a["query"]
     values = value_checks(query.device)
-    p = validate_grad(a, check_values=values)
+    p = validate_grad(a, check_values=values, drop_mask_device=in_place_device(query.device))
     require_device(query.device, "npu::flash_attention_grad")
-    check_drop_mask_device(p, query.device)
     if values:
         check_input_values(p, query, a["key"], a["value"])
         check_finite("flash_attention_grad", dy=a["dy"], attention_in=a["attention_in"])

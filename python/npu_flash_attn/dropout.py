@@ -28,7 +28,7 @@ from typing import Optional, Sequence
 import numpy as np
 import torch
 
-__all__ = ["keep_mask", "keep_threshold", "seed_key", "mask_elements", "unpack_mask", "kernel_rows", "check_mask",
+__all__ = ["keep_mask", "keep_threshold", "seed_key", "mask_elements", "unpack_mask", "kernel_rows",
            "draw_seed", "KEY_BITS"]
 
 KEY_BITS = 16  # keep decisions compare a signed 16-bit half of a hash
@@ -94,14 +94,10 @@ def unpack_mask(mask: torch.Tensor, n1: int, batch_shapes: Sequence[tuple[int, i
     return out
 
 
-def kernel_rows(mask: torch.Tensor, n1: int, batch_shapes: Sequence[tuple[int, int]], s2: int,
-                varlen: bool) -> tuple[torch.Tensor, int]:
-    """The kernels' form of a user mask: uint8 rows of `pitch` bytes (bit c of a row = key column c) in the
-    statistics' row order (non-TND [B, N1, S1]; TND each sequence's [N1, Sq] after the previous one). Returns
-    (rows, pitch): the mask itself when it already has that form (non-TND with S2 % 8 == 0), else a repacked copy."""
-    if not varlen and s2 % 8 == 0:
-        return mask.contiguous().view(-1), s2 // 8
-    pitch = (max((skv for _, skv in batch_shapes), default=0) + 7) // 8
+def kernel_rows(mask: torch.Tensor, n1: int, batch_shapes: Sequence[tuple[int, int]], pitch: int) -> torch.Tensor:
+    """A user mask repacked into the kernels' form: uint8 rows of `pitch` bytes (bit c of a row = key column c) in
+    the statistics' row order (non-TND [B, N1, S1]; TND each sequence's [N1, Sq] after the previous one). The
+    problem (ops.validate_flash_attention) says when a mask needs it (TND or S2 % 8 != 0) and the pitch."""
     parts = []
     for keep in unpack_mask(mask, n1, batch_shapes):
         nh, sq, skv = keep.shape
@@ -109,21 +105,7 @@ def kernel_rows(mask: torch.Tensor, n1: int, batch_shapes: Sequence[tuple[int, i
         padded[..., :skv] = keep.numpy()
         parts.append(np.packbits(padded, axis=-1, bitorder="little").reshape(-1))
     data = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
-    return torch.from_numpy(np.ascontiguousarray(data)), pitch
-
-
-def check_mask(mask: Optional[torch.Tensor], elements: int) -> None:
-    """A user dropout mask's rules (ValueError / TypeError naming them)."""
-    if mask is None:
-        return
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"dropout_mask must be a uint8 tensor, got {type(mask).__name__}")
-    if mask.dtype != torch.uint8:
-        raise ValueError(f"dropout_mask must be uint8 (8 bit-packed elements per byte, 1 = keep), got {mask.dtype}")
-    need = (elements + 7) // 8
-    if mask.numel() < need:
-        raise ValueError(f"dropout_mask has {mask.numel()} bytes; the problem's {elements} score elements need at "
-                         f"least ceil({elements} / 8) = {need}")
+    return torch.from_numpy(np.ascontiguousarray(data))
 
 
 def draw_seed() -> int:

@@ -1,4 +1,4 @@
-"""NPU tensors: finding and loading the torch_npu adapter library (csrc/npu_adapter.cpp). Not yet run on hardware.
+"""NPU tensors: finding and loading the torch_npu adapter library (csrc/npu/npu_adapter.cpp). Not yet run on hardware.
 
 The adapter registers the PrivateUse1 (NPU) kernels of `torch.ops.npu.flash_attention` and
 `torch.ops.npu.flash_attention_grad`; the Python package keeps the schemas, the CPU (twin) kernels, the autograd and

@@ -88,7 +88,7 @@ from . import twin_backend
 from .chip import get_chip
 from .dispatch import (bind_arguments, check_before_dispatch, check_scalar_types, define_op, require_device,
                        value_checks)
-from .problem import FAProblem, check_drop_mask_device, check_input_values, validate_flash_attention
+from .problem import FAProblem, check_input_values, in_place_device, validate_flash_attention
 
 __all__ = ["flash_attention", "precompute_block_mask", "SCHEMA"]
 
@@ -116,9 +116,9 @@ def check_call(query, key, value, head_num, input_layout, **kwargs) -> FAProblem
     mask rules, the device (CPU, or NPU with the adapter loaded), and the data checks (finite q/k/v, scale; on NPU
     only with NPU_FA_CHECK_VALUES=1, see dispatch.value_checks)."""
     values = value_checks(query.device)
-    p = validate_flash_attention(query, key, value, head_num, input_layout, **kwargs, check_values=values)
+    p = validate_flash_attention(query, key, value, head_num, input_layout, **kwargs, check_values=values,
+                                 drop_mask_device=in_place_device(query.device))
     require_device(query.device, "npu::flash_attention")
-    check_drop_mask_device(p, query.device)
     sink, pse = kwargs.get("sink"), kwargs.get("pse")
     if values:
         check_input_values(p, query, key, value)
@@ -194,5 +194,4 @@ def precompute_block_mask(query: torch.Tensor, key: torch.Tensor, value: torch.T
     if atten_mask.device.type != "cpu":
         raise NotImplementedError(f"precompute_block_mask takes CPU (twin) masks, got one on {atten_mask.device}; on "
                                   "the NPU the adapter builds and caches block maps itself at the first call")
-    view = twin_backend.mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global)
-    return twin_backend.build_block_map(atten_mask, view, twin_backend.problem_dict(p, view), get_chip())
+    return twin_backend.build_block_map(atten_mask, twin_backend.kernel_mask(p, atten_mask), p, get_chip())

@@ -70,7 +70,7 @@ def _resource_root() -> Path:
 def include_dirs() -> list[str]:
     """Include directories that make `#include "kernel_operator.h"` resolve to the twin."""
     root = _resource_root()
-    return [str(root / "twin" / "include"), str(root / "op_host")]
+    return [str(root / "twin" / "include"), str(root / "chip")]
 
 
 def _cache_dir() -> Path:
@@ -82,7 +82,7 @@ def _cache_dir() -> Path:
 def _headers_digest() -> str:
     h = hashlib.sha256()
     root = _resource_root()
-    for d in ("twin/include", "twin/src", "op_host"):
+    for d in ("twin/include", "twin/src", "chip"):
         for p in sorted((root / d).rglob("*")):
             if p.is_file() and p.suffix in (".h", ".inc", ".hpp"):
                 h.update(p.name.encode())

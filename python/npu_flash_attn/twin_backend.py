@@ -1,7 +1,9 @@
-"""The CPU twin backend of the ops: the only module that calls the extension (`_C`). It turns a validated problem
-into the twin's launches (forward; backward), keeps the launch facts `last_launch_info()` reports, reads a dense mask
-in place (`MaskView`) and owns the block-map cache (a dense mask's tile classes, built once per mask tensor by the
-pre-pass kernel and reused). Results are "twin": the Ascend C kernels emulated on the CPU."""
+"""The CPU twin backend of the ops: the only module that launches the extension's (`_C`) kernels. It runs a
+validated problem's launches (forward; backward) through the problem's `Call`, keeps the launch facts
+`last_launch_info()` reports, reads a dense mask through the problem's view (`kernel_mask`) and owns the block-map
+cache (a dense mask's tile classes, built once per mask tensor by the pre-pass kernel and reused, keyed by the
+extension's block_map_key rule, the NPU adapter's too). Results are "twin": the Ascend C kernels emulated on the
+CPU."""
 from __future__ import annotations
 
 import logging
@@ -14,12 +16,12 @@ from typing import Optional
 import torch
 
 from . import dropout, postprocess, progress
-from .problem import FAProblem
-from .varlen import sequence_shapes
+from .native import ext
+from .problem import FAProblem, sequence_shapes
 
-__all__ = ["TwinError", "ext", "forward", "backward", "last_launch_info", "record_launch", "set_op_counting", "set_block_override",
-           "MaskView", "mask_view", "BlockMaskInfo", "build_block_map", "block_mask_cache_info",
-           "clear_block_mask_cache", "COLUMN_BROADCAST_WIDTH"]
+__all__ = ["TwinError", "ext", "forward", "backward", "last_launch_info", "record_launch", "set_op_counting",
+           "set_block_override", "kernel_mask", "BlockMaskInfo", "build_block_map", "block_mask_cache_info",
+           "clear_block_mask_cache"]
 
 try:
     from ._C import TwinError
@@ -32,15 +34,6 @@ TwinError.__doc__ = ("A kernel did something the NPU would silently get wrong (o
 _log = logging.getLogger("npu_flash_attn")
 _lock = threading.Lock()
 _last_info: Optional[dict] = None
-
-
-def ext():
-    """The compiled extension (imported lazily so validation/reference work without a build)."""
-    try:
-        from . import _C
-    except ImportError as e:  # pragma: no cover - depends on the build
-        raise ImportError(f"npu_flash_attn._C is not built ({e}); run `pip install -e .` in the repository") from e
-    return _C
 
 
 def record_launch(info: dict) -> None:
@@ -82,29 +75,10 @@ def set_op_counting(enabled: bool) -> None:
     _count_ops = bool(enabled)
 
 
-def problem_dict(p: FAProblem, view=None, drop_pitch: int = 0) -> dict:
-    """The validated problem as the extension's tiling reads it (`view`: the dense mask's MaskView, if any;
-    `drop_pitch`: a user dropout mask's row pitch in bytes)."""
-    d = {"dtype": p.dtype_name, "layout": p.layout, "B": int(p.B), "N1": int(p.N1), "N2": int(p.N2),
-         "S1": int(p.S1), "S2": int(p.S2), "D": int(p.D), "Dv": int(p.Dv), "scale": float(p.scale),
-         "sparse_mode": int(p.sparse_mode), "pre_tokens": int(p.pre_tokens), "next_tokens": int(p.next_tokens),
-         "cu_seqlens_q": list(p.cu_seqlens_q), "cu_seqlens_kv": list(p.cu_seqlens_kv), "T1": int(p.T1),
-         "T2": int(p.T2), "prefix": list(p.prefix), "dense_mask": False, "sink": bool(p.sink),
-         "softcap": p.softcap, "alibi_mode": p.pse.alibi_mode, "alibi_per_batch": p.pse.alibi_per_batch,
-         "alibi_delta": p.pse.alibi_delta, "pse_mode": p.pse.outer_mode, "pse_stride_b": 0, "pse_stride_n": 0,
-         "pse_stride_s": 0}
-    if p.drop.mode:
-        d.update(drop_mode=p.drop.mode, keep_prob=p.drop.keep_prob, seed=p.drop.seed, offset=p.drop.offset,
-                 drop_mask_pitch=drop_pitch)
-    if p.pse.outer_mode:  # element strides of the contiguous [B or 1, N1, S1 or 1, S2] bias (0: broadcast)
-        rows = p.S1 if p.pse.outer_per_row else 1
-        d.update(pse_stride_b=p.N1 * rows * p.S2 if p.pse.outer_per_batch else 0, pse_stride_n=rows * p.S2,
-                 pse_stride_s=p.S2 if p.pse.outer_per_row else 0)
-    if view is not None:
-        d.update(view.problem_fields())
-    if _block_override is not None:
-        d["force_s1_block"], d["force_s2_block"] = _block_override
-    return d
+def _with_blocks(p: FAProblem):
+    """The problem's call with the tuning blocks of set_block_override (0 = the tiling's choice)."""
+    p.call.force_s1_block, p.call.force_s2_block = _block_override or (0, 0)
+    return p.call
 
 
 def pse_input(p: FAProblem, pse: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
@@ -112,16 +86,15 @@ def pse_input(p: FAProblem, pse: Optional[torch.Tensor]) -> Optional[torch.Tenso
     return pse.detach().contiguous() if p.pse.alibi_mode or p.pse.outer_mode else None
 
 
-def drop_mask_input(p: FAProblem, mask: Optional[torch.Tensor]) -> tuple[Optional[torch.Tensor], int]:
-    """The user dropout mask as the kernels read it (rows of bytes in the statistics' order, repacked when needed)
-    and its row pitch; (None, 0) without one."""
+def drop_mask_input(p: FAProblem, mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """The user dropout mask as the kernels read it: rows of p.drop.mask_pitch bytes in the statistics' order
+    (repacked when the problem says so); None without one."""
     if p.drop.mode != 2:
-        return None, 0
-    shapes = sequence_shapes(p.layout, p.B, p.S1, p.S2, p.cu_seqlens_q, p.cu_seqlens_kv)
-    rows, pitch = dropout.kernel_rows(mask.detach(), p.N1, shapes, p.S2, p.layout == "TND")
-    if rows.data_ptr() != mask.data_ptr():
-        _log.debug("dropout_mask repacked into rows of %d bytes (TND or S2 %% 8 != 0)", pitch)
-    return rows.contiguous(), pitch
+        return None
+    if not p.drop.mask_repack:
+        return mask.detach().contiguous().view(-1)
+    _log.debug("dropout_mask repacked into rows of %d bytes (TND or S2 %% 8 != 0)", p.drop.mask_pitch)
+    return dropout.kernel_rows(mask.detach(), p.N1, sequence_shapes(p), p.drop.mask_pitch)
 
 
 def forward(p: FAProblem, a: dict, chip: str):
@@ -137,43 +110,37 @@ def forward(p: FAProblem, a: dict, chip: str):
         _log.debug("flash_attention: no query row sees a key; answered without a kernel launch")
         out.zero_()
         postprocess.fill_rows_without_keys(p, sink, smax, ssum)
-        if p.layout == "TND":
-            postprocess.fill_invalid_tail(p, out, smax, ssum)
+        postprocess.fill_padding(p, out, smax, ssum)
         return out, smax, ssum
     # contiguous copies keep the pointers valid for the duration of the call
     q, k, v = (a[n].detach().contiguous() for n in ("query", "key", "value"))
     sk = None if sink is None else sink.detach().contiguous()
     info = _launch(p, chip, q, k, v, a["atten_mask"], sk, pse_input(p, a["pse"]), a["dropout_mask"], out, smax, ssum)
-    if p.layout == "TND":
-        postprocess.fill_invalid_tail(p, out, smax, ssum)
+    postprocess.fill_padding(p, out, smax, ssum)
     record_launch(info)
     return out, smax, ssum
 
 
 def _launch(p: FAProblem, chip: str, q, k, v, atten_mask, sink, pse, drop_mask, out, smax, ssum) -> dict:
-    e = ext()
-    if not hasattr(e, "flash_attention_plan"):
-        raise RuntimeError("npu_flash_attn._C has no flash_attention_plan (stale build?): rebuild with "
-                           "`pip install -e .`")
-    view = mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global) if p.dense_mask else None
-    drop_rows, drop_pitch = drop_mask_input(p, drop_mask)
-    problem = problem_dict(p, view, drop_pitch)
+    call = _with_blocks(p)
+    view = kernel_mask(p, atten_mask) if p.dense_mask else None
+    drop_rows = drop_mask_input(p, drop_mask)
     mask_ptr = mask_bytes = map_ptr = map_bytes = 0
     block = None
     if view is not None:
-        block = build_block_map(atten_mask, view, problem, chip)
-        mask_ptr, mask_bytes = view.tensor.data_ptr(), view.extent
+        block = build_block_map(atten_mask, view, p, chip)
+        mask_ptr, mask_bytes = view.data_ptr(), p.mask_view["extent"]
         map_ptr, map_bytes = block.block_map.data_ptr(), block.block_map.numel()
     with progress.launch(f"twin forward launch on {chip}", p.flops(), "forward"):
-        info = dict(e.flash_attention_fwd(problem, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), mask_ptr,
-                                            mask_bytes, map_ptr, map_bytes, 0 if sink is None else sink.data_ptr(),
-                                            0 if pse is None else pse.data_ptr(),
-                                            0 if drop_rows is None else drop_rows.data_ptr(), out.data_ptr(),
-                                            smax.data_ptr(), ssum.data_ptr(), _count_ops))
+        info = dict(ext().flash_attention_fwd(call, chip, q.data_ptr(), k.data_ptr(), v.data_ptr(), mask_ptr,
+                                              mask_bytes, map_ptr, map_bytes, 0 if sink is None else sink.data_ptr(),
+                                              0 if pse is None else pse.data_ptr(),
+                                              0 if drop_rows is None else drop_rows.data_ptr(), out.data_ptr(),
+                                              smax.data_ptr(), ssum.data_ptr(), _count_ops))
     if block is not None:
-        shared = view.tensor.untyped_storage().data_ptr() == atten_mask.untyped_storage().data_ptr()
+        shared = view.untyped_storage().data_ptr() == atten_mask.untyped_storage().data_ptr()
         info.update(tiles_masked=block.tiles_masked, tiles_mixed=block.tiles_mixed, tiles_visible=block.tiles_visible,
-                    mask_copy_bytes=0 if shared else view.tensor.numel())
+                    mask_copy_bytes=0 if shared else view.numel())
     return info
 
 
@@ -194,81 +161,44 @@ def backward(p: FAProblem, a: dict, chip: str):
     dsink_rows = None if sink is None else torch.zeros(p.stats_shape, dtype=torch.float32)  # rows of no task: 0
     pse = pse_input(p, a["pse"])
     dpse_rows = postprocess.dpse_rows(p)
-    entry = getattr(ext(), "flash_attention_grad", None)
-    if entry is None:
-        raise RuntimeError("npu_flash_attn._C has no flash_attention_grad (stale build?): rebuild with "
-                           "`pip install -e .`")
-    atten_mask = a["atten_mask"]
-    view = mask_view(atten_mask, p.layout, p.S2, p.mask_tnd_global) if p.dense_mask else None
-    mask_ptr, mask_bytes = (view.tensor.data_ptr(), view.extent) if view is not None else (0, 0)
-    drop_rows, drop_pitch = drop_mask_input(p, a["dropout_mask"])
+    view = kernel_mask(p, a["atten_mask"]) if p.dense_mask else None
+    mask_ptr, mask_bytes = (view.data_ptr(), p.mask_view["extent"]) if view is not None else (0, 0)
+    drop_rows = drop_mask_input(p, a["dropout_mask"])
     with progress.launch(f"twin backward launches on {chip}", 2.5 * p.flops(), "backward"):
-        info = entry(problem_dict(p, view, drop_pitch), chip, bool(a["deterministic"]), q.data_ptr(),
-                     k.data_ptr(), v.data_ptr(), do.data_ptr(), o.data_ptr(), smax.data_ptr(), ssum.data_ptr(),
-                     mask_ptr, mask_bytes, 0 if sk is None else sk.data_ptr(), 0 if pse is None else pse.data_ptr(),
-                     0 if drop_rows is None else drop_rows.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
-                     0 if dsink_rows is None else dsink_rows.data_ptr(),
-                     0 if dpse_rows is None else dpse_rows.data_ptr())
-    if p.layout == "TND":
-        postprocess.zero_tnd_tails(p, dq, dk, dv)
+        info = ext().flash_attention_grad(
+            _with_blocks(p), chip, bool(a["deterministic"]), q.data_ptr(), k.data_ptr(), v.data_ptr(), do.data_ptr(),
+            o.data_ptr(), smax.data_ptr(), ssum.data_ptr(), mask_ptr, mask_bytes, 0 if sk is None else sk.data_ptr(),
+            0 if pse is None else pse.data_ptr(), 0 if drop_rows is None else drop_rows.data_ptr(), dq.data_ptr(),
+            dk.data_ptr(), dv.data_ptr(), 0 if dsink_rows is None else dsink_rows.data_ptr(),
+            0 if dpse_rows is None else dpse_rows.data_ptr())
+    postprocess.zero_padding(p, dq, dk, dv)
     record_launch(dict(info, op="flash_attention_grad"))
     dsink = empty.clone() if sink is None else -postprocess.sum_rows_per_head(p, dsink_rows)
-    dpse = empty if dpse_rows is None else postprocess.dpse(p, a["pse"], dpse_rows)
+    dpse = empty if dpse_rows is None else postprocess.dpse_of_rows(p, a["pse"], dpse_rows)
     return dq, dk, dv, dpse, dsink
+
 
 # ----------------------------------------------------------------------------------------------------------------
 # a dense mask read in place, and its block map
 # ----------------------------------------------------------------------------------------------------------------
 
 
-COLUMN_BROADCAST_WIDTH = 128  # >= every s2 block: a column-broadcast mask row is stored with this many equal bytes
-
-
-@dataclass
-class MaskView:
-    """A dense mask as the kernel reads it: `tensor` (kept alive for the launch) holds the bytes; element
-    (b, n, r, c) sits at data_ptr + b*stride_b + n*stride_n + r*stride_s + c*col_step."""
-    tensor: torch.Tensor
-    extent: int          # bytes from data_ptr the kernel may touch
-    stride_b: int
-    stride_n: int
-    stride_s: int
-    col_step: int
-    per_batch: bool
-    per_head: bool
-    tnd_global: bool = False
-
-    def problem_fields(self) -> dict:
-        return {"dense_mask": True, "mask_per_batch": self.per_batch, "mask_per_head": self.per_head,
-                "mask_stride_b": self.stride_b, "mask_stride_n": self.stride_n, "mask_stride_s": self.stride_s,
-                "mask_col_step": self.col_step, "mask_tnd_global": self.tnd_global}
-
-
-def mask_view(m: torch.Tensor, layout: str, S2, tnd_global: bool = False) -> MaskView:
-    """The kernel's view of a validated dense mask. Copies nothing unless the last dimension is strided (one copy
-    in the mask's own unbroadcast shape) or broadcast (rows of COLUMN_BROADCAST_WIDTH bytes)."""
-    m = m.detach()
+def kernel_mask(p: FAProblem, mask: torch.Tensor) -> torch.Tensor:
+    """A dense mask as the kernels read it (p.mask_view, the problem module's rule): broadcast dimensions narrowed to
+    one slice, a column-broadcast mask widened to rows of equal bytes, a strided last dimension copied once."""
+    view = p.mask_view
+    m = mask.detach()
     if m.dtype == torch.bool:
         m = m.view(torch.uint8)
-    if layout == "TND":
+    if p.layout == "TND":
         m = m.view(1, 1, *m.shape)
     while m.dim() < 4:
         m = m.unsqueeze(0)
-    for d in range(4):  # stride-0 (expanded) dimensions are broadcasts: read one slice
-        if m.shape[d] > 1 and m.stride(d) == 0:
-            m = m.narrow(d, 0, 1)
-    if m.shape[3] == 1 and S2 > 1:
-        m = m.expand(*m.shape[:3], COLUMN_BROADCAST_WIDTH).contiguous()
-        col_step = 0
-    else:
-        if m.shape[3] > 1 and m.stride(3) != 1:
-            m = m.contiguous()
-        col_step = 1
-    size, st = m.shape, m.stride()
-    strides = [st[d] if size[d] > 1 else 0 for d in range(4)]
-    extent = 1 + sum((size[d] - 1) * st[d] for d in range(4))
-    return MaskView(tensor=m, extent=int(extent), stride_b=strides[0], stride_n=strides[1], stride_s=strides[2],
-                    col_step=col_step, per_batch=size[0] > 1, per_head=size[1] > 1, tnd_global=tnd_global)
+    for d in view["narrow"]:
+        m = m.narrow(d, 0, 1)
+    if view["widen"]:
+        m = m.expand(*view["shape"])
+    return m.contiguous() if view["copy"] else m
 
 
 @dataclass(frozen=True)
@@ -290,7 +220,8 @@ class BlockMaskInfo:
 
 class _BlockMapCache:
     """Block maps keyed by the mask tensor object (weakly: an entry dies with its mask), its version counter (any
-    in-place change invalidates) and everything the map depends on (geometry, mode, band, prefix, chip)."""
+    in-place change invalidates), the chip and everything else the map depends on (`map_key`: the extension's
+    block_map_key, the rule the NPU adapter's cache keys on too)."""
 
     def __init__(self, capacity: int = 32):
         self._lock = threading.Lock()
@@ -300,14 +231,12 @@ class _BlockMapCache:
         self.misses = 0
 
     @staticmethod
-    def _key(mask: torch.Tensor, problem: dict, chip: str):
-        geometry = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in problem.items()
-                                if k not in ("scale", "dtype", "keep_prob", "seed", "offset", "drop_mask_pitch")))
+    def _key(mask: torch.Tensor, map_key: tuple, chip: str):
         return (id(mask), mask._version, mask.data_ptr(), tuple(mask.shape), tuple(mask.stride()), mask.dtype,
-                geometry, chip)
+                map_key, chip)
 
-    def get(self, mask: torch.Tensor, problem: dict, chip: str) -> Optional[BlockMaskInfo]:
-        key = self._key(mask, problem, chip)
+    def get(self, mask: torch.Tensor, map_key: tuple, chip: str) -> Optional[BlockMaskInfo]:
+        key = self._key(mask, map_key, chip)
         with self._lock:
             hit = self._entries.get(key)
             if hit is not None and hit[0]() is mask:
@@ -317,8 +246,8 @@ class _BlockMapCache:
             self.misses += 1
             return None
 
-    def put(self, mask: torch.Tensor, problem: dict, chip: str, info: BlockMaskInfo) -> None:
-        key = self._key(mask, problem, chip)
+    def put(self, mask: torch.Tensor, map_key: tuple, chip: str, info: BlockMaskInfo) -> None:
+        key = self._key(mask, map_key, chip)
 
         def drop(_ref, key=key, cache=self):
             with cache._lock:
@@ -350,19 +279,21 @@ def clear_block_mask_cache() -> None:
     _cache.clear()
 
 
-def build_block_map(mask: torch.Tensor, view: MaskView, problem: dict, chip: str) -> BlockMaskInfo:
-    """The block map of `mask` for `problem` from the cache, else from the pre-pass kernel (twin)."""
-    hit = _cache.get(mask, problem, chip)
+def build_block_map(mask: torch.Tensor, view: torch.Tensor, p: FAProblem, chip: str) -> BlockMaskInfo:
+    """The block map of `mask` (read through `view`, `kernel_mask`) for problem `p` from the cache, else from the
+    pre-pass kernel (twin)."""
+    e, call = ext(), _with_blocks(p)
+    plan = e.flash_attention_plan(call, chip)
+    map_key = tuple(plan["block_map_key"])
+    hit = _cache.get(mask, map_key, chip)
     if hit is not None:
         return hit
-    e = ext()
-    plan = e.flash_attention_plan(problem, chip)
     buf = torch.zeros(int(plan["block_map_bytes"]), dtype=torch.uint8)
-    e.flash_attention_block_map(problem, chip, view.tensor.data_ptr(), view.extent, buf.data_ptr(), buf.numel())
+    e.flash_attention_block_map(call, chip, view.data_ptr(), p.mask_view["extent"], buf.data_ptr(), buf.numel())
     entries = int(plan["block_map_entries"])
     states = buf[:entries]
     info = BlockMaskInfo(block_map=buf, s1_block=int(plan["s1_block"]), s2_block=int(plan["s2_block"]),
                          tiles_masked=int((states == 0).sum()), tiles_mixed=int((states == 1).sum()),
                          tiles_visible=int((states == 2).sum()), map_rows=int(plan["block_map_rows"]))
-    _cache.put(mask, problem, chip, info)
+    _cache.put(mask, map_key, chip, info)
     return info

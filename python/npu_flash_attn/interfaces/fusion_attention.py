@@ -33,8 +33,7 @@ from typing import Optional, Sequence
 import torch
 
 from .. import dropout
-from ..problem import INT32_MAX, FAProblem, validate_flash_attention
-from ..varlen import sequence_shapes
+from ..problem import INT32_MAX, FAProblem, sequence_shapes, validate_flash_attention
 from . import args, stats
 
 __all__ = ["npu_fusion_attention", "npu_fusion_attention_grad"]
@@ -93,8 +92,7 @@ def _problem(query, key, value, head_num, input_layout, actual_seq_qlen, actual_
 
 def _numels(p: FAProblem) -> int:
     """N1 * sum of Sq * Skv over the sequences: the built-in's dropout-mask length."""
-    return dropout.mask_elements(sequence_shapes(p.layout, p.B, p.S1, p.S2, p.cu_seqlens_q, p.cu_seqlens_kv),
-                                 p.N1)
+    return dropout.mask_elements(sequence_shapes(p), p.N1)
 
 
 def npu_fusion_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,

@@ -1,5 +1,5 @@
 // Parameters of the dav-2201 cycle model, one row each: value, unit, source, confidence. The per-core rows hold for
-// every 2201 part (the per-core units are the same); the chip rows come from op_host/chip_spec.h. Bandwidths that
+// every 2201 part (the per-core units are the same); the chip rows come from chip/chip_spec.h. Bandwidths that
 // were measured in GiB/s at 1.85 GHz are stored as bytes per cycle, i.e. the model assumes they scale with the clock.
 // docs/cost_model.md cites each source; shared/research/pto_isa_costmodel.md and update_2026_12.md hold the figures.
 #pragma once
@@ -101,17 +101,17 @@ inline const ParamRow kCoreRows[] = {
 // Aggregate L2 bandwidth of a 2201 die (chip_spec.h has only the per-core .ini rates).
 constexpr double kL2GBps = 7000;
 
-// The chip rows, derived from op_host/chip_spec.h, then every per-core row.
+// The chip rows, derived from chip/chip_spec.h, then every per-core row.
 inline std::vector<ParamRow> ChipRows(const npu_fa::ChipSpec& chip) {
-    static const char* src = "op_host/chip_spec.h (shared/research/update_2026_12.md sec.1)";
+    static const char* src = "chip/chip_spec.h (shared/research/update_2026_12.md sec.1)";
     std::vector<ParamRow> rows = {
         {"chip.clock_mhz", chip.cubeFreqMHz, "MHz", src, "measured"},
         {"chip.aic", (double)chip.aicNum, "cores", src, "measured"},
         {"chip.aiv", (double)chip.aivNum, "cores", src, "measured"},
         {"chip.cube_flop_per_cycle", 8192, "FLOP/cycle/AIC", "16x16x16 MAC per cycle (b16)", "measured"},
-        {"chip.hbm_gbps", chip.hbmGBps, "GB/s", "op_host/chip_spec.h; msopmodeling GM<->L2 1638 GiB/s, 48-core GM->UB 1617 GiB/s", "fitted"},
+        {"chip.hbm_gbps", chip.hbmGBps, "GB/s", "chip/chip_spec.h; msopmodeling GM<->L2 1638 GiB/s, 48-core GM->UB 1617 GiB/s", "fitted"},
         {"chip.hbm_bytes_per_cycle", chip.hbmGBps * 1e3 / chip.cubeFreqMHz, "B/cycle", "chip.hbm_gbps / chip.clock_mhz", "derived"},
-        {"l2.bytes", (double)chip.l2Size, "B", "op_host/chip_spec.h l2Size: 192 MB on 910B1/B2/B3/910_93, 96 MB on B4 (update_2026_12.md sec.1)", "measured"},
+        {"l2.bytes", (double)chip.l2Size, "B", "chip/chip_spec.h l2Size: 192 MB on 910B1/B2/B3/910_93, 96 MB on B4 (update_2026_12.md sec.1)", "measured"},
         {"l2.gbps", kL2GBps, "GB/s", "asc-devkit docs/zh/guide, SIMD optimisation / memory access / L2 Cache split page: 192 MB L2, read/write mixed about 7 TB/s (GM 1.6 TB/s); B4 assumed the same", "measured"},
         {"l2.bytes_per_cycle", kL2GBps * 1e3 / chip.cubeFreqMHz, "B/cycle", "l2.gbps / chip.clock_mhz, shared by all cores", "derived"},
     };

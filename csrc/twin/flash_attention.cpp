@@ -13,7 +13,10 @@
 #include "kernel_operator.h"
 #include "cost_model_hook.h"
 #include "kernel_entries.h"
+#include "launch_helpers.h"
 #include "problem.h"
+#include "plan/fa_block_map_key.h"
+#include "plan/fa_launch_plan.h"
 
 
 namespace py = pybind11;
@@ -22,27 +25,25 @@ namespace py = pybind11;
 
 namespace {
 
-using twin_bindings::ParseProblem;
-
 struct Plan {
     const npu_fa::ChipSpec* chip;
     npu_fa::FaProblem p;
-    npu_fa::FaTilingOut t;
+    npu_fa::FaForwardPlan fwd;
+    const npu_fa::FaTilingOut& t() const { return fwd.launch; }
 };
 
-Plan MakePlan(const py::dict& problem, const std::string& chipName) {
+Plan MakePlan(const npu_fa::FaCall& call, const std::string& chipName) {
     Plan plan;
     plan.chip = npu_fa::FindChip(chipName.c_str());
     if (plan.chip == nullptr) throw py::value_error("chip '" + chipName + "' is not in the chip table");
-    plan.p = ParseProblem(problem);
-    std::string err = npu_fa::ComputeFlashAttentionTiling(plan.p, *plan.chip, plan.t);
+    plan.p = twin_bindings::Solve(call).p;
+    const std::string err = npu_fa::PlanForward(plan.p, *plan.chip, plan.fwd);
     if (!err.empty()) throw py::value_error("flash_attention tiling: " + err);
-    if (plan.t.seqInfo.empty()) plan.t.seqInfo.assign(npu_fa::kSeqInfoFields, 0);
     return plan;
 }
 
 py::dict PlanInfo(const Plan& plan) {
-    const npu_fa::FlashAttentionTilingData& tiling = plan.t.data;
+    const npu_fa::FlashAttentionTilingData& tiling = plan.t().data;
     py::dict info;
     info["chip"] = plan.chip->name;
     info["block_dim"] = tiling.blockDim;
@@ -55,14 +56,15 @@ py::dict PlanInfo(const Plan& plan) {
     info["k_chunk_pv"] = tiling.kChunkPV;
     info["n_chunk_pv"] = tiling.nChunkPV;
     info["tasks"] = tiling.taskTotal;
-    info["steps"] = plan.t.visibleSteps;
-    info["workspace_bytes"] = plan.t.workspaceBytes;
-    info["ub_bytes_per_aiv"] = plan.t.ubBytes;
-    info["l1_bytes_per_aic"] = plan.t.l1Bytes;
-    info["block_map_bytes"] = plan.t.mapBytes;
+    info["steps"] = plan.t().visibleSteps;
+    info["workspace_bytes"] = plan.t().workspaceBytes;
+    info["ub_bytes_per_aiv"] = plan.t().ubBytes;
+    info["l1_bytes_per_aic"] = plan.t().l1Bytes;
+    info["block_map_bytes"] = plan.t().mapBytes;
     info["block_map_entries"] = tiling.mapEntries;
     info["block_map_rows"] = tiling.mapRows;
     info["block_map_cores"] = tiling.mapCores;
+    info["block_map_key"] = npu_fa::BlockMapKeyFields(plan.p, plan.fwd.map);
     return info;
 }
 
@@ -90,75 +92,52 @@ void AddOpCounts(const twin::LaunchResult& r, py::dict& info) {
     info["op_counts_per_core"] = perCore;
 }
 
-py::dict FlashAttentionPlan(const py::dict& problem, const std::string& chipName) { return PlanInfo(MakePlan(problem, chipName)); }
+py::dict FlashAttentionPlan(const npu_fa::FaCall& call, const std::string& chipName) {
+    return PlanInfo(MakePlan(call, chipName));
+}
 
-py::dict FlashAttentionBlockMap(const py::dict& problem, const std::string& chipName, uintptr_t mask, uint64_t maskBytes,
+py::dict FlashAttentionBlockMap(const npu_fa::FaCall& call, const std::string& chipName, uintptr_t mask, uint64_t maskBytes,
                                 uintptr_t blockMap, uint64_t blockMapBytes) {
-    Plan plan = MakePlan(problem, chipName);
+    Plan plan = MakePlan(call, chipName);
     if (!plan.p.denseMask) throw py::value_error("flash_attention_block_map: the problem has no dense mask");
-    if (blockMapBytes != plan.t.mapBytes) {
+    if (blockMapBytes != plan.t().mapBytes) {
         throw py::value_error("flash_attention_block_map: block map buffer of " + std::to_string(blockMapBytes) +
-                              " bytes, the tiling needs " + std::to_string(plan.t.mapBytes));
+                              " bytes, the tiling needs " + std::to_string(plan.t().mapBytes));
     }
-    npu_fa::FlashAttentionTilingData tiling = plan.t.data;
-    std::vector<int64_t> seqInfo = plan.t.seqInfo;
-    uint8_t workspace[32] = {};
-    twin::LaunchOptions o;
-    o.kernelType = AscendC::KERNEL_TYPE_AIV_ONLY;
-    o.numBlocks = std::max<uint32_t>(1, tiling.mapCores);
-    o.chip = plan.chip;
-    o.trace = false;
-    o.gm = {{(const uint8_t*)mask, maskBytes, "atten_mask"},
-            {(const uint8_t*)seqInfo.data(), seqInfo.size() * 8, "seq_info"},
-            {(const uint8_t*)blockMap, blockMapBytes, "block_map"},
-            {workspace, sizeof(workspace), "workspace"},
-            {(const uint8_t*)&tiling, sizeof(tiling), "tiling"}};
     auto start = std::chrono::steady_clock::now();
-    if (tiling.mapRows > 0) {
+    {
         py::gil_scoped_release release;
-        twin::LaunchKernel(&flash_attention_block_map, o, (uint8_t*)mask, (uint8_t*)seqInfo.data(), (uint8_t*)blockMap,
-                           workspace, (uint8_t*)&tiling);
+        twin_bindings::LaunchBlockMap(plan.fwd.map, plan.chip, mask, maskBytes, (uint8_t*)blockMap, blockMapBytes);
     }
     py::dict info = PlanInfo(plan);
     info["twin_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return info;
 }
 
-py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName, uintptr_t q, uintptr_t k, uintptr_t v,
+py::dict FlashAttentionFwd(const npu_fa::FaCall& call, const std::string& chipName, uintptr_t q, uintptr_t k, uintptr_t v,
                            uintptr_t mask, uint64_t maskBytes, uintptr_t blockMap, uint64_t blockMapBytes, uintptr_t sink,
                            uintptr_t pse, uintptr_t dropMask, uintptr_t out, uintptr_t smax, uintptr_t ssum,
                            bool countOps) {
-    Plan plan = MakePlan(problem, chipName);
+    Plan plan = MakePlan(call, chipName);
     const npu_fa::FaProblem& p = plan.p;
-    if (p.denseMask && blockMapBytes != plan.t.mapBytes) {
+    if (p.denseMask && blockMapBytes != plan.t().mapBytes) {
         throw py::value_error("flash_attention_fwd: block map of " + std::to_string(blockMapBytes) + " bytes, the tiling "
-                              "needs " + std::to_string(plan.t.mapBytes));
+                              "needs " + std::to_string(plan.t().mapBytes));
     }
-    const bool varlen = p.layout == npu_fa::kTND;
-    const uint64_t qTok = varlen ? p.t1 : (uint64_t)p.batch * p.s1, kTok = varlen ? p.t2 : (uint64_t)p.batch * p.s2;
-    const uint64_t qBytes = qTok * p.n1 * p.d * 2, kBytes = kTok * p.n2 * p.d * 2, vBytes = kTok * p.n2 * p.dv * 2;
-    const uint64_t oBytes = qTok * p.n1 * p.dv * 2, statBytes = qTok * p.n1 * 8 * 4;
-    // System part (the library's, untouched here) then the user part, poisoned so that unwritten reads are NaN.
-    const uint64_t wsBytes = plan.t.workspaceBytes;
-    auto wsMem = twin_bindings::DeviceAlloc(wsBytes);
-    std::memset(wsMem.get() + npu_fa::kLibApiWorkspaceBytes, 0xFF, wsBytes - npu_fa::kLibApiWorkspaceBytes);
-    npu_fa::FlashAttentionTilingData tiling = plan.t.data;
-    std::vector<int64_t> seqInfo = plan.t.seqInfo;
+    const npu_fa::FaTensorBytes bytes = npu_fa::TensorBytes(p);
+    const uint64_t wsBytes = plan.t().workspaceBytes;
+    auto wsMem = twin_bindings::PoisonedWorkspace(wsBytes);
+    npu_fa::FlashAttentionTilingData tiling = plan.t().data;
+    std::vector<int64_t> seqInfo = plan.t().seqInfo;
 
-    twin::LaunchOptions o;
-    o.kernelType = AscendC::KERNEL_TYPE_MIX_AIC_1_2;
-    o.numBlocks = tiling.blockDim;
-    o.chip = plan.chip;
-    o.trace = countOps || CostModelOn();
-    o.modelOnly = CostModelOnly();
-    o.sampleBlocks = SampledBlocks(o.numBlocks);
-    o.gm = {{(const uint8_t*)q, qBytes, "query"},
-            {(const uint8_t*)k, kBytes, "key"},
-            {(const uint8_t*)v, vBytes, "value"},
+    twin::LaunchOptions o = twin_bindings::MixLaunch(tiling.blockDim, plan.chip, countOps);
+    o.gm = {{(const uint8_t*)q, bytes.query, "query"},
+            {(const uint8_t*)k, bytes.key, "key"},
+            {(const uint8_t*)v, bytes.value, "value"},
             {(const uint8_t*)seqInfo.data(), seqInfo.size() * 8, "seq_info"},
-            {(const uint8_t*)out, oBytes, "attention_out"},
-            {(const uint8_t*)smax, statBytes, "softmax_max"},
-            {(const uint8_t*)ssum, statBytes, "softmax_sum"},
+            {(const uint8_t*)out, bytes.out, "attention_out"},
+            {(const uint8_t*)smax, bytes.stats, "softmax_max"},
+            {(const uint8_t*)ssum, bytes.stats, "softmax_sum"},
             {wsMem.get(), wsBytes, "workspace"},
             {(const uint8_t*)&tiling, sizeof(tiling), "tiling"}};
     if (p.denseMask) {
@@ -170,13 +149,13 @@ py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName,
         o.gm.push_back({(const uint8_t*)sink, (uint64_t)p.n1 * 4, "sink"});
     }
     // The op's pse: the ALiBi slopes input or the outer bias input of the kernel.
-    const uint64_t pseBytes = twin_bindings::PseBytes(p);
+    const uint64_t pseBytes = npu_fa::PseBytes(p);
     const bool alibi = p.alibiMode != npu_fa::kAlibiNone;
     if (pseBytes != 0) {
         if (pse == 0) throw py::value_error("flash_attention_fwd: the problem has a pse but no pse buffer");
         o.gm.push_back({(const uint8_t*)pse, pseBytes, alibi ? "alibi_slopes" : "pse"});
     }
-    const uint64_t dropBytes = twin_bindings::DropMaskBytes(p);
+    const uint64_t dropBytes = npu_fa::DropMaskBytes(p);
     if (dropBytes != 0) {
         if (dropMask == 0) throw py::value_error("flash_attention_fwd: the problem has a dropout mask but no buffer");
         o.gm.push_back({(const uint8_t*)dropMask, dropBytes, "dropout_mask"});
@@ -202,10 +181,10 @@ py::dict FlashAttentionFwd(const py::dict& problem, const std::string& chipName,
 }  // namespace
 
 void RegisterFlashAttention(py::module_& m) {
-    m.def("flash_attention_plan", &FlashAttentionPlan, py::arg("problem"), py::arg("chip"));
-    m.def("flash_attention_block_map", &FlashAttentionBlockMap, py::arg("problem"), py::arg("chip"), py::arg("mask"),
+    m.def("flash_attention_plan", &FlashAttentionPlan, py::arg("call"), py::arg("chip"));
+    m.def("flash_attention_block_map", &FlashAttentionBlockMap, py::arg("call"), py::arg("chip"), py::arg("mask"),
           py::arg("mask_bytes"), py::arg("block_map"), py::arg("block_map_bytes"));
-    m.def("flash_attention_fwd", &FlashAttentionFwd, py::arg("problem"), py::arg("chip"), py::arg("q"), py::arg("k"),
+    m.def("flash_attention_fwd", &FlashAttentionFwd, py::arg("call"), py::arg("chip"), py::arg("q"), py::arg("k"),
           py::arg("v"), py::arg("mask"), py::arg("mask_bytes"), py::arg("block_map"), py::arg("block_map_bytes"),
           py::arg("sink"), py::arg("pse"), py::arg("drop_mask"), py::arg("out"), py::arg("softmax_max"), py::arg("softmax_sum"),
           py::arg("count_ops") = false);

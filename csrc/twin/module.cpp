@@ -9,10 +9,12 @@ namespace py = pybind11;
 void RegisterFlashAttention(py::module_& m);
 void RegisterFlashAttentionGrad(py::module_& m);
 void RegisterCostModel(py::module_& m);
+void RegisterProblem(py::module_& m);
 
 PYBIND11_MODULE(_C, m) {
     m.doc() = "CPU twin of Ascend C (dav-2201) with the npu-flash-attn kernels";
     py::register_exception<twin::TwinError>(m, "TwinError", PyExc_RuntimeError);
+    RegisterProblem(m);
     RegisterFlashAttention(m);
     RegisterFlashAttentionGrad(m);
     RegisterCostModel(m);

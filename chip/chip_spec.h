@@ -1,5 +1,5 @@
-// Per-chip facts shared by the tiling (op_host) and the CPU twin: core counts, on-core buffer sizes, clocks
-// and bandwidths of the dav-2201 parts. Sources: shared/research/ascendc_api_and_chips.md §9 (confidence there).
+// Per-chip facts shared by the tiling (op_host) and the CPU twin (twin/), neither of which includes the other: core
+// counts, on-core buffer sizes, clocks and bandwidths of the dav-2201 parts. Sources: shared/research/ascendc_api_and_chips.md §9 (confidence there).
 #pragma once
 #include <cstdint>
 #include <cstring>

@@ -8,10 +8,11 @@
 #include <cstring>
 #include <memory>
 
-#include "flash_attention_grad_tiling_host.h"
+#include "plan/fa_launch_plan.h"
 #include "kernel_operator.h"
 #include "cost_model_hook.h"
 #include "kernel_entries.h"
+#include "launch_helpers.h"
 #include "problem.h"
 
 
@@ -21,66 +22,36 @@ namespace py = pybind11;
 
 namespace {
 
-// Dense masks: the forward's block-map pre-pass for the backward's blocks (the tiling's mapTiling).
-void BuildBlockMap(const npu_fa::FaGradTilingOut& t, const npu_fa::ChipSpec* chip, uintptr_t mask, uint64_t maskBytes,
-                   std::vector<uint8_t>& map) {
-    map.assign(t.mapBytes, 0);
-    npu_fa::FlashAttentionTilingData tiling = t.mapTiling;
-    if (tiling.mapRows == 0) return;
-    std::vector<int64_t> seqInfo(t.seqInfo.size() / npu_fa::kBwdSeqFields * npu_fa::kSeqInfoFields);
-    for (size_t b = 0; b < seqInfo.size() / npu_fa::kSeqInfoFields; ++b) {
-        for (uint32_t f = 0; f < npu_fa::kSeqInfoFields; ++f) {
-            seqInfo[b * npu_fa::kSeqInfoFields + f] = t.seqInfo[b * npu_fa::kBwdSeqFields + f];
-        }
-    }
-    uint8_t workspace[32] = {};
-    twin::LaunchOptions o;
-    o.kernelType = AscendC::KERNEL_TYPE_AIV_ONLY;
-    o.numBlocks = tiling.mapCores;
-    o.chip = chip;
-    o.trace = false;
-    o.gm = {{(const uint8_t*)mask, maskBytes, "atten_mask"},
-            {(const uint8_t*)seqInfo.data(), seqInfo.size() * 8, "seq_info"},
-            {map.data(), map.size(), "block_map"},
-            {workspace, sizeof(workspace), "workspace"},
-            {(const uint8_t*)&tiling, sizeof(tiling), "tiling"}};
-    twin::LaunchKernel(&flash_attention_block_map, o, (uint8_t*)mask, (uint8_t*)seqInfo.data(), map.data(), workspace,
-                       (uint8_t*)&tiling);
-}
-
-py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName, bool deterministic, uintptr_t q,
+py::dict FlashAttentionGrad(const npu_fa::FaCall& call, const std::string& chipName, bool deterministic, uintptr_t q,
                             uintptr_t k, uintptr_t v, uintptr_t dy, uintptr_t attn, uintptr_t smax, uintptr_t ssum,
                             uintptr_t mask, uint64_t maskBytes, uintptr_t sink, uintptr_t pse, uintptr_t dropMask, uintptr_t dq,
                             uintptr_t dk, uintptr_t dv, uintptr_t dsinkRows, uintptr_t dpseRows) {
     const npu_fa::ChipSpec* chip = npu_fa::FindChip(chipName.c_str());
     if (chip == nullptr) throw py::value_error("chip '" + chipName + "' is not in the chip table");
-    const npu_fa::FaProblem p = twin_bindings::ParseProblem(problem);
-    npu_fa::FaGradTilingOut t;
-    const std::string err = npu_fa::ComputeFlashAttentionGradTiling(p, *chip, t);
+    const npu_fa::FaProblem p = twin_bindings::Solve(call).p;
+    npu_fa::FaBackwardPlan plan;
+    const std::string err = npu_fa::PlanBackward(p, *chip, plan);
     if (!err.empty()) throw py::value_error("flash_attention_grad tiling: " + err);
-    const uint64_t pseBytes = twin_bindings::PseBytes(p);
+    const npu_fa::FaGradTilingOut& t = plan.launches;
+    const uint64_t pseBytes = npu_fa::PseBytes(p);
     const bool alibi = p.alibiMode != npu_fa::kAlibiNone;
     if (pseBytes != 0 && pse == 0) throw py::value_error("flash_attention_grad: the problem has a pse but no pse buffer");
-    const uint64_t dpseBytes = twin_bindings::PseGradBytes(p);
+    // the kernel's dS rows for dpse (fp32), with an outer pse only
+    const uint64_t dpseBytes =
+        p.pseMode == npu_fa::kPseNone ? 0 : (uint64_t)p.batch * p.n1 * npu_fa::PseGradRows(p) * p.s2 * 4;
     if (dpseBytes != 0 && dpseRows == 0) {
         throw py::value_error("flash_attention_grad: the problem has an outer pse but no dpse_rows buffer");
     }
-    const uint64_t dropBytes = twin_bindings::DropMaskBytes(p);
+    const uint64_t dropBytes = npu_fa::DropMaskBytes(p);
     if (dropBytes != 0 && dropMask == 0) throw py::value_error("flash_attention_grad: the problem has a dropout mask but no buffer");
     if (p.sink && (sink == 0 || dsinkRows == 0)) {
         throw py::value_error("flash_attention_grad: the problem has sinks but no sink or dsink_rows buffer");
     }
 
-    const bool varlen = p.layout == npu_fa::kTND;
-    const uint64_t qTok = varlen ? p.t1 : (uint64_t)p.batch * p.s1, kTok = varlen ? p.t2 : (uint64_t)p.batch * p.s2;
-    const uint64_t qBytes = qTok * p.n1 * p.d * 2, kBytes = kTok * p.n2 * p.d * 2, vBytes = kTok * p.n2 * p.dv * 2;
-    const uint64_t oBytes = qTok * p.n1 * p.dv * 2, statBytes = qTok * p.n1 * 8 * 4;
-    // System part (the library's, untouched here) then the user part, poisoned so that unwritten reads are NaN.
+    const npu_fa::FaTensorBytes bytes = npu_fa::TensorBytes(p);
     const uint64_t wsBytes = t.workspaceBytes;
-    auto wsMem = twin_bindings::DeviceAlloc(wsBytes);
-    std::memset(wsMem.get() + npu_fa::kLibApiWorkspaceBytes, 0xFF, wsBytes - npu_fa::kLibApiWorkspaceBytes);
+    auto wsMem = twin_bindings::PoisonedWorkspace(wsBytes);
     std::vector<int64_t> seqInfo = t.seqInfo;
-    if (seqInfo.empty()) seqInfo.assign(npu_fa::kBwdSeqFields, 0);
 
     const auto start = std::chrono::steady_clock::now();
     std::vector<uint8_t> map;
@@ -89,28 +60,23 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
     {
         if (p.denseMask) {
             py::gil_scoped_release release;
-            BuildBlockMap(t, chip, mask, maskBytes, map);
+            map.assign(plan.map.bytes, 0);
+            twin_bindings::LaunchBlockMap(plan.map, chip, mask, maskBytes, map.data(), map.size());
         }
         for (const npu_fa::FlashAttentionGradTilingData& pass : t.launches) {
             npu_fa::FlashAttentionGradTilingData tiling = pass;
-            twin::LaunchOptions o;
-            o.kernelType = AscendC::KERNEL_TYPE_MIX_AIC_1_2;
-            o.numBlocks = tiling.blockDim;
-            o.chip = chip;
-            o.trace = model;
-            o.modelOnly = CostModelOnly();
-            o.sampleBlocks = SampledBlocks(o.numBlocks);
-            o.gm = {{(const uint8_t*)q, qBytes, "query"},
-                    {(const uint8_t*)k, kBytes, "key"},
-                    {(const uint8_t*)v, vBytes, "value"},
-                    {(const uint8_t*)dy, oBytes, "dy"},
-                    {(const uint8_t*)attn, oBytes, "attention_in"},
-                    {(const uint8_t*)smax, statBytes, "softmax_max"},
-                    {(const uint8_t*)ssum, statBytes, "softmax_sum"},
+            twin::LaunchOptions o = twin_bindings::MixLaunch(tiling.blockDim, chip, false);
+            o.gm = {{(const uint8_t*)q, bytes.query, "query"},
+                    {(const uint8_t*)k, bytes.key, "key"},
+                    {(const uint8_t*)v, bytes.value, "value"},
+                    {(const uint8_t*)dy, bytes.out, "dy"},
+                    {(const uint8_t*)attn, bytes.out, "attention_in"},
+                    {(const uint8_t*)smax, bytes.stats, "softmax_max"},
+                    {(const uint8_t*)ssum, bytes.stats, "softmax_sum"},
                     {(const uint8_t*)seqInfo.data(), seqInfo.size() * 8, "seq_info"},
-                    {(const uint8_t*)dq, qBytes, "dq"},
-                    {(const uint8_t*)dk, kBytes, "dk"},
-                    {(const uint8_t*)dv, vBytes, "dv"},
+                    {(const uint8_t*)dq, bytes.query, "dq"},
+                    {(const uint8_t*)dk, bytes.key, "dk"},
+                    {(const uint8_t*)dv, bytes.value, "dv"},
                     {wsMem.get(), wsBytes, "workspace"},
                     {(const uint8_t*)&tiling, sizeof(tiling), "tiling"}};
             if (p.denseMask) {
@@ -119,7 +85,7 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
             }
             if (p.sink) {
                 o.gm.push_back({(const uint8_t*)sink, (uint64_t)p.n1 * 4, "sink"});
-                o.gm.push_back({(const uint8_t*)dsinkRows, statBytes, "dsink_rows"});
+                o.gm.push_back({(const uint8_t*)dsinkRows, bytes.stats, "dsink_rows"});
             }
             if (pseBytes != 0) o.gm.push_back({(const uint8_t*)pse, pseBytes, alibi ? "alibi_slopes" : "pse"});
             if (dpseBytes != 0) o.gm.push_back({(const uint8_t*)dpseRows, dpseBytes, "dpse_rows"});
@@ -161,9 +127,9 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
     info["tiles"] = t.tiles;
     if (p.denseMask) {
         uint64_t masked = 0;
-        for (uint64_t i = 0; i < t.mapTiling.mapEntries; ++i) masked += map[i] == npu_fa::kTileMasked ? 1 : 0;
+        for (uint64_t i = 0; i < plan.map.tiling.mapEntries; ++i) masked += map[i] == npu_fa::kTileMasked ? 1 : 0;
         info["tiles_masked"] = masked;
-        info["block_map_entries"] = t.mapTiling.mapEntries;
+        info["block_map_entries"] = plan.map.tiling.mapEntries;
     }
     info["workspace_bytes"] = t.workspaceBytes;
     info["ub_bytes_per_aiv"] = t.ubBytes;
@@ -176,7 +142,7 @@ py::dict FlashAttentionGrad(const py::dict& problem, const std::string& chipName
 }  // namespace
 
 void RegisterFlashAttentionGrad(py::module_& m) {
-    m.def("flash_attention_grad", &FlashAttentionGrad, py::arg("problem"), py::arg("chip"), py::arg("deterministic"),
+    m.def("flash_attention_grad", &FlashAttentionGrad, py::arg("call"), py::arg("chip"), py::arg("deterministic"),
           py::arg("q"), py::arg("k"), py::arg("v"), py::arg("dy"), py::arg("attention_in"), py::arg("softmax_max"),
           py::arg("softmax_sum"), py::arg("mask"), py::arg("mask_bytes"), py::arg("sink"), py::arg("pse"), py::arg("drop_mask"), py::arg("dq"), py::arg("dk"),
           py::arg("dv"), py::arg("dsink_rows"), py::arg("dpse_rows"));

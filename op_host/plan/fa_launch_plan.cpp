@@ -1,0 +1,25 @@
+// The launch plans of fa_launch_plan.h.
+#include "plan/fa_launch_plan.h"
+
+namespace npu_fa {
+
+std::string PlanForward(const FaProblem& p, const ChipSpec& chip, FaForwardPlan& plan) {
+    plan = FaForwardPlan{};
+    const std::string err = ComputeFlashAttentionTiling(p, chip, plan.launch);
+    if (!err.empty()) return err;
+    if (plan.launch.seqInfo.empty()) plan.launch.seqInfo.assign(kSeqInfoFields, 0);
+    if (p.denseMask) plan.map = {plan.launch.data, plan.launch.seqInfo, plan.launch.mapBytes};
+    return "";
+}
+
+std::string PlanBackward(const FaProblem& p, const ChipSpec& chip, FaBackwardPlan& plan) {
+    plan = FaBackwardPlan{};
+    const std::string err = ComputeFlashAttentionGradTiling(p, chip, plan.launches);
+    if (!err.empty()) return err;
+    FaGradTilingOut& t = plan.launches;
+    if (t.seqInfo.empty()) t.seqInfo.assign(kBwdSeqFields, 0);
+    if (p.denseMask) plan.map = {t.mapTiling, t.mapSeqInfo, t.mapBytes};
+    return "";
+}
+
+}  // namespace npu_fa

@@ -1,0 +1,62 @@
+// One call of the FlashAttention ops as every backend receives it: the tensors' shapes, strides and dtypes, which
+// optional inputs are present, and the op's attributes (the torch schema's names and defaults,
+// python/npu_flash_attn/ops.py SCHEMA). The Python layer, the torch_npu adapter and the CANN TilingFunc/InferShape
+// fill it; fa_problem_build.h turns it into the problem. Pure C++: no CANN, pybind or torch header.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace npu_fa {
+
+constexpr int64_t kInt32Max = 2147483647;
+constexpr int64_t kInt32Min = -2147483647 - 1;
+
+// A tensor argument: absent, or its sizes, element strides (empty = contiguous) and torch dtype name
+// ("torch.float16"; messages quote it).
+struct FaTensorArg {
+    bool present = false;
+    std::vector<int64_t> shape;
+    std::vector<int64_t> strides;
+    std::string dtype;
+
+    int64_t Dim(size_t axis) const { return shape[axis]; }
+};
+
+// An int[]? attribute: None, or its values.
+struct FaIntList {
+    bool present = false;
+    std::vector<int64_t> values;
+};
+
+struct FaAttrs {
+    int64_t headNum = 0;
+    std::string inputLayout;
+    double scale = 1.0, keepProb = 1.0;
+    int64_t preTokens = kInt32Max, nextTokens = kInt32Max, innerPrecise = 0;
+    FaIntList prefix, actualSeqQlen, actualSeqKvlen;
+    int64_t sparseMode = 0;
+    uint64_t seed = 0, offset = 0;
+    bool hasSoftcap = false;  // the schema's float? softcap: None = off
+    double softcap = 0.0;
+    int64_t pseType = 1;
+    FaIntList qStartIdx, kvStartIdx;
+};
+
+struct FaCall {
+    FaTensorArg query, key, value, pse, paddingMask, attenMask, sink, dropoutMask;
+    FaAttrs attrs;
+    // The backward's own tensors (checked against the forward's output and statistics shapes when `grad`).
+    bool grad = false;
+    FaTensorArg dy, attentionIn, softmaxMax, softmaxSum;
+    // How the caller hands the mask over: the CANN op's mask input already is the kernel's view (a column-broadcast
+    // mask as rows of kColumnBroadcastWidth bytes); the torch_npu adapter passes the view as a contiguous tensor.
+    bool maskIsKernelView = false;
+    bool contiguousMask = false;
+    // Non-empty: the device that reads a user dropout mask in place, without the twin path's repacking.
+    std::string dropMaskInPlaceDevice;
+    // Twin tuning (ops.set_block_override): these blocks instead of the tiling's choice (0 = choose).
+    uint32_t forceS1Block = 0, forceS2Block = 0;
+};
+
+}  // namespace npu_fa
