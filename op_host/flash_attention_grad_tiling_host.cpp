@@ -79,16 +79,8 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
         ReadSeqRow(fwd, s, band);
         for (uint32_t f = 0; f < kSeqInfoFields; ++f) si[f] = fwd[f];  // kSeqFirstTask: the dQ tasks are the forward's
         si[kBwdSeqFirstKvTask] = (int64_t)costKv.size();
-        const uint32_t qBlocks = CeilDiv((uint32_t)s.s1, t.s1Block), kBlocks = CeilDiv((uint32_t)s.s2, t.s2Block);
-        for (uint32_t n = 0; n < p.n1; ++n) {
-            for (uint32_t blk = 0; blk < qBlocks; ++blk) {
-                const int64_t r0 = (int64_t)blk * t.s1Block, r1 = std::min<int64_t>(s.s1, r0 + t.s1Block);
-                const FaStepRange r = StepsOf(band, r0, r1, s.s2, t.s2Block);
-                const uint64_t tiles = r.last > r.first ? (uint64_t)(r.last - r.first) : 0;
-                out.tiles += tiles;
-                costQ.push_back(FaTaskCost(tiles));
-            }
-        }
+        const uint32_t kBlocks = CeilDiv((uint32_t)s.s2, t.s2Block);
+        out.tiles += AddQueryBlockTasks(s, band, p.n1, t.s1Block, t.s2Block, costQ);
         for (uint32_t n = 0; n < p.n2; ++n) {
             for (uint32_t blk = 0; blk < kBlocks; ++blk) {
                 const int64_t c0 = (int64_t)blk * t.s2Block, c1 = std::min<int64_t>(s.s2, c0 + t.s2Block);

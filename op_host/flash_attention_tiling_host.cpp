@@ -144,6 +144,22 @@ FaBand BandOfSequence(const FaProblem& p, uint32_t seq, int64_t s1, int64_t s2, 
     return b;
 }
 
+uint64_t AddQueryBlockTasks(const FaSeq& s, const FaBand& band, uint32_t heads, uint32_t s1Block, uint32_t s2Block,
+                            std::vector<uint64_t>& cost) {
+    const uint32_t blocks = CeilDiv((uint32_t)s.s1, s1Block);
+    uint64_t total = 0;
+    for (uint32_t n = 0; n < heads; ++n) {
+        for (uint32_t blk = 0; blk < blocks; ++blk) {
+            const int64_t r0 = (int64_t)blk * s1Block, r1 = std::min<int64_t>(s.s1, r0 + s1Block);
+            const FaStepRange st = StepsOf(band, r0, r1, s.s2, s2Block);
+            const uint64_t steps = st.last > st.first ? (uint64_t)(st.last - st.first) : 0;
+            total += steps;
+            cost.push_back(FaTaskCost(steps));
+        }
+    }
+    return total;
+}
+
 std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip, FaTilingOut& out) {
     FlashAttentionTilingData& t = out.data;
     t = FlashAttentionTilingData{};
@@ -346,17 +362,8 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         si[kSeqMaskBase] = !p.denseMask ? 0
                            : varlen ? (p.maskTndGlobal ? (int64_t)(s.qTok * p.maskStrideS + s.kvTok) : 0)
                                     : (int64_t)(b * p.maskStrideB);
-        const uint32_t blocks = CeilDiv((uint32_t)s.s1, t.s1Block);
-        for (uint32_t n = 0; n < p.n1; ++n) {
-            for (uint32_t blk = 0; blk < blocks; ++blk) {
-                const int64_t r0 = (int64_t)blk * t.s1Block, r1 = std::min<int64_t>(s.s1, r0 + t.s1Block);
-                const FaStepRange st = StepsOf(band, r0, r1, s.s2, t.s2Block);
-                const uint64_t steps = st.last > st.first ? (uint64_t)(st.last - st.first) : 0;
-                out.visibleSteps += steps;
-                cost.push_back(FaTaskCost(steps));
-                ++task;
-            }
-        }
+        out.visibleSteps += AddQueryBlockTasks(s, band, p.n1, t.s1Block, t.s2Block, cost);
+        task = cost.size();
     }
     if (task > 0xFFFFFFFFull) return "too many tasks for one launch";
     t.taskTotal = (uint32_t)task;

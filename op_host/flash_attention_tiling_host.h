@@ -94,6 +94,12 @@ struct FaTilingOut {
 // rule the kernels apply to the block map's counts). Returns the number of cores (at least 1).
 uint32_t SplitTasksByCost(const std::vector<uint64_t>& cost, uint32_t aicNum, uint32_t* coreTaskStart);
 
+// The query-block tasks of one sequence, head-major (heads x ceil(s1 / s1Block)): appends each task's cost
+// (FaTaskCost of the s2 blocks its rows see) to `cost`; returns the sum of those step counts. The forward's tasks
+// and the backward's dQ tasks.
+uint64_t AddQueryBlockTasks(const FaSeq& s, const FaBand& band, uint32_t heads, uint32_t s1Block, uint32_t s2Block,
+                            std::vector<uint64_t>& cost);
+
 // The band of `sparseMode` for sequence `seq` of a problem (see FaBand): origins as the built-in's (0 and 2
 // top-left, 3-8 bottom-right), the prefix columns of modes 5/6, the first/last-sequence bands of modes 8/7.
 FaBand BandOfSequence(const FaProblem& p, uint32_t seq, int64_t s1, int64_t s2, bool firstNonEmpty, bool lastNonEmpty);

@@ -6,7 +6,7 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
-from npu_flash_attn.reference import assert_close_fa
+from npu_flash_attn.criterion import assert_close_fa
 
 
 def math_attention(q, k, v, scale: float, visible: Optional[torch.Tensor] = None, bias=None,

@@ -6,8 +6,8 @@ import math
 
 import torch
 
-from npu_flash_attn.reference import (assert_close_fa, assert_stats_close, flash_attention_lowprec,
-                                      flash_attention_reference)
+from npu_flash_attn.criterion import assert_close_fa, assert_stats_close
+from npu_flash_attn.reference import flash_attention_lowprec, flash_attention_reference
 
 fwd = torch.ops.npu.flash_attention
 DT = {"fp16": torch.float16, "bf16": torch.bfloat16}

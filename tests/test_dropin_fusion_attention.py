@@ -14,8 +14,8 @@ import torch
 
 import npu_flash_attn as nfa
 from npu_flash_attn.masks import compressed_causal_mask
-from npu_flash_attn.reference import (assert_close_fa, assert_stats_close, flash_attention_lowprec,
-                                      flash_attention_reference)
+from npu_flash_attn.criterion import assert_close_fa, assert_stats_close
+from npu_flash_attn.reference import flash_attention_lowprec, flash_attention_reference
 
 # torch_npu 2.14's argument names, in order (torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml)
 BUILTIN_FWD = ["query", "key", "value", "head_num", "input_layout", "pse", "padding_mask", "atten_mask", "scale",

@@ -13,7 +13,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from npu_flash_attn.integrations import transformers as backend  # noqa: E402
-from npu_flash_attn.reference import assert_close_fa  # noqa: E402
+from npu_flash_attn.criterion import assert_close_fa  # noqa: E402
 
 SMALL = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
              vocab_size=128, intermediate_size=128, initializer_range=0.2)

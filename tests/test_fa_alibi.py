@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from feature_problems import CASES, case_id, check_forward, check_grads, fwd, problem
-from npu_flash_attn.reference import assert_close_fa, flash_attention_lowprec
+from npu_flash_attn.criterion import assert_close_fa
+from npu_flash_attn.reference import flash_attention_lowprec
 
 
 def _slopes(n1, gen, batches=None):

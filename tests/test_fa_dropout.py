@@ -9,6 +9,7 @@ import torch
 import npu_flash_attn  # noqa: F401
 from npu_flash_attn import dropout as drop
 from npu_flash_attn import reference as R
+from npu_flash_attn.criterion import assert_close_fa
 from feature_problems import CASES as CASES_ALL, case_id, check_forward, check_grads, problem
 
 CASES = [("BSND", 2, 200, 300, 4, 2, 64, torch.bfloat16, {}),
@@ -37,7 +38,7 @@ def test_dropout_forward_backward_vs_float64(case, user_mask, gen):
     q64, k64, v64 = (x.double().requires_grad_() for x in (q, k, v))
     ref = R.flash_attention_reference(q64, k64, v64, N1, layout, **a)[0]
     low = R.flash_attention_lowprec(q, k, v, N1, layout, **a)
-    R.assert_close_fa(out, ref, low)
+    assert_close_fa(out, ref, low)
     ref0 = R.flash_attention_reference(q.double(), k.double(), v.double(), N1, layout, **dict(a, keep_prob=1.0,
                                                                                                dropout_mask=None))[0]
     assert (out.double() - ref0).abs().max() > 10 * (out.double() - ref).abs().max()  # dropout really applied

@@ -24,8 +24,8 @@ import torch
 
 import npu_flash_attn
 from npu_flash_attn import _C, problem
-from npu_flash_attn.reference import (FLT_MAX, assert_close_fa, assert_stats_close, flash_attention_lowprec,
-                                      flash_attention_reference)
+from npu_flash_attn.criterion import assert_close_fa, assert_stats_close
+from npu_flash_attn.reference import FLT_MAX, flash_attention_lowprec, flash_attention_reference
 
 op = torch.ops.npu.flash_attention
 CHIPS = [c["name"] for c in _C.chips()]

@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from npu_flash_attn import reference as R
-from npu_flash_attn.reference import (FLT_MAX, assert_close_fa, assert_stats_close, flash_attention_lowprec,
-                                      flash_attention_reference)
+from npu_flash_attn.criterion import assert_close_fa, assert_stats_close
+from npu_flash_attn.reference import FLT_MAX, flash_attention_lowprec, flash_attention_reference
 
 LAYOUTS = ["BSH", "SBH", "BSND", "BNSD", "TND"]
 INT32_MAX = 2147483647

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import npu_flash_attn
-from npu_flash_attn import ops, progress
+from npu_flash_attn import progress
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,6 +20,7 @@ Modules, by concern (docs/architecture.md is the map):
   twin              any Ascend C kernel source on the CPU twin (compile_kernel)
   tools             profiler, baselines, the command line (`python -m npu_flash_attn`)
   reference         the float64 model the tests compare with (never imported by the ops)
+  criterion         the FlashAttention test criterion against that model
 """
 from . import twin  # noqa: F401
 from . import ops  # noqa: F401  (registers torch.ops.npu.flash_attention)

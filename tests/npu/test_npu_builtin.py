@@ -10,7 +10,8 @@ import torch
 
 from npu_env import requires_npu, to_cpu, to_npu
 from npu_flash_attn.masks import compressed_causal_mask
-from npu_flash_attn.reference import FLT_MAX, assert_close_fa, flash_attention_lowprec, flash_attention_reference
+from npu_flash_attn.criterion import assert_close_fa
+from npu_flash_attn.reference import FLT_MAX, flash_attention_lowprec, flash_attention_reference
 from test_fa_backward import _grads64, _lowprec_grads
 from test_fa_forward import make_qkv
 

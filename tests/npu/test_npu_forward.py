@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from npu_env import mask_case, npu_kwargs, requires_npu, to_cpu, to_npu
-from npu_flash_attn.reference import (assert_close_fa, assert_stats_close, flash_attention_lowprec,
-                                      flash_attention_reference)
+from npu_flash_attn.criterion import assert_close_fa, assert_stats_close
+from npu_flash_attn.reference import flash_attention_lowprec, flash_attention_reference
 from test_fa_backward_masks import B, N1, N2, S1, S2, SHAPES
 from test_fa_forward import DEFAULT_CASES, TORCH_DTYPES, cumsum, make_qkv, random_lengths
 

@@ -92,8 +92,8 @@ def _demo(a) -> int:
 
     import npu_flash_attn
     from npu_flash_attn import twin_backend
-    from npu_flash_attn.reference import (assert_close_fa, assert_stats_close, flash_attention_lowprec,
-                                          flash_attention_reference)
+    from npu_flash_attn.criterion import assert_close_fa, assert_stats_close
+    from npu_flash_attn.reference import flash_attention_lowprec, flash_attention_reference
     a.seq_kv = a.seq if a.seq_kv is None else a.seq_kv
     a.dim_v = a.dim if a.dim_v is None else a.dim_v
     scale = 1.0 / math.sqrt(a.dim) if a.scale is None else a.scale
