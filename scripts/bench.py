@@ -1,5 +1,5 @@
 """Modeled benchmark sweep: this package's FlashAttention forward and backward against the naive unfused attention
-(python/npu_flash_attn/baseline.py: S = Q K^T to GM, a 3-pass softmax kernel, O = P V), every launch on the CPU twin in
+(python/npu_flash_attn/tools/baseline.py: S = Q K^T to GM, a 3-pass softmax kernel, O = P V), every launch on the CPU twin in
 model-only mode and fed to the cycle model. Every number is "modeled (<chip>)", not a measurement.
 
     python scripts/bench.py --quick --out bench_out

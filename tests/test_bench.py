@@ -1,6 +1,6 @@
 """The benchmark kernels and scripts: the multi-core GEMM (tools/kernels/gemm.cpp) against numpy on odd sizes, its
 model-only trace and model against the full run's, the naive attention forward and backward
-(python/npu_flash_attn/baseline.py) against float64 references, naive slower than the op under the model,
+(python/npu_flash_attn/tools/baseline.py) against float64 references, naive slower than the op under the model,
 scripts/bench.py's CSV and calibrate.py's GEMM rows."""
 import csv
 import json

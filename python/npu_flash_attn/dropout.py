@@ -97,7 +97,7 @@ def unpack_mask(mask: torch.Tensor, n1: int, batch_shapes: Sequence[tuple[int, i
 def kernel_rows(mask: torch.Tensor, n1: int, batch_shapes: Sequence[tuple[int, int]], pitch: int) -> torch.Tensor:
     """A user mask repacked into the kernels' form: uint8 rows of `pitch` bytes (bit c of a row = key column c) in
     the statistics' row order (non-TND [B, N1, S1]; TND each sequence's [N1, Sq] after the previous one). The
-    problem (ops.validate_flash_attention) says when a mask needs it (TND or S2 % 8 != 0) and the pitch."""
+    problem (problem.validate_flash_attention) says when a mask needs it (TND or S2 % 8 != 0) and the pitch."""
     parts = []
     for keep in unpack_mask(mask, n1, batch_shapes):
         nh, sq, skv = keep.shape

@@ -70,6 +70,10 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   1024-row ALiBi-compressed pse and an outer pse with TND raise NotImplementedError (the first as ValueError naming
   the shapes).
 
+Argument types: called as `torch.ops.npu.flash_attention`, the dispatcher converts scalars by the schema before any
+check sees them (True -> 1.0 for a float, a 0-d tensor -> float; an int outside int64 is refused by torch itself);
+`npu_flash_attn.flash_attention` and the drop-ins refuse a string, bool or tensor where a number belongs.
+
 Devices: CPU tensors run the Ascend C kernel on the CPU twin (label results "twin"); the emulated chip is chosen by
 `set_chip(name)`, else the environment variable NPU_FA_CHIP, else "Ascend910B2". `last_launch_info()` returns the
 tiling facts of the last CPU kernel launch. NPU tensors run the CANN operators through the torch_npu adapter's

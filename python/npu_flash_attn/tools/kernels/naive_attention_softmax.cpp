@@ -1,4 +1,4 @@
-// Softmax kernels of the naive (unfused) attention baseline (python/npu_flash_attn/baseline.py), the way an eager
+// Softmax kernels of the naive (unfused) attention baseline (python/npu_flash_attn/tools/baseline.py), the way an eager
 // framework runs them around materialised score matrices [rows, s2] (fp16 in GM, fp32 math in UB):
 //   naive_softmax(p, s, P):            P = softmax(scale * S), three passes over each row (max; sum of exp; exp / sum);
 //   naive_softmax_grad(p, P, dP, dS):  dS = scale * P * (dP - rowsum(P * dP)), two passes (the sum; dS).
