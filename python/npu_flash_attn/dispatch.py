@@ -68,7 +68,10 @@ _NOT_A_NUMBER = (bool, str, bytes, torch.Tensor)
 def check_scalar_types(schema: torch._C.FunctionSchema, values: dict[str, Any]) -> None:
     """TypeError naming the argument for a bool, int or float argument of the wrong Python type. The dispatcher
     would convert quietly (1 -> True for a bool, a 0-d tensor -> float, True -> 1.0); the package's Python functions
-    refuse, as their drop-ins do."""
+    refuse, as their drop-ins do. Skipped while torch.compile traces (the check reads the schema, which would break
+    the graph; the op's own checks still run on the traced call)."""
+    if torch.compiler.is_compiling():
+        return
     for a in schema.arguments:
         if a.name not in values:
             continue
