@@ -187,3 +187,44 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
     script = tmp_path / "example.py"
     r = subprocess.run([py, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_readme_drop_in_snippet_runs_on_a_cpu_machine():
+    """The README's drop-in block imports nothing a CPU machine lacks (torch_npu stays in comments) and runs."""
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "npu_backend.register()" in b]
+    assert len(block) == 1
+    assert not any(line.strip().startswith(("import torch_npu", "torch_npu.")) for line in block[0].splitlines())
+    namespace = {}
+    exec(compile(block[0], "README.md", "exec"), namespace)
+    assert namespace["npu_fusion_attention"] is npu_flash_attn.npu_fusion_attention
+
+
+def test_debug_log_tells_each_launch_decisions(caplog):
+    """README: DEBUG adds per-call decisions - every twin launch logs its chip, blocks, cores and tasks."""
+    q = torch.randn(1, 40, 2, 32).bfloat16()
+    with caplog.at_level(logging.DEBUG, logger="npu_flash_attn"):
+        out = npu_flash_attn.flash_attention(q.requires_grad_(), q, q, 2, "BSND")[0]
+        out.sum().backward()
+    lines = [r.getMessage() for r in caplog.records if "(twin):" in r.getMessage()]
+    assert any(m.startswith("flash_attention (twin): chip=") and "s1_block=" in m and "block_dim=" in m
+               for m in lines), lines
+    assert any(m.startswith("flash_attention_grad (twin): chip=") for m in lines), lines
+
+
+def test_profile_json_says_when_the_picture_is_skipped(tmp_path, capsys, monkeypatch):
+    import builtins
+    from npu_flash_attn.tools.cli import main
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    assert main(["profile", "--heads", "1", "--seqlen", "128", "--model-only", "--json", "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "skipped: timeline_png (needs matplotlib" in err
+    assert (tmp_path / "trace.json").is_file() and not (tmp_path / "timeline.png").exists()

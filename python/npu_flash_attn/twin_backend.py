@@ -37,10 +37,15 @@ _last_info: Optional[dict] = None
 
 
 def record_launch(info: dict) -> None:
-    """Makes `info` what `last_launch_info()` returns (called after every kernel launch of the package's ops)."""
+    """Makes `info` what `last_launch_info()` returns (called after every kernel launch of the package's ops) and
+    logs the launch's decisions at DEBUG."""
     global _last_info
     with _lock:
         _last_info = dict(info)
+    if _log.isEnabledFor(logging.DEBUG):
+        facts = ", ".join(f"{k}={info[k]}" for k in ("chip", "s1_block", "s2_block", "block_dim", "block_dim_dq",
+                                                    "tasks", "launches", "workspace_bytes") if k in info)
+        _log.debug("%s (twin): %s", info.get("op", "flash_attention"), facts)
 
 
 def last_launch_info() -> Optional[dict]:

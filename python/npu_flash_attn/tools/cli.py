@@ -43,8 +43,10 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--scale", type=float, default=None, help="scale of QK^T (default 1/sqrt(D))")
     d.add_argument("--seed", type=int, default=None, help="random seed of the inputs (default: fresh)")
     sub.add_parser("chips", help="list the chips the twin emulates")
-    pr = sub.add_parser("profile", help="modeled dav-2201 time of the forward op (cycle model over the twin's trace)",
-                        description="Runs the forward op (BNSD, random inputs) on the twin with the trace on and "
+    pr = sub.add_parser("profile", help="modeled dav-2201 time of the forward or backward op (cycle model over the "
+                                        "twin's trace)",
+                        description="Runs the forward op (--backward: the backward op; BNSD, random inputs) on the "
+                                    "twin with the trace on and "
                                     "prints the cycle model's time, TFLOPS, utilisation, per-pipe busy and roofline "
                                     "bounds. Numbers are modeled, not measured (docs/cost_model.md).")
     pr.add_argument("--chip", default="Ascend910B2", help="chip of the model (default Ascend910B2)")
@@ -231,6 +233,10 @@ def _profile(a) -> int:
     pub = dict(profiler.public(rep), **({"files": files} if files else {}))
     if a.json:
         print(json.dumps(pub))
+        for k, v in files.items():
+            if not v:
+                print(f"skipped: {k} (needs matplotlib: pip install matplotlib, or the package's [profile] extra)",
+                      file=sys.stderr)
         return 0
     p = rep["problem"]
     what = ("backward (deterministic)" if p["deterministic"] else "backward") if p["backward"] else "forward"
@@ -245,7 +251,8 @@ def _profile(a) -> int:
     print("busy    : " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in rep["pipe_busy"].items()))
     print("bounds  : " + ", ".join(f"{k} {v:.1f} us" for k, v in rep["roofline_us"].items()) + f" -> {rep['bound']}")
     for k, v in files.items():
-        print(f"wrote   : {v}" if v else f"skipped : {k} (needs matplotlib: pip install matplotlib)")
+        print(f"wrote   : {v}" if v else f"skipped : {k} (needs matplotlib: pip install matplotlib, or the package's "
+              "[profile] extra)")
     return 0
 
 
