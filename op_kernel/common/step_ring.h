@@ -1,6 +1,6 @@
 // The steps a core has started and not finished: a kernel whose second half of a step trails its first by `lag`
 // steps (the cube's products behind its scores, the vector cores' output fold behind their softmax) keeps them
-// here, oldest first, and finishes the oldest before a new step takes its place.
+// here, oldest first, and finishes the oldest before the next step takes its place.
 #ifndef NPU_FA_COMMON_STEP_RING_H
 #define NPU_FA_COMMON_STEP_RING_H
 
