@@ -148,6 +148,7 @@ py::list CostParams(const std::string& chip) {
     for (const twin::cost::ParamRow& r : twin::cost::ChipRows(ChipOf(chip))) {
         py::dict d;
         d["key"] = r.key, d["value"] = r.value, d["unit"] = r.unit, d["source"] = r.source, d["confidence"] = r.confidence;
+        d["lo"] = r.lo, d["hi"] = r.hi;
         out.append(d);
     }
     return out;

@@ -3,6 +3,7 @@
 // were measured in GiB/s at 1.85 GHz are stored as bytes per cycle, i.e. the model assumes they scale with the clock.
 // docs/cost_model.md cites each source; shared/research/pto_isa_costmodel.md and update_2026_12.md hold the figures.
 #pragma once
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -18,6 +19,9 @@ struct ParamRow {
     const char* unit;
     const char* source;
     const char* confidence;  // measured | fitted | derived | assumed
+    // Plausible range (docs/cost_model.md "Error bars"): the model is re-run with the row at each end. NaN: the row
+    // is taken as exact (lo = hi = value).
+    double lo = NAN, hi = NAN;
 };
 
 // Vector families: an isolated instruction costs head + slope * repeats + tail (256-B repeats); back to back on
@@ -25,12 +29,12 @@ struct ParamRow {
 // for the result (SetFlag / PipeBarrier / cross-core flag from PIPE_V, end of the core).
 inline const ParamRow kCoreRows[] = {
     {"scalar.issue", 1, "cycle/instr", "pto-isa CCE mock: sync/config intrinsics 1 cycle", "assumed"},
-    {"scalar.op", 4, "cycle/instr", "scalar UB/GM access (GetValue/SetValue, tiling reads); no public figure", "assumed"},
+    {"scalar.op", 4, "cycle/instr", "scalar UB/GM access (GetValue/SetValue, tiling reads); no public figure", "assumed", 1, 10},
     {"queue.depth", 32, "instr", "ascendc_api_and_chips.md sec.10: MTE1 and MMAD queues 32 deep (used for every pipe)", "assumed"},
-    {"flag.latency", 2, "cycle", "intra-core set->wait; pto-isa: V->S->V round trip <= 10", "assumed"},
-    {"cross.latency", 200, "cycle", "CrossCoreSetFlag -> waiting core; none in pto-isa (perf-sim: 0), msopmodeling 1.0.9 (inter-core flags: 0) or the CANN ini; pto-isa FA fit implies <= 1000 per tile", "assumed"},
-    {"syncall.latency", 500, "cycle", "SyncAll release after the last arrival; no figure in pto-isa, msopmodeling 1.0.9 or the CANN ini", "assumed"},
-    {"launch.cycles", 10905, "cycle", "pto-isa fa_cost_model.py launch overhead (about 6 us)", "fitted"},
+    {"flag.latency", 2, "cycle", "intra-core set->wait; pto-isa: V->S->V round trip <= 10", "assumed", 1, 10},
+    {"cross.latency", 200, "cycle", "CrossCoreSetFlag -> waiting core; none in pto-isa (perf-sim: 0), msopmodeling 1.0.9 (inter-core flags: 0) or the CANN ini; pto-isa FA fit implies <= 1000 per tile", "assumed", 0, 1000},
+    {"syncall.latency", 500, "cycle", "SyncAll release after the last arrival; no figure in pto-isa, msopmodeling 1.0.9 or the CANN ini", "assumed", 100, 2000},
+    {"launch.cycles", 10905, "cycle", "pto-isa fa_cost_model.py launch overhead (about 6 us)", "fitted", 7000, 18000},
 
     {"vec.binary.slope", 2, "cycle/repeat", "pto-isa 910B3 fit vadd 2.11r+24, vmax 2.01r+23, vmul 2.3r+25", "measured"},
     {"vec.binary.head", 10, "cycle", "pto-isa CCE mock vadd head 10 (head+tail = fit intercept 24)", "fitted"},
@@ -71,21 +75,21 @@ inline const ParamRow kCoreRows[] = {
 
     {"mte1.l0a.bw", 256, "B/cycle", "msopmodeling L1->L0A 441 GiB/s at 1.85 GHz; ascendc notes 256 B/cycle", "measured"},
     {"mte1.l0b.bw", 128, "B/cycle", "msopmodeling L1->L0B 220.5 GiB/s at 1.85 GHz; ascendc notes 128 B/cycle", "measured"},
-    {"mte1.lat", 30, "cycle", "per LoadData; GEMM-derived 20-40 (TEXTRACT/TMATMUL busy ratio)", "fitted"},
+    {"mte1.lat", 30, "cycle", "per LoadData; GEMM-derived 20-40 (TEXTRACT/TMATMUL busy ratio)", "fitted", 20, 40},
     {"mte1.small.bw", 18.6, "B/cycle", "L1->BT / L1->FB 32 GiB/s (pto-isa flat table)", "measured"},
     {"mte2.gm_ub.bw", 128, "B/cycle", "pto-isa 910B3 TLOAD: 264 cycles + 1 per 128 B per DMA (single core)", "measured"},
     {"mte2.gm_ub.lat", 264, "cycle", "same fit (DMAs of one core serialise)", "measured"},
     {"mte2.gm_l1.bw", 78.4, "B/cycle", "msopmodeling GM->L1 135 GiB/s at 1.85 GHz (GEMM-derived 84-88 at 24 cores)", "measured"},
-    {"mte2.gm_l1.lat", 0, "cycle", "fitted to pto-isa's A3 GEMM (cube 86.7 % busy at 6144^3 needs back-to-back GM->L1 DMAs to overlap their latency); was 264 by analogy with GM->UB", "fitted"},
+    {"mte2.gm_l1.lat", 0, "cycle", "fitted to pto-isa's A3 GEMM (cube 86.7 % busy at 6144^3 needs back-to-back GM->L1 DMAs to overlap their latency); was 264 by analogy with GM->UB", "fitted", 0, 264},
     {"mte2.fill.bw", 18.6, "B/cycle", "L1 fill (create_cbuf_matrix) 32 GiB/s, pto-isa flat table", "measured"},
     {"mte3.ub_gm.bw", 109.4, "B/cycle", "msopmodeling UB->GM 1 core 188.46 GiB/s at 1.85 GHz", "measured"},
-    {"mte3.ub_gm.lat", 185, "cycle", "msopmodeling 1.0.9 op_model/slice_v2.py: 1e-7 s head per MTE2/MTE3 transfer (185 cycles at 1.85 GHz); pto-isa Hill fit K/peak 107", "fitted"},
+    {"mte3.ub_gm.lat", 185, "cycle", "msopmodeling 1.0.9 op_model/slice_v2.py: 1e-7 s head per MTE2/MTE3 transfer (185 cycles at 1.85 GHz); pto-isa Hill fit K/peak 107", "fitted", 107, 264},
     {"mte3.ub_l1.bw", 113.6, "B/cycle", "msopmodeling UB->SHM 196 GiB/s at 1.85 GHz", "measured"},
     {"mte3.l1_gm.bw", 18.6, "B/cycle", "pto-isa flat table L1->GM 32 GiB/s", "measured"},
-    {"fix.l0c_gm.bw", 40.6, "B/cycle", "msopmodeling L0C->GM 70 GiB/s at 1.85 GHz (see the Fixpipe caution)", "measured"},
-    {"fix.l0c_gm.lat", 200, "cycle", "no figure in msopmodeling 1.0.9 or the CANN ini; pto-isa Hill fit K/peak about 1200 (low confidence)", "assumed"},
+    {"fix.l0c_gm.bw", 40.6, "B/cycle", "msopmodeling L0C->GM 70 GiB/s at 1.85 GHz (see the Fixpipe caution)", "measured", 40.6, 81.2},
+    {"fix.l0c_gm.lat", 200, "cycle", "no figure in msopmodeling 1.0.9 or the CANN ini; pto-isa Hill fit K/peak about 1200 (low confidence)", "assumed", 0, 1200},
     {"fix.l0c_l1.bw", 128, "B/cycle", "ascendc notes: L0C->L1 128 B/cycle for f16/bf16 output", "measured"},
-    {"dma.small.lat", 30, "cycle", "on-core DMA latency (UB->L1, L0C->L1, L1 fills)", "assumed"},
+    {"dma.small.lat", 30, "cycle", "on-core DMA latency (UB->L1, L0C->L1, L1 fills)", "assumed", 10, 100},
     // Burst (contiguous GM run: DataCopy block, Nd2Nz row, Fixpipe row) below dma.burst.small moves at the band rate
     // (capped by the path's). msopmodeling's bands are 64/128/256 B; on-device 127-B and 254-B rows run at the full
     // rate, so by default only the lowest band applies (dma.burst.small=256 applies all three).
@@ -113,9 +117,14 @@ inline std::vector<ParamRow> ChipRows(const npu_fa::ChipSpec& chip) {
         {"chip.hbm_bytes_per_cycle", chip.hbmGBps * 1e3 / chip.cubeFreqMHz, "B/cycle", "chip.hbm_gbps / chip.clock_mhz", "derived"},
         {"l2.bytes", (double)chip.l2Size, "B", "chip/chip_spec.h l2Size: 192 MB on 910B1/B2/B3/910_93, 96 MB on B4 (update_2026_12.md sec.1)", "measured"},
         {"l2.gbps", kL2GBps, "GB/s", "asc-devkit docs/zh/guide, SIMD optimisation / memory access / L2 Cache split page: 192 MB L2, read/write mixed about 7 TB/s (GM 1.6 TB/s); B4 assumed the same", "measured"},
-        {"l2.bytes_per_cycle", kL2GBps * 1e3 / chip.cubeFreqMHz, "B/cycle", "l2.gbps / chip.clock_mhz, shared by all cores", "derived"},
+        {"l2.bytes_per_cycle", kL2GBps * 1e3 / chip.cubeFreqMHz, "B/cycle", "l2.gbps / chip.clock_mhz, shared by all cores", "derived",
+         5000 * 1e3 / chip.cubeFreqMHz, kL2GBps * 1e3 / chip.cubeFreqMHz},
     };
     rows.insert(rows.end(), std::begin(kCoreRows), std::end(kCoreRows));
+    for (ParamRow& r : rows) {
+        if (std::isnan(r.lo)) r.lo = r.value;
+        if (std::isnan(r.hi)) r.hi = r.value;
+    }
     return rows;
 }
 
