@@ -130,15 +130,18 @@ py::dict Run(const twin::cost::Params& P, std::vector<twin::cost::CoreTrace> cor
     return d;
 }
 
-// Standalone kernels: [(core name, address of its TraceRec array, length)] from npu_flash_attn.twin. block_scale:
-// launch blocks per traced block (a block-sampled model-only launch), as AddCostModel derives for the ops.
-py::dict CostModelTrace(const std::vector<std::tuple<std::string, uintptr_t, uint64_t>>& cores, const std::string& chip,
-                        const std::map<std::string, double>& overrides, int keepBlocks, int bins, double blockScale) {
+// Standalone kernels: [(core name, address of its TraceRec array, length, address of its TraceAcc array)] from
+// npu_flash_attn.twin (KernelLibrary.trace_refs). block_scale: launch blocks per traced block (a block-sampled
+// model-only launch), as AddCostModel derives for the ops.
+py::dict CostModelTrace(const std::vector<std::tuple<std::string, uintptr_t, uint64_t, uintptr_t>>& cores,
+                        const std::string& chip, const std::map<std::string, double>& overrides, int keepBlocks,
+                        int bins, double blockScale) {
     if (!(blockScale >= 1)) throw py::value_error("block_scale must be >= 1 (launch blocks per traced block)");
     std::vector<twin::cost::CoreTrace> cs;
-    for (const auto& [name, addr, n] : cores) {
+    for (const auto& [name, addr, n, acc] : cores) {
         const bool aic = name.rfind("AIC", 0) == 0;
-        cs.push_back({name, aic, twin::cost::BlockOfName(name, aic), (const twin::TraceRec*)addr, (size_t)n});
+        cs.push_back({name, aic, twin::cost::BlockOfName(name, aic), (const twin::TraceRec*)addr, (size_t)n,
+                      (const twin::TraceAcc*)acc});
     }
     return Run(MakeParams(ChipOf(chip), overrides), cs, keepBlocks, bins, blockScale);
 }

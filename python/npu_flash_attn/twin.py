@@ -205,7 +205,7 @@ def compile_kernel(source: str | os.PathLike, *, flags: Sequence[str] = (), incl
 class TraceRecord(ctypes.Structure):
     _fields_ = [("op", ctypes.c_char_p), ("pipe", ctypes.c_uint8), ("kind", ctypes.c_uint8), ("arg", ctypes.c_uint16),
                 ("repeats", ctypes.c_uint32), ("elems", ctypes.c_uint64), ("bytes", ctypes.c_uint64),
-                ("dst", ctypes.c_uint64), ("src", ctypes.c_uint64)]
+                ("dst", ctypes.c_uint64), ("src", ctypes.c_uint64), ("acc", ctypes.c_uint32), ("nacc", ctypes.c_uint32)]
 
 
 PIPE_NAMES = {0: "S", 1: "V", 2: "M", 3: "MTE1", 4: "MTE2", 5: "MTE3", 6: "ALL", 10: "FIX"}
@@ -359,6 +359,8 @@ class KernelLibrary:
         self._lib.twin_trace_len.argtypes = [ctypes.c_int]
         self._lib.twin_trace_data.restype = ctypes.POINTER(TraceRecord)
         self._lib.twin_trace_data.argtypes = [ctypes.c_int]
+        self._lib.twin_trace_acc_data.restype = ctypes.c_void_p
+        self._lib.twin_trace_acc_data.argtypes = [ctypes.c_int]
         self._lib.twin_print_output.restype = ctypes.c_char_p
         self._lib.twin_warnings.restype = ctypes.c_char_p
         self._launch_lock = threading.Lock()
@@ -422,6 +424,16 @@ class KernelLibrary:
     def last_output(self) -> str:
         """What the last launch printed (AscendC::printf, PRINTF, DumpTensor, failed asserts), all cores."""
         return self._output
+
+    def trace_refs(self) -> list[tuple]:
+        """Where the last trace=True launch's per-core traces live, as the cycle model takes them
+        (`_C.cost_model_trace`): [(core name, address of its records, record count, address of its accesses)]."""
+        out = []
+        for i in range(self._lib.twin_trace_cores()):
+            addr = ctypes.cast(self._lib.twin_trace_data(i), ctypes.c_void_p).value or 0
+            out.append((self._lib.twin_trace_core_name(i).decode(), addr, int(self._lib.twin_trace_len(i)),
+                        self._lib.twin_trace_acc_data(i) or 0))
+        return out
 
     def last_trace(self) -> list[dict]:
         """Per-core trace of the last launch made with trace=True: [{core, records: [...]}, ...]."""

@@ -4,7 +4,6 @@ and modelled; the naive time is the sum of the launches, each with its launch ov
 backward's. Numbers are "modeled (<chip>)"."""
 from __future__ import annotations
 
-import ctypes
 import functools
 import math
 from pathlib import Path
@@ -39,12 +38,8 @@ def _launch(lib, kernel: str, blocks: int, *bufs, kernel_type: str, chip: str, m
                sample_blocks=sample)
     if not model:
         return None
-    cores = []
-    for i in range(lib._lib.twin_trace_cores()):
-        addr = ctypes.cast(lib._lib.twin_trace_data(i), ctypes.c_void_p).value or 0
-        cores.append((lib._lib.twin_trace_core_name(i).decode(), addr, int(lib._lib.twin_trace_len(i))))
     scale = blocks / len(sample) if sample else 1.0
-    cm = twin_backend.ext().cost_model_trace(cores, chip, overrides or {}, 1, bins, scale)
+    cm = twin_backend.ext().cost_model_trace(lib.trace_refs(), chip, overrides or {}, 1, bins, scale)
     return profiler._summarize(cm, chip, flops)
 
 

@@ -26,12 +26,7 @@ def _chip_row(chip: str) -> dict:
 def model_trace(lib, chip: str = "Ascend910B2", *, overrides: Optional[dict] = None, keep_blocks: int = 1,
                 bins: int = 0) -> dict:
     """Cycle model of the last traced launch of a standalone kernel (`npu_flash_attn.twin.KernelLibrary`)."""
-    import ctypes
-    cores = []
-    for i in range(lib._lib.twin_trace_cores()):
-        addr = ctypes.cast(lib._lib.twin_trace_data(i), ctypes.c_void_p).value or 0
-        cores.append((lib._lib.twin_trace_core_name(i).decode(), addr, int(lib._lib.twin_trace_len(i))))
-    return twin_backend.ext().cost_model_trace(cores, chip, overrides or {}, keep_blocks, bins)
+    return twin_backend.ext().cost_model_trace(lib.trace_refs(), chip, overrides or {}, keep_blocks, bins)
 
 
 def _summarize(cm: dict, chip: str, flops: float) -> dict:

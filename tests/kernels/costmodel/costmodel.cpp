@@ -3,6 +3,7 @@
 // 5 DataCopy UB->GM) over p[1] float elements, so its modeled cost can be read off alone.
 // stream: each block streams its own p[0] tiles of p[1] floats, GM -> UB -> (Exp, Muls) -> GM through TQue with
 // p[2] buffers; p[3] = 1 adds PipeBarrier<PIPE_ALL> after every stage, which serialises MTE2, V and MTE3.
+// chains: dependent, interleaved and independent vector instructions (below).
 #include "kernel_operator.h"
 
 using namespace AscendC;
@@ -109,4 +110,36 @@ extern "C" __global__ __aicore__ void cross(GM_ADDR prm) {
     if ASCEND_IS_AIV {
         Duplicate(buf.Get<float>(), 2.0f, n);
     }
+}
+
+// chains: vector dependency patterns over buffers of p[1] floats, p[2] Adds each, after one GM -> UB load:
+// p[0] = 0: one chain x = x + y; 1: two chains interleaved (x = x + y, z = z + y alternately); 2: independent Adds,
+// each writing its own buffer from x and y.
+extern "C" __global__ __aicore__ void chains(GM_ADDR prm, GM_ADDR in, GM_ADDR out) {
+    GlobalTensor<int32_t> P;
+    P.SetGlobalBuffer((__gm__ int32_t*)prm, 4);
+    const int32_t which = P.GetValue(0), n = P.GetValue(1), k = P.GetValue(2);
+    GlobalTensor<float> inG, outG;
+    inG.SetGlobalBuffer((__gm__ float*)in, n);
+    outG.SetGlobalBuffer((__gm__ float*)out, n);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, (3 + k) * n * sizeof(float));
+    LocalTensor<float> x = buf.Get<float>(), y = x[n], z = x[2 * n];
+    DataCopy(x, inG, n);
+    DataCopy(y, inG, n);
+    DataCopy(z, inG, n);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    for (int32_t i = 0; i < k; ++i) {
+        if (which == 0) Add(x, x, y, n);
+        if (which == 1) {
+            Add(x, x, y, n);
+            Add(z, z, y, n);
+        }
+        if (which == 2) Add(x[(3 + i) * n], x, y, n);
+    }
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(outG, which == 2 ? x[3 * n] : x, n);
 }

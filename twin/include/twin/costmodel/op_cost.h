@@ -48,6 +48,7 @@ struct Rates {
     double ubcopyBw, ubcopyLat, cubeHead, cubeFractal, l0aBw, l0bBw, mte1Lat, smallBw, gmUbBw, gmUbLat, gmL1Bw, gmL1Lat,
         fillBw, ubGmBw, ubGmLat, ubL1Bw, l1GmBw, fixGmBw, fixGmLat, fixL1Bw, smallLat, scalarIssue, scalarOp, burstSmall;
     double burstBw[3];  // bursts below 64, 128, 256 B
+    double issue[(int)Family::COUNT] = {};  // scalar-unit cycles to issue one instruction of the family
     explicit Rates(const Params& P) {
         auto v = [&](Family f, const char* k) {
             const std::string b = std::string("vec.") + k + ".";
@@ -78,6 +79,14 @@ struct Rates {
         smallLat = P["dma.small.lat"], scalarIssue = P["scalar.issue"], scalarOp = P["scalar.op"];
         burstSmall = P["dma.burst.small"];
         burstBw[0] = P["dma.burst.lt64.bw"], burstBw[1] = P["dma.burst.lt128.bw"], burstBw[2] = P["dma.burst.lt256.bw"];
+        for (int f = 0; f < (int)Family::COUNT; ++f) {
+            const Family F = (Family)f;
+            issue[f] = F == Family::Scalar ? 0
+                       : F <= Family::UbCopy ? P["scalar.issue.vec"]
+                       : (F == Family::Mmad || F == Family::L1ToL0 || F == Family::L1ToSmall) ? P["scalar.issue.cube"]
+                       : (F == Family::FixToGm || F == Family::FixToL1) ? P["scalar.issue.fix"]
+                                                                      : P["scalar.issue.dma"];
+        }
     }
 };
 

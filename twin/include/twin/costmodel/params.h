@@ -28,7 +28,14 @@ struct ParamRow {
 // PIPE_V only the slope is paid (the head overlaps the previous instruction), the tail is paid where a pipe waits
 // for the result (SetFlag / PipeBarrier / cross-core flag from PIPE_V, end of the core).
 inline const ParamRow kCoreRows[] = {
-    {"scalar.issue", 1, "cycle/instr", "pto-isa CCE mock: sync/config intrinsics 1 cycle", "assumed"},
+    // Scalar-unit cycles per issued record: the intrinsics the API's dav_c220 implementation (asc-devkit
+    // impl/basic_api/dav_c220) writes, at pto-isa's 1 cycle per sync/config intrinsic, plus operand setup. The
+    // kernel's own loop and address arithmetic is not traced (the ranges allow for some of it).
+    {"scalar.issue", 1, "cycle/instr", "pto-isa CCE mock: sync/config intrinsics 1 cycle (SetFlag, WaitFlag, PipeBarrier, cross-core flags)", "assumed", 1, 2},
+    {"scalar.issue.vec", 4, "cycle/instr", "vector API: level 2 (count) writes set_mask_count, set_vector_mask, the instruction, set_mask_norm, set_vector_mask (5); level 0 set_vector_mask + the instruction (2)", "assumed", 2, 8},
+    {"scalar.issue.dma", 2, "cycle/instr", "DataCopy/DataCopyPad: one copy intrinsic with packed burst operands (+ pad/config writes for DataCopyPad)", "assumed", 1, 6},
+    {"scalar.issue.cube", 2, "cycle/instr", "Mmad / LoadData: one intrinsic with packed operands (+ set_fmatrix for 3D loads)", "assumed", 1, 4},
+    {"scalar.issue.fix", 4, "cycle/instr", "Fixpipe: set_fpc, set_nd_para, set_quant_pre, the copy intrinsic", "assumed", 2, 8},
     {"scalar.op", 4, "cycle/instr", "scalar UB/GM access (GetValue/SetValue, tiling reads); no public figure", "assumed", 1, 10},
     {"queue.depth", 32, "instr", "ascendc_api_and_chips.md sec.10: MTE1 and MMAD queues 32 deep (used for every pipe)", "assumed"},
     {"flag.latency", 2, "cycle", "intra-core set->wait; pto-isa: V->S->V round trip <= 10", "assumed", 1, 10},
@@ -86,8 +93,8 @@ inline const ParamRow kCoreRows[] = {
     {"mte3.ub_gm.lat", 185, "cycle", "msopmodeling 1.0.9 op_model/slice_v2.py: 1e-7 s head per MTE2/MTE3 transfer (185 cycles at 1.85 GHz); pto-isa Hill fit K/peak 107", "fitted", 107, 264},
     {"mte3.ub_l1.bw", 113.6, "B/cycle", "msopmodeling UB->SHM 196 GiB/s at 1.85 GHz", "measured"},
     {"mte3.l1_gm.bw", 18.6, "B/cycle", "pto-isa flat table L1->GM 32 GiB/s", "measured"},
-    {"fix.l0c_gm.bw", 40.6, "B/cycle", "msopmodeling L0C->GM 70 GiB/s at 1.85 GHz (see the Fixpipe caution)", "measured", 40.6, 81.2},
-    {"fix.l0c_gm.lat", 200, "cycle", "no figure in msopmodeling 1.0.9 or the CANN ini; pto-isa Hill fit K/peak about 1200 (low confidence)", "assumed", 0, 1200},
+    {"fix.l0c_gm.bw", 81.2, "B/cycle", "msopmodeling and pto-isa tables: L0C->GM 70 GiB/s at 1.85 GHz, which pto-isa counts as rows*cols*2 bytes whatever the dtype: 20.3 elements/cycle, 81.2 B/cycle of fp32 output (the byte reading, 40.6, is the low end: pto-isa's on-device FA tile needs >= 47); high end the engine's documented L0C->L1 rate", "derived", 40.6, 128},
+    {"fix.l0c_gm.lat", 200, "cycle", "no figure in msopmodeling 1.0.9 or the CANN ini; paid by every Fixpipe (0: back-to-back ones overlap it). pto-isa's Hill fit (K/peak about 1200) cannot be a per-transfer latency: its on-device FA tile (1728 cycles, 2 Fixpipes) leaves at most about 400", "assumed", 0, 400},
     {"fix.l0c_l1.bw", 128, "B/cycle", "ascendc notes: L0C->L1 128 B/cycle for f16/bf16 output", "measured"},
     {"dma.small.lat", 30, "cycle", "on-core DMA latency (UB->L1, L0C->L1, L1 fills)", "assumed", 10, 100},
     // Burst (contiguous GM run: DataCopy block, Nd2Nz row, Fixpipe row) below dma.burst.small moves at the band rate

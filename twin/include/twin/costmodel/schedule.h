@@ -27,6 +27,7 @@ struct CoreTrace {
     int64_t block;
     const TraceRec* recs;
     size_t n;
+    const TraceAcc* acc;  // TraceRec::acc indexes it
 };
 
 // Block index from a twin core name ("AIC 3", "AIV 5 (block 2, sub 1)").
@@ -40,7 +41,8 @@ inline std::vector<CoreTrace> CoresOf(const LaunchResult& r) {
     std::vector<CoreTrace> out;
     for (size_t i = 0; i < r.traces.size(); ++i) {
         const bool aic = r.coreTypes[i] == AscendC::AIC;
-        out.push_back({r.coreNames[i], aic, BlockOfName(r.coreNames[i], aic), r.traces[i].data(), r.traces[i].size()});
+        out.push_back({r.coreNames[i], aic, BlockOfName(r.coreNames[i], aic), r.traces[i].data(), r.traces[i].size(),
+                       r.traceAccs[i].data()});
     }
     return out;
 }
@@ -120,6 +122,12 @@ private:
         double start = 0, xferStart = 0, end = 0, hbm = 0;
         double k = 1, kl = 1;  // transfers sharing HBM / L2 with it
     };
+    // A vector instruction's on-core accesses and the time its result is complete (end of its body + tail).
+    struct VecInFlight {
+        uint32_t acc, nacc;
+        double done;
+    };
+    static constexpr int kL0cUnits = 128 * 1024 / 512;
     struct Sim {
         size_t pc = 0;
         double issue = 0, tail = 0;
@@ -131,6 +139,8 @@ private:
         bool syncWaiting = false;
         size_t dmaAt = 0;  // next entry of dmaIdx_[core]
         bool done = false;
+        std::vector<VecInFlight> vecInFlight;  // vector instructions whose result may not be complete yet
+        double unitReady[kL0cUnits] = {}, unitFree[kL0cUnits] = {};  // L0C unit flags (unitFlag), see UnitWait
     };
 
     const Params& P_;
@@ -369,19 +379,22 @@ private:
     }
 
     void Emit(size_t c, size_t i, int p, double s, double e, Result& res, const Options* o) {
-        res.busy[c][p] += e - s;
-        if (!o) return;
-        if (c < o->keep.size() && o->keep[c] && res.schedule.size() < o->keepCap) {
+        if (o && c < o->keep.size() && o->keep[c] && res.schedule.size() < o->keepCap) {
             res.schedule.push_back({(int32_t)c, (uint32_t)i, (uint8_t)p, s, e});
         }
-        if (!res.hist.empty()) {
-            const int nb = o->bins;
-            float* h = &res.hist[(c * kPipes + p) * nb];
-            for (int b = std::min(nb - 1, (int)(s / res.binCycles)); b < nb; ++b) {
-                const double lo = std::max(s, b * res.binCycles), hi = b == nb - 1 ? e : std::min(e, (b + 1) * res.binCycles);
-                if (hi <= lo) break;
-                h[b] += (float)((hi - lo) / res.binCycles);
-            }
+        EmitBusy(c, p, s, e, res, o);
+    }
+
+    // Busy time of pipe p without a schedule entry (the scalar unit's issue of each instruction).
+    void EmitBusy(size_t c, int p, double s, double e, Result& res, const Options* o) {
+        res.busy[c][p] += e - s;
+        if (!o || res.hist.empty() || e <= s) return;
+        const int nb = o->bins;
+        float* h = &res.hist[(c * kPipes + p) * nb];
+        for (int b = std::min(nb - 1, (int)(s / res.binCycles)); b < nb; ++b) {
+            const double lo = std::max(s, b * res.binCycles), hi = b == nb - 1 ? e : std::min(e, (b + 1) * res.binCycles);
+            if (hi <= lo) break;
+            h[b] += (float)((hi - lo) / res.binCycles);
         }
     }
 
@@ -451,7 +464,7 @@ private:
                 case TraceKind::Instr: Instr(c, s, i, r, p, res, o); break;
                 case TraceKind::SetFlag: {
                     s.flags[r.arg].push_back(PipeReady(s, p < 0 ? kS : p));
-                    s.issue += R_.scalarIssue;
+                    Issue(c, s, res, o);
                     break;
                 }
                 case TraceKind::WaitFlag: {
@@ -460,7 +473,7 @@ private:
                         Gate(s, p < 0 ? kS : p, q.front() + flagLat_);
                         q.pop_front();
                     }
-                    s.issue += R_.scalarIssue;
+                    Issue(c, s, res, o);
                     break;
                 }
                 case TraceKind::Barrier: {
@@ -473,12 +486,12 @@ private:
                     } else if (p != kS && std::strcmp(r.op, "PipeBarrier") == 0) {
                         Gate(s, p, Drained(s, p));
                     }
-                    s.issue += R_.scalarIssue;
+                    Issue(c, s, res, o);
                     break;
                 }
                 case TraceKind::CrossSet:
                     if (IsCross(r)) CrossSetRec(c, r, PipeReady(s, p < 0 ? kS : p));
-                    s.issue += R_.scalarIssue;
+                    Issue(c, s, res, o);
                     break;
                 case TraceKind::CrossWait:
                     if (IsCross(r)) {
@@ -487,15 +500,21 @@ private:
                         Gate(s, p < 0 ? kS : p, q.front());
                         q.pop_front();
                     }
-                    s.issue += R_.scalarIssue;
+                    Issue(c, s, res, o);
                     break;
-                default: s.issue += R_.scalarIssue; break;  // atomic-mode switches: scalar config
+                default: Issue(c, s, res, o); break;  // atomic-mode switches: scalar config
             }
         }
         double end = s.issue;
         for (int q = 0; q < kPipes; ++q) end = std::max(end, Drained(s, q));
         res.coreEnd[c] = end;
         s.done = true;
+    }
+
+    // The scalar unit's issue of a sync or configuration record.
+    void Issue(size_t c, Sim& s, Result& res, const Options* o) {
+        EmitBusy(c, kS, s.issue, s.issue + R_.scalarIssue, res, o);
+        s.issue += R_.scalarIssue;
     }
 
     // SyncAll: every participating core drains, the last arrival releases them all. False: not yet released.
@@ -516,6 +535,62 @@ private:
         return true;
     }
 
+    static bool Overlap(const TraceAcc& a, const TraceAcc& b) { return a.mem == b.mem && a.lo < b.hi && b.lo < a.hi; }
+
+    // Earliest start of vector instruction r on core c: an instruction that reads bytes an earlier vector instruction
+    // writes, or writes bytes one reads or writes, waits until that one's result is complete. The compiler separates
+    // such pairs with PipeBarrier<PIPE_V> (the PipeBarrier and in-core sync pages); independent instructions
+    // pipeline. In-flight entries complete by `earliest` are dropped (later instructions start later still).
+    double VecDependency(size_t c, Sim& s, const TraceRec& r, double earliest) const {
+        auto& fl = s.vecInFlight;
+        fl.erase(std::remove_if(fl.begin(), fl.end(), [&](const VecInFlight& v) { return v.done <= earliest; }), fl.end());
+        const TraceAcc* A = cores_[c].acc;
+        if (A == nullptr) return 0;
+        double t = 0;
+        for (const VecInFlight& v : fl) {
+            if (v.done <= t) continue;
+            bool dep = false;
+            for (uint32_t x = r.acc; x < r.acc + r.nacc && !dep; ++x) {
+                for (uint32_t y = v.acc; y < v.acc + v.nacc && !dep; ++y) {
+                    dep = (A[x].write || A[y].write) && Overlap(A[x], A[y]);
+                }
+            }
+            if (dep) t = v.done;
+        }
+        return t;
+    }
+
+    // The 512-B L0C units instruction r writes (an Mmad) or reads (a Fixpipe), in address order.
+    std::vector<int> L0cUnits(size_t c, const TraceRec& r, bool write) const {
+        std::vector<int> u;
+        const TraceAcc* A = cores_[c].acc;
+        for (uint32_t x = r.acc; A != nullptr && x < r.acc + r.nacc; ++x) {
+            if (A[x].mem != (uint8_t)Mem::L0C || (bool)A[x].write != write) continue;
+            for (int k = (int)(A[x].lo / 512); k < std::min(kL0cUnits, (int)((A[x].hi + 511) / 512)); ++k) u.push_back(k);
+        }
+        std::sort(u.begin(), u.end());
+        u.erase(std::unique(u.begin(), u.end()), u.end());
+        return u;
+    }
+
+    // Unit flags (cube/unit_flag.h; Mmad and Fixpipe unitFlag 2 or 3): a Fixpipe moves each 512-B L0C unit once
+    // the Mmad with unitFlag 3 that wrote it has completed it, an Mmad writes a unit once the Fixpipe with unitFlag 3
+    // that read it has moved it, with no SetFlag/WaitFlag between PIPE_M and PIPE_FIX. Units complete evenly over an
+    // instruction's body, in address order. Returns the earliest start at which instruction r (body cycles) never
+    // waits for a unit: unit k of n is needed at start + body * k / n.
+    double UnitWait(const Sim& s, const std::vector<int>& u, double body, bool mmad) const {
+        double t = 0;
+        const size_t n = u.size();
+        for (size_t k = 0; k < n; ++k) t = std::max(t, (mmad ? s.unitFree : s.unitReady)[u[k]] - body * k / n);
+        return t;
+    }
+
+    // Records when the units of an instruction with unitFlag 3 flip (its body starts at st).
+    void UnitFlip(Sim& s, const std::vector<int>& u, double st, double body, bool mmad) const {
+        const size_t n = u.size();
+        for (size_t k = 0; k < n; ++k) (mmad ? s.unitReady : s.unitFree)[u[k]] = st + body * (k + 1) / n;
+    }
+
     void Instr(size_t c, Sim& s, size_t i, const TraceRec& r, int p, Result& res, const Options* o) {
         const Family f = fam_[c][i];
         if (p < 0 || p == kS) {
@@ -526,14 +601,26 @@ private:
             res.familyCycles[(int)f] += e - st;
             return;
         }
-        double t0 = s.issue;
+        // The scalar unit issues in program order (the API's configuration writes, then the instruction) and stalls
+        // while the pipe's queue is full.
         auto& q = s.starts[p];
         if (q.size() >= depth_) {
-            t0 = std::max(t0, q.front());
+            s.issue = std::max(s.issue, q.front());
             q.pop_front();
         }
-        const double st = std::max({t0, s.free[p], s.gate[p]});
+        const double issued = s.issue;
+        s.issue += R_.issue[(int)f];
+        EmitBusy(c, kS, issued, s.issue, res, o);
+        const double t0 = s.issue;
+        double st = std::max({t0, s.free[p], s.gate[p]});
+        if (IsVector(f)) st = std::max(st, VecDependency(c, s, r, st));
         double body = BodyCycles(R_, f, r, cores_[c].aic && !l0b_[c].empty() && l0b_[c][i]);
+        const bool units = r.arg != 0 && (f == Family::Mmad || f == Family::FixToGm || f == Family::FixToL1);
+        std::vector<int> u;
+        if (units) {
+            u = L0cUnits(c, r, f == Family::Mmad);
+            st = std::max(st, UnitWait(s, u, body, f == Family::Mmad));
+        }
         double head = 0;
         if (IsVector(f) || f == Family::Mmad) {
             if (s.fresh[p] || st > s.free[p]) head = f == Family::Mmad ? R_.cubeHead : R_.vec[(int)f].head;
@@ -554,10 +641,11 @@ private:
             res.gmBytes += r.bytes;
         }
         const double e = st + head + body;
+        if (units && r.arg == 3) UnitFlip(s, u, st + head, body, f == Family::Mmad);
+        if (IsVector(f)) s.vecInFlight.push_back({r.acc, r.nacc, e + s.tail});
         s.free[p] = e;
         s.fresh[p] = false;
         q.push_back(st);
-        s.issue += R_.scalarIssue;
         ++res.familyCount[(int)f];
         res.familyCycles[(int)f] += e - st;
         Emit(c, i, p, st, e, res, o);

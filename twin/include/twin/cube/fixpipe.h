@@ -323,7 +323,7 @@ inline void FixpipeRun(const char* api, uint8_t* dst, bool toGm, uint64_t dstLen
         }
     }
     const uint64_t elems = (uint64_t)ndNum * p.mSize * p.nSize;
-    Trace(api, PIPE_FIX, elems, elems * sizeof(T), ndNum * p.mSize, dst, v.src);
+    Trace(api, PIPE_FIX, elems, elems * sizeof(T), ndNum * p.mSize, dst, v.src, TraceKind::Instr, p.unitFlag);
     FixpipeUnitsDone(units, p.unitFlag, clk);
 }
 

@@ -336,7 +336,7 @@ inline void MmadImpl(const char* api, const AscendC::LocalTensor<T>& dst, const 
             MmadFloat<U, S>(api, dst.Ptr(), fm.Ptr(), filter.Ptr(), bias, g, initMode);
         }
     }
-    Trace(api, PIPE_M, (uint64_t)p.m * p.n * p.k, 0, g.M1 * g.N1 * g.K1b, dst.Ptr(), fm.Ptr());
+    Trace(api, PIPE_M, (uint64_t)p.m * p.n * p.k, 0, g.M1 * g.N1 * g.K1b, dst.Ptr(), fm.Ptr(), TraceKind::Instr, p.unitFlag);
     MmadUnitsDone(api, cLo, cHi, p.unitFlag, clk);
 }
 

@@ -115,7 +115,8 @@ inline void MmadWithSparse(const LocalTensor<T>& dst, const LocalTensor<U>& fm, 
         }
         twin::MarkL0cPadding(dst.Ptr(), g);
     }
-    twin::Trace(api, PIPE_M, (uint64_t)p.m * p.n * kd, 0, M1 * N1 * K1b, dst.Ptr(), fm.Ptr());
+    twin::Trace(api, PIPE_M, (uint64_t)p.m * p.n * kd, 0, M1 * N1 * K1b, dst.Ptr(), fm.Ptr(), twin::TraceKind::Instr,
+                p.unitFlag);
     twin::MmadUnitsDone(api, cLo, cLo + needC, p.unitFlag, clk);
 }
 

@@ -58,6 +58,7 @@ inline uint32_t NextClock(pipe_t pipe) {
 inline void NoteUnitAccess(const char* api, uint64_t lo, uint64_t hi, bool write, int8_t pipe,
                            const std::vector<uint32_t>& clk) {
     CoreState& c = Cur();
+    NoteTraceAccess(c, api, Mem::L0C, lo, hi, write);
     if (!c.hz.on) return;
     uint64_t at = lo;
     while (at < hi) {

@@ -33,6 +33,7 @@ struct LaunchResult {
     std::vector<std::array<std::pair<uint64_t, uint64_t>, (int)Mem::COUNT>> memSpans;  // per core: [base, size) per Mem
     std::vector<int32_t> coreTypes;
     std::vector<std::vector<TraceRec>> traces;
+    std::vector<std::vector<TraceAcc>> traceAccs;  // per core: TraceRec::acc indexes it
     std::vector<std::string> warnings;  // LaunchState::warnings (Warn)
 };
 
@@ -219,6 +220,7 @@ inline LaunchResult Launch(const LaunchOptions& opt, const std::function<void()>
         r.coreNames.push_back(c->Name());
         r.coreTypes.push_back(c->coreType);
         r.traces.push_back(std::move(c->trace));
+        r.traceAccs.push_back(std::move(c->traceAcc));
     }
     return r;
 }

@@ -94,15 +94,24 @@ inline const char* PositionName(AscendC::TPosition p) {
 
 // One trace record per API call or sync. `op` is a string literal (compared by pointer).
 enum class TraceKind : uint8_t { Instr, SetFlag, WaitFlag, Barrier, CrossSet, CrossWait, Atomic };
+// On-core bytes [lo, hi) of memory `mem` (Mem) an instruction reads or writes, as its API noted them for the hazard
+// checker (NoteAccess: an operand's whole span, strides included). The cost model orders dependent vector
+// instructions and unit-flag handovers by them.
+struct TraceAcc {
+    uint32_t lo, hi;
+    uint8_t mem;
+    uint8_t write;
+};
 struct TraceRec {
     const char* op;
     uint8_t pipe;       // pipe_t
     TraceKind kind;
-    uint16_t arg;       // event id / flag id / mode
+    uint16_t arg;       // event id / flag id / mode; Mmad and Fixpipe: their unitFlag
     uint32_t repeats;   // vector repeats, fractal count, or DMA block count
     uint64_t elems;     // elements processed (vector / cube MACs / fixpipe elements)
     uint64_t bytes;     // bytes moved
     uint64_t dst, src;  // addresses (on-core byte offsets or GM pointers)
+    uint32_t acc, nacc; // its on-core accesses: entries [acc, acc + nacc) of the core's TraceAcc list
 };
 
 constexpr int kNumHardEvents = (int)AscendC::HardEvent::MAX;
@@ -180,6 +189,8 @@ struct CoreState {
     bool traceOn = true;
     bool modelOnly = false;  // LaunchOptions::modelOnly: skip element arithmetic (Computing())
     std::vector<TraceRec> trace;
+    std::vector<TraceAcc> traceAcc;  // accesses of the traced instructions (TraceRec::acc)
+    std::vector<std::pair<const char*, TraceAcc>> accPending;  // noted by an API, not yet traced (api, access)
     std::string waitingFor;  // set while blocked in a cross-core wait, for deadlock reports
     HazardState hz;          // pipe-ordering checker (hazard.h)
     // GM synchronisation state (sync/dcache.h, sync/gm_sync.h, sync/sync.h).
@@ -241,10 +252,15 @@ inline void CheckQueBufLive(const char* api, int32_t rec, uint32_t gen) {
 // `sameRaw`: a read that must follow an earlier write of its own pipe only through a PipeBarrier (hazard.h).
 // Every access must be to a memory of this core, inside the bytes an instruction may touch (memory/core_mem.h).
 void CheckOnCoreAccess(const char* api, Mem m, uint64_t off, uint64_t bytes, bool write);
+// Keeps on-core bytes [lo, hi) for the trace record of the instruction traced next (TraceRec::acc).
+inline void NoteTraceAccess(CoreState& c, const char* api, Mem m, uint64_t lo, uint64_t hi, bool write) {
+    if (c.traceOn) c.accPending.push_back({api, TraceAcc{(uint32_t)lo, (uint32_t)hi, (uint8_t)m, (uint8_t)write}});
+}
 inline void NoteAccess(const char* api, Mem m, uint64_t off, uint64_t bytes, bool write, bool sameRaw = false) {
     CoreState* c = tCore;
     if (c == nullptr || bytes == 0 || m == Mem::GM || m == Mem::COUNT) return;
     CheckOnCoreAccess(api, m, off, bytes, write);
+    NoteTraceAccess(*c, api, m, off, off + bytes, write);
     if (!c->hz.on) return;
     c->hz.pending.push_back(HzAccess{api, m, off, bytes, write, false, sameRaw});
 }
@@ -337,8 +353,15 @@ inline void Trace(const char* op, pipe_t pipe, uint64_t elems, uint64_t bytes, u
     CoreState& c = Cur();
     HazardOnTrace(c, op, pipe, kind, arg);
     if (!c.traceOn) return;
+    const uint32_t first = (uint32_t)c.traceAcc.size();
+    if (kind == TraceKind::Instr) {
+        for (const auto& [api, a] : c.accPending) {
+            if (api == nullptr || std::strcmp(api, op) == 0) c.traceAcc.push_back(a);  // else: an API that returned untraced
+        }
+        c.accPending.clear();
+    }
     c.trace.push_back(TraceRec{op, (uint8_t)pipe, kind, arg, repeats, elems, bytes, (uint64_t)(uintptr_t)dst,
-                               (uint64_t)(uintptr_t)src});
+                               (uint64_t)(uintptr_t)src, first, (uint32_t)c.traceAcc.size() - first});
 }
 
 // False in a model-only launch (LaunchOptions::modelOnly): the kernel's control flow, parameter checks, data moves
