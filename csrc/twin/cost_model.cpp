@@ -106,8 +106,8 @@ py::dict RangeDict(const twin::cost::RangeResult& r, double seconds) {
     for (const twin::cost::ParamSensitivity& s : r.params) {
         py::dict e;
         e["lo"] = s.range.lo, e["hi"] = s.range.hi;
-        e["cycles"] = py::make_tuple(s.atLo.cycles, s.atHi.cycles);
-        e["total_us"] = py::make_tuple(s.atLo.totalUs, s.atHi.totalUs);
+        e["cycles"] = std::vector<double>{s.atLo.cycles, s.atHi.cycles};
+        e["total_us"] = std::vector<double>{s.atLo.totalUs, s.atHi.totalUs};
         by[py::str(s.range.key)] = e;
     }
     d["by_param"] = by;

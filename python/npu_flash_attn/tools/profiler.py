@@ -102,7 +102,7 @@ def _summarize(cm: dict, chip: str, flops: float) -> dict:
                       "busy": {p: v / cycles if cycles else 0.0 for p, v in c["busy"].items()}} for c in cm["cores"]]}
     r = cm.get("range")
     if r is not None:
-        by_param = {k: {"lo": e["lo"], "hi": e["hi"], "modeled_time_us": list(e["total_us"])}
+        by_param = {k: {"lo": e["lo"], "hi": e["hi"], "modeled_time_us": e["total_us"]}
                     for k, e in r["by_param"].items()}
         rep.update(_range_fields(us, r["total_us_low"], r["total_us_high"], by_param, flops, peak, r["seconds"]))
     return rep
