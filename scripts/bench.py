@@ -58,7 +58,8 @@ def _range_columns(side: str, rep: dict) -> dict:
     if "modeled_time_us_low" not in rep:
         return {}
     return {f"{side}_us_low": rep["modeled_time_us_low"], f"{side}_us_high": rep["modeled_time_us_high"],
-            f"{side}_pct_peak_low": 100 * rep["utilization_low"], f"{side}_pct_peak_high": 100 * rep["utilization_high"],
+            f"{side}_pct_peak_low": 100 * rep["utilization_low"],
+            f"{side}_pct_peak_high": 100 * rep["utilization_high"],
             f"{side}_range_param": rep["range_param"] or "-"}
 
 

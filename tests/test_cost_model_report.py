@@ -174,8 +174,8 @@ def test_ranges_of_the_op_bracket_every_run(rows):
     assert set(rep["range_by_param"]) == _ranged(rows)
     assert rep["utilization_low"] == pytest.approx(rep["flops"] / (high * 1e-6) / (rep["cube_peak_tflops"] * 1e12))
     assert rep["utilization_low"] < rep["utilization"] < rep["utilization_high"]
-    spread = {k: max(e["modeled_time_us"] + [rep["modeled_time_us"]]) - min(e["modeled_time_us"] + [rep["modeled_time_us"]])
-              for k, e in rep["range_by_param"].items()}
+    ends = {k: e["modeled_time_us"] + [rep["modeled_time_us"]] for k, e in rep["range_by_param"].items()}
+    spread = {k: max(t) - min(t) for k, t in ends.items()}
     assert rep["range_param"] == max(spread, key=spread.get)
     assert rep["range_seconds"] > 0
     json.dumps(profiler.public(rep))

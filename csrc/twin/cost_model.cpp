@@ -30,12 +30,14 @@ struct RangeSettings {
 RangeSettings RangeSettingsOf(const py::object& ranges) {
     if (py::isinstance<py::bool_>(ranges)) return {ranges.cast<bool>(), {}};
     if (!py::isinstance<py::dict>(ranges)) {
-        throw py::type_error("ranges must be True, False or a dict {key: (lo, hi)}, got " + py::repr(ranges).cast<std::string>());
+        throw py::type_error("ranges must be True, False or a dict {key: (lo, hi)}, got " +
+                             py::repr(ranges).cast<std::string>());
     }
     RangeSettings s{true, {}};
     for (const auto& kv : ranges.cast<py::dict>()) {
         if (!py::isinstance<py::str>(kv.first)) {
-            throw py::type_error("ranges: keys must be parameter names (str), got " + py::repr(kv.first).cast<std::string>());
+            throw py::type_error("ranges: keys must be parameter names (str), got " +
+                                 py::repr(kv.first).cast<std::string>());
         }
         const std::string key = kv.first.cast<std::string>();
         try {
@@ -79,7 +81,8 @@ twin::cost::Params MakeParams(const npu_fa::ChipSpec& chip, const std::map<std::
 std::vector<twin::cost::ParamRange> RangesOf(const twin::cost::Params& P, const RangeSettings& s) {
     std::vector<twin::cost::ParamRange> out;
     for (const twin::cost::ParamRow& r : P.rows) {
-        if (r.lo < r.hi && std::strcmp(r.confidence, "override") != 0 && !s.given.count(r.key)) out.push_back({r.key, r.lo, r.hi});
+        const bool overridden = std::strcmp(r.confidence, "override") == 0;
+        if (r.lo < r.hi && !overridden && !s.given.count(r.key)) out.push_back({r.key, r.lo, r.hi});
     }
     for (const auto& [key, lohi] : s.given) {
         double v;

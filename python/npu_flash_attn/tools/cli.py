@@ -254,7 +254,8 @@ def _profile(a) -> int:
     print(f"TFLOPS  : {rep['tflops']:.1f} of {rep['cube_peak_tflops']:.1f} cube peak ({100 * rep['utilization']:.1f} %)")
     if "modeled_time_us_low" in rep:
         print(f"{rep['label']}: {rep['modeled_time_us']:.1f} us [{rep['modeled_time_us_low']:.1f} - "
-              f"{rep['modeled_time_us_high']:.1f}], {100 * rep['utilization']:.1f} % [{100 * rep['utilization_low']:.1f} - "
+              f"{rep['modeled_time_us_high']:.1f}], {100 * rep['utilization']:.1f} % "
+              f"[{100 * rep['utilization_low']:.1f} - "
               f"{100 * rep['utilization_high']:.1f}] of peak; most sensitive: {rep['range_param'] or 'none'} "
               f"(error bars: {rep['range_seconds']:.1f} s of extra model runs)")
     print("busy    : " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in rep["pipe_busy"].items()))

@@ -53,10 +53,15 @@ def model_trace(lib, chip: str = "Ascend910B2", *, overrides: Optional[dict] = N
     return twin_backend.ext().cost_model_trace(cores, chip, overrides or {}, keep_blocks, bins, 1.0, ranges)
 
 
+def _cube_peak(cm: dict) -> float:
+    """FLOP/s of every AIC's cube, with the parameter values the model ran with."""
+    return cm["params"]["chip.aic"] * cm["params"]["chip.cube_flop_per_cycle"] * cm["clock_mhz"] * 1e6
+
+
 def _bounds(cm: dict, flops: float) -> dict:
     """BOUNDS of one modeled launch, in us, with the parameter values the model ran with."""
     mhz, prm = cm["clock_mhz"], cm["params"]
-    out = {"cube": flops / (prm["chip.aic"] * prm["chip.cube_flop_per_cycle"]) / mhz}
+    out = {"cube": flops / _cube_peak(cm) * 1e6}
     for name in BOUNDS:
         kind, _, pipe = name.partition(".")
         if pipe:
@@ -66,22 +71,19 @@ def _bounds(cm: dict, flops: float) -> dict:
     return {name: out[name] for name in BOUNDS}
 
 
-def _range_fields(us: float, low_us: float, high_us: float, by_param: dict, flops: float, peak: float,
+def _range_fields(low_us: float, high_us: float, widest: Optional[str], by_param: dict, flops: float, peak: float,
                   seconds: float) -> dict:
     """The error-bar fields of a report: the modeled time at the fast and slow joint corners, the utilization at
-    each, each parameter's [time at lo, time at hi] and the one that moves the time most (None: none does)."""
-    spread = {k: max(us, *e["modeled_time_us"]) - min(us, *e["modeled_time_us"]) for k, e in by_param.items()}
-    widest = max(spread, key=spread.get, default=None)
+    each, the parameter that moves the time most (None: none does) and each one's [time at lo, time at hi]."""
     return {"modeled_time_us_low": low_us, "modeled_time_us_high": high_us,
             "utilization_low": flops / (high_us * 1e-6) / peak, "utilization_high": flops / (low_us * 1e-6) / peak,
-            "range_param": widest if widest is not None and spread[widest] > 0 else None,
-            "range_by_param": by_param, "range_seconds": seconds}
+            "range_param": widest, "range_by_param": by_param, "range_seconds": seconds}
 
 
 def _summarize(cm: dict, chip: str, flops: float) -> dict:
     mhz = cm["clock_mhz"]
     cycles = cm["cycles"]
-    peak = cm["params"]["chip.aic"] * cm["params"]["chip.cube_flop_per_cycle"] * mhz * 1e6
+    peak = _cube_peak(cm)
     us = cm["total_us"]
     busy: dict[str, float] = {}
     for kind, pipes in (("aic", AIC_PIPES), ("aiv", AIV_PIPES)):
@@ -104,7 +106,8 @@ def _summarize(cm: dict, chip: str, flops: float) -> dict:
     if r is not None:
         by_param = {k: {"lo": e["lo"], "hi": e["hi"], "modeled_time_us": e["total_us"]}
                     for k, e in r["by_param"].items()}
-        rep.update(_range_fields(us, r["total_us_low"], r["total_us_high"], by_param, flops, peak, r["seconds"]))
+        rep.update(_range_fields(r["total_us_low"], r["total_us_high"], r["param"], by_param, flops, peak,
+                                 r["seconds"]))
     return rep
 
 
@@ -215,8 +218,13 @@ def _combine(parts: list, chip: str, flops: float) -> dict:
             e = next(p["range_by_param"][key] for p in parts if key in p["range_by_param"])
             by_param[key] = {"lo": e["lo"], "hi": e["hi"], "modeled_time_us": [sum(t[0] for t in ends),
                                                                                sum(t[1] for t in ends)]}
-        rep.update(_range_fields(us, sum(p["modeled_time_us_low"] for p in parts),
-                                 sum(p["modeled_time_us_high"] for p in parts), by_param, flops, peak,
+        # the row that moves the summed time most, as range.h picks it for one launch: the widest of its two ends
+        # and the time itself (the first on a tie; none when no row moves it)
+        spread = {k: max(us, *e["modeled_time_us"]) - min(us, *e["modeled_time_us"]) for k, e in by_param.items()}
+        widest = max(spread, key=spread.get, default=None)
+        rep.update(_range_fields(sum(p["modeled_time_us_low"] for p in parts),
+                                 sum(p["modeled_time_us_high"] for p in parts),
+                                 widest if widest is not None and spread[widest] > 0 else None, by_param, flops, peak,
                                  sum(p["range_seconds"] for p in parts)))
     return rep
 

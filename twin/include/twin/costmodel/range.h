@@ -102,8 +102,14 @@ inline RangeResult ModelRange(const Params& P, const std::vector<CoreTrace>& cor
         if (runOf[i][1] >= 0) s.atHi = single[runOf[i][1]];
         const ParamRange& r = s.range;
         const bool loSlower = s.atLo.totalUs > s.atHi.totalUs;
-        if (std::min(s.atLo.totalUs, s.atHi.totalUs) < base.totalUs) corners[0].Set(r.key, loSlower ? r.hi : r.lo), moves[0] = true;
-        if (std::max(s.atLo.totalUs, s.atHi.totalUs) > base.totalUs) corners[1].Set(r.key, loSlower ? r.lo : r.hi), moves[1] = true;
+        if (std::min(s.atLo.totalUs, s.atHi.totalUs) < base.totalUs) {
+            corners[0].Set(r.key, loSlower ? r.hi : r.lo);
+            moves[0] = true;
+        }
+        if (std::max(s.atLo.totalUs, s.atHi.totalUs) > base.totalUs) {
+            corners[1].Set(r.key, loSlower ? r.lo : r.hi);
+            moves[1] = true;
+        }
         const double spread = std::max({base.totalUs, s.atLo.totalUs, s.atHi.totalUs}) -
                               std::min({base.totalUs, s.atLo.totalUs, s.atHi.totalUs});
         if (spread > widest) widest = spread, out.widest = (int)i;
