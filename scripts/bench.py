@@ -6,7 +6,9 @@ model-only mode and fed to the cycle model. Every number is "modeled (<chip>)", 
     python scripts/bench.py --seqlens 1K,4K --dims 128 --causal both --passes fwd --out bench_out
 
 Per row: the case, modeled us, TFLOPS (4*B*N*S^2*D, times the visible fraction for causal; 2.5x for the backward),
-% of the cube peak, the binding roofline, and peak device memory: the bytes of every GM buffer the launches hold at once,
+% of the cube peak, the binding bound (profiler.BOUNDS), the error bars (us and % of peak at the joint corners of the
+parameters' plausible ranges, and the parameter that moves the time most; --no-range skips them), and peak device
+memory: the bytes of every GM buffer the launches hold at once,
 from the tensor sizes: ours = Q, K, V, O + softmax_max/softmax_sum (B*N*S rows x 8 fp32 each) + the op's workspace
 (its tiling's workspaceBytes, 16 MiB of it the Ascend C library's); the backward adds dO, dQ, dK, dV. Naive forward = Q,
 K, V, O + S and P (fp16 [B, N, S, S], both alive during the softmax); naive backward = Q, K, V, O, dO, dV + P, dP, dS
@@ -28,9 +30,11 @@ sys.path.insert(0, str(ROOT / "python"))
 from npu_flash_attn import progress, twin_backend  # noqa: E402
 from npu_flash_attn.tools import baseline, profiler  # noqa: E402
 
+RANGE = ["us_low", "us_high", "pct_peak_low", "pct_peak_high", "range_param"]  # the error bars, per side
 COLUMNS = ["label", "pass", "seqlen", "head_dim", "heads", "causal", "ours_us", "ours_tflops", "ours_pct_peak",
-           "ours_bound", "ours_peak_bytes", "naive_us", "naive_tflops", "naive_pct_peak", "naive_bound",
-           "naive_peak_bytes", "speedup"]
+           "ours_bound", "ours_peak_bytes"] + [f"ours_{c}" for c in RANGE] + [
+           "naive_us", "naive_tflops", "naive_pct_peak", "naive_bound", "naive_peak_bytes"] + [
+           f"naive_{c}" for c in RANGE] + ["speedup"]
 
 
 def _size(text: str) -> int:
@@ -49,24 +53,35 @@ def ours_peak_bytes(b: int, n: int, s: int, d: int, workspace: int, backward: bo
     return tensors + stats + grads + workspace
 
 
-def run_case(chip: str, heads: int, s: int, d: int, causal: bool, backward: bool, sample: int, naive: bool) -> dict:
+def _range_columns(side: str, rep: dict) -> dict:
+    """The error-bar columns of one side (ours / naive) from its report (none without ranges)."""
+    if "modeled_time_us_low" not in rep:
+        return {}
+    return {f"{side}_us_low": rep["modeled_time_us_low"], f"{side}_us_high": rep["modeled_time_us_high"],
+            f"{side}_pct_peak_low": 100 * rep["utilization_low"],
+            f"{side}_pct_peak_high": 100 * rep["utilization_high"],
+            f"{side}_range_param": rep["range_param"] or "-"}
+
+
+def run_case(chip: str, heads: int, s: int, d: int, causal: bool, backward: bool, sample: int, naive: bool,
+             ranges: bool = True) -> dict:
     rep = profiler.profile(chip=chip, heads=heads, seqlen=s, head_dim=d, dtype="fp16", causal=causal,
-                           backward=backward, bins=0, model_only=True, sample_blocks=sample)
+                           backward=backward, bins=0, model_only=True, sample_blocks=sample, ranges=ranges)
     ws = int(twin_backend.last_launch_info().get("workspace_bytes", 0))
     row = {"label": f"modeled ({chip})", "pass": "bwd" if backward else "fwd", "seqlen": s, "head_dim": d,
            "heads": heads, "causal": int(causal), "ours_us": rep["modeled_time_us"], "ours_tflops": rep["tflops"],
            "ours_pct_peak": 100 * rep["utilization"], "ours_bound": rep["bound"],
-           "ours_peak_bytes": ours_peak_bytes(1, heads, s, d, ws, backward)}
+           "ours_peak_bytes": ours_peak_bytes(1, heads, s, d, ws, backward), **_range_columns("ours", rep)}
     if naive:
         q = np.zeros((1, heads, s, d), np.float16)
-        kw = dict(causal=causal, chip=chip, model=True, model_only=True, sample_blocks=sample)
+        kw = dict(causal=causal, chip=chip, model=True, model_only=True, sample_blocks=sample, ranges=ranges)
         if backward:
             _, nv = baseline.naive_attention_backward(q, q, q, q, **kw)
         else:
             _, nv = baseline.naive_attention(q, q, q, **kw)
         row.update(naive_us=nv["modeled_time_us"], naive_tflops=nv["tflops"], naive_pct_peak=100 * nv["utilization"],
                    naive_bound=nv["bound"], naive_peak_bytes=nv["peak_bytes"],
-                   speedup=nv["modeled_time_us"] / rep["modeled_time_us"])
+                   speedup=nv["modeled_time_us"] / rep["modeled_time_us"], **_range_columns("naive", nv))
     return row
 
 
@@ -78,19 +93,27 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _with_range(r: dict, key: str) -> str:
+    """`key`'s cell, with its error bars [low - high] when the row has them."""
+    lo, hi = r.get(f"{key}_low"), r.get(f"{key}_high")
+    return _fmt(r.get(key)) + (f" [{_fmt(lo)} - {_fmt(hi)}]" if lo not in (None, "") else "")
+
+
 def print_table(rows: list[dict], chip: str, title: str = "", other: str = "naive") -> None:
     """The markdown table of `rows` (COLUMNS); `other` names what the naive_* columns hold (scripts/bench_npu.py:
-    the built-in op)."""
-    print(title or f"All times modeled ({chip}); peak memory in MiB.")
-    print(f"| pass | S | D | causal | ours us | TFLOPS | % peak | bound | MiB | {other} us | TFLOPS | % peak | bound | MiB "
-          "| speedup |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    the built-in op). Modeled times and % of peak carry their error bars, the `sensitive` columns the parameter that
+    moves the time most."""
+    print(title or f"All times modeled ({chip}); peak memory in MiB; [low - high]: the error bars.")
+    print(f"| pass | S | D | causal | ours us | TFLOPS | % peak | bound | sensitive | MiB | {other} us | TFLOPS | % peak "
+          "| bound | sensitive | MiB | speedup |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         mib = lambda k: _fmt(r[k] / 2**20) if r.get(k) not in (None, "") else "-"  # noqa: E731
-        print(f"| {r['pass']} | {r['seqlen']} | {r['head_dim']} | {r['causal']} | {_fmt(r['ours_us'])} | "
-              f"{_fmt(r['ours_tflops'])} | {_fmt(r['ours_pct_peak'])} | {r['ours_bound']} | {mib('ours_peak_bytes')} | "
-              f"{_fmt(r.get('naive_us'))} | {_fmt(r.get('naive_tflops'))} | {_fmt(r.get('naive_pct_peak'))} | "
-              f"{r.get('naive_bound', '-')} | {mib('naive_peak_bytes')} | {_fmt(r.get('speedup'))} |")
+        print(f"| {r['pass']} | {r['seqlen']} | {r['head_dim']} | {r['causal']} | {_with_range(r, 'ours_us')} | "
+              f"{_fmt(r['ours_tflops'])} | {_with_range(r, 'ours_pct_peak')} | {r['ours_bound']} | "
+              f"{r.get('ours_range_param', '-')} | {mib('ours_peak_bytes')} | {_with_range(r, 'naive_us')} | "
+              f"{_fmt(r.get('naive_tflops'))} | {_with_range(r, 'naive_pct_peak')} | {r.get('naive_bound', '-')} | "
+              f"{r.get('naive_range_param', '-')} | {mib('naive_peak_bytes')} | {_fmt(r.get('speedup'))} |")
 
 
 def write_plot(rows: list[dict], path: Path, chip: str) -> bool:
@@ -106,14 +129,18 @@ def write_plot(rows: list[dict], path: Path, chip: str) -> bool:
         sel = sorted((r for r in rows if (r["pass"], r["head_dim"], r["causal"]) == (p, d, c)), key=lambda r: r["seqlen"])
         xs = [r["seqlen"] for r in sel]
         tag = f"{p} D={d}{' causal' if c else ''}"
-        ax.plot(xs, [r["ours_tflops"] for r in sel], marker="o", label=f"ours {tag}")
+        line, = ax.plot(xs, [r["ours_tflops"] for r in sel], marker="o", label=f"ours {tag}")
+        if all(r.get("ours_us_low") not in (None, "") for r in sel):  # the error bars, as TFLOPS
+            ax.fill_between(xs, [r["ours_tflops"] * r["ours_us"] / r["ours_us_high"] for r in sel],
+                            [r["ours_tflops"] * r["ours_us"] / r["ours_us_low"] for r in sel], color=line.get_color(),
+                            alpha=0.2)
         nv = [(r["seqlen"], r["naive_tflops"]) for r in sel if r.get("naive_tflops") not in (None, "")]
         if nv:
             ax.plot(*zip(*nv), marker="x", linestyle="--", label=f"naive {tag}")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("sequence length S")
     ax.set_ylabel("TFLOPS")
-    ax.set_title(f"modeled ({chip}): FlashAttention vs naive attention")
+    ax.set_title(f"modeled ({chip}): FlashAttention vs naive attention (band: the error bars)")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -148,12 +175,13 @@ def main(argv=None) -> int:
     ap.add_argument("--chip", default="Ascend910B2")
     ap.add_argument("--sample-blocks", type=int, default=2, help="AI cores simulated per launch (0: all)")
     ap.add_argument("--no-naive", action="store_true", help="skip the naive baseline")
+    ap.add_argument("--no-range", action="store_true", help="skip the error bars (extra model runs per launch)")
     ap.add_argument("--out", default="bench_out", help="directory for bench.csv / bench.png")
     a = ap.parse_args(argv)
     cases = grid_cases(a)
     rows, t0, sweep = [], time.time(), progress.Sweep(len(cases), "bench")
     for s, d, c, bw in cases:
-        rows.append(run_case(a.chip, a.heads, s, d, c, bw, a.sample_blocks, not a.no_naive))
+        rows.append(run_case(a.chip, a.heads, s, d, c, bw, a.sample_blocks, not a.no_naive, not a.no_range))
         sweep.step(case_name(s, d, c, bw))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

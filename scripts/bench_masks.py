@@ -10,7 +10,8 @@ workspace and per-core state dominate it); "op's mask copies + block map" is wha
 a copy only when its last dimension is strided or broadcast, plus the block map. A [B,N1,S1,S2] expansion of the
 mask would be B*N1*S1*S2 bytes. Computed tiles come from the block map (tiles_computed / all tiles in the band) and the
 steps the kernels ran. "modeled" is the forward kernel's time on the cycle model (model-only, 2 sampled AI cores,
-labelled with the chip); the block-map pre-pass is not in it (its map is cached across calls with the same mask).
+labelled with the chip) with its error bars [low - high] (docs/cost_model.md); the block-map pre-pass is not in it
+(its map is cached across calls with the same mask).
 """
 import argparse
 import json
@@ -78,15 +79,16 @@ def run_row(name: str, seq: int, batch: int, heads: int, d: int, chip: str) -> d
     info = npu_flash_attn.last_launch_info()
     peak = _vm_kib("VmHWM")
     from npu_flash_attn import _C
-    _C.set_cost_model(True, 0, 0, {}, True, 2)
+    _C.set_cost_model(True, 0, 0, {}, True, 2, True)
     try:
         torch.ops.npu.flash_attention(q, k, v, heads, "BSND", **kw)
-        modeled = npu_flash_attn.last_launch_info()["cost_model"]["total_us"]
+        model = npu_flash_attn.last_launch_info()["cost_model"]
     finally:
         _C.set_cost_model(False)
     row = {"row": name, "twin_seconds": wall, "peak_rss_mib": peak / 1024, "extra_mib": max(0, peak - base_kib) / 1024,
            "mask_mib": mask_bytes / 2 ** 20, "steps_in_band": info["steps"], "block_dim": info["block_dim"],
-           "modeled_us": modeled}
+           "modeled_us": model["total_us"], "modeled_us_low": model["range"]["total_us_low"],
+           "modeled_us_high": model["range"]["total_us_high"]}
     if "tiles_mixed" in info:
         row.update(tiles_masked=info["tiles_masked"], tiles_mixed=info["tiles_mixed"],
                    tiles_visible=info["tiles_visible"],
@@ -123,7 +125,7 @@ def main():
         tiles = (f"{row['tiles_masked']} / {row['tiles_mixed']} / {row['tiles_visible']}" if "tiles_mixed" in row
                  else "-")
         path = f"{row['mask_path_kib']:.1f}" if "mask_path_kib" in row else "-"
-        lines.append(f"| {name} | {row['modeled_us']:.0f} | {row['twin_seconds']:.2f} | {row['peak_rss_mib']:.0f} | {row['extra_mib']:.0f} | "
+        lines.append(f"| {name} | {row['modeled_us']:.0f} [{row['modeled_us_low']:.0f} - {row['modeled_us_high']:.0f}] | {row['twin_seconds']:.2f} | {row['peak_rss_mib']:.0f} | {row['extra_mib']:.0f} | "
                      f"{row['mask_mib']:.2f} | {path} | {tiles} | {row['steps_in_band']} |")
         print(lines[-1], flush=True)
     if a.markdown:

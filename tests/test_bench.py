@@ -1,7 +1,7 @@
 """The benchmark kernels and scripts: the multi-core GEMM (tools/kernels/gemm.cpp) against numpy on odd sizes, its
 model-only trace and model against the full run's, the naive attention forward and backward
 (python/npu_flash_attn/tools/baseline.py) against float64 references, naive slower than the op under the model,
-scripts/bench.py's CSV and calibrate.py's GEMM rows."""
+scripts/bench.py's CSV (with the error bars) and calibrate.py's GEMM rows."""
 import csv
 import json
 import math
@@ -140,6 +140,10 @@ def test_bench_tiny_run_writes_csv(tmp_path, capsys):
     for key in ("ours_us", "ours_tflops", "naive_us", "naive_tflops", "ours_peak_bytes", "naive_peak_bytes"):
         assert float(r[key]) > 0
     assert float(r["speedup"]) == pytest.approx(float(r["naive_us"]) / float(r["ours_us"]))
+    for side in ("ours", "naive"):  # the error bars hold the figure
+        assert float(r[f"{side}_us_low"]) < float(r[f"{side}_us"]) < float(r[f"{side}_us_high"])
+        assert float(r[f"{side}_pct_peak_low"]) < float(r[f"{side}_pct_peak"]) < float(r[f"{side}_pct_peak_high"])
+        assert r[f"{side}_range_param"] in {row["key"] for row in _C.cost_params("Ascend910B2")}
     assert "modeled (Ascend910B2)" in capsys.readouterr().out
 
 

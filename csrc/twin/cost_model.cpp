@@ -1,10 +1,12 @@
 // npu_flash_attn._C bindings of the cycle model (twin/include/twin/costmodel): the parameter table, the model of a
 // standalone kernel's trace (by the pointers npu_flash_attn.twin's library hands out) and the hook that models the
-// op launches (cost_model_hook.h).
+// op launches (cost_model_hook.h), each optionally with its error bars (range.h).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
@@ -12,16 +14,47 @@
 
 #include "kernel_operator.h"
 #include "cost_model_hook.h"
-#include "twin/costmodel/schedule.h"
+#include "twin/costmodel/range.h"
 
 namespace py = pybind11;
 
 namespace {
 
+// Error bars: off, or on with the table's ranges, the rows in `given` replaced by these (lo, hi).
+struct RangeSettings {
+    bool on = false;
+    std::map<std::string, std::pair<double, double>> given;
+};
+
+// ranges=False | True | {key: (lo, hi)} (True with these rows' ranges replaced, for tests and what-ifs).
+RangeSettings RangeSettingsOf(const py::object& ranges) {
+    if (py::isinstance<py::bool_>(ranges)) return {ranges.cast<bool>(), {}};
+    if (!py::isinstance<py::dict>(ranges)) {
+        throw py::type_error("ranges must be True, False or a dict {key: (lo, hi)}, got " +
+                             py::repr(ranges).cast<std::string>());
+    }
+    RangeSettings s{true, {}};
+    for (const auto& kv : ranges.cast<py::dict>()) {
+        if (!py::isinstance<py::str>(kv.first)) {
+            throw py::type_error("ranges: keys must be parameter names (str), got " +
+                                 py::repr(kv.first).cast<std::string>());
+        }
+        const std::string key = kv.first.cast<std::string>();
+        try {
+            s.given[key] = kv.second.cast<std::pair<double, double>>();
+        } catch (const py::cast_error&) {
+            throw py::type_error("ranges['" + key + "'] must be a pair (lo, hi) of numbers, got " +
+                                 py::repr(kv.second).cast<std::string>());
+        }
+    }
+    return s;
+}
+
 struct OpSettings {
     bool on = false, modelOnly = false;
     int keepBlocks = 1, bins = 0, sampleBlocks = 0;
     std::map<std::string, double> overrides;
+    RangeSettings ranges;
 };
 OpSettings g_ops;
 
@@ -43,21 +76,77 @@ twin::cost::Params MakeParams(const npu_fa::ChipSpec& chip, const std::map<std::
     return P;
 }
 
-py::dict Run(const twin::cost::Params& P, std::vector<twin::cost::CoreTrace> cores, int keepBlocks, int bins,
-             double blockScale = 1, const std::vector<twin::GmRange>& gm = {}) {
+// The rows the error bars move: the table's rows with lo < hi, except those the caller overrode (taken as exact),
+// then the caller's given ranges (each must hold the row's value).
+std::vector<twin::cost::ParamRange> RangesOf(const twin::cost::Params& P, const RangeSettings& s) {
+    std::vector<twin::cost::ParamRange> out;
+    for (const twin::cost::ParamRow& r : P.rows) {
+        const bool overridden = std::strcmp(r.confidence, "override") == 0;
+        if (r.lo < r.hi && !overridden && !s.given.count(r.key)) out.push_back({r.key, r.lo, r.hi});
+    }
+    for (const auto& [key, lohi] : s.given) {
+        double v;
+        try {
+            v = P[key.c_str()];
+        } catch (const std::invalid_argument& e) {
+            throw py::value_error(std::string("ranges: ") + e.what());
+        }
+        const auto [lo, hi] = lohi;
+        if (!(std::isfinite(lo) && std::isfinite(hi) && lo <= v && v <= hi)) {
+            auto num = [](double x) { return py::repr(py::float_(x)).cast<std::string>(); };
+            throw py::value_error("ranges['" + key + "'] = (" + num(lo) + ", " + num(hi) +
+                                  ") must be finite with lo <= value <= hi (the value is " + num(v) + ")");
+        }
+        out.push_back({key, lo, hi});
+    }
+    return out;
+}
+
+py::dict RangeDict(const twin::cost::RangeResult& r, double seconds) {
+    py::dict d, by;
+    d["cycles_low"] = r.fast.cycles, d["cycles_high"] = r.slow.cycles;
+    d["total_us_low"] = r.fast.totalUs, d["total_us_high"] = r.slow.totalUs;
+    for (const twin::cost::ParamSensitivity& s : r.params) {
+        py::dict e;
+        e["lo"] = s.range.lo, e["hi"] = s.range.hi;
+        e["cycles"] = std::vector<double>{s.atLo.cycles, s.atHi.cycles};
+        e["total_us"] = std::vector<double>{s.atLo.totalUs, s.atHi.totalUs};
+        by[py::str(s.range.key)] = e;
+    }
+    d["by_param"] = by;
+    d["param"] = r.widest < 0 ? py::object(py::none()) : py::object(py::str(r.params[r.widest].range.key));
+    d["runs"] = r.runs;
+    d["seconds"] = seconds;
+    return d;
+}
+
+py::dict Run(const twin::cost::Params& P, const std::vector<twin::cost::CoreTrace>& cores, int keepBlocks, int bins,
+             double blockScale, const std::vector<twin::GmRange>& gm, const RangeSettings& ranges) {
     using namespace twin::cost;
     Options o;
     for (const twin::GmRange& g : gm) o.gm.push_back({(uint64_t)(uintptr_t)g.begin, g.bytes});
     o.bins = bins;
     o.blockScale = blockScale;
     for (const CoreTrace& c : cores) o.keep.push_back(c.block < keepBlocks);
+    const std::vector<ParamRange> rows = ranges.on ? RangesOf(P, ranges) : std::vector<ParamRange>{};
     Result r;
+    RangeResult range;
+    double rangeSeconds = 0;
     try {
         r = ModelLaunch(P, cores, o);
+        if (ranges.on) {
+            const auto t0 = std::chrono::steady_clock::now();
+            range = ModelRange(P, cores, o, TimeOf(r), rows);
+            rangeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        }
     } catch (const std::runtime_error& e) {
         throw py::value_error(e.what());
     }
     py::dict d;
+    if (ranges.on) d["range"] = RangeDict(range, rangeSeconds);
+    py::dict params;  // the values this run used (the table with the overrides)
+    for (const ParamRow& row : P.rows) params[py::str(row.key)] = row.value;
+    d["params"] = params;
     const double mhz = r.clockMHz;
     d["cycles"] = r.cycles;
     d["launch_cycles"] = r.launchCycles;
@@ -135,7 +224,7 @@ py::dict Run(const twin::cost::Params& P, std::vector<twin::cost::CoreTrace> cor
 // model-only launch), as AddCostModel derives for the ops.
 py::dict CostModelTrace(const std::vector<std::tuple<std::string, uintptr_t, uint64_t, uintptr_t>>& cores,
                         const std::string& chip, const std::map<std::string, double>& overrides, int keepBlocks,
-                        int bins, double blockScale) {
+                        int bins, double blockScale, const py::object& ranges) {
     if (!(blockScale >= 1)) throw py::value_error("block_scale must be >= 1 (launch blocks per traced block)");
     std::vector<twin::cost::CoreTrace> cs;
     for (const auto& [name, addr, n, acc] : cores) {
@@ -143,7 +232,7 @@ py::dict CostModelTrace(const std::vector<std::tuple<std::string, uintptr_t, uin
         cs.push_back({name, aic, twin::cost::BlockOfName(name, aic), (const twin::TraceRec*)addr, (size_t)n,
                       (const twin::TraceAcc*)acc});
     }
-    return Run(MakeParams(ChipOf(chip), overrides), cs, keepBlocks, bins, blockScale);
+    return Run(MakeParams(ChipOf(chip), overrides), cs, keepBlocks, bins, blockScale, {}, RangeSettingsOf(ranges));
 }
 
 py::list CostParams(const std::string& chip) {
@@ -176,7 +265,7 @@ void AddCostModel(const twin::LaunchResult& r, const std::vector<twin::GmRange>&
     std::set<int64_t> blocks;
     for (const auto& c : cores) blocks.insert(c.block);
     const double scale = blocks.empty() ? 1.0 : (double)r.numBlocks / (double)blocks.size();
-    py::dict d = Run(MakeParams(chip, g_ops.overrides), std::move(cores), g_ops.keepBlocks, g_ops.bins, scale, gm);
+    py::dict d = Run(MakeParams(chip, g_ops.overrides), cores, g_ops.keepBlocks, g_ops.bins, scale, gm, g_ops.ranges);
     d["sampled_blocks"] = blocks.size();
     d["num_blocks"] = r.numBlocks;
     info["cost_model"] = d;
@@ -186,15 +275,15 @@ void RegisterCostModel(py::module_& m) {
     m.def("cost_params", &CostParams, py::arg("chip"));
     m.def("cost_model_trace", &CostModelTrace, py::arg("cores"), py::arg("chip"),
           py::arg("overrides") = std::map<std::string, double>{}, py::arg("keep_blocks") = 1, py::arg("bins") = 0,
-          py::arg("block_scale") = 1.0);
+          py::arg("block_scale") = 1.0, py::arg("ranges") = false);
     m.def("set_cost_model",
           [](bool on, int keepBlocks, int bins, const std::map<std::string, double>& overrides, bool modelOnly,
-             int sampleBlocks) {
+             int sampleBlocks, const py::object& ranges) {
               if (sampleBlocks < 0) throw py::value_error("sample_blocks must be >= 0 (0: every block)");
               if (sampleBlocks > 0 && !modelOnly) throw py::value_error("sample_blocks needs model_only=True");
-              g_ops = OpSettings{on, modelOnly, keepBlocks, bins, sampleBlocks, overrides};
+              g_ops = OpSettings{on, modelOnly, keepBlocks, bins, sampleBlocks, overrides, RangeSettingsOf(ranges)};
           },
           py::arg("enabled"), py::arg("keep_blocks") = 1, py::arg("bins") = 0,
           py::arg("overrides") = std::map<std::string, double>{}, py::arg("model_only") = false,
-          py::arg("sample_blocks") = 0);
+          py::arg("sample_blocks") = 0, py::arg("ranges") = false);
 }

@@ -31,25 +31,27 @@ def sampled(num_blocks: int, k: int) -> list[int]:
 
 
 def _launch(lib, kernel: str, blocks: int, *bufs, kernel_type: str, chip: str, model: bool, model_only: bool,
-            sample_blocks: int, flops: float, overrides: Optional[dict], bins: int) -> Optional[dict]:
-    """One launch; with model=True its modelled summary (profiler._summarize), the sampled blocks standing for all."""
+            sample_blocks: int, flops: float, overrides: Optional[dict], bins: int, ranges=False) -> Optional[dict]:
+    """One launch; with model=True its modelled summary (profiler._summarize), the sampled blocks standing for all;
+    ranges as profiler.profile's (the error bars)."""
     sample = sampled(blocks, sample_blocks) if model_only else []
     lib.launch(kernel, blocks, *bufs, kernel_type=kernel_type, chip=chip, trace=model, model_only=model_only,
                sample_blocks=sample)
     if not model:
         return None
     scale = blocks / len(sample) if sample else 1.0
-    cm = twin_backend.ext().cost_model_trace(lib.trace_refs(), chip, overrides or {}, 1, bins, scale)
+    cm = twin_backend.ext().cost_model_trace(lib.trace_refs(), chip, overrides or {}, 1, bins, scale, ranges)
     return profiler._summarize(cm, chip, flops)
 
 
 def gemm(a: np.ndarray, b: np.ndarray, *, a_trans: bool = False, b_trans: bool = False, out_dtype=np.float32,
          chip: str = "Ascend910B2", blocks: Optional[int] = None, model: bool = False, model_only: bool = False,
-         sample_blocks: int = 0, overrides: Optional[dict] = None, bins: int = 0):
+         sample_blocks: int = 0, overrides: Optional[dict] = None, bins: int = 0, ranges=False):
     """C = op(A) op(B) for fp16 A [batch, M, K] (a_trans: [batch, K, M]; or 2-D) and B [batch, K, N] (b_trans:
     [batch, N, K]), fp32 accumulation, fp32 or fp16 C (op: transposed when *_trans). Runs gemm.cpp over `blocks` AI
     cores (default: all of the chip's). Returns C, or (C, modelled summary) with model=True. model_only: the trace
-    without the arithmetic (C undefined); sample_blocks=k (model-only): k evenly spaced cores stand for all."""
+    without the arithmetic (C undefined); sample_blocks=k (model-only): k evenly spaced cores stand for all; ranges
+    (model=True): the error bars, as profiler.profile's."""
     a3, b3 = (x if x.ndim == 3 else x[None] for x in (a, b))
     for name, x in (("a", a3), ("b", b3)):
         if x.dtype != np.float16 or x.ndim != 3:
@@ -67,7 +69,7 @@ def gemm(a: np.ndarray, b: np.ndarray, *, a_trans: bool = False, b_trans: bool =
     blocks = blocks or profiler._chip_row(chip)["aic_num"]
     rep = _launch(_lib("gemm.cpp"), "gemm", blocks, np.ascontiguousarray(a3), np.ascontiguousarray(b3), c, prm,
                   kernel_type="aic", chip=chip, model=model, model_only=model_only, sample_blocks=sample_blocks,
-                  flops=2.0 * batch * M * N * K, overrides=overrides, bins=bins)
+                  flops=2.0 * batch * M * N * K, overrides=overrides, bins=bins, ranges=ranges)
     c = c if a.ndim == 3 else c[0]
     return (c, rep) if model else c
 
@@ -138,15 +140,16 @@ def _report(parts: list, names: list, chip: str, flops: float, peak: int) -> dic
 
 def naive_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: Optional[float] = None,
                     causal: bool = False, chip: str = "Ascend910B2", model: bool = False, model_only: bool = False,
-                    sample_blocks: int = 0, overrides: Optional[dict] = None):
+                    sample_blocks: int = 0, overrides: Optional[dict] = None, ranges=False):
     """softmax(scale Q K^T [+ causal mask]) V for fp16 BNSD q [B, N, S1, D], k, v [B, N, S2, D] as three launches:
     gemm (S = Q K^T, fp16), naive_softmax (P, fp16), gemm (O = P V, fp16). Returns O, or (O, report) with
     model=True: the launches combined (times and bounds add; TFLOPS over the op's own FLOP count 4*B*N*S1*S2*D, times
     the visible fraction for causal, so the figure compares with profiler.profile's), `launches` each one's summary,
-    `peak_bytes` (naive_peak_bytes)."""
+    `peak_bytes` (naive_peak_bytes). ranges: the error bars of each launch, added up (profiler.profile's)."""
     B, N, S1, S2, D = _check(q, k, v, causal)
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    kw = dict(chip=chip, model=model, model_only=model_only, sample_blocks=sample_blocks, overrides=overrides)
+    kw = dict(chip=chip, model=model, model_only=model_only, sample_blocks=sample_blocks, overrides=overrides,
+              ranges=ranges)
     qs, ks, vs = (np.ascontiguousarray(x.reshape(B * N, -1, D)) for x in (q, k, v))
     parts: list = []
     p = _probs(qs, ks, S1, S2, causal, scale, kw, parts)
@@ -160,16 +163,18 @@ def naive_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: Optio
 def naive_attention_backward(q: np.ndarray, k: np.ndarray, v: np.ndarray, do: np.ndarray, *,
                              scale: Optional[float] = None, causal: bool = False, chip: str = "Ascend910B2",
                              model: bool = False, model_only: bool = False, sample_blocks: int = 0,
-                             overrides: Optional[dict] = None):
+                             overrides: Optional[dict] = None, ranges=False):
     """Gradients (dQ, dK, dV) of naive_attention for the output gradient do [B, N, S1, D], as an eager autograd runs
     them with P kept from the forward (recomputed here by the forward's first two launches, not modelled): dV = P^T dO,
     dP = dO V^T, dS = scale P (dP - rowsum(P dP)) (naive_softmax_grad), dQ = dS K, dK = dS^T Q; fp16 throughout. With
-    model=True also the report of those five launches (FLOPs 2.5x the forward's, as profiler.profile counts)."""
+    model=True also the report of those five launches (FLOPs 2.5x the forward's, as profiler.profile counts; ranges as
+    naive_attention's)."""
     B, N, S1, S2, D = _check(q, k, v, causal)
     if do.shape != q.shape:
         raise ValueError(f"do must have the query's shape {q.shape}, got {do.shape}")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    kw = dict(chip=chip, model=model, model_only=model_only, sample_blocks=sample_blocks, overrides=overrides)
+    kw = dict(chip=chip, model=model, model_only=model_only, sample_blocks=sample_blocks, overrides=overrides,
+              ranges=ranges)
     qs, ks, vs, dos = (np.ascontiguousarray(x.reshape(B * N, -1, D)) for x in (q, k, v, do))
     p = _probs(qs, ks, S1, S2, causal, scale, dict(kw, model=False), [])
     parts: list = []

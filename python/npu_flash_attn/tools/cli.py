@@ -47,8 +47,10 @@ def _parser() -> argparse.ArgumentParser:
                                         "twin's trace)",
                         description="Runs the forward op (--backward: the backward op; BNSD, random inputs) on the "
                                     "twin with the trace on and "
-                                    "prints the cycle model's time, TFLOPS, utilisation, per-pipe busy and roofline "
-                                    "bounds. Numbers are modeled, not measured (docs/cost_model.md).")
+                                    "prints the cycle model's time, TFLOPS, utilisation, per-pipe busy, every lower "
+                                    "bound on the kernel time (the binding one marked) and the error bars: the range "
+                                    "the time spans when the parameters move across their plausible ranges. Numbers "
+                                    "are modeled, not measured (docs/cost_model.md).")
     pr.add_argument("--chip", default="Ascend910B2", help="chip of the model (default Ascend910B2)")
     pr.add_argument("--batch", type=int, default=1)
     pr.add_argument("--heads", type=int, default=8)
@@ -66,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="with --model-only: run K evenly spaced AI cores, each standing for numBlocks/K (default: all)")
     pr.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                     help="override a cost-model parameter (docs/cost_model.md), e.g. fix.l0c_gm.bw=128; repeatable")
+    pr.add_argument("--no-range", action="store_true",
+                    help="skip the error bars (the model re-run at each end of every parameter's plausible range)")
     pr.add_argument("--json", action="store_true", help="print one JSON object")
     pr.add_argument("--out", default=None, help="directory for timeline.png and trace.json (Perfetto)")
     return p
@@ -222,7 +226,7 @@ def _profile(a) -> int:
         rep = profiler.profile(chip=a.chip, batch=a.batch, heads=a.heads, kv_heads=a.kv_heads, seqlen=a.seqlen,
                                head_dim=a.head_dim, dtype=a.dtype, causal=a.causal, backward=a.backward,
                                deterministic=a.deterministic, keep_prob=a.keep_prob, overrides=overrides, model_only=a.model_only,
-                               sample_blocks=a.sample_blocks)
+                               sample_blocks=a.sample_blocks, ranges=not a.no_range)
     except NotImplementedError as e:
         print(f"error: NotImplementedError: {e}", file=sys.stderr)
         return 2
@@ -248,8 +252,16 @@ def _profile(a) -> int:
     print(f"time    : {rep['modeled_time_us']:.1f} us (kernel {rep['kernel_time_us']:.1f} + launch "
           f"{rep['launch_overhead_us']:.1f})")
     print(f"TFLOPS  : {rep['tflops']:.1f} of {rep['cube_peak_tflops']:.1f} cube peak ({100 * rep['utilization']:.1f} %)")
+    if "modeled_time_us_low" in rep:
+        print(f"{rep['label']}: {rep['modeled_time_us']:.1f} us [{rep['modeled_time_us_low']:.1f} - "
+              f"{rep['modeled_time_us_high']:.1f}], {100 * rep['utilization']:.1f} % "
+              f"[{100 * rep['utilization_low']:.1f} - "
+              f"{100 * rep['utilization_high']:.1f}] of peak; most sensitive: {rep['range_param'] or 'none'} "
+              f"(error bars: {rep['range_seconds']:.1f} s of extra model runs)")
     print("busy    : " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in rep["pipe_busy"].items()))
-    print("bounds  : " + ", ".join(f"{k} {v:.1f} us" for k, v in rep["roofline_us"].items()) + f" -> {rep['bound']}")
+    print("bounds  : lower bounds on the kernel time (* binding)")
+    for name, us in rep["bounds"].items():
+        print(f"        {'*' if name == rep['bound'] else ' '} {name:<9} {us:10.1f} us  {profiler.BOUNDS[name]}")
     for k, v in files.items():
         print(f"wrote   : {v}" if v else f"skipped : {k} (needs matplotlib: pip install matplotlib, or the package's "
               "[profile] extra)")

@@ -14,6 +14,23 @@ from ..ops import flash_attention
 
 AIC_PIPES = ("S", "MTE1", "MTE2", "MTE3", "M", "FIX")
 AIV_PIPES = ("S", "MTE2", "MTE3", "V")
+# The report's lower bounds on the kernel time, in order, with what each counts. A pipe's bound is its busiest core's
+# busy time (the pipe runs one instruction at a time); `bound` names the largest.
+BOUNDS = {
+    "cube": "FLOPs at the cube peak",
+    "aic.MTE1": "L1->L0A/L0B/BT/FB loads, busiest AIC",
+    "aic.MTE2": "GM->L1 and L1 fills, busiest AIC",
+    "aic.MTE3": "L1->GM, busiest AIC",
+    "aic.FIX": "Fixpipe L0C->GM/L1, busiest AIC",
+    "aic.M": "Mmad, busiest AIC",
+    "aic.S": "scalar, busiest AIC",
+    "aiv.MTE2": "GM->UB, busiest AIV",
+    "aiv.MTE3": "UB->GM/L1, busiest AIV",
+    "aiv.V": "vector, busiest AIV",
+    "aiv.S": "scalar, busiest AIV",
+    "l2": "all GM bytes at the aggregate L2 rate",
+    "hbm": "HBM bytes at the HBM rate",
+}
 
 
 def _chip_row(chip: str) -> dict:
@@ -24,56 +41,87 @@ def _chip_row(chip: str) -> dict:
 
 
 def model_trace(lib, chip: str = "Ascend910B2", *, overrides: Optional[dict] = None, keep_blocks: int = 1,
-                bins: int = 0) -> dict:
-    """Cycle model of the last traced launch of a standalone kernel (`npu_flash_attn.twin.KernelLibrary`)."""
-    return twin_backend.ext().cost_model_trace(lib.trace_refs(), chip, overrides or {}, keep_blocks, bins)
+                bins: int = 0, ranges=False) -> dict:
+    """Cycle model of the last traced launch of a standalone kernel (`npu_flash_attn.twin.KernelLibrary`).
+    ranges=True adds the error bars (`range`: the model re-run with each parameter of the table that has a plausible
+    range at its ends, then at the two joint corners); a dict {key: (lo, hi)} replaces those rows' ranges."""
+    return twin_backend.ext().cost_model_trace(lib.trace_refs(), chip, overrides or {}, keep_blocks, bins, 1.0, ranges)
+
+
+def _cube_peak(cm: dict) -> float:
+    """FLOP/s of every AIC's cube, with the parameter values the model ran with."""
+    return cm["params"]["chip.aic"] * cm["params"]["chip.cube_flop_per_cycle"] * cm["clock_mhz"] * 1e6
+
+
+def _bounds(cm: dict, flops: float) -> dict:
+    """BOUNDS of one modeled launch, in us, with the parameter values the model ran with."""
+    mhz, prm = cm["clock_mhz"], cm["params"]
+    out = {"cube": flops / _cube_peak(cm) * 1e6}
+    for name in BOUNDS:
+        kind, _, pipe = name.partition(".")
+        if pipe:
+            out[name] = max((c["busy"].get(pipe, 0.0) for c in cm["cores"] if c["kind"] == kind), default=0.0) / mhz
+    out["l2"] = cm["gm_bytes"] / prm["l2.bytes_per_cycle"] / mhz
+    out["hbm"] = cm["hbm_bytes"] / prm["chip.hbm_bytes_per_cycle"] / mhz
+    return {name: out[name] for name in BOUNDS}
+
+
+def _range_fields(low_us: float, high_us: float, widest: Optional[str], by_param: dict, flops: float, peak: float,
+                  seconds: float) -> dict:
+    """The error-bar fields of a report: the modeled time at the fast and slow joint corners, the utilization at
+    each, the parameter that moves the time most (None: none does) and each one's [time at lo, time at hi]."""
+    return {"modeled_time_us_low": low_us, "modeled_time_us_high": high_us,
+            "utilization_low": flops / (high_us * 1e-6) / peak, "utilization_high": flops / (low_us * 1e-6) / peak,
+            "range_param": widest, "range_by_param": by_param, "range_seconds": seconds}
 
 
 def _summarize(cm: dict, chip: str, flops: float) -> dict:
-    row = _chip_row(chip)
     mhz = cm["clock_mhz"]
     cycles = cm["cycles"]
-    peak = row["aic_num"] * 8192 * mhz * 1e6
+    peak = _cube_peak(cm)
     us = cm["total_us"]
     busy: dict[str, float] = {}
-    worst: dict[str, float] = {}
     for kind, pipes in (("aic", AIC_PIPES), ("aiv", AIV_PIPES)):
         mine = [c for c in cm["cores"] if c["kind"] == kind]
         for p in pipes:
             vals = [c["busy"].get(p, 0.0) for c in mine]
             if vals:
                 busy[f"{kind}.{p}"] = sum(vals) / len(vals) / cycles if cycles else 0.0
-                worst[f"{kind}.{p}"] = max(vals)
-    hbm_bpc = row["hbm_gbps"] * 1e3 / mhz
-    bounds = {  # lower bounds on the kernel time, in us
-        "cube": flops / peak * 1e6,
-        "vector": worst.get("aiv.V", 0.0) / mhz,
-        "mte2": max(worst.get("aic.MTE2", 0.0), worst.get("aiv.MTE2", 0.0)) / mhz,
-        "fix": worst.get("aic.FIX", 0.0) / mhz,
-        "hbm": cm["hbm_bytes"] / hbm_bpc / mhz,
-    }
-    bound = max(bounds, key=bounds.get)
-    return {"chip": chip, "label": f"modeled ({chip})", "modeled_time_us": us, "kernel_time_us": cm["kernel_us"],
-            "launch_overhead_us": cm["launch_cycles"] / mhz, "cycles": cycles, "flops": flops,
-            "tflops": flops / (us * 1e-6) / 1e12, "cube_peak_tflops": peak / 1e12,
-            "utilization": flops / (us * 1e-6) / peak, "pipe_busy": busy, "roofline_us": bounds, "bound": bound,
-            "cube_macs": cm["macs"], "gm_bytes": cm["gm_bytes"], "hbm_bytes": cm["hbm_bytes"],
-            "l2_hit_bytes": cm["l2_hit_bytes"],
-            "cores": [{"name": c["name"], "end_us": c["end"] / mhz,
-                       "busy": {p: v / cycles if cycles else 0.0 for p, v in c["busy"].items()}} for c in cm["cores"]]}
+    bounds = _bounds(cm, flops)
+    rep = {"chip": chip, "label": f"modeled ({chip})", "modeled_time_us": us, "kernel_time_us": cm["kernel_us"],
+           "launch_overhead_us": cm["launch_cycles"] / mhz, "cycles": cycles, "flops": flops,
+           "tflops": flops / (us * 1e-6) / 1e12, "cube_peak_tflops": peak / 1e12,
+           "utilization": flops / (us * 1e-6) / peak, "pipe_busy": busy, "bounds": bounds,
+           "bound": max(bounds, key=bounds.get),
+           "cube_macs": cm["macs"], "gm_bytes": cm["gm_bytes"], "hbm_bytes": cm["hbm_bytes"],
+           "l2_hit_bytes": cm["l2_hit_bytes"],
+           "cores": [{"name": c["name"], "end_us": c["end"] / mhz,
+                      "busy": {p: v / cycles if cycles else 0.0 for p, v in c["busy"].items()}} for c in cm["cores"]]}
+    r = cm.get("range")
+    if r is not None:
+        by_param = {k: {"lo": e["lo"], "hi": e["hi"], "modeled_time_us": e["total_us"]}
+                    for k, e in r["by_param"].items()}
+        rep.update(_range_fields(r["total_us_low"], r["total_us_high"], r["param"], by_param, flops, peak,
+                                 r["seconds"]))
+    return rep
 
 
 def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_heads: Optional[int] = None,
             seqlen: int = 2048, seqlen_kv: Optional[int] = None, head_dim: int = 128, dtype: str = "bf16",
             causal: bool = False, backward: bool = False, deterministic: bool = False, keep_prob: float = 1.0,
             bins: int = 400, keep_blocks: int = 1, overrides: Optional[dict] = None, seed: int = 0, model_only: bool = False,
-            sample_blocks: int = 0) -> dict:
+            sample_blocks: int = 0, ranges=False) -> dict:
     """Runs the forward op (or, with backward=True, the forward unmodelled and then the backward op, fast or
     deterministic schedule, its launches modelled one after the other) on the twin (BNSD, random inputs) and
     returns the modeled time and its breakdown:
     chip, modeled_time_us (kernel + launch overhead), tflops (4*B*N*S1*S2*D, halved for causal), cube_peak_tflops,
-    utilization (0-1), pipe_busy (per core kind and pipe, 0-1), roofline_us, bound; `model` holds the raw result
-    (per-core busy cycles, the schedule of the first `keep_blocks` AI cores, the busy histogram).
+    utilization (0-1), pipe_busy (per core kind and pipe, 0-1), bounds (BOUNDS: lower bounds on the kernel time in
+    us), bound (the largest's name); `model` holds the raw result (per-core busy cycles, the schedule of the first
+    `keep_blocks` AI cores, the busy histogram).
+    ranges=True adds the error bars (docs/cost_model.md): modeled_time_us_low/high and utilization_low/high at the
+    joint corners of the parameters' plausible ranges, range_param (the parameter that moves the time most),
+    range_by_param ({key: {lo, hi, modeled_time_us: [at lo, at hi]}}) and range_seconds (the extra model runs'
+    time); a dict {key: (lo, hi)} replaces those rows' ranges. Overridden parameters are taken as exact.
     keep_prob < 1 adds the kernel's dropout (generated bits, seed 0) to both passes.
     model_only=True runs the kernels without their arithmetic (same trace, undefined outputs, no hazard checks): the
     inputs are zeros and the forward that feeds the backward runs model-only too. sample_blocks=k (model-only) runs k
@@ -108,7 +156,7 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
             if model_only:  # a model-only forward leaves its outputs undefined; the backward checks they are finite
                 out.zero_(), smax.zero_(), ssum.fill_(1.0)
             dy = rand(*out.shape)
-        twin_backend.ext().set_cost_model(True, keep_blocks, bins, overrides or {}, model_only, sample_blocks)
+        twin_backend.ext().set_cost_model(True, keep_blocks, bins, overrides or {}, model_only, sample_blocks, ranges)
         try:
             if backward:
                 torch.ops.npu.flash_attention_grad(q, k, v, dy, heads, "BNSD", softmax_max=smax, softmax_sum=ssum,
@@ -139,22 +187,40 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
 
 
 def _combine(parts: list, chip: str, flops: float) -> dict:
-    """One report for launches that run one after the other (the backward's passes): times and bounds add up,
-    pipe busy is time-weighted, `launches` keeps each launch's own summary."""
+    """One report for launches that run one after the other (the backward's passes): times, bounds and the error
+    bars' ends (low with low) add up, pipe busy is time-weighted, `launches` keeps each launch's own summary."""
     peak = parts[0]["cube_peak_tflops"] * 1e12
     us = sum(p["modeled_time_us"] for p in parts)
     busy = {k: sum(p["pipe_busy"][k] * p["modeled_time_us"] for p in parts) / us for k in parts[0]["pipe_busy"]}
-    bounds = {k: sum(p["roofline_us"][k] for p in parts) for k in parts[0]["roofline_us"]}
+    bounds = {k: sum(p["bounds"][k] for p in parts) for k in BOUNDS}
     bounds["cube"] = flops / peak * 1e6
     rep = dict(parts[0])
     rep.update(modeled_time_us=us, kernel_time_us=sum(p["kernel_time_us"] for p in parts),
                launch_overhead_us=sum(p["launch_overhead_us"] for p in parts),
                cycles=sum(p["cycles"] for p in parts), flops=flops, tflops=flops / (us * 1e-6) / 1e12,
                cube_peak_tflops=peak / 1e12, utilization=flops / (us * 1e-6) / peak, pipe_busy=busy,
-               roofline_us=bounds, bound=max(bounds, key=bounds.get),
+               bounds=bounds, bound=max(bounds, key=bounds.get),
                cube_macs=sum(p["cube_macs"] for p in parts), gm_bytes=sum(p["gm_bytes"] for p in parts),
                hbm_bytes=sum(p["hbm_bytes"] for p in parts), l2_hit_bytes=sum(p["l2_hit_bytes"] for p in parts), cores=[],
-               launches=[{k: p[k] for k in ("modeled_time_us", "pipe_busy", "roofline_us", "bound")} for p in parts])
+               launches=[{k: p[k] for k in ("modeled_time_us", "pipe_busy", "bounds", "bound", "modeled_time_us_low",
+                                            "modeled_time_us_high", "range_param") if k in p} for p in parts])
+    if all("range_by_param" in p for p in parts):
+        by_param = {}
+        for key in dict.fromkeys(k for p in parts for k in p["range_by_param"]):
+            # a launch without the row (not varied there) stays at its modeled time at both ends
+            ends = [p["range_by_param"].get(key, {"modeled_time_us": [p["modeled_time_us"]] * 2})["modeled_time_us"]
+                    for p in parts]
+            e = next(p["range_by_param"][key] for p in parts if key in p["range_by_param"])
+            by_param[key] = {"lo": e["lo"], "hi": e["hi"], "modeled_time_us": [sum(t[0] for t in ends),
+                                                                               sum(t[1] for t in ends)]}
+        # the row that moves the summed time most, as range.h picks it for one launch: the widest of its two ends
+        # and the time itself (the first on a tie; none when no row moves it)
+        spread = {k: max(us, *e["modeled_time_us"]) - min(us, *e["modeled_time_us"]) for k, e in by_param.items()}
+        widest = max(spread, key=spread.get, default=None)
+        rep.update(_range_fields(sum(p["modeled_time_us_low"] for p in parts),
+                                 sum(p["modeled_time_us_high"] for p in parts),
+                                 widest if widest is not None and spread[widest] > 0 else None, by_param, flops, peak,
+                                 sum(p["range_seconds"] for p in parts)))
     return rep
 
 
@@ -196,8 +262,9 @@ def _chrome_trace(cm: dict, path: str) -> None:
 
 
 def _timeline_png(rep: dict, path: str) -> None:
-    """Busy fraction over time per core and pipe. Up to 9 cores each get their rows; larger launches show the mean over
-    all AICs / AIVs, then block 0 and the core that ends last."""
+    """Busy fraction over time per core and pipe (up to 9 cores each get their rows; larger launches show the mean
+    over all AICs / AIVs, then block 0 and the core that ends last), and below it the report's bounds as bars, the
+    binding one highlighted, against the kernel time."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -226,14 +293,27 @@ def _timeline_png(rep: dict, path: str) -> None:
         add(cores[i]["name"].split(" (")[0], cores[i]["kind"], hist[i])
     img = np.clip(np.array(rows), 0, 1)
     t_us = hist.shape[2] * cm["bin_cycles"] / cm["clock_mhz"]
-    fig, ax = plt.subplots(figsize=(12, max(3.0, 0.22 * len(rows) + 1)))
+    bounds = rep["bounds"]
+    heat_h, bars_h = max(2.0, 0.22 * len(rows)), 0.25 * len(bounds) + 0.6
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(12, heat_h + bars_h + 1.2),
+                                 gridspec_kw={"height_ratios": [heat_h, bars_h]})
     im = ax.imshow(img, aspect="auto", interpolation="nearest", cmap="viridis", extent=(0, t_us, len(rows), 0),
                    vmin=0, vmax=1)
     ax.set_yticks(np.arange(len(rows)) + 0.5)
     ax.set_yticklabels(labels, fontsize=7)
     ax.set_xlabel("time (us)")
-    ax.set_title(f"{rep['label']}: pipe busy fraction, {rep['modeled_time_us']:.1f} us, bound: {rep['bound']}")
+    span = (f" [{rep['modeled_time_us_low']:.1f} - {rep['modeled_time_us_high']:.1f}]" if "modeled_time_us_low" in rep
+            else "")
+    ax.set_title(f"{rep['label']}: pipe busy fraction, {rep['modeled_time_us']:.1f} us{span}, bound: {rep['bound']}")
     fig.colorbar(im, ax=ax, fraction=0.02)
+    names = list(bounds)
+    bx.barh(range(len(names)), [bounds[n] for n in names],
+            color=["tab:red" if n == rep["bound"] else "tab:gray" for n in names])
+    bx.axvline(rep["kernel_time_us"], color="black", linestyle="--", linewidth=1)
+    bx.set_yticks(range(len(names)))
+    bx.set_yticklabels([f"{n}: {BOUNDS[n]}" for n in names], fontsize=7)
+    bx.invert_yaxis()
+    bx.set_xlabel(f"lower bound on the kernel time (us); dashed: modeled kernel time {rep['kernel_time_us']:.1f} us")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
