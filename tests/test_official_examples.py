@@ -125,7 +125,8 @@ def test_mini_example_results(mini_lib, tmp_path, monkeypatch, rng):
 
 
 @pytest.mark.parametrize("fault, message", [
-    ("oob", r"DataCopy.*GM access of 1152 bytes at byte 0 of buffer 'device buffer \d+ \(864 bytes\)' runs past its end"),
+    ("oob", r"DataCopy.*GM access of 1152 bytes at byte 0 of buffer 'device buffer \d+ \(864 bytes\)' \(length \d+ bytes\) "
+            r"runs \d+ bytes past its end"),
     ("nomode", r"launch: kernel 'mini_unqualified' has no registered kernel mode"),
 ])
 def test_mini_example_faulty_launch(mini_lib, tmp_path, monkeypatch, rng, fault, message):
