@@ -21,11 +21,12 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   of the scaled, masked scores, softmax_sum = sum(exp(s - max)).
 * Masks (`npu_flash_attn.masks`, docs/masks.md; True/1 = masked out): sparse_mode 0/1 with a dense bool/uint8
   `atten_mask` of any shape broadcastable to [B, N1, S1, S2] (TND: 2-D [>= max Sq, >= max Skv] read inside each
-  sequence, or [sum Sq, sum Skv] read at global positions), mode 0 also with the top-left band [i - pre_tokens,
-  i + next_tokens]; without a mask modes 0/1 compute full attention. 2 = left-up causal (j <= i); 3 = right-down
-  causal (j <= i + S2 - S1); 4 = band j in [i + d - pre_tokens, i + d + next_tokens], d = S2 - S1; 5 = dense mask and
-  (right-down causal or j < prefix[b]); 6 = right-down causal or j < prefix[b]; 7/8 (TND) = right-down / left-up
-  causal per sequence, the last / first sequence with queries a band. Modes 2/3/4/7/8 take None or the compressed
+  sequence, or [sum Sq, sum Skv] read at global positions; [T1, T2] with padding tokens is refused as ambiguous),
+  mode 0 also with the top-left band [i - pre_tokens, i + next_tokens]; without a mask modes 0/1 compute full
+  attention. 2 = left-up causal (j <= i); 3 = right-down causal (j <= i + S2 - S1); 4 = band j in
+  [i + d - pre_tokens, i + d + next_tokens], d = S2 - S1; 5 = dense mask and (right-down causal or j < prefix[b]);
+  6 = right-down causal or j < prefix[b]; 7/8 (TND) = right-down / left-up causal per sequence, the last / first
+  sequence with queries a band. Modes 2/3/4/7/8 take None or the compressed
   [2048, 2048] mask, mode 6 None or the compressed [3072, 2048] one (their content is checked, never read); **unlike
   the built-in, modes 2-8 apply even when atten_mask is None** (`npu_flash_attn.npu_fusion_attention`, the drop-in,
   follows the built-in: full attention without a mask). A dense mask is read in place (broadcast dimensions
