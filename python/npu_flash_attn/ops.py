@@ -2,12 +2,12 @@
 
 Schema (compatible in spirit with `torch_npu.npu_fusion_attention`, spelled `pre_tokens`/`next_tokens`)::
 
-    npu::flash_attention(Tensor query, Tensor key, Tensor value, int head_num, str input_layout,
+    npu::flash_attention(Tensor query, Tensor key, Tensor value, SymInt head_num, str input_layout,
         Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1.0,
         float keep_prob=1.0, int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0,
-        int[]? prefix=None, int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None,
+        SymInt[]? prefix=None, SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None,
         int sparse_mode=0, int seed=0, int offset=0, Tensor? sink=None, float? softcap=None, int pse_type=1,
-        int[]? q_start_idx=None, int[]? kv_start_idx=None, Tensor? dropout_mask=None)
+        SymInt[]? q_start_idx=None, SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None)
       -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)
 
 Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly this):
@@ -71,6 +71,10 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   1024-row ALiBi-compressed pse and an outer pse with TND raise NotImplementedError (the first as ValueError naming
   the shapes).
 
+torch.compile / torch.export (docs/torch_compile.md): the fake kernel runs the same rules on size hints and adds
+no guard on the sizes (B, S1, S2, N, TND T1/T2); head_num and the int lists are SymInt, so symbolic values pass
+through; the actual values are checked when the op runs.
+
 Argument types: called as `torch.ops.npu.flash_attention`, the dispatcher converts scalars by the schema before any
 check sees them (True -> 1.0 for a float, a 0-d tensor -> float; an int outside int64 is refused by torch itself);
 `npu_flash_attn.flash_attention` and the drop-ins refuse a string, bool or tensor where a number belongs.
@@ -98,12 +102,13 @@ from .problem import FAProblem, check_input_values, in_place_device, validate_fl
 __all__ = ["flash_attention", "precompute_block_mask", "SCHEMA"]
 
 SCHEMA = (
-    "(Tensor query, Tensor key, Tensor value, int head_num, str input_layout, Tensor? pse=None, "
+    "(Tensor query, Tensor key, Tensor value, SymInt head_num, str input_layout, Tensor? pse=None, "
     "Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1.0, float keep_prob=1.0, "
-    "int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, int[]? prefix=None, "
-    "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, "
-    "Tensor? sink=None, float? softcap=None, int pse_type=1, int[]? q_start_idx=None, int[]? kv_start_idx=None, "
-    "Tensor? dropout_mask=None) -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)"
+    "int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, SymInt[]? prefix=None, "
+    "SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, "
+    "int offset=0, Tensor? sink=None, float? softcap=None, int pse_type=1, SymInt[]? q_start_idx=None, "
+    "SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None) -> (Tensor attention_out, Tensor softmax_max, "
+    "Tensor softmax_sum)"
 )
 
 
