@@ -115,6 +115,7 @@ def main():
     lines = [f"| row | modeled ({a.chip}) µs | twin wall (s) | peak RSS (MiB) | extra over inputs (MiB) | mask tensor "
              "(MiB) | op's mask copies + block map (KiB) | tiles masked / mixed / visible | steps in band |",
              "|---|---|---|---|---|---|---|---|---|"]
+    print("\n".join(lines), flush=True)  # the header, then each row as it is measured
     for name in ROWS:
         r = subprocess.run([sys.executable, __file__, "--row", name, "--seq", str(a.seq), "--batch", str(a.batch),
                             "--heads", str(a.heads), "--dim", str(a.dim), "--chip", a.chip],

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Type-checks the CANN host sources (OpDefs, InferShape, TilingFuncs) and the torch_npu adapter against public
-# CANN / torch_npu headers with ../shared/tools/cann_host_check (no CANN install needed; nothing is linked or run).
+# CANN / torch_npu headers (no CANN install needed; nothing is linked or run).
+# LOCAL ONLY: the checker, cann_host_check, is not part of this repository: it is the project's shared tool, expected
+# at ../shared/tools/cann_host_check next to the checkout (or CANN_HOST_CHECK); a fresh clone alone lacks it.
 # The header trees are pinned to the CANN 9.1.0 branch heads of the mirrors (the CANN torch_npu 2.14.0 targets).
 # The adapter is checked with op_host/cann/aclnn_standin.h, a STAND-IN for the aclnn headers CANN generates.
 #   CANN_MIRROR_ROOT=<dir with <owner>+<name>/repo mirrors> TORCH_NPU_WHEEL=<torch_npu-2.14.0 wheel> \
@@ -13,8 +15,17 @@ FETCH=${CANN_HC_FETCH_ROOT:-$HOME/.cache/cann_hc}
 PY=${PYTHON:-python3}
 ADAPTER=1
 [ "${1:-}" = "--no-adapter" ] && ADAPTER=0
-[ -f "$TOOL/check_host.py" ] || { echo "check_host.sh: no cann_host_check at $TOOL (set CANN_HOST_CHECK)" >&2; exit 2; }
-[ -n "${CANN_MIRROR_ROOT:-}" ] || { echo "check_host.sh: set CANN_MIRROR_ROOT to the mirrors' directory" >&2; exit 2; }
+if [ ! -f "$TOOL/check_host.py" ]; then
+  echo "check_host.sh: the header checker cann_host_check is missing: no $TOOL/check_host.py. It is not part of" \
+       "this repository; it comes with the project's shared tools (../shared/tools/cann_host_check next to the" \
+       "checkout). Set CANN_HOST_CHECK to its directory." >&2
+  exit 2
+fi
+if [ -z "${CANN_MIRROR_ROOT:-}" ]; then
+  echo "check_host.sh: set CANN_MIRROR_ROOT to a directory of bare git mirrors <owner>+<name>/repo of the CANN" \
+       "header repositories (listed in cann_host_check/README.md)" >&2
+  exit 2
+fi
 REVS=(--rev metadef=01966fe61d57fa7ae85b1c9e3350cecfe3a125a6    # hicann/metadef 9.1.0
       --rev ge=7cfe4716a925544c34b9d89a06d6e4beaefff625         # hicann/ge 9.1.0
       --rev opbase=0e247b8c759c48ae42fda6c6f2bd5daab323be0f     # hicann/opbase 9.1.0

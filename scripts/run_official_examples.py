@@ -84,6 +84,13 @@ RULE_BREAKS.update({f"05_best_practices/04_memory_access/data_copy [{i}]": (
     "which the PipeBarrier page (同步控制/核内同步/PipeBarrier(ISASI).md) requires when MTE2 destinations overlap; "
     "on the NPU the copies may complete out of order") for i in range(1, 9)})
 
+# Failing cases whose cause is not settled yet: the note goes into the report with the case.
+OPEN_QUESTIONS = {
+    "05_best_practices/03_fusion_compute/matmul_gelu_high_performance [1]":
+        "stops on the MTE2 rule of the data_copy cases; not yet checked whether the example orders those copies in "
+        "a way the twin misses",
+}
+
 # Examples whose README shows the run ending in this error: the twin raising it is the documented result.
 EXPECTED_ERRORS = {
     "01_utilities/09_log": ("Assertion `M < 100",
@@ -633,6 +640,12 @@ def summary(results: list[Result]) -> str:
     if breaks:
         lines.append("\nCases that break a documented rule (the twin's error is the rule):\n" +
                      "\n".join(f"- {n}: {why}" for n, why in breaks))
+    explained = {n for n, _ in breaks}
+    others = [r for r in ran if (not r.runs or r.matches is False) and r.name not in explained and not r.missing]
+    if others:
+        lines.append("\nThe other failing cases (the reason is their first error in the table):\n" +
+                     "\n".join(f"- {r.name}" + (f": {OPEN_QUESTIONS[r.name]}" if r.name in OPEN_QUESTIONS else "")
+                               for r in others))
     return "\n".join(lines)
 
 

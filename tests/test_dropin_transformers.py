@@ -78,6 +78,45 @@ def test_padded_training_step_matches_reference(name, side, gen, fa_seed):
         assert err <= 3 * base + 1e-5, f"grad {n}: {err:.3e} > 3 * {base:.3e} + 1e-5"
 
 
+@pytest.mark.parametrize("name,side", [("llama", "right"), ("mistral", "left")])
+def test_fullgraph_compiled_training_step_on_a_padded_batch(name, side, gen, fa_seed):
+    """torch.compile(fullgraph=True) of the whole model on a batch with padding, a training step and an inference
+    forward: each one graph calling our op in every layer (no data-dependent branch on our path), logits and
+    gradients within the criterion against float64 SDPA."""
+    from torch._dynamo.backends.registry import lookup_backend
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return lookup_backend("aot_eager")(gm, example_inputs)
+
+    ours, low, ref = _models(name, torch.bfloat16, fa_seed)
+    ids, mask = _padded(gen, [27, 19, 23], side)
+    labels = ids.masked_fill(mask == 0, -100)
+    compiled = torch.compile(ours, fullgraph=True, backend=backend)
+    results = []
+    for call, m in ((compiled, ours), (low, low), (ref, ref)):
+        m.train()
+        out = call(input_ids=ids, attention_mask=mask, labels=labels)
+        out.loss.backward()
+        results.append((out.logits, {n: p.grad for n, p in m.named_parameters() if p.grad is not None}))
+    with torch.no_grad():  # inference: a graph of its own, again whole
+        results.append((compiled(input_ids=ids, attention_mask=mask).logits, None))
+    assert len(graphs) == 2
+    for g in graphs:
+        calls = [n for n in g.graph.nodes if n.op == "call_function" and "npu.flash_attention" in str(n.target)]
+        assert len(calls) == SMALL["num_hidden_layers"]
+    valid = mask.bool()
+    for logits in (results[0][0], results[3][0]):
+        assert_close_fa(logits[valid], results[2][0][valid].double(), results[1][0][valid], what="logits")
+    assert results[0][1].keys() == results[2][1].keys()
+    for n, g64 in results[2][1].items():
+        err = (results[0][1][n].double() - g64).abs().max().item()
+        base = (results[1][1][n].double() - g64).abs().max().item()
+        assert err <= 3 * base + 1e-5, f"grad {n}: {err:.3e} > 3 * {base:.3e} + 1e-5"
+
+
 @pytest.mark.parametrize("name", list(MODELS))
 def test_greedy_generate_matches_sdpa(name, gen, fa_seed):
     ours, sdpa_model, ref = _models(name, torch.float16, fa_seed)

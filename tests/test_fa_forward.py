@@ -400,23 +400,6 @@ def test_torch_compile(gen):
     assert all(torch.equal(a, b) for a, b in zip(eager, compiled))
 
 
-def test_compile_dynamic_batch_one_graph(gen):
-    """The package's Python function under torch.compile(dynamic=True): one graph for three batch sizes (its scalar
-    type check stays out of the trace, and validation runs on size hints)."""
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
-
-    f = torch.compile(lambda q, k, v: npu_flash_attn.flash_attention(q, k, v, 2, "BSND", scale=0.125)[0],
-                      backend=backend, dynamic=True, fullgraph=True)
-    for b in (3, 5, 7):
-        q, k, v = make_qkv(gen, "BSND", b, 2, 2, 33, 33, 32, 32, torch.bfloat16)
-        assert torch.equal(f(q, k, v), npu_flash_attn.flash_attention(q, k, v, 2, "BSND", scale=0.125)[0])
-    assert len(graphs) == 1
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # chips and launch info
 # ---------------------------------------------------------------------------------------------------------------

@@ -137,6 +137,27 @@ def test_tnd_dense_masks_local_and_global(gen):
     run_and_check(q, k, v, N1, "TND", sparse_mode=1, atten_mask=glob, **kw)
 
 
+def test_tnd_mask_must_cover_every_sequence(gen):
+    """A 2-D TND mask is read inside each sequence ([R >= max Sq, C >= max Skv]) or at global token positions
+    ([sum Sq, sum Skv]); a mask that covers neither, or that has the shape [T1, T2] of a padded batch (which looks
+    global but would be read inside each sequence), is refused naming atten_mask, its shape and the rule."""
+    q, k, v = make_qkv(gen, "TND", 0, 2, 2, 0, 0, 32, 32, BF16, q_lens=[300], kv_lens=[300])
+    mask = rand_mask(gen, (100, 200), 0.3)  # no fully masked row: only padding rows give 0 below
+    for lens in ([300], [150, 300]):  # T = 300 queries in sequences longer than the mask's 100 rows
+        check_raises(ValueError, r"atten_mask shape \(100, 200\) is not supported for input_layout='TND' with "
+                     r"sparse_mode=1: pass a 2-D \[R, C\] mask with R >= the longest query sequence \(%d\)" % lens[0],
+                     q, k, v, 2, "TND", atten_mask=mask, sparse_mode=1, actual_seq_qlen=lens, actual_seq_kvlen=lens)
+    thirds = dict(actual_seq_qlen=[100, 200, 300], actual_seq_kvlen=[100, 200, 300], scale=0.2)
+    run_and_check(q, k, v, 2, "TND", atten_mask=mask, sparse_mode=1, **thirds)  # every sequence fits in the mask
+    padded = dict(actual_seq_qlen=[100, 200], actual_seq_kvlen=[100, 200], scale=0.2)  # tokens 200-299: padding
+    check_raises(ValueError, r"atten_mask shape \(300, 300\) is the token counts \[T1, T2\] of query and key, but "
+                 r"the sequences end at \[200, 200\].*pass atten_mask\[:200, :200\] for global token positions",
+                 q, k, v, 2, "TND", atten_mask=torch.zeros(300, 300, dtype=torch.bool), sparse_mode=1, **padded)
+    run_and_check(q, k, v, 2, "TND", atten_mask=mask, sparse_mode=1, **padded)  # a valid mask of the sequences
+    out = npu_flash_attn.flash_attention(q, k, v, 2, "TND", atten_mask=mask, sparse_mode=1, **padded)[0]
+    assert torch.all(out[200:] == 0) and torch.all(out[:200].abs().sum((1, 2)) > 0)  # the padding rows only are 0
+
+
 # The built-in's worked examples (docs/masks.md), run on the kernel.
 CP_EXAMPLES = [(7, 6, -2, [3, 5], [3, 9]), (7, 2147483647, 0, [2, 7, 11], [6, 11, 15]),
                (8, 4, 1, [3, 8, 12], [4, 9, 13]), (8, 2147483647, 2147483647, [3, 5], [3, 7])]

@@ -39,11 +39,11 @@ def check_raises(exc, pattern, *args, **kwargs):
 def test_schema_is_the_public_contract():
     s = str(op.default._schema)
     assert s == (
-        "npu::flash_attention(Tensor query, Tensor key, Tensor value, int head_num, str input_layout, "
+        "npu::flash_attention(Tensor query, Tensor key, Tensor value, SymInt head_num, str input_layout, "
         "Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1., float keep_prob=1., "
-        "int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, int[]? prefix=None, "
-        "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, "
-        "Tensor? sink=None, float? softcap=None, int pse_type=1, int[]? q_start_idx=None, int[]? kv_start_idx=None, "
+        "int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, SymInt[]? prefix=None, "
+        "SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, "
+        "Tensor? sink=None, float? softcap=None, int pse_type=1, SymInt[]? q_start_idx=None, SymInt[]? kv_start_idx=None, "
         "Tensor? dropout_mask=None) -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)")
 
 

@@ -166,11 +166,19 @@ def test_build_script_needs_ascend_home_path():
     assert r.returncode == 1 and "ASCEND_HOME_PATH is not set" in r.stderr
 
 
-def test_check_host_script_needs_mirrors():
+def test_check_host_script_names_what_a_fresh_clone_lacks(tmp_path):
+    """The checker is a shared tool outside the repository: the script says so, then asks for the mirrors."""
     env = {k: v for k, v in os.environ.items() if k != "CANN_MIRROR_ROOT"}
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "check_host.sh")], capture_output=True, text=True, env=env,
-                       timeout=60)
-    assert r.returncode == 2 and ("CANN_MIRROR_ROOT" in r.stderr or "cann_host_check" in r.stderr)
+    script = str(ROOT / "scripts" / "check_host.sh")
+    r = subprocess.run(["bash", script], capture_output=True, text=True, timeout=60,
+                       env=dict(env, CANN_HOST_CHECK=str(tmp_path / "absent")))
+    assert r.returncode == 2
+    assert re.search(r"cann_host_check is missing: no .*absent/check_host\.py\. It is not part of this repository",
+                     r.stderr) and "../shared/tools/cann_host_check" in r.stderr and "CANN_HOST_CHECK" in r.stderr
+    (tmp_path / "check_host.py").write_text("raise SystemExit(1)\n")  # a tool that would fail: never reached
+    r = subprocess.run(["bash", script], capture_output=True, text=True, timeout=60,
+                       env=dict(env, CANN_HOST_CHECK=str(tmp_path)))
+    assert r.returncode == 2 and "set CANN_MIRROR_ROOT" in r.stderr and "is missing" not in r.stderr
 
 
 @pytest.mark.skipif(not os.environ.get("CANN_MIRROR_ROOT"), reason="needs the CANN header mirrors (CANN_MIRROR_ROOT)")

@@ -125,7 +125,8 @@ def test_mini_example_results(mini_lib, tmp_path, monkeypatch, rng):
 
 
 @pytest.mark.parametrize("fault, message", [
-    ("oob", r"DataCopy.*GM access of 1152 bytes at byte 0 of buffer 'device buffer \d+ \(864 bytes\)' runs past its end"),
+    ("oob", r"DataCopy.*GM access of 1152 bytes at byte 0 of buffer 'device buffer \d+ \(864 bytes\)' \(length \d+ bytes\) "
+            r"runs \d+ bytes past its end"),
     ("nomode", r"launch: kernel 'mini_unqualified' has no registered kernel mode"),
 ])
 def test_mini_example_faulty_launch(mini_lib, tmp_path, monkeypatch, rng, fault, message):
@@ -155,6 +156,19 @@ def test_summary_names_documented_rule_breaks():
     assert f"- {name}: " in R.summary([broke])
     other = R.Result(example, scenario.rstrip("]"), "dav-2201", compiles=True, runs=False, error="TwinError: deadlock")
     assert "documented rule" not in R.summary([other])  # only when the failure is the rule's error
+    assert f"The other failing cases (the reason is their first error in the table):\n- {name}" in R.summary([other])
+
+
+def test_summary_lists_every_failing_case_once_with_its_open_question():
+    name = next(iter(R.OPEN_QUESTIONS))
+    example, scenario = name.rsplit(" [", 1)
+    case = R.Result(example, scenario.rstrip("]"), "dav-2201", compiles=True, runs=False, error="TwinError: hazard")
+    passing = R.Result("a/b", None, "dav-2201", compiles=True, runs=True, matches=True)
+    no_golden = R.Result("a/c", None, "dav-2201", compiles=True, runs=True)
+    lacking = R.Result("a/d", None, "dav-2201", compiles=False, missing=["aclrtEvent"])
+    text = R.summary([case, passing, no_golden, lacking])
+    assert text.count(name) == 1 and f"- {name}: {R.OPEN_QUESTIONS[name]}" in text
+    assert "a/b" not in text and "a/c" not in text and "a/d" not in text  # a/d is counted under the missing names
 
 
 @needs_ascdk

@@ -232,6 +232,15 @@ extern "C" __global__ __aicore__ void strict_case(GM_ADDR params, GM_ADDR a, GM_
             Duplicate(buf.Get<float>(), 1.0f, 64);
             break;
         }
+        case 27: {  // 64 floats read from p1 floats after the start of the launch buffer (p1 < 0: before it)
+            TPipe pipe;
+            TBuf<TPosition::VECCALC> buf;
+            pipe.InitBuffer(buf, 1024);
+            GlobalTensor<float> any;
+            any.SetGlobalBuffer((__gm__ float*)a + p1);
+            DataCopy(buf.Get<float>(), any, 64);
+            break;
+        }
         default: break;
     }
 }
@@ -312,10 +321,18 @@ def test_copy_past_global_tensor_size(lib):
 
 def test_gm_outside_launch_buffers(lib):
     # a holds 1024 floats (4096 bytes; aclrtMalloc pads that to 4128); 64 floats from element 1000 run 128 bytes past.
-    expect(lib, CORE0 + r"DataCopy: GM access of 256 bytes at byte 4000 of buffer 'argument 1' runs past its end \(4128 bytes",
-           7, p1=1000)
+    expect(lib, CORE0 + r"DataCopy: GM access of 256 bytes at byte 4000 of buffer 'argument 1' \(length 4128 bytes\) "
+                        r"runs 128 bytes past its end \(the length counts aclrtMalloc's padding", 7, p1=1000)
     expect(lib, CORE0 + r"GlobalTensor::GetValue: GM access of 4 bytes at 0x[0-9a-f]+ is outside every buffer passed",
            8, p1=1 << 40)
+
+
+def test_gm_access_before_a_launch_buffer(lib):
+    """An access that starts before a buffer says how many bytes before, in the words of the past-the-end one."""
+    expect(lib, CORE0 + r"DataCopy: GM access of 256 bytes starts 32 bytes before the start of buffer 'argument 1' "
+                        r"\(length 4128 bytes\)$", 27, p1=-8)
+    for p1 in (0, 960, 968):  # the first and the last 64 floats, and 32 bytes into aclrtMalloc's padding
+        run(lib, 27, p1=p1)
 
 
 def test_queue_misuse(lib):

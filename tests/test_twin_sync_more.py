@@ -63,7 +63,8 @@ def test_ib_arguments_are_checked(lib):
         launch(lib, "ib_bad_idx", 3, z, np.zeros(128, np.int32), z, p1=3)
     # The flag word of (blockIdx 2, eventID 0) runs past a 20-word workspace (a view inside its allocation, so
     # aclrtMalloc's padding does not follow it).
-    with pytest.raises(twin.TwinError, match=r"IBSet: GM access of 32 bytes at byte 64 of buffer 'argument 2' runs past"):
+    with pytest.raises(twin.TwinError, match=r"IBSet: GM access of 32 bytes at byte 64 of buffer 'argument 2' "
+                                             r"\(length 80 bytes\) runs 16 bytes past its end"):
         launch(lib, "ib_bad_idx", 3, z, np.zeros(64, np.int32)[:20], z, p1=2)
 
 

@@ -30,6 +30,16 @@ FaError DenseShape(const FaCall& c, int64_t mode, const FaProblem& p, int64_t s1
             tndGlobal = true;
             return {};
         }
+        // [T1, T2] of a batch with padding tokens looks like global positions but would be read inside each sequence
+        const int64_t t1 = (int64_t)p.t1, t2 = (int64_t)p.t2;
+        if (m.size() == 2 && p.cuSeqQ.size() > 1 && m[0] == t1 && m[1] == t2) {
+            return Value("atten_mask shape " + Tuple(m) + " is the token counts [T1, T2] of query and key, but the "
+                         "sequences end at " + List({tq, tk}) + " (actual_seq_qlen/actual_seq_kvlen; the tokens "
+                         "after them are padding): pass atten_mask[:" + std::to_string(tq) + ", :" +
+                         std::to_string(tk) + "] for global token positions, or a [R, C] mask with R >= the longest "
+                         "query sequence (" + std::to_string(s1) + ") and C >= the longest key sequence (" +
+                         std::to_string(s2) + ") other than [T1, T2], read at the positions inside each sequence");
+        }
         if (m.size() != 2 || m[0] < s1 || m[1] < s2) {
             return Value("atten_mask shape " + Tuple(m) + " is not supported for input_layout='TND' with sparse_mode=" +
                          std::to_string(mode) + ": pass a 2-D [R, C] mask with R >= the longest query sequence (" +

@@ -2,13 +2,13 @@
 
 Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
 
-    npu::flash_attention_grad(Tensor query, Tensor key, Tensor value, Tensor dy, int head_num, str input_layout,
+    npu::flash_attention_grad(Tensor query, Tensor key, Tensor value, Tensor dy, SymInt head_num, str input_layout,
         Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, Tensor? softmax_max=None,
         Tensor? softmax_sum=None, Tensor? attention_in=None, float scale=1.0, float keep_prob=1.0,
-        int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, int[]? prefix=None,
-        int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0,
+        int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, SymInt[]? prefix=None,
+        SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0,
         Tensor? sink=None, bool deterministic=False, float? softcap=None, int pse_type=1,
-        int[]? q_start_idx=None, int[]? kv_start_idx=None, Tensor? dropout_mask=None)
+        SymInt[]? q_start_idx=None, SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None)
       -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, Tensor dsink)
 
 * The shared arguments are checked by `problem.validate_flash_attention` (same rules, same messages); every mask the
@@ -61,13 +61,13 @@ from .problem import check_finite, check_input_values, in_place_device, validate
 __all__ = ["flash_attention_grad", "GRAD_SCHEMA"]
 
 GRAD_SCHEMA = (
-    "(Tensor query, Tensor key, Tensor value, Tensor dy, int head_num, str input_layout, Tensor? pse=None, "
+    "(Tensor query, Tensor key, Tensor value, Tensor dy, SymInt head_num, str input_layout, Tensor? pse=None, "
     "Tensor? padding_mask=None, Tensor? atten_mask=None, Tensor? softmax_max=None, Tensor? softmax_sum=None, "
     "Tensor? attention_in=None, float scale=1.0, float keep_prob=1.0, int pre_tokens=2147483647, "
-    "int next_tokens=2147483647, int inner_precise=0, int[]? prefix=None, int[]? actual_seq_qlen=None, "
-    "int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, Tensor? sink=None, "
-    "bool deterministic=False, float? softcap=None, int pse_type=1, int[]? q_start_idx=None, "
-    "int[]? kv_start_idx=None, Tensor? dropout_mask=None) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, "
+    "int next_tokens=2147483647, int inner_precise=0, SymInt[]? prefix=None, SymInt[]? actual_seq_qlen=None, "
+    "SymInt[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, Tensor? sink=None, "
+    "bool deterministic=False, float? softcap=None, int pse_type=1, SymInt[]? q_start_idx=None, "
+    "SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, "
     "Tensor dsink)"
 )
 
@@ -105,7 +105,7 @@ def _grad_fake(*args, **kwargs):
     a = _bind(args, kwargs)
     p = validate_grad(a, check_values=False)
     query, key, value = a["query"], a["key"], a["value"]
-    dsink = query.new_empty((0,)) if a["sink"] is None else a["sink"].new_empty((int(a["head_num"]),))
+    dsink = query.new_empty((0,)) if a["sink"] is None else a["sink"].new_empty(a["sink"].shape)
     dpse = a["pse"].new_empty(a["pse"].shape) if p.pse.outer_mode else query.new_empty((0,))
     return (query.new_empty(query.shape), key.new_empty(key.shape), value.new_empty(value.shape), dpse, dsink)
 

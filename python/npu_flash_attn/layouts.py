@@ -1,9 +1,12 @@
-"""Layout conversions between the ops' non-TND layouts (BSH, SBH, BSND, BNSD) and [B, N, S, D]."""
+"""Layout conversions between the ops' non-TND layouts (BSH, SBH, BSND, BNSD) and [B, N, S, D], and where each
+keeps its batch and sequence axes."""
 from __future__ import annotations
 
 import torch
 
-__all__ = ["to_bnsd", "from_bnsd"]
+__all__ = ["to_bnsd", "from_bnsd", "batch_and_seq"]
+
+_BATCH_SEQ_AXES = {"BSH": (0, 1), "SBH": (1, 0), "BSND": (0, 1), "BNSD": (0, 2)}
 
 
 def to_bnsd(t: torch.Tensor, layout: str, heads: int) -> torch.Tensor:
@@ -33,3 +36,9 @@ def from_bnsd(t: torch.Tensor, layout: str) -> torch.Tensor:
     if layout == "SBH":
         return t.permute(2, 0, 1, 3).reshape(s, b, n * d).contiguous()
     raise ValueError(layout)
+
+
+def batch_and_seq(t: torch.Tensor, layout: str) -> tuple:
+    """(B, S) of a non-TND tensor, as its sizes (symbolic ones stay symbolic)."""
+    b, s = _BATCH_SEQ_AXES[layout]
+    return t.shape[b], t.shape[s]

@@ -2,12 +2,12 @@
 
 Schema (compatible in spirit with `torch_npu.npu_fusion_attention`, spelled `pre_tokens`/`next_tokens`)::
 
-    npu::flash_attention(Tensor query, Tensor key, Tensor value, int head_num, str input_layout,
+    npu::flash_attention(Tensor query, Tensor key, Tensor value, SymInt head_num, str input_layout,
         Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1.0,
         float keep_prob=1.0, int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0,
-        int[]? prefix=None, int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None,
+        SymInt[]? prefix=None, SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None,
         int sparse_mode=0, int seed=0, int offset=0, Tensor? sink=None, float? softcap=None, int pse_type=1,
-        int[]? q_start_idx=None, int[]? kv_start_idx=None, Tensor? dropout_mask=None)
+        SymInt[]? q_start_idx=None, SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None)
       -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)
 
 Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly this):
@@ -21,11 +21,12 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   of the scaled, masked scores, softmax_sum = sum(exp(s - max)).
 * Masks (`npu_flash_attn.masks`, docs/masks.md; True/1 = masked out): sparse_mode 0/1 with a dense bool/uint8
   `atten_mask` of any shape broadcastable to [B, N1, S1, S2] (TND: 2-D [>= max Sq, >= max Skv] read inside each
-  sequence, or [sum Sq, sum Skv] read at global positions), mode 0 also with the top-left band [i - pre_tokens,
-  i + next_tokens]; without a mask modes 0/1 compute full attention. 2 = left-up causal (j <= i); 3 = right-down
-  causal (j <= i + S2 - S1); 4 = band j in [i + d - pre_tokens, i + d + next_tokens], d = S2 - S1; 5 = dense mask and
-  (right-down causal or j < prefix[b]); 6 = right-down causal or j < prefix[b]; 7/8 (TND) = right-down / left-up
-  causal per sequence, the last / first sequence with queries a band. Modes 2/3/4/7/8 take None or the compressed
+  sequence, or [sum Sq, sum Skv] read at global positions; [T1, T2] with padding tokens is refused as ambiguous),
+  mode 0 also with the top-left band [i - pre_tokens, i + next_tokens]; without a mask modes 0/1 compute full
+  attention. 2 = left-up causal (j <= i); 3 = right-down causal (j <= i + S2 - S1); 4 = band j in
+  [i + d - pre_tokens, i + d + next_tokens], d = S2 - S1; 5 = dense mask and (right-down causal or j < prefix[b]);
+  6 = right-down causal or j < prefix[b]; 7/8 (TND) = right-down / left-up causal per sequence, the last / first
+  sequence with queries a band. Modes 2/3/4/7/8 take None or the compressed
   [2048, 2048] mask, mode 6 None or the compressed [3072, 2048] one (their content is checked, never read); **unlike
   the built-in, modes 2-8 apply even when atten_mask is None** (`npu_flash_attn.npu_fusion_attention`, the drop-in,
   follows the built-in: full attention without a mask). A dense mask is read in place (broadcast dimensions
@@ -70,6 +71,10 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   1024-row ALiBi-compressed pse and an outer pse with TND raise NotImplementedError (the first as ValueError naming
   the shapes).
 
+torch.compile / torch.export (docs/torch_compile.md): the fake kernel runs the same rules on size hints and adds
+no guard on the sizes (B, S1, S2, N, TND T1/T2); head_num and the int lists are SymInt, so symbolic values pass
+through; the actual values are checked when the op runs.
+
 Argument types: called as `torch.ops.npu.flash_attention`, the dispatcher converts scalars by the schema before any
 check sees them (True -> 1.0 for a float, a 0-d tensor -> float; an int outside int64 is refused by torch itself);
 `npu_flash_attn.flash_attention` and the drop-ins refuse a string, bool or tensor where a number belongs.
@@ -97,12 +102,13 @@ from .problem import FAProblem, check_input_values, in_place_device, validate_fl
 __all__ = ["flash_attention", "precompute_block_mask", "SCHEMA"]
 
 SCHEMA = (
-    "(Tensor query, Tensor key, Tensor value, int head_num, str input_layout, Tensor? pse=None, "
+    "(Tensor query, Tensor key, Tensor value, SymInt head_num, str input_layout, Tensor? pse=None, "
     "Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1.0, float keep_prob=1.0, "
-    "int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, int[]? prefix=None, "
-    "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, "
-    "Tensor? sink=None, float? softcap=None, int pse_type=1, int[]? q_start_idx=None, int[]? kv_start_idx=None, "
-    "Tensor? dropout_mask=None) -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)"
+    "int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, SymInt[]? prefix=None, "
+    "SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, "
+    "int offset=0, Tensor? sink=None, float? softcap=None, int pse_type=1, SymInt[]? q_start_idx=None, "
+    "SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None) -> (Tensor attention_out, Tensor softmax_max, "
+    "Tensor softmax_sum)"
 )
 
 

@@ -107,17 +107,24 @@ def _int_list(name: str, seq: Any) -> Optional[list[int]]:
         return None
     if name == "prefix":
         for b, x in enumerate(seq):
-            if isinstance(x, bool) or not isinstance(x, int):
+            if isinstance(x, bool) or not isinstance(x, (int, torch.SymInt)):
                 raise TypeError(f"prefix[{b}] must be an int, got {type(x).__name__} {x!r}")
     if name in ("q_start_idx", "kv_start_idx") and not isinstance(seq, (list, tuple)):
         raise ValueError(f"{name}={seq!r} must be a non-empty list of ints (only element 0 is used, as the built-in)")
-    return [as_int(f"{name}[{i}]", x) for i, x in enumerate(seq)]
+    return [_int(f"{name}[{i}]", x) for i, x in enumerate(seq)]
 
 
 def _hint(n: Any) -> int:
     """A size as a plain int: symbolic sizes (torch.compile dynamic=True) by their hint, so validation adds no
     guards and specializes nothing."""
     return n if isinstance(n, int) else optimization_hint(n)
+
+
+def _int(name: str, v: Any) -> int:
+    """An int argument; a symbolic one (the SymInt arguments of the schema under torch.compile or torch.export) by
+    its hint, like the sizes, or 0 when it has none (a value read from a tensor while tracing, e.g. flash_attn's
+    cu_seqlens: 0 keeps any TND list valid): the op checks the actual values when it runs."""
+    return as_int(name, optimization_hint(v, fallback=0) if isinstance(v, torch.SymInt) else v)
 
 
 def _tensor_arg(t: Optional[torch.Tensor]):
@@ -169,10 +176,10 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
         if t is not None and t.device != query.device:
             raise ValueError(f"{name} is on device {t.device} but query is on {query.device}; all tensors must "
                              "be on the same device")
-    ints = {n: as_int(n, v) for n, v in (("head_num", head_num), ("inner_precise", inner_precise),
-                                            ("sparse_mode", sparse_mode), ("pre_tokens", pre_tokens),
-                                            ("next_tokens", next_tokens), ("pse_type", pse_type), ("seed", seed),
-                                            ("offset", offset))}
+    ints = {n: _int(n, v) for n, v in (("head_num", head_num), ("inner_precise", inner_precise),
+                                         ("sparse_mode", sparse_mode), ("pre_tokens", pre_tokens),
+                                         ("next_tokens", next_tokens), ("pse_type", pse_type), ("seed", seed),
+                                         ("offset", offset))}
     for name in ("seed", "offset"):
         if not (-(1 << 63) <= ints[name] < (1 << 64)):
             raise ValueError(f"{name}={ints[name]} must fit in 64 bits")

@@ -8,7 +8,11 @@ to padding.
 * The mask function returns what flash_attention_2's does when the layer's pattern is plain causal / sliding window
   (transformers then allows skipping a causal mask): None without padding, else the 2-D padding mask [B, kv_len].
   For any other pattern (packed sequences, or/and mask overlays, a static cache while decoding) it returns SDPA's
-  exact 4-D boolean mask instead.
+  exact 4-D boolean mask instead, and so it does under torch.compile: flash_attention_2's mask function
+  (transformers 5.25.0, masking_utils.flash_attention_mask) decides "no padding" with `attention_mask.all()`, a
+  branch on data that torch.compile(fullgraph=True) cannot trace, while SDPA's skips its data checks when tracing.
+  A compiled model therefore runs padded batches on the op's dense-mask path, with no branch on data
+  (docs/torch_compile.md).
 * The attention function (transformers' [B, N, S, D] tensors in, [B, S, N, D] out):
   - no mask: our op in BNSD, causal bottom-right aligned (so cached decoding works), sliding window as
     flash_attention_2 (keys j in [i + Sk - Sq - (window - 1), i + Sk - Sq]);
@@ -73,9 +77,9 @@ def attention_mask(batch_size: int, q_length: int, kv_length: int, q_offset: int
 
     shared = dict(batch_size=batch_size, q_length=q_length, kv_length=kv_length, q_offset=q_offset,
                   kv_offset=kv_offset, mask_function=mask_function, attention_mask=attention_mask)
-    if allow_is_causal_skip:
+    if allow_is_causal_skip and not torch.compiler.is_compiling():
         return ALL_MASK_ATTENTION_FUNCTIONS["flash_attention_2"](**shared, **kwargs)
-    return ALL_MASK_ATTENTION_FUNCTIONS["sdpa"](**shared, allow_is_causal_skip=False, **kwargs)
+    return ALL_MASK_ATTENTION_FUNCTIONS["sdpa"](**shared, allow_is_causal_skip=allow_is_causal_skip, **kwargs)
 
 
 def _window(sliding_window: Optional[int], key_length: int) -> tuple[int, int]:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import torch
 
 from ..dispatch import is_fake, value_checks
 
-__all__ = ["real", "flag", "integer", "seed_value", "optional_tensor", "check_finite_values"]
+__all__ = ["real", "flag", "integer", "seed_value", "optional_tensor", "check_finite_values", "require"]
 
 _UINT64 = 1 << 64
 
@@ -30,7 +30,7 @@ def real(name: str, v: Any, *, rule: str = "") -> float:
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise TypeError(f"{name} must be a float, got {_what(v)}")
     x = float(v)
-    if not math.isfinite(x):
+    if not -math.inf < x < math.inf:  # not math.isfinite: torch.compile cannot trace it on a symbolic float
         raise ValueError(f"{name}={x} must be finite{rule}")
     return x
 
@@ -42,6 +42,8 @@ def flag(name: str, v: Any) -> bool:
 
 
 def integer(name: str, v: Any) -> int:
+    if isinstance(v, torch.SymInt):  # a size under torch.compile or torch.export: kept symbolic
+        return v
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {_what(v)}")
     return int(v)
@@ -77,3 +79,12 @@ def check_finite_values(name: str, t: torch.Tensor, *, allow_neg_inf: bool = Fal
     if bool(bad.any()):
         idx = tuple(int(i) for i in bad.nonzero()[0])
         raise ValueError(f"{name} contains {t[idx].item()} at index {idx}{rule}")
+
+
+def require(cond: Any, rule: str, message: Callable[[], str]) -> None:
+    """ValueError `message()` when `cond` is False. While torch.compile or torch.export traces, a ValueError stating
+    `rule`, or, when `cond` is symbolic (values read from a tensor), a run-time assertion of the graph."""
+    if torch.compiler.is_compiling() or isinstance(cond, torch.SymBool):
+        torch._check_with(ValueError, cond, lambda: rule)
+    elif not cond:
+        raise ValueError(message())

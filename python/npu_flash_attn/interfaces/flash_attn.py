@@ -25,7 +25,6 @@ from typing import Optional, Sequence
 import torch
 
 from .. import dropout
-from ..dispatch import is_fake
 from ..problem import INT32_MAX
 from ..varlen import lengths
 from . import args, stats
@@ -123,28 +122,32 @@ def cumulative_lengths(name: str, cu: torch.Tensor, tokens: Optional[int] = None
     if cu.dtype != torch.int32 or cu.dim() != 1 or cu.numel() < 2:
         raise ValueError(f"{name} must be a 1-D torch.int32 tensor [batch + 1] of cumulative lengths starting at 0, "
                          f"got a {cu.dtype} tensor of shape {tuple(cu.shape)}")
-    if cu.device.type == "meta" or is_fake(cu):
-        raise ValueError(f"{name} is on the {cu.device} device without data: the cumulative lengths are read on the "
-                         "host; pass a CPU tensor or one on q's device")
+    if cu.device.type == "meta":
+        raise ValueError(f"{name} is on the meta device without data: the cumulative lengths are read on the host; "
+                         "pass a CPU tensor or one on q's device")
+    # While torch.export traces (or torch.compile with capture_scalar_outputs), the values are symbols: each rule
+    # then becomes a run-time assertion of the graph.
     values = cu.tolist()
-    if values[0] != 0:
-        raise ValueError(f"{name}[0]={values[0]} must be 0 (flash_attn's cumulative lengths start at 0)")
+    args.require(values[0] == 0, f"{name}[0] must be 0",
+                 lambda: f"{name}[0]={values[0]} must be 0 (flash_attn's cumulative lengths start at 0)")
     for i in range(1, len(values)):
-        if values[i] < values[i - 1]:
-            raise ValueError(f"{name}={values}: entry {i} ({values[i]}) is smaller than entry {i - 1} "
+        args.require(values[i] >= values[i - 1], f"{name} must be non-decreasing",
+                     lambda: f"{name}={values}: entry {i} ({values[i]}) is smaller than entry {i - 1} "
                              f"({values[i - 1]}); cumulative lengths must be non-decreasing")
-    if tokens is not None and values[-1] > tokens:
-        raise ValueError(f"{name}={values} ends at {values[-1]} but {tokens_of} holds {tokens} tokens "
-                         f"({tokens_of}.shape[0]); the last entry must be <= that")
+    if tokens is not None:
+        args.require(values[-1] <= tokens, f"{name}[-1] must be <= {tokens_of}.shape[0]",
+                     lambda: f"{name}={values} ends at {values[-1]} but {tokens_of} holds {tokens} tokens "
+                             f"({tokens_of}.shape[0]); the last entry must be <= that")
     return values[1:]
 
 
 def _check_max(name: str, max_seqlen, lengths: Sequence[int]) -> None:
     if isinstance(max_seqlen, bool) or not isinstance(max_seqlen, int):
         raise TypeError(f"{name} must be an int, got {type(max_seqlen).__name__} {max_seqlen!r}")
-    if lengths and max_seqlen < max(lengths):
-        raise ValueError(f"{name}={max_seqlen} is below the longest sequence ({max(lengths)}) of the cumulative "
-                         "lengths; pass the maximum sequence length")
+    for n in lengths:
+        args.require(max_seqlen >= n, f"{name} must be >= every sequence length",
+                     lambda: f"{name}={max_seqlen} is below the longest sequence ({max(lengths)}) of the cumulative "
+                             "lengths; pass the maximum sequence length")
 
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,

@@ -33,7 +33,8 @@ from typing import Optional, Sequence
 import torch
 
 from .. import dropout
-from ..problem import INT32_MAX, FAProblem, sequence_shapes, validate_flash_attention
+from ..layouts import batch_and_seq
+from ..problem import INT32_MAX, LAYOUTS, FAProblem, sequence_shapes, validate_flash_attention
 from . import args, stats
 
 __all__ = ["npu_fusion_attention", "npu_fusion_attention_grad"]
@@ -86,13 +87,24 @@ def _mask_args(atten_mask, sparse_mode, pre_tockens, next_tockens, prefix, input
 
 
 def _problem(query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen) -> FAProblem:
-    return validate_flash_attention(query, key, value, head_num, input_layout, actual_seq_qlen=actual_seq_qlen,
-                                    actual_seq_kvlen=actual_seq_kvlen, check_values=False)
+    validate = validate_flash_attention
+    if torch.compiler.is_compiling():  # a host call torch.compile cannot trace: run it outside the graph
+        validate = torch.compiler.disable(validate)  # (not at import: that would import torch._dynamo)
+    return validate(query, key, value, head_num, input_layout, actual_seq_qlen=actual_seq_qlen,
+                    actual_seq_kvlen=actual_seq_kvlen, check_values=False)
 
 
-def _numels(p: FAProblem) -> int:
-    """N1 * sum of Sq * Skv over the sequences: the built-in's dropout-mask length."""
-    return dropout.mask_elements(sequence_shapes(p), p.N1)
+def _sequences(query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen) -> tuple:
+    """(numels, cu_q): N1 * sum of Sq * Skv over the sequences (the built-in's dropout-mask length) and, for TND,
+    the cumulative query lengths of the enabled sequences (else None). BSH/SBH/BSND/BNSD take the sizes from the
+    shapes, so numels stays symbolic under torch.compile and torch.export; TND asks the problem module (under
+    torch.compile a graph break)."""
+    layout = str(input_layout).upper()
+    if layout in LAYOUTS and layout != "TND":
+        (b, s1), (_, s2) = batch_and_seq(query, layout), batch_and_seq(key, layout)
+        return head_num * b * s1 * s2, None
+    p = _problem(query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen)
+    return dropout.mask_elements(sequence_shapes(p), p.N1), p.cu_seqlens_q
 
 
 def npu_fusion_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
@@ -119,10 +131,10 @@ def npu_fusion_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Te
         query, key, value, head_num, input_layout, pse=pse, scale=scale, keep_prob=keep_prob,
         inner_precise=inner_precise, actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen, seed=op_seed,
         offset=op_offset, sink=sink, dropout_mask=dropout_mask, **masks)
-    p = _problem(query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen)
+    numels, cu_q = _sequences(query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen)
     if token_major:
-        smax, ssum = stats.ntd_to_tnd(smax, p.cu_seqlens_q), stats.ntd_to_tnd(ssum, p.cu_seqlens_q)
-    return out, smax, ssum, query.new_empty(0), seed, offset, _numels(p)
+        smax, ssum = stats.ntd_to_tnd(smax, cu_q), stats.ntd_to_tnd(ssum, cu_q)
+    return out, smax, ssum, query.new_empty(0), seed, offset, numels
 
 
 def npu_fusion_attention_grad(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, dy: torch.Tensor,
@@ -153,12 +165,12 @@ def npu_fusion_attention_grad(query: torch.Tensor, key: torch.Tensor, value: tor
                                   "reserves it (its forward returns it empty); pass None or the forward's softmax_out")
     token_major = _tnd_stats(softmax_layout, input_layout)
     masks = _mask_args(atten_mask, sparse_mode, pre_tockens, next_tockens, prefix, input_layout)
-    p = _problem(query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen)
-    if keep_prob < 1.0 and numels != _numels(p):
-        raise ValueError(f"numels={numels} must be the forward's {_numels(p)} (N1 * sum of Sq * Skv) with "
+    expected, cu_q = _sequences(query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen)
+    if keep_prob < 1.0 and numels != expected:
+        raise ValueError(f"numels={numels} must be the forward's {expected} (N1 * sum of Sq * Skv) with "
                          f"keep_prob={keep_prob} < 1: pass the forward's seed, offset and numels")
     if token_major:
-        softmax_max, softmax_sum = (None if t is None else stats.tnd_to_ntd(t, p.cu_seqlens_q)
+        softmax_max, softmax_sum = (None if t is None else stats.tnd_to_ntd(t, cu_q)
                                     for t in (softmax_max, softmax_sum))
     return torch.ops.npu.flash_attention_grad(
         query, key, value, dy, head_num, input_layout, pse=pse, softmax_max=softmax_max, softmax_sum=softmax_sum,

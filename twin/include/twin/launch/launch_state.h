@@ -89,7 +89,9 @@ inline void Warn(const char* api, const char* fmt, ...) {
     if (v.size() < 64 && std::find(v.begin(), v.end(), w) == v.end()) v.push_back(w);
 }
 
-// Fails when GM bytes [p, p+bytes) are not inside one buffer handed to the launch (when the launch declared them).
+// Fails when GM bytes [p, p+bytes) are not inside one buffer handed to the launch (when the launch declared them),
+// naming the buffer it overlaps, where the access starts relative to it and the buffer's length (which counts
+// aclrtMalloc's padding where the buffer ends its allocation).
 inline void CheckGm(const char* api, const void* p, uint64_t bytes) {
     CoreState* c = tCore;
     if (c == nullptr || c->launch == nullptr || c->launch->gm.empty()) return;
@@ -98,11 +100,16 @@ inline void CheckGm(const char* api, const void* p, uint64_t bytes) {
         if (q >= r.begin && q + bytes <= r.begin + r.bytes) return;
     }
     for (const GmRange& r : c->launch->gm) {
-        if (q + bytes > r.begin && q < r.begin + r.bytes) {
-            Fail(api, "GM access of %llu bytes at byte %lld of buffer '%s' runs past its end (%llu bytes, with "
-                      "aclrtMalloc's padding where the buffer ends its allocation)",
-                 (unsigned long long)bytes, (long long)(q - r.begin), r.name.c_str(), (unsigned long long)r.bytes);
+        if (q + bytes <= r.begin || q >= r.begin + r.bytes) continue;
+        if (q < r.begin) {
+            Fail(api, "GM access of %llu bytes starts %llu bytes before the start of buffer '%s' (length %llu bytes)",
+                 (unsigned long long)bytes, (unsigned long long)(r.begin - q), r.name.c_str(),
+                 (unsigned long long)r.bytes);
         }
+        Fail(api, "GM access of %llu bytes at byte %llu of buffer '%s' (length %llu bytes) runs %llu bytes past its "
+                  "end (the length counts aclrtMalloc's padding where the buffer ends its allocation)",
+             (unsigned long long)bytes, (unsigned long long)(q - r.begin), r.name.c_str(), (unsigned long long)r.bytes,
+             (unsigned long long)(q + bytes - (r.begin + r.bytes)));
     }
     Fail(api, "GM access of %llu bytes at %p is outside every buffer passed to the launch", (unsigned long long)bytes, p);
 }
