@@ -19,7 +19,8 @@ def _load():
 
 def test_header_row_comes_before_the_rows(monkeypatch, capsys, tmp_path):
     mod = _load()
-    row = dict(modeled_us=1.0, twin_seconds=0.5, peak_rss_mib=300, extra_mib=2, mask_mib=0.0, steps_in_band=1)
+    row = dict(modeled_us=1.0, modeled_us_low=0.9, modeled_us_high=1.2, twin_seconds=0.5, peak_rss_mib=300, extra_mib=2,
+               mask_mib=0.0, steps_in_band=1)
 
     def fake_run(cmd, **kwargs):
         assert cmd[:3] == [sys.executable, str(SCRIPT), "--row"]
