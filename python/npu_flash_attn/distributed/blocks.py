@@ -1,8 +1,10 @@
 """Running planned calls (`plan.Call`) of the op on one rank's buffers: forward calls merged into a `RowMerge`,
 and backward calls with the merged (global) statistics whose dq / dk / dv are summed into fp32 buffers.
 
-The backward's calls see only part of each row's keys while the statistics and the output are the whole row's;
-`partial_keys=True` tells the grad op so (it then never treats a row's keys as all present in a call)."""
+The backward's calls see only part of each row's keys while the statistics and the output are the whole row's.
+The grad op's dQ pass takes a one-step task to hold all of its rows' keys and makes their D exact from them
+(bwd_vector.h, ExactRowD), which is wrong for such calls: the grad op needs an argument saying the keys are partial
+(`partial_keys`, issue 29's kernel stage). Until it has one, the ring's backward refuses (NotImplementedError)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,7 +16,7 @@ from .merge import RowMerge
 from .plan import Call
 from .rows import SEQ_DIM, bnsd, op_stats, stats_rows, take
 
-__all__ = ["OpSpec", "run_forward", "run_backward"]
+__all__ = ["OpSpec", "run_forward", "run_backward", "attend_whole_rows", "grad_takes_partial_keys"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,10 @@ def run_forward(spec: OpSpec, merge: RowMerge, q: torch.Tensor, k: torch.Tensor,
         merge.add(rows, bnsd(out, spec.layout), stats_rows(smax, spec.layout, lq), stats_rows(ssum, spec.layout, lq))
 
 
+def grad_takes_partial_keys() -> bool:
+    return any(a.name == "partial_keys" for a in torch.ops.npu.flash_attention_grad.default._schema.arguments)
+
+
 def run_backward(spec: OpSpec, q, k, v, dy, out, smax_rows, ssum_rows, sink: Optional[torch.Tensor],
                  calls: Sequence[Call], dq: torch.Tensor, dk: torch.Tensor, dv: torch.Tensor,
                  row_calls: torch.Tensor) -> Optional[torch.Tensor]:
@@ -73,7 +79,7 @@ def run_backward(spec: OpSpec, q, k, v, dy, out, smax_rows, ssum_rows, sink: Opt
             take(q, spec.layout, rows), take(k, spec.layout, cols), take(v, spec.layout, cols),
             take(dy, spec.layout, rows).contiguous(), spec.head_num, spec.layout, softmax_max=m, softmax_sum=s,
             attention_in=take(out, spec.layout, rows).contiguous(), sink=sink, deterministic=spec.deterministic,
-            **spec.kwargs(call))
+            partial_keys=True, **spec.kwargs(call))
         dq.index_add_(dim, rows.to(dq.device), g[0].float())
         dk.index_add_(dim, cols.to(dk.device), g[1].float())
         dv.index_add_(dim, cols.to(dv.device), g[2].float())

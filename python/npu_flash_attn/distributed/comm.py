@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 
 __all__ = ["RingExchange", "ring_peers", "ordered_sum", "all_to_all_dim", "AllGatherSeq", "SumOverRanks",
-           "SeqToHeads", "HeadsToSeq"]
+           "AllToAll"]
 
 
 def ring_peers(group) -> tuple[int, int]:
@@ -64,32 +64,18 @@ def all_to_all_dim(x: torch.Tensor, split_dim: int, cat_dim: int, group) -> torc
     return torch.cat(recv, dim=cat_dim)
 
 
-class SeqToHeads(torch.autograd.Function):
-    """Ulysses' first all-to-all: [.., S_local, .., N, ..] -> [.., world * S_local, .., N / world, ..]."""
+class AllToAll(torch.autograd.Function):
+    """`all_to_all_dim` with its gradient (the inverse all-to-all): Ulysses' sequence <-> heads exchanges."""
 
     @staticmethod
-    def forward(ctx, x, seq_dim: int, head_dim: int, group):
-        ctx.dims, ctx.group = (seq_dim, head_dim), group
-        return all_to_all_dim(x, head_dim, seq_dim, group)
-
-    @staticmethod
-    def backward(ctx, g):
-        seq_dim, head_dim = ctx.dims
-        return all_to_all_dim(g, seq_dim, head_dim, ctx.group), None, None, None
-
-
-class HeadsToSeq(torch.autograd.Function):
-    """The inverse all-to-all: [.., world * S_local, .., N / world, ..] -> [.., S_local, .., N, ..]."""
-
-    @staticmethod
-    def forward(ctx, x, seq_dim: int, head_dim: int, group):
-        ctx.dims, ctx.group = (seq_dim, head_dim), group
-        return all_to_all_dim(x, seq_dim, head_dim, group)
+    def forward(ctx, x, split_dim: int, cat_dim: int, group):
+        ctx.dims, ctx.group = (split_dim, cat_dim), group
+        return all_to_all_dim(x, split_dim, cat_dim, group)
 
     @staticmethod
     def backward(ctx, g):
-        seq_dim, head_dim = ctx.dims
-        return all_to_all_dim(g, head_dim, seq_dim, ctx.group), None, None, None
+        split_dim, cat_dim = ctx.dims
+        return all_to_all_dim(g, cat_dim, split_dim, ctx.group), None, None, None
 
 
 class AllGatherSeq(torch.autograd.Function):

@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 
 from .blocks import OpSpec, attend_whole_rows
-from .comm import HeadsToSeq, SeqToHeads
+from .comm import AllToAll
 from .plan import Visibility, plan_calls
 from .rows import SEQ_DIM
 from .sharding import Sharding, permutation
@@ -28,11 +28,13 @@ def check_heads(n1: int, n2: int, degree: int, what: str) -> None:
 
 
 def seq_to_heads(x: torch.Tensor, layout: str, group) -> torch.Tensor:
-    return SeqToHeads.apply(x, SEQ_DIM[layout], HEAD_DIM[layout], group)
+    """[.., S_local, .., N, ..] -> [.., world * S_local, .., N / world, ..] (rank order along the sequence)."""
+    return AllToAll.apply(x, HEAD_DIM[layout], SEQ_DIM[layout], group)
 
 
 def heads_to_seq(x: torch.Tensor, layout: str, group) -> torch.Tensor:
-    return HeadsToSeq.apply(x, SEQ_DIM[layout], HEAD_DIM[layout], group)
+    """The inverse of `seq_to_heads`."""
+    return AllToAll.apply(x, SEQ_DIM[layout], HEAD_DIM[layout], group)
 
 
 def ulysses_attention(q, k, v, sink: Optional[torch.Tensor], sh: Sharding, vis: Visibility, spec: OpSpec, group):
