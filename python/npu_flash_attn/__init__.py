@@ -17,6 +17,8 @@ Modules, by concern (docs/architecture.md is the map):
   dispatch, npu     the checks before dispatch, the NPU adapter loader
   interfaces        drop-ins: torch_npu's npu_fusion_attention (+ grad), flash_attn 2.x, torch's SDPA
   integrations      the transformers attention backend (`integrations.transformers.register()`)
+  distributed       context parallelism over torch.distributed (ring, Ulysses, hybrid, all-gather; imported on
+                    demand: `from npu_flash_attn.distributed import context_parallel_attention`)
   twin              any Ascend C kernel source on the CPU twin (compile_kernel)
   tools             profiler, baselines, the command line (`python -m npu_flash_attn`)
   reference         the float64 model the tests compare with (never imported by the ops)

@@ -1,0 +1,109 @@
+"""Running planned calls (`plan.Call`) of the op on one rank's buffers: forward calls merged into a `RowMerge`,
+and backward calls with the merged (global) statistics whose dq / dk / dv are summed into fp32 buffers.
+
+The backward's calls see only part of each row's keys while the statistics and the output are the whole row's.
+The grad op's dQ pass takes a one-step task to hold all of its rows' keys and makes their D exact from them
+(bwd_vector.h, ExactRowD), which is wrong for such calls: the grad op needs an argument saying the keys are partial
+(`partial_keys`, issue 29's kernel stage). Until it has one, the ring's backward refuses (NotImplementedError)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import torch
+
+from .merge import RowMerge
+from .plan import Call
+from .rows import SEQ_DIM, bnsd, op_stats, stats_rows, take
+
+__all__ = ["OpSpec", "run_forward", "run_backward", "attend_whole_rows", "grad_takes_partial_keys"]
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """The op's arguments every call of one context-parallel problem shares."""
+    head_num: int
+    layout: str  # BSND, BNSD or TND
+    scale: float
+    softcap: Optional[float] = None
+    deterministic: bool = False
+    extra: dict = field(default_factory=dict)
+
+    def kwargs(self, call: Call) -> dict:
+        kw = dict(scale=self.scale, **call.mask_kwargs(), **self.extra)
+        if self.softcap is not None:
+            kw["softcap"] = self.softcap
+        if self.layout == "TND":
+            kw["actual_seq_qlen"] = _cumulative(s.lq for s in call.subs)
+            kw["actual_seq_kvlen"] = _cumulative(s.lk for s in call.subs)
+        return kw
+
+
+def _cumulative(lengths) -> list[int]:
+    out, at = [], 0
+    for n in lengths:
+        at += n
+        out.append(at)
+    return out
+
+
+def run_forward(spec: OpSpec, merge: RowMerge, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                calls: Sequence[Call]) -> None:
+    """Each call's (out, max, sum) merged into `merge` (its rows are the query buffer's rows)."""
+    for call in calls:
+        rows, cols = call.row_index(), call.col_index()
+        out, smax, ssum = torch.ops.npu.flash_attention(
+            take(q, spec.layout, rows), take(k, spec.layout, cols), take(v, spec.layout, cols), spec.head_num,
+            spec.layout, **spec.kwargs(call))
+        lq = [s.lq for s in call.subs]
+        merge.add(rows, bnsd(out, spec.layout), stats_rows(smax, spec.layout, lq), stats_rows(ssum, spec.layout, lq))
+
+
+def grad_takes_partial_keys() -> bool:
+    return any(a.name == "partial_keys" for a in torch.ops.npu.flash_attention_grad.default._schema.arguments)
+
+
+def run_backward(spec: OpSpec, q, k, v, dy, out, smax_rows, ssum_rows, sink: Optional[torch.Tensor],
+                 calls: Sequence[Call], dq: torch.Tensor, dk: torch.Tensor, dv: torch.Tensor,
+                 row_calls: torch.Tensor) -> Optional[torch.Tensor]:
+    """Adds each call's dq into dq and dk / dv into dk / dv (fp32 buffers in the inputs' layouts), counts the
+    calls of each query row in `row_calls`, and returns the sum of the calls' dsink (None without a sink)."""
+    dim = SEQ_DIM[spec.layout]
+    dsink = None
+    for call in calls:
+        rows, cols = call.row_index(), call.col_index()
+        lq = [s.lq for s in call.subs]
+        m = op_stats(smax_rows.index_select(2, rows), spec.layout, lq)
+        s = op_stats(ssum_rows.index_select(2, rows), spec.layout, lq)
+        g = torch.ops.npu.flash_attention_grad(
+            take(q, spec.layout, rows), take(k, spec.layout, cols), take(v, spec.layout, cols),
+            take(dy, spec.layout, rows).contiguous(), spec.head_num, spec.layout, softmax_max=m, softmax_sum=s,
+            attention_in=take(out, spec.layout, rows).contiguous(), sink=sink, deterministic=spec.deterministic,
+            partial_keys=True, **spec.kwargs(call))
+        dq.index_add_(dim, rows.to(dq.device), g[0].float())
+        dk.index_add_(dim, cols.to(dk.device), g[1].float())
+        dv.index_add_(dim, cols.to(dv.device), g[2].float())
+        row_calls.index_add_(0, rows.to(row_calls.device), torch.ones(rows.numel(), dtype=row_calls.dtype,
+                                                                       device=row_calls.device))
+        if sink is not None:
+            dsink = g[4].clone() if dsink is None else dsink + g[4]
+    return dsink
+
+
+def attend_whole_rows(spec: OpSpec, q, k, v, sink: Optional[torch.Tensor], calls: Sequence[Call]) -> torch.Tensor:
+    """The output for calls that each hold all the visible keys of their rows (rows disjoint), through the op's
+    own autograd; rows no call holds see no key and stay zero."""
+    dim = SEQ_DIM[spec.layout]
+    outs, index = [], []
+    for call in calls:
+        rows, cols = call.row_index(), call.col_index()
+        outs.append(torch.ops.npu.flash_attention(
+            take(q, spec.layout, rows), take(k, spec.layout, cols), take(v, spec.layout, cols), spec.head_num,
+            spec.layout, sink=sink, **spec.kwargs(call))[0])
+        index.append(rows)
+    shape = list(q.shape)
+    shape[-1] = v.shape[-1]
+    out = q.new_zeros(shape)
+    if not outs:
+        return out + 0 * (q.sum() + k.sum() + v.sum())  # keeps the graph: zero gradients, not None
+    return out.index_copy(dim, torch.cat(index).to(q.device), torch.cat(outs, dim=dim))
