@@ -57,8 +57,6 @@ public:
         pipe->InitBuffer(statBuf_, u.stat * kFwdStatBuffers);
         pipe->InitBuffer(rowBuf_, u.row);
         pipe->InitBuffer(statBitsBuf_, u.row);
-        pipe->InitBuffer(scaleBuf_, u.scale);
-        AscendC::Duplicate(scaleBuf_.Get<float>(), p_->scale, 8);
         if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
         if (u.dmat != 0) BuildDiagonalPattern();
         // Dense-mask bytes live in opart (filled by OutputStep's MTE2, free in between: both wait and set the
@@ -261,14 +259,9 @@ private:
         const int64_t r0 = task.row0 + mine.first + c.r0;
         const FaScoreTile tile{task.batch, task.head, r0, c.rows, c.c0, c.cols, task.band, task.maskBase, c.state,
                                StatRow(*p_, task.batch, task.seq, task.head, r0)};
-        // Where the prologue is only a positive scale, the max is taken on the raw scores and scaled, and the scale
-        // is applied with the max subtraction (one FusedMulAdd pass instead of a Muls and a Sub).
-        const bool foldScale = prologue_.OnlyPositiveScale(tile);
-        if (!foldScale) {
-            prologue_.Scale(s, n);
-            prologue_.AddBias(s, tile, c.slope);
-            prologue_.ApplyMask(s, tile);
-        }
+        prologue_.Scale(s, n);
+        prologue_.AddBias(s, tile, c.slope);
+        prologue_.ApplyMask(s, tile);
 
         // Running max, rescale factor alpha = exp(m_old - m_new), then p = exp(s - m_new); the chunk's rows of each
         // statistic start at row r0 (a multiple of 8: whole 32 B blocks).
@@ -276,20 +269,13 @@ private:
         AscendC::LocalTensor<float> alpha = Stat(kStatAlpha + c.slot)[c.r0 * 8];
         AscendC::LocalTensor<float> bcast = Stat(kStatBcast);
         RowReduce<true>(s, c.rows);
-        if (foldScale) AscendC::Muls(bcast, bcast, p_->scale, (int32_t)statN);
         if (!c.first) {
             AscendC::Max(bcast, bcast, mRun, (int32_t)statN);
             AscendC::Sub(alpha, mRun, bcast, (int32_t)statN);
             AscendC::Exp(alpha, alpha, (int32_t)statN);
         }
         AscendC::DataCopy(mRun, bcast, statN);
-        if (foldScale) {
-            AscendC::LocalTensor<float> negMax = Stat(kStatRed);
-            AscendC::Muls(negMax, bcast, -1.0f, (int32_t)statN);
-            RowScaleAddPerRow(s, scaleBuf_.Get<float>(), negMax, c.rows, w_);
-        } else {
-            RowSubPerRow(s, bcast, c.rows, w_);
-        }
+        RowSubPerRow(s, bcast, c.rows, w_);
         AscendC::Exp(s, s, (int32_t)n);
 
         // The row sums are of the probabilities before dropout; dropout then zeroes P where a keep bit is 0.
@@ -458,7 +444,6 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECOUT> statBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> rowBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> statBitsBuf_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> scaleBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> maskBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> dropBuf_;
 };

@@ -36,12 +36,6 @@ public:
         if (p->maskMode != 0) maskGm_.SetGlobalBuffer((__gm__ uint8_t*)attenMask);
     }
 
-    // True when Apply changes nothing in the tile: inside the band, no dense-mask work, no column past the end.
-    __aicore__ inline bool LeavesUntouched(const FaScoreTile& tile) const {
-        return BlockFullyVisible(tile.band, tile.r0, tile.r0 + tile.rows, tile.c0, tile.c0 + tile.cols) &&
-               !(p_->maskMode != 0 && tile.state == kTileMixed) && tile.cols == w_;
-    }
-
     // Masks the tile's scores s[rows, w] with -FLT_MAX.
     __aicore__ inline void Apply(const AscendC::LocalTensor<float>& s, const FaScoreTile& tile) {
         const uint32_t rows = tile.rows, cols = tile.cols;

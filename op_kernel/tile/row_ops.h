@@ -36,15 +36,6 @@ __aicore__ inline void RowSubPerRow(const AscendC::LocalTensor<float>& x, const 
     const AscendC::BinaryRepeatParams p(1, 1, 0, 8, 8, 0);
     for (uint32_t r = 0; r < rows; ++r) AscendC::Sub(x[r * cols], x[r * cols], b[r * 8], (uint64_t)64, (uint8_t)(cols / 64), p);
 }
-// x[r][c] = scale[.] * x[r][c] + b[r] by FusedMulAdd (dst = src0 * dst + src1), one instruction per row as
-// RowSubPerRow; `scale` is one 32 B block of the factor. One pass instead of a Muls and a Sub.
-__aicore__ inline void RowScaleAddPerRow(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& scale,
-                                         const AscendC::LocalTensor<float>& b, uint32_t rows, uint32_t cols) {
-    const AscendC::BinaryRepeatParams p(1, 0, 0, 8, 0, 0);
-    for (uint32_t r = 0; r < rows; ++r) {
-        AscendC::FusedMulAdd(x[r * cols], scale, b[r * 8], (uint64_t)64, (uint8_t)(cols / 64), p);
-    }
-}
 // x[r][c] *= b[r] (rescale a running output).
 __aicore__ inline void RowMul(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& b, uint32_t rows,
                               uint32_t cols) {

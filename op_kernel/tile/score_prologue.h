@@ -48,14 +48,6 @@ public:
         }
     }
 
-    // True when the whole prologue of this tile is s <- scale * s with scale > 0 (no soft-cap, bias or mask work):
-    // a caller may then take the row max of the raw scores (scaling by a positive factor keeps their order, and so
-    // does rounding) and fold the scale into its max subtraction.
-    __aicore__ inline bool OnlyPositiveScale(const FaScoreTile& tile) const {
-        return p_->scale > 0.0f && p_->softcap <= 0.0f && p_->alibiMode == kAlibiNone && p_->pseMode == kPseNone &&
-               mask_.LeavesUntouched(tile);
-    }
-
     // s += the tile's positional bias: ALiBi with the head's `slope`, or the outer pse.
     __aicore__ inline void AddBias(const AscendC::LocalTensor<float>& s, const FaScoreTile& tile, float slope) {
         if (p_->alibiMode != kAlibiNone) {

@@ -41,7 +41,6 @@ struct FaFwdUbSizes {
     uint32_t acc;    // running output, fp32 [rows, dvPad]
     uint32_t stat;   // one row statistic broadcast to a 32 B block per row [rows8, 8] fp32
     uint32_t row;    // one fp32 value per row [rows8]
-    uint32_t scale;  // the softmax scale in one 32 B block (a per-repeat operand of FusedMulAdd)
     uint32_t mask;   // dense-mask bytes of a chunk [chunk, w] when `opart` cannot hold them (else they use opart,
                      // free between its uses); their half copy uses `fold`
     uint32_t drop;   // dropout: hash scratch, column pattern and keep bits (DropoutUbBytes; only with dropout)
@@ -68,11 +67,10 @@ FA_INLINE FaFwdUbSizes FwdUbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uin
     u.acc = r * dvPad * 4;
     u.stat = r8 * 8 * 4;
     u.row = AlignUp(r8 * 4, 32);
-    u.scale = 32;
     u.mask = denseMask && u.opart < AlignUp(c, 8) * w ? AlignUp(c, 8) * w : 0;
     u.drop = f.dropout ? DropoutUbBytes(c, w) : 0;
     u.total = u.s + u.dmat + u.bias + u.pse + u.bits + u.fold + u.p + u.opart + u.acc + kFwdStatBuffers * u.stat +
-              2 * u.row + u.scale + u.mask + u.drop + 32;
+              2 * u.row + u.mask + u.drop + 32;
     return u;
 }
 
