@@ -34,7 +34,9 @@ __aicore__ inline void RowSub(const AscendC::LocalTensor<float>& x, const Ascend
 __aicore__ inline void RowSubPerRow(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& b,
                                     uint32_t rows, uint32_t cols) {
     const AscendC::BinaryRepeatParams p(1, 1, 0, 8, 8, 0);
-    for (uint32_t r = 0; r < rows; ++r) AscendC::Sub(x[r * cols], x[r * cols], b[r * 8], (uint64_t)64, (uint8_t)(cols / 64), p);
+    for (uint32_t r = 0; r < rows; ++r) {
+        AscendC::Sub(x[r * cols], x[r * cols], b[r * 8], (uint64_t)64, (uint8_t)(cols / 64), p);
+    }
 }
 // x[r][c] *= b[r] (rescale a running output).
 __aicore__ inline void RowMul(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& b, uint32_t rows,
