@@ -137,6 +137,8 @@ private:
         bool last;
     };
 
+    static constexpr uint32_t kRowsPerBlockReduce = 31;  // 8 repeats per 512-wide row
+
     __aicore__ inline AscendC::LocalTensor<float> Stat(uint32_t i) { return statBuf_.Get<float>()[i * statElems_]; }
 
     // dmat[r][c] = c - r: a band test against it masks a whole tile with one Compares + Select.
@@ -147,7 +149,9 @@ private:
         for (uint32_t r = 0; r < chunk_; ++r) AscendC::Adds(dmat[r * w_], idx, -(float)r, (int32_t)w_);
     }
 
-    // Row max or sum of s[rows, w] broadcast to one 32 B block per row in Stat(kStatBcast).
+    // Row max or sum of s[rows, w] broadcast to one 32 B block per row in Stat(kStatBcast). A 512-wide tile takes one
+    // BlockReduce over the whole tile ([rows, 64] block results, 1 cycle per repeat); narrower ones fold their 64-column
+    // chunks into one first. Fewer, longer instructions: each dependent one waits for its producer's full latency.
     template <bool kMax>
     __aicore__ inline void RowReduce(const AscendC::LocalTensor<float>& s, uint32_t rows) {
         AscendC::LocalTensor<float> fold = foldBuf_.Get<float>();
@@ -156,7 +160,18 @@ private:
         const uint8_t wBlocks = (uint8_t)(w_ / 8);
         AscendC::LocalTensor<float> src = s;
         uint8_t srcRep = wBlocks;
-        if (w_ > 64) {  // fold the 64-column chunks of each row into one
+        if (w_ == 512) {
+            for (uint32_t r = 0; r < rows; r += kRowsPerBlockReduce) {  // repeats <= 255
+                const int32_t rep = (int32_t)(FaMin((int64_t)(rows - r), (int64_t)kRowsPerBlockReduce) * 8);
+                if (kMax) {
+                    AscendC::BlockReduceMax(fold[r * 64], s[r * 512], rep, 64, 1, 1, 8);
+                } else {
+                    AscendC::BlockReduceSum(fold[r * 64], s[r * 512], rep, 64, 1, 1, 8);
+                }
+            }
+            src = fold;
+            srcRep = 8;
+        } else if (w_ > 64) {  // fold the 64-column chunks of each row into one
             AscendC::BinaryRepeatParams first(1, 1, 1, 8, wBlocks, wBlocks);
             AscendC::BinaryRepeatParams more(1, 1, 1, 8, 8, wBlocks);
             for (uint32_t c = 64; c < w_; c += 64) {
@@ -260,7 +275,7 @@ private:
             AscendC::Exp(alpha, alpha, (int32_t)statN);
         }
         AscendC::DataCopy(mRun, bcast, statN);
-        RowSub(s, bcast, c.rows, w_);
+        RowSubPerRow(s, bcast, c.rows, w_);
         AscendC::Exp(s, s, (int32_t)n);
 
         // The row sums are of the probabilities before dropout; dropout then zeroes P where a keep bit is 0.

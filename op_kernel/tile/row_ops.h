@@ -28,6 +28,16 @@ __aicore__ inline void RowSub(const AscendC::LocalTensor<float>& x, const Ascend
                               uint32_t cols) {
     RowBroadcastOp<FaRowOp::kSub>(x, b, rows, cols);
 }
+// x[r][c] -= b[r], one instruction per row (cols a multiple of 64, at most 255 repeats): the rows' instructions
+// touch disjoint bytes and pipeline, where per-64-column calls over all rows overlap in their byte spans and each
+// waits for the previous one's result (docs/cost_model.md, dependent vector instructions).
+__aicore__ inline void RowSubPerRow(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& b,
+                                    uint32_t rows, uint32_t cols) {
+    const AscendC::BinaryRepeatParams p(1, 1, 0, 8, 8, 0);
+    for (uint32_t r = 0; r < rows; ++r) {
+        AscendC::Sub(x[r * cols], x[r * cols], b[r * 8], (uint64_t)64, (uint8_t)(cols / 64), p);
+    }
+}
 // x[r][c] *= b[r] (rescale a running output).
 __aicore__ inline void RowMul(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& b, uint32_t rows,
                               uint32_t cols) {
