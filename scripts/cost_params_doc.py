@@ -4,12 +4,14 @@ twin/include/twin/costmodel/params.h) so the page cannot drift from the code.
   python scripts/cost_params_doc.py --check   exits 1 when the page is out of date (tests/test_cost_params_doc.py)"""
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import generated_block  # noqa: E402
 
 from npu_flash_attn import _C  # noqa: E402
 
@@ -30,27 +32,8 @@ def table(chip: str = CHIP) -> str:
     return "\n".join(lines)
 
 
-def render(text: str) -> str:
-    a, b = text.index(BEGIN) + len(BEGIN), text.index(END)
-    return text[:a] + "\n" + table() + "\n" + text[b:]
-
-
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    g = ap.add_mutually_exclusive_group(required=True)
-    g.add_argument("--write", action="store_true")
-    g.add_argument("--check", action="store_true")
-    a = ap.parse_args(argv)
-    text = DOC.read_text()
-    new = render(text)
-    if a.write:
-        DOC.write_text(new)
-        return 0
-    if new != text:
-        print(f"{DOC} is out of date: run python scripts/cost_params_doc.py --write", file=sys.stderr)
-        return 1
-    return 0
-
+    return generated_block.main(DOC, BEGIN, END, table, Path(__file__).name, __doc__, argv)
 
 if __name__ == "__main__":
     sys.exit(main())
