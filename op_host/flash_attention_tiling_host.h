@@ -52,6 +52,9 @@ struct FaProblem {
     double keepProb = 1.0;
     uint64_t seed = 0, offset = 0;
     uint32_t dropMaskPitch = 0;
+    // Backward only: the call holds part of each row's keys, with the whole rows' statistics and output (the grad
+    // op's partial_keys).
+    bool partialKeys = false;
 };
 
 // The vector features of a problem (`band`: some tile is cut by a band), as the kernels derive them from the tiling.

@@ -134,9 +134,7 @@ def run_case(case: dict, rank: int, world: int):
         kwargs["sink"] = torch.zeros(3)  # three logits for four heads
     if "expect_error" in case:
         try:
-            out = context_parallel_attention(*leaves, case["n1"], case["layout"], **kwargs)
-            if case.get("error_in_backward"):
-                out.backward(shard(dy))
+            context_parallel_attention(*leaves, case["n1"], case["layout"], **kwargs)
         except Exception as e:  # noqa: BLE001 - the test compares type and message
             return ("raised", type(e).__name__, str(e))
         return ("fail", "no exception")

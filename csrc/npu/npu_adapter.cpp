@@ -181,7 +181,7 @@ Call MakeCall(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, con
               at::OptionalIntArrayRef prefix, at::OptionalIntArrayRef cuQ, at::OptionalIntArrayRef cuKv,
               int64_t sparseMode, int64_t seed, int64_t offset, c10::optional<double> softcap, int64_t pseType,
               at::OptionalIntArrayRef qStartIdx, at::OptionalIntArrayRef kvStartIdx,
-              const std::vector<c10::optional<at::Tensor>>& saved = {}) {
+              const std::vector<c10::optional<at::Tensor>>& saved = {}, bool partialKeys = false) {
     Call c;
     npu_fa::FaCall& call = c.call;
     call.query = Arg(q), call.key = Arg(k), call.value = Arg(v);
@@ -200,6 +200,7 @@ Call MakeCall(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, con
         call.grad = true;
         call.dy = Arg(saved[0]), call.attentionIn = Arg(saved[1]), call.softmaxMax = Arg(saved[2]);
         call.softmaxSum = Arg(saved[3]);
+        call.partialKeys = partialKeys;
     }
     if (attenMask.has_value()) c.userMask = *attenMask;
     Plan(c, q);
@@ -379,11 +380,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
     at::OptionalIntArrayRef actual_seq_qlen, at::OptionalIntArrayRef actual_seq_kvlen, int64_t sparse_mode,
     int64_t seed, int64_t offset, const c10::optional<at::Tensor>& sink, bool deterministic,
     c10::optional<double> softcap, int64_t pse_type, at::OptionalIntArrayRef q_start_idx,
-    at::OptionalIntArrayRef kv_start_idx, const c10::optional<at::Tensor>& dropout_mask) {
+    at::OptionalIntArrayRef kv_start_idx, const c10::optional<at::Tensor>& dropout_mask, bool partial_keys) {
     const Call c = MakeCall(query, key, value, pse, padding_mask, atten_mask, sink, dropout_mask, head_num,
                             input_layout, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
                             actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, softcap, pse_type,
-                            q_start_idx, kv_start_idx, {dy, attention_in, softmax_max, softmax_sum});
+                            q_start_idx, kv_start_idx, {dy, attention_in, softmax_max, softmax_sum}, partial_keys);
     const npu_fa::FaProblem& p = c.p();
     const at::Tensor none = at::empty({0}, query.options());  // dpse: no pse; dsink without a sink
     if (!c.info.post.hasWork) {  // no row sees a key: every sink's probability is 1, dsink = 0
@@ -425,7 +426,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
             [&](uint64_t* size, aclOpExecutor** exec) {
                 return aclnnFlashAttentionNpuFaGradGetWorkspaceSize(
                     NPU_FA_GRAD_INPUTS(NPU_FA_ACL_TENSOR) NPU_FA_ACL_ATTRS(a, layout, seed, offset, s1Block, s2Block),
-                    deterministic, (int64_t)launch, NPU_FA_GRAD_OUTPUTS(NPU_FA_ACL_TENSOR) size, exec);
+                    deterministic, partial_keys, (int64_t)launch, NPU_FA_GRAD_OUTPUTS(NPU_FA_ACL_TENSOR) size, exec);
             },
             aclnnFlashAttentionNpuFaGrad, workspace, query, launch == 0);
     }

@@ -38,7 +38,7 @@ aclnnStatus aclnnFlashAttentionNpuFaBlockMap(void *workspace, uint64_t workspace
                                              aclrtStream stream);
 
 aclnnStatus aclnnFlashAttentionNpuFaGradGetWorkspaceSize(
-    NPU_FA_GRAD_INPUTS(NPU_FA_STANDIN_TENSOR) NPU_FA_STANDIN_COMMON_ATTRS, bool deterministic, int64_t launch,
+    NPU_FA_GRAD_INPUTS(NPU_FA_STANDIN_TENSOR) NPU_FA_STANDIN_COMMON_ATTRS, bool deterministic, bool partialKeys, int64_t launch,
     NPU_FA_GRAD_OUTPUTS(NPU_FA_STANDIN_TENSOR) uint64_t *workspaceSize, aclOpExecutor **executor);
 aclnnStatus aclnnFlashAttentionNpuFaGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                                          aclrtStream stream);

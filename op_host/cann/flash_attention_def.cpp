@@ -110,6 +110,7 @@ public:
         NPU_FA_GRAD_OUTPUTS(NPU_FA_OPDEF_OUTPUT)
         CommonAttrs(*this);
         this->Attr("deterministic").AttrType(OPTIONAL).Bool(false);
+        this->Attr("partial_keys").AttrType(OPTIONAL).Bool(false);
         // The backward is the grad tiling's kernel launches, sharing one workspace: which one this call is.
         this->Attr("launch").AttrType(OPTIONAL).Int(0);
         this->SetInferShape(InferShapeFlashAttentionNpuFaGrad).SetInferDataType(InferDataTypeFlashAttentionNpuFaGrad);

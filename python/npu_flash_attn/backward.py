@@ -8,7 +8,8 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
         int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, SymInt[]? prefix=None,
         SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0,
         Tensor? sink=None, bool deterministic=False, float? softcap=None, int pse_type=1,
-        SymInt[]? q_start_idx=None, SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None)
+        SymInt[]? q_start_idx=None, SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None,
+        bool partial_keys=False)
       -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, Tensor dsink)
 
 * The shared arguments are checked by `problem.validate_flash_attention` (same rules, same messages); every mask the
@@ -41,6 +42,11 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
   (seed, offset, keep_prob, dropout_mask) must be passed unchanged (the autograd does).
   Head dims up to 512 like the forward: when the dK and dV sums of a key block do not both fit half of the cube's
   L0C (D + Dv > 256), a dV pass and a dK pass run instead, each in passes of at most 256 columns.
+* `partial_keys` (not in the built-in): the call sees only part of each row's keys; softmax_max/sum and
+  attention_in are the full rows' (context parallelism: `npu_flash_attn.distributed` sums the calls' dq/dk/dv).
+  Without it the dQ pass takes a one-step task to hold all of its rows' keys and makes their D exact from them;
+  with it only a step holding at least 1 - 2^-12 of a row's probability (from the full rows' statistics) does.
+  dsink of such a call counts D (1 - ps) once per call (the caller corrects the sum).
 
 Autograd: `torch.ops.npu.flash_attention` gets a backward through this op (saving query, key, value, the output
 and the two statistics; never P); softmax_max/softmax_sum are not differentiable. The same registration serves
@@ -67,8 +73,8 @@ GRAD_SCHEMA = (
     "int next_tokens=2147483647, int inner_precise=0, SymInt[]? prefix=None, SymInt[]? actual_seq_qlen=None, "
     "SymInt[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, Tensor? sink=None, "
     "bool deterministic=False, float? softcap=None, int pse_type=1, SymInt[]? q_start_idx=None, "
-    "SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, "
-    "Tensor dsink)"
+    "SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None, bool partial_keys=False) -> (Tensor dq, Tensor dk, "
+    "Tensor dv, Tensor dpse, Tensor dsink)"
 )
 
 

@@ -1,10 +1,9 @@
 """Running planned calls (`plan.Call`) of the op on one rank's buffers: forward calls merged into a `RowMerge`,
 and backward calls with the merged (global) statistics whose dq / dk / dv are summed into fp32 buffers.
 
-The backward's calls see only part of each row's keys while the statistics and the output are the whole row's.
-The grad op's dQ pass takes a one-step task to hold all of its rows' keys and makes their D exact from them
-(bwd_vector.h, ExactRowD), which is wrong for such calls: the grad op needs an argument saying the keys are partial
-(`partial_keys`, issue 29's kernel stage). Until it has one, the ring's backward refuses (NotImplementedError)."""
+The backward's calls see only part of each row's keys while the statistics and the output are the whole row's:
+they pass the grad op's `partial_keys=True`, so that its dQ pass does not take a one-step task to hold all of a
+row's keys (bwd_vector.h, ExactRowD)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from .merge import RowMerge
 from .plan import Call
 from .rows import SEQ_DIM, bnsd, op_stats, stats_rows, take
 
-__all__ = ["OpSpec", "run_forward", "run_backward", "attend_whole_rows", "grad_takes_partial_keys"]
+__all__ = ["OpSpec", "run_forward", "run_backward", "attend_whole_rows"]
 
 
 @dataclass(frozen=True)
@@ -57,10 +56,6 @@ def run_forward(spec: OpSpec, merge: RowMerge, q: torch.Tensor, k: torch.Tensor,
             spec.layout, **spec.kwargs(call))
         lq = [s.lq for s in call.subs]
         merge.add(rows, bnsd(out, spec.layout), stats_rows(smax, spec.layout, lq), stats_rows(ssum, spec.layout, lq))
-
-
-def grad_takes_partial_keys() -> bool:
-    return any(a.name == "partial_keys" for a in torch.ops.npu.flash_attention_grad.default._schema.arguments)
 
 
 def run_backward(spec: OpSpec, q, k, v, dy, out, smax_rows, ssum_rows, sink: Optional[torch.Tensor],
