@@ -102,6 +102,8 @@ def _ref_kwargs(case, d, cu):
                   next_tokens=right if right >= 0 else INT32_MAX)
     if case.get("softcap"):
         kw["softcap"] = case["softcap"]
+    if case.get("keep_prob", 1.0) < 1.0:  # one device's dropout: the same elements must be dropped
+        kw.update(keep_prob=case["keep_prob"], seed=case["seed"])
     return kw
 
 
@@ -128,7 +130,7 @@ def run_case(case: dict, rank: int, world: int):
     sink_leaf = None if sink is None else sink.clone().requires_grad_()
     kwargs = dict(algo=case["algo"], load_balance=lb, causal=case.get("causal", False),
                   window_size=case.get("window"), cu_seqlens=cp_cu, sink=sink_leaf, softcap=case.get("softcap"),
-                  ulysses_degree=case.get("ulysses_degree"), keep_prob=case.get("keep_prob", 1.0),
+                  ulysses_degree=case.get("ulysses_degree"), keep_prob=case.get("keep_prob", 1.0), seed=case["seed"],
                   deterministic=case.get("deterministic", False))
     if case.get("bad_sink"):
         kwargs["sink"] = torch.zeros(3)  # three logits for four heads

@@ -1,7 +1,8 @@
 """npu_flash_attn.distributed against float64 attention over the whole sequence, in gloo process groups of 2 and 4
 ranks spawned here (cp_harness.py): the four algorithms under causal, full and windowed masks, BSND / BNSD / BSH /
-TND, GQA, sinks, softcap, both load balances; forward and backward (dq/dk/dv/dsink); reproducibility; the argument
-errors. Each spawn runs many cases; the wide grid is marked slow."""
+TND, GQA, sinks, softcap, both load balances; forward and backward (dq/dk/dv/dsink); dropout, whose reference is
+one device's dropout with the same seed (a different keep decision anywhere misses the criterion by far);
+reproducibility; the argument errors. Each spawn runs many cases; the wide grid is marked slow."""
 from __future__ import annotations
 
 import itertools
@@ -45,7 +46,7 @@ _ERRORS = [
     ("cu decreasing", dict(algo="allgather", layout="TND", seq_chunks=[2, 2], cp_cu_seqlens=[0, 12, 8, 16]),
      "ValueError", "non-decreasing"),
     ("algo", dict(algo="star"), "ValueError", "algo='star' is not supported"),
-    ("dropout", dict(algo="ring", keep_prob=0.9), "NotImplementedError", "dropout (keep_prob=0.9)"),
+    ("dropout odd chunks", dict(algo="ring", keep_prob=0.9), "ValueError", "needs chunks of even length"),
     ("sink shape", dict(algo="ring", bad_sink=True), "ValueError", "sink must be a float32 tensor of shape [4]"),
 ]
 
@@ -71,6 +72,14 @@ def test_context_parallel_two_ranks():
               grad=True),
         _case("hybrid BSND causal grad sink", algo="hybrid", ulysses_degree=1, causal=True, sink=True, grad=True),
         _case("ring BSND deterministic", algo="ring", causal=True, sink=True, repeat=True),
+        _case("ring BSND causal dropout grad sink", algo="ring", causal=True, sink=True, keep_prob=0.8, s_chunks=6,
+              grad=True),
+        _case("ring TND window dropout grad", algo="ring", layout="TND", seq_chunks=[4, 2], window=(9, 2),
+              keep_prob=0.7, grad=True),
+        _case("allgather BNSD causal dropout grad", algo="allgather", layout="BNSD", causal=True, keep_prob=0.8,
+              s_chunks=4, grad=True),
+        _case("ulysses TND dropout grad", algo="ulysses", layout="TND", seq_chunks=[2, 4], keep_prob=0.75,
+              grad=True),
         _case("allgather TND causal grad sink", algo="allgather", layout="TND", seq_chunks=[2, 5], causal=True,
               sink=True, grad=True),
         _case("allgather BNSD window grad", algo="allgather", layout="BNSD", window=(4, 6), grad=True),
@@ -102,6 +111,9 @@ def test_context_parallel_four_ranks():
         _case("ulysses BNSD causal grad", algo="ulysses", layout="BNSD", s_chunks=2, n1=4, n2=4, causal=True,
               grad=True, b=1),
         _case("allgather BSND causal grad gqa", algo="allgather", s_chunks=2, causal=True, grad=True, b=1),
+        _case("hybrid BSND causal dropout grad sink", algo="hybrid", ulysses_degree=2, s_chunks=2, causal=True,
+              sink=True, keep_prob=0.8, grad=True, b=1),
+        _case("ring TND dropout grad", algo="ring", layout="TND", seq_chunks=[2, 4], keep_prob=0.8, grad=True),
     ]
     _check(spawn(cases, world=4), cases)
 

@@ -19,7 +19,8 @@ extern "C" {
         int64_t innerPrecise, const aclIntArray *prefixOptional, const aclIntArray *actualSeqQlenOptional,        \
         const aclIntArray *actualSeqKvlenOptional, int64_t sparseMode, int64_t seed, int64_t offset,              \
         double softcap, int64_t pseType, const aclIntArray *qStartIdxOptional,                                    \
-        const aclIntArray *kvStartIdxOptional, int64_t s1Block, int64_t s2Block
+        const aclIntArray *kvStartIdxOptional, const aclIntArray *dropoutOriginOptional, int64_t s1Block,        \
+        int64_t s2Block
 
 // Inputs (optional ones nullable) and outputs in fa_kernel_args.h's order.
 #define NPU_FA_STANDIN_TENSOR(name, Name, dtypes, presence) const aclTensor *name,

@@ -87,6 +87,7 @@ inline bool ReadAttrs(const gert::RuntimeAttrs* attrs, FaAttrs& a, FaOpBlocks& b
     a.actualSeqKvlen = IntsOf(attrs->GetListInt(kAttrActualSeqKvlen));
     a.qStartIdx = IntsOf(attrs->GetListInt(kAttrQStartIdx));
     a.kvStartIdx = IntsOf(attrs->GetListInt(kAttrKvStartIdx));
+    a.dropoutOrigin = IntsOf(attrs->GetListInt(kAttrDropoutOrigin));
     return true;
 }
 

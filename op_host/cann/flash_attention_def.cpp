@@ -54,6 +54,7 @@ void CommonAttrs(OpDef& def) {
     def.Attr("pse_type").AttrType(OPTIONAL).Int(1);
     def.Attr("q_start_idx").AttrType(OPTIONAL).ListInt({});
     def.Attr("kv_start_idx").AttrType(OPTIONAL).ListInt({});
+    def.Attr("dropout_origin").AttrType(OPTIONAL).ListInt({});
     def.Attr("s1_block").AttrType(OPTIONAL).Int(0);
     def.Attr("s2_block").AttrType(OPTIONAL).Int(0);
 }

@@ -41,6 +41,7 @@ struct FaAttrs {
     double softcap = 0.0;
     int64_t pseType = 1;
     FaIntList qStartIdx, kvStartIdx;
+    FaIntList dropoutOrigin;  // not in the built-in: [row, col, head, heads] of generated dropout (FaDropoutParams)
 };
 
 struct FaCall {

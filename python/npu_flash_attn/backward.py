@@ -9,7 +9,7 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
         SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0,
         Tensor? sink=None, bool deterministic=False, float? softcap=None, int pse_type=1,
         SymInt[]? q_start_idx=None, SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None,
-        bool partial_keys=False)
+        SymInt[]? dropout_origin=None, bool partial_keys=False)
       -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, Tensor dsink)
 
 * The shared arguments are checked by `problem.validate_flash_attention` (same rules, same messages); every mask the
@@ -39,7 +39,7 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
 * Dropout (keep_prob < 1): the forward's keep bits again, regenerated from (seed, offset) (or re-read from the same
   `dropout_mask`): dP_ij of a dropped probability is 0, of a kept one dP_ij / keep_prob, dS = P * (dP - D) with
   D = rowsum(dy * attention_in) as without dropout, and dV = (the dropped P)^T dy / keep_prob. The forward's
-  (seed, offset, keep_prob, dropout_mask) must be passed unchanged (the autograd does).
+  (seed, offset, keep_prob, dropout_mask, dropout_origin) must be passed unchanged (the autograd does).
   Head dims up to 512 like the forward: when the dK and dV sums of a key block do not both fit half of the cube's
   L0C (D + Dv > 256), a dV pass and a dK pass run instead, each in passes of at most 256 columns.
 * `partial_keys` (not in the built-in): the call sees only part of each row's keys; softmax_max/sum and
@@ -73,8 +73,8 @@ GRAD_SCHEMA = (
     "int next_tokens=2147483647, int inner_precise=0, SymInt[]? prefix=None, SymInt[]? actual_seq_qlen=None, "
     "SymInt[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, Tensor? sink=None, "
     "bool deterministic=False, float? softcap=None, int pse_type=1, SymInt[]? q_start_idx=None, "
-    "SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None, bool partial_keys=False) -> (Tensor dq, Tensor dk, "
-    "Tensor dv, Tensor dpse, Tensor dsink)"
+    "SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None, SymInt[]? dropout_origin=None, "
+    "bool partial_keys=False) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, Tensor dsink)"
 )
 
 
@@ -130,7 +130,7 @@ _FWD_NAMES = _forward_arg_names()
 
 _NON_TENSOR = ("head_num", "input_layout", "scale", "keep_prob", "pre_tokens", "next_tokens", "inner_precise",
                "prefix", "actual_seq_qlen", "actual_seq_kvlen", "sparse_mode", "seed", "offset", "softcap",
-               "pse_type", "q_start_idx", "kv_start_idx")
+               "pse_type", "q_start_idx", "kv_start_idx", "dropout_origin")
 
 
 def _setup_context(ctx, inputs, output):

@@ -152,7 +152,8 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
                              atten_mask=None, scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX,
                              next_tokens=INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None,
                              actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None, softcap=None,
-                             pse_type=1, q_start_idx=None, kv_start_idx=None, dropout_mask=None, *,
+                             pse_type=1, q_start_idx=None, kv_start_idx=None, dropout_mask=None,
+                             dropout_origin=None, *,
                              check_values: bool = True, grad: Optional[dict] = None,
                              drop_mask_device: str = "", partial_keys: bool = False) -> FAProblem:
     """Checks every argument of npu::flash_attention (raising ValueError/TypeError naming the argument, the value and
@@ -192,7 +193,7 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
     softcap = None if softcap is None else _as_float("softcap", softcap, "a float or None")
     lists = {n: _int_list(n, v) for n, v in (("prefix", prefix), ("actual_seq_qlen", actual_seq_qlen),
                                              ("actual_seq_kvlen", actual_seq_kvlen), ("q_start_idx", q_start_idx),
-                                             ("kv_start_idx", kv_start_idx))}
+                                             ("kv_start_idx", kv_start_idx), ("dropout_origin", dropout_origin))}
     tensors = {n: _tensor_arg(t) for n, t in (("query", query), ("key", key), ("value", value), ("pse", pse),
                                               ("padding_mask", padding_mask), ("atten_mask", atten_mask),
                                               ("sink", sink), ("dropout_mask", dropout_mask), *(grad or {}).items())}

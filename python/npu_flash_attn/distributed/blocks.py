@@ -6,7 +6,7 @@ they pass the grad op's `partial_keys=True`, so that its dQ pass does not take a
 row's keys (bwd_vector.h, ExactRowD)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import torch
@@ -20,18 +20,32 @@ __all__ = ["OpSpec", "run_forward", "run_backward", "attend_whole_rows"]
 
 @dataclass(frozen=True)
 class OpSpec:
-    """The op's arguments every call of one context-parallel problem shares."""
+    """The op's arguments every call of one context-parallel problem shares. With dropout (keep_prob < 1) each
+    call draws the keep bits of its place in the whole problem (the op's dropout_origin): its first global row and
+    column, and its heads from `head0` of `heads_total` (Ulysses ranks hold a slice of the heads)."""
     head_num: int
     layout: str  # BSND, BNSD or TND
     scale: float
     softcap: Optional[float] = None
     deterministic: bool = False
-    extra: dict = field(default_factory=dict)
+    keep_prob: float = 1.0
+    seed: int = 0
+    head0: int = 0
+    heads_total: int = 0  # 0: head_num
+
+    @property
+    def dropping(self) -> bool:
+        """Calls must then each cover one run of global rows and one of global columns (plan_calls' contiguous)."""
+        return self.keep_prob < 1.0
 
     def kwargs(self, call: Call) -> dict:
-        kw = dict(scale=self.scale, **call.mask_kwargs(), **self.extra)
+        kw = dict(scale=self.scale, **call.mask_kwargs())
         if self.softcap is not None:
             kw["softcap"] = self.softcap
+        if self.dropping:
+            sub, heads = call.subs[0], self.heads_total or self.head_num
+            kw.update(keep_prob=self.keep_prob, seed=self.seed,
+                      dropout_origin=[sub.q0, sub.k0, sub.seq * heads + self.head0, heads])
         if self.layout == "TND":
             kw["actual_seq_qlen"] = _cumulative(s.lq for s in call.subs)
             kw["actual_seq_kvlen"] = _cumulative(s.lk for s in call.subs)

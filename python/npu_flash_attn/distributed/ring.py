@@ -38,7 +38,8 @@ def _from_bnsd(x: torch.Tensor, layout: str) -> torch.Tensor:
 
 
 def _calls(setup: RingSetup, rank: int, src: int):
-    return plan_calls(setup.parts[rank], setup.parts[src], setup.vis, setup.spec.layout == "TND")
+    return plan_calls(setup.parts[rank], setup.parts[src], setup.vis, setup.spec.layout == "TND",
+                      setup.spec.dropping)
 
 
 def _kv_buffers(k, v):
