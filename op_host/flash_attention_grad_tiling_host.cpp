@@ -61,6 +61,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     const std::string err = ComputeFlashAttentionTiling(fp, chip, ft);  // also validates the problem
     if (!err.empty()) return err;
     t.problem = ft.data.problem;  // the problem part is the forward's
+    t.problem.partialKeys = p.partialKeys ? 1 : 0;
     const bool varlen = t.problem.varlen != 0;
     out.mapTiling = ft.data;
     out.mapBytes = ft.mapBytes;

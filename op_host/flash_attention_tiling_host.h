@@ -52,6 +52,11 @@ struct FaProblem {
     double keepProb = 1.0;
     uint64_t seed = 0, offset = 0;
     uint32_t dropMaskPitch = 0;
+    // Generated dropout's place in a larger problem (FaDropoutParams row0, col0, headBase, heads; 0 heads = n1).
+    uint32_t dropRow0 = 0, dropCol0 = 0, dropHeadBase = 0, dropHeads = 0;
+    // Backward only: the call holds part of each row's keys, with the whole rows' statistics and output (the grad
+    // op's partial_keys).
+    bool partialKeys = false;
 };
 
 // The vector features of a problem (`band`: some tile is cut by a band), as the kernels derive them from the tiling.
@@ -76,6 +81,10 @@ inline FaDropoutParams DropoutParamsOf(const FaProblem& p) {
     d.threshold = (int32_t)(keep * 65536.0 + 0.5) - 32768;
     d.keepInv = (float)(1.0 / keep);
     d.maskPitch = p.dropMaskPitch;
+    d.row0 = p.dropRow0;
+    d.col0 = p.dropCol0;
+    d.headBase = p.dropHeadBase;
+    d.heads = p.dropHeads != 0 ? p.dropHeads : p.n1;
     return d;
 }
 

@@ -1,7 +1,8 @@
 """npu_flash_attn.distributed against float64 attention over the whole sequence, in gloo process groups of 2 and 4
 ranks spawned here (cp_harness.py): the four algorithms under causal, full and windowed masks, BSND / BNSD / BSH /
-TND, GQA, sinks, softcap, both load balances; backward where built; reproducibility; the argument errors. Each
-spawn runs many cases; the wide grid is marked slow."""
+TND, GQA, sinks, softcap, both load balances; forward and backward (dq/dk/dv/dsink); dropout, whose reference is
+one device's dropout with the same seed (a different keep decision anywhere misses the criterion by far);
+reproducibility; the argument errors. Each spawn runs many cases; the wide grid is marked slow."""
 from __future__ import annotations
 
 import itertools
@@ -45,10 +46,8 @@ _ERRORS = [
     ("cu decreasing", dict(algo="allgather", layout="TND", seq_chunks=[2, 2], cp_cu_seqlens=[0, 12, 8, 16]),
      "ValueError", "non-decreasing"),
     ("algo", dict(algo="star"), "ValueError", "algo='star' is not supported"),
-    ("dropout", dict(algo="ring", keep_prob=0.9), "NotImplementedError", "dropout (keep_prob=0.9)"),
+    ("dropout odd chunks", dict(algo="ring", keep_prob=0.9), "ValueError", "needs chunks of even length"),
     ("sink shape", dict(algo="ring", bad_sink=True), "ValueError", "sink must be a float32 tensor of shape [4]"),
-    ("ring backward", dict(algo="ring", causal=True, error_in_backward=True), "NotImplementedError",
-     "backward of algo='ring' and algo='hybrid' is not built yet"),
 ]
 
 
@@ -57,14 +56,30 @@ def _error_cases():
 
 
 def test_context_parallel_two_ranks():
-    """One spawn of 2 ranks: every algorithm's forward over the layouts and masks, the backward of the algorithms
-    that have one (sinks, GQA), bitwise reproducibility, and the argument errors."""
+    """One spawn of 2 ranks: every algorithm's forward over the layouts and masks, every algorithm's backward
+    (sinks, GQA; full attention, whose ring calls hold part of each row's keys in one key block), bitwise
+    reproducibility, and the argument errors."""
     cases = [
         _case("ring BSND causal gqa sink", algo="ring", causal=True, sink=True),
         _case("ring BNSD window", algo="ring", layout="BNSD", window=(7, 3), n2=4),
         _case("ring TND causal window", algo="ring", layout="TND", seq_chunks=[3, 1, 4], causal=True, window=(9, -1)),
         _case("ring BSH full contiguous", algo="ring", layout="BSH", load_balance="contiguous", n2=1),
         _case("ring softcap fp16", algo="ring", causal=True, softcap=5.0, dtype="fp16"),
+        _case("ring BSND causal grad gqa sink", algo="ring", causal=True, sink=True, grad=True),
+        _case("ring BNSD full grad sink", algo="ring", layout="BNSD", n2=4, sink=True, grad=True),
+        _case("ring TND window grad", algo="ring", layout="TND", seq_chunks=[3, 1, 4], window=(9, 2), grad=True),
+        _case("ring BSND full contiguous grad softcap", algo="ring", load_balance="contiguous", softcap=4.0,
+              grad=True),
+        _case("hybrid BSND causal grad sink", algo="hybrid", ulysses_degree=1, causal=True, sink=True, grad=True),
+        _case("ring BSND deterministic", algo="ring", causal=True, sink=True, repeat=True),
+        _case("ring BSND causal dropout grad sink", algo="ring", causal=True, sink=True, keep_prob=0.8, s_chunks=6,
+              grad=True),
+        _case("ring TND window dropout grad", algo="ring", layout="TND", seq_chunks=[4, 2], window=(9, 2),
+              keep_prob=0.7, grad=True),
+        _case("allgather BNSD causal dropout grad", algo="allgather", layout="BNSD", causal=True, keep_prob=0.8,
+              s_chunks=4, grad=True),
+        _case("ulysses TND dropout grad", algo="ulysses", layout="TND", seq_chunks=[2, 4], keep_prob=0.75,
+              grad=True),
         _case("allgather TND causal grad sink", algo="allgather", layout="TND", seq_chunks=[2, 5], causal=True,
               sink=True, grad=True),
         _case("allgather BNSD window grad", algo="allgather", layout="BNSD", window=(4, 6), grad=True),
@@ -85,14 +100,20 @@ def test_context_parallel_two_ranks():
 
 
 def test_context_parallel_four_ranks():
-    """One spawn of 4 ranks: hybrid (2 x 2) and ring forward, Ulysses and all-gather backward."""
+    """One spawn of 4 ranks: forward and backward of hybrid (2 x 2), ring, Ulysses and all-gather."""
     cases = [
-        _case("hybrid TND causal sink", algo="hybrid", ulysses_degree=2, layout="TND", seq_chunks=[2, 1],
-              causal=True, sink=True),
-        _case("ring BSND window", algo="ring", s_chunks=2, window=(5, 0), b=1),
+        _case("hybrid TND causal grad sink", algo="hybrid", ulysses_degree=2, layout="TND", seq_chunks=[2, 1],
+              causal=True, sink=True, grad=True),
+        _case("hybrid BSND full grad", algo="hybrid", ulysses_degree=2, s_chunks=2, grad=True, b=1),
+        _case("ring BSND window grad", algo="ring", s_chunks=2, window=(5, 0), grad=True, b=1),
+        _case("ring BNSD causal grad sink", algo="ring", layout="BNSD", s_chunks=2, n2=4, causal=True, sink=True,
+              grad=True, b=1),
         _case("ulysses BNSD causal grad", algo="ulysses", layout="BNSD", s_chunks=2, n1=4, n2=4, causal=True,
               grad=True, b=1),
         _case("allgather BSND causal grad gqa", algo="allgather", s_chunks=2, causal=True, grad=True, b=1),
+        _case("hybrid BSND causal dropout grad sink", algo="hybrid", ulysses_degree=2, s_chunks=2, causal=True,
+              sink=True, keep_prob=0.8, grad=True, b=1),
+        _case("ring TND dropout grad", algo="ring", layout="TND", seq_chunks=[2, 4], keep_prob=0.8, grad=True),
     ]
     _check(spawn(cases, world=4), cases)
 
@@ -105,13 +126,12 @@ _LAYOUTS = [dict(layout="BSND"), dict(layout="BNSD"), dict(layout="TND", seq_chu
 @pytest.mark.slow
 @pytest.mark.parametrize("world", [2, 4])
 def test_context_parallel_grid(world):
-    """Every algorithm x mask x layout, GQA and MHA, forward; backward for all-gather and Ulysses."""
+    """Every algorithm x mask x layout, GQA and MHA, forward and backward."""
     cases = []
     for (algo, deg), mask, lay, (n1, n2) in itertools.product(_ALGOS, _MASKS, _LAYOUTS, [(4, 2), (4, 4)]):
         if algo == "hybrid" and world == 2:
             deg = 1
-        grad = algo in ("ulysses", "allgather")
         cid = f"{algo} {lay['layout']} {mask} n{n1}/{n2}"
-        cases.append(_case(cid, algo=algo, ulysses_degree=deg, n1=n1, n2=n2, grad=grad, s_chunks=3,
+        cases.append(_case(cid, algo=algo, ulysses_degree=deg, n1=n1, n2=n2, grad=True, s_chunks=3,
                            sink=(n2 == 4), **mask, **lay))
     _check(spawn(cases, world=world, timeout=3000), cases)

@@ -44,7 +44,7 @@ def test_schema_is_the_public_contract():
         "int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, SymInt[]? prefix=None, "
         "SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, "
         "Tensor? sink=None, float? softcap=None, int pse_type=1, SymInt[]? q_start_idx=None, SymInt[]? kv_start_idx=None, "
-        "Tensor? dropout_mask=None) -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)")
+        "Tensor? dropout_mask=None, SymInt[]? dropout_origin=None) -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -84,7 +84,8 @@ void RunAclnn(const char* op, Phase1 phase1, Phase2 phase2, at::Tensor& workspac
 #define NPU_FA_ACL_ATTRS(a, layout, seed, offset, s1Block, s2Block)                                                   \
     a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens, a.nextTokens, a.innerPrecise, acl.A(a.prefix.values),     \
         acl.A(a.actualSeqQlen.values), acl.A(a.actualSeqKvlen.values), a.sparseMode, seed, offset, a.softcap,           \
-        a.pseType, acl.A(a.qStartIdx.values), acl.A(a.kvStartIdx.values), s1Block, s2Block
+        a.pseType, acl.A(a.qStartIdx.values), acl.A(a.kvStartIdx.values), acl.A(a.dropoutOrigin.values), s1Block,     \
+        s2Block
 struct FwdArgs {
     NPU_FA_FWD_INPUTS(NPU_FA_TENSOR_FIELD) NPU_FA_FWD_OUTPUTS(NPU_FA_TENSOR_FIELD)
 };
@@ -181,7 +182,7 @@ Call MakeCall(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, con
               at::OptionalIntArrayRef prefix, at::OptionalIntArrayRef cuQ, at::OptionalIntArrayRef cuKv,
               int64_t sparseMode, int64_t seed, int64_t offset, c10::optional<double> softcap, int64_t pseType,
               at::OptionalIntArrayRef qStartIdx, at::OptionalIntArrayRef kvStartIdx,
-              const std::vector<c10::optional<at::Tensor>>& saved = {}) {
+              at::OptionalIntArrayRef dropoutOrigin, const std::vector<c10::optional<at::Tensor>>& saved = {}, bool partialKeys = false) {
     Call c;
     npu_fa::FaCall& call = c.call;
     call.query = Arg(q), call.key = Arg(k), call.value = Arg(v);
@@ -196,10 +197,12 @@ Call MakeCall(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, con
     a.hasSoftcap = softcap.has_value();
     a.softcap = softcap.value_or(0.0);
     a.pseType = pseType, a.qStartIdx = Ints(qStartIdx), a.kvStartIdx = Ints(kvStartIdx);
+    a.dropoutOrigin = Ints(dropoutOrigin);
     if (!saved.empty()) {  // the backward: dy, attention_in, softmax_max, softmax_sum
         call.grad = true;
         call.dy = Arg(saved[0]), call.attentionIn = Arg(saved[1]), call.softmaxMax = Arg(saved[2]);
         call.softmaxSum = Arg(saved[3]);
+        call.partialKeys = partialKeys;
     }
     if (attenMask.has_value()) c.userMask = *attenMask;
     Plan(c, q);
@@ -327,11 +330,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
     at::OptionalIntArrayRef actual_seq_kvlen, int64_t sparse_mode, int64_t seed, int64_t offset,
     const c10::optional<at::Tensor>& sink,
     c10::optional<double> softcap, int64_t pse_type, at::OptionalIntArrayRef q_start_idx,
-    at::OptionalIntArrayRef kv_start_idx, const c10::optional<at::Tensor>& dropout_mask) {
+    at::OptionalIntArrayRef kv_start_idx, const c10::optional<at::Tensor>& dropout_mask,
+    at::OptionalIntArrayRef dropout_origin) {
     const Call c = MakeCall(query, key, value, pse, padding_mask, atten_mask, sink, dropout_mask, head_num,
                             input_layout, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
                             actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, softcap, pse_type,
-                            q_start_idx, kv_start_idx);
+                            q_start_idx, kv_start_idx, dropout_origin);
     at::Tensor out = at::empty(c.info.outShape, query.options());
     at::Tensor smax = at::empty(c.info.statsShape, query.options().dtype(at::kFloat));
     at::Tensor ssum = at::empty(c.info.statsShape, query.options().dtype(at::kFloat));
@@ -379,11 +383,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
     at::OptionalIntArrayRef actual_seq_qlen, at::OptionalIntArrayRef actual_seq_kvlen, int64_t sparse_mode,
     int64_t seed, int64_t offset, const c10::optional<at::Tensor>& sink, bool deterministic,
     c10::optional<double> softcap, int64_t pse_type, at::OptionalIntArrayRef q_start_idx,
-    at::OptionalIntArrayRef kv_start_idx, const c10::optional<at::Tensor>& dropout_mask) {
+    at::OptionalIntArrayRef kv_start_idx, const c10::optional<at::Tensor>& dropout_mask,
+    at::OptionalIntArrayRef dropout_origin, bool partial_keys) {
     const Call c = MakeCall(query, key, value, pse, padding_mask, atten_mask, sink, dropout_mask, head_num,
                             input_layout, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
                             actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, softcap, pse_type,
-                            q_start_idx, kv_start_idx, {dy, attention_in, softmax_max, softmax_sum});
+                            q_start_idx, kv_start_idx, dropout_origin, {dy, attention_in, softmax_max, softmax_sum}, partial_keys);
     const npu_fa::FaProblem& p = c.p();
     const at::Tensor none = at::empty({0}, query.options());  // dpse: no pse; dsink without a sink
     if (!c.info.post.hasWork) {  // no row sees a key: every sink's probability is 1, dsink = 0
@@ -425,7 +430,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
             [&](uint64_t* size, aclOpExecutor** exec) {
                 return aclnnFlashAttentionNpuFaGradGetWorkspaceSize(
                     NPU_FA_GRAD_INPUTS(NPU_FA_ACL_TENSOR) NPU_FA_ACL_ATTRS(a, layout, seed, offset, s1Block, s2Block),
-                    deterministic, (int64_t)launch, NPU_FA_GRAD_OUTPUTS(NPU_FA_ACL_TENSOR) size, exec);
+                    deterministic, partial_keys, (int64_t)launch, NPU_FA_GRAD_OUTPUTS(NPU_FA_ACL_TENSOR) size, exec);
             },
             aclnnFlashAttentionNpuFaGrad, workspace, query, launch == 0);
     }

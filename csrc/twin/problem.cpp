@@ -36,8 +36,8 @@ npu_fa::FaCall MakeCall(const py::object& query, const py::object& key, const py
                         const py::object& actualSeqQlen, const py::object& actualSeqKvlen, int64_t sparseMode,
                         uint64_t seed, uint64_t offset, const py::object& sink, const py::object& softcap,
                         int64_t pseType, const py::object& qStartIdx, const py::object& kvStartIdx,
-                        const py::object& dropoutMask, const py::object& dy, const py::object& attentionIn,
-                        const py::object& softmaxMax, const py::object& softmaxSum, bool grad,
+                        const py::object& dropoutMask, const py::object& dropoutOrigin, const py::object& dy, const py::object& attentionIn,
+                        const py::object& softmaxMax, const py::object& softmaxSum, bool grad, bool partialKeys,
                         const std::string& dropMaskInPlaceDevice, uint32_t forceS1Block, uint32_t forceS2Block,
                         bool maskIsKernelView, bool contiguousMask) {
     npu_fa::FaCall c;
@@ -52,7 +52,9 @@ npu_fa::FaCall MakeCall(const py::object& query, const py::object& key, const py
     a.hasSoftcap = !softcap.is_none();
     a.softcap = a.hasSoftcap ? softcap.cast<double>() : 0.0;
     a.pseType = pseType, a.qStartIdx = Ints(qStartIdx), a.kvStartIdx = Ints(kvStartIdx);
+    a.dropoutOrigin = Ints(dropoutOrigin);
     c.grad = grad;
+    c.partialKeys = partialKeys;
     c.dy = Tensor(dy), c.attentionIn = Tensor(attentionIn), c.softmaxMax = Tensor(softmaxMax);
     c.softmaxSum = Tensor(softmaxSum);
     c.dropMaskInPlaceDevice = dropMaskInPlaceDevice;
@@ -125,9 +127,9 @@ void RegisterProblem(py::module_& m) {
              py::arg("actual_seq_kvlen") = py::none(), py::arg("sparse_mode") = 0, py::arg("seed") = 0,
              py::arg("offset") = 0, py::arg("sink") = py::none(), py::arg("softcap") = py::none(),
              py::arg("pse_type") = 1, py::arg("q_start_idx") = py::none(), py::arg("kv_start_idx") = py::none(),
-             py::arg("dropout_mask") = py::none(), py::arg("dy") = py::none(), py::arg("attention_in") = py::none(),
+             py::arg("dropout_mask") = py::none(), py::arg("dropout_origin") = py::none(), py::arg("dy") = py::none(), py::arg("attention_in") = py::none(),
              py::arg("softmax_max") = py::none(), py::arg("softmax_sum") = py::none(), py::arg("grad") = false,
-             py::arg("drop_mask_device") = "", py::arg("force_s1_block") = 0,
+             py::arg("partial_keys") = false,             py::arg("drop_mask_device") = "", py::arg("force_s1_block") = 0,
              py::arg("force_s2_block") = 0, py::arg("mask_is_kernel_view") = false,
              py::arg("contiguous_mask") = false)
         .def_readwrite("force_s1_block", &npu_fa::FaCall::forceS1Block)

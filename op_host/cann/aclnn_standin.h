@@ -19,7 +19,8 @@ extern "C" {
         int64_t innerPrecise, const aclIntArray *prefixOptional, const aclIntArray *actualSeqQlenOptional,        \
         const aclIntArray *actualSeqKvlenOptional, int64_t sparseMode, int64_t seed, int64_t offset,              \
         double softcap, int64_t pseType, const aclIntArray *qStartIdxOptional,                                    \
-        const aclIntArray *kvStartIdxOptional, int64_t s1Block, int64_t s2Block
+        const aclIntArray *kvStartIdxOptional, const aclIntArray *dropoutOriginOptional, int64_t s1Block,        \
+        int64_t s2Block
 
 // Inputs (optional ones nullable) and outputs in fa_kernel_args.h's order.
 #define NPU_FA_STANDIN_TENSOR(name, Name, dtypes, presence) const aclTensor *name,
@@ -38,7 +39,7 @@ aclnnStatus aclnnFlashAttentionNpuFaBlockMap(void *workspace, uint64_t workspace
                                              aclrtStream stream);
 
 aclnnStatus aclnnFlashAttentionNpuFaGradGetWorkspaceSize(
-    NPU_FA_GRAD_INPUTS(NPU_FA_STANDIN_TENSOR) NPU_FA_STANDIN_COMMON_ATTRS, bool deterministic, int64_t launch,
+    NPU_FA_GRAD_INPUTS(NPU_FA_STANDIN_TENSOR) NPU_FA_STANDIN_COMMON_ATTRS, bool deterministic, bool partialKeys, int64_t launch,
     NPU_FA_GRAD_OUTPUTS(NPU_FA_STANDIN_TENSOR) uint64_t *workspaceSize, aclOpExecutor **executor);
 aclnnStatus aclnnFlashAttentionNpuFaGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                                          aclrtStream stream);

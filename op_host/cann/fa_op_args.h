@@ -38,12 +38,12 @@ enum GradOutput : uint32_t { NPU_FA_GRAD_OUTPUTS(NPU_FA_POSITION_GRAD) };
 enum Attr : uint32_t {
     kAttrHeadNum = 0, kAttrInputLayout, kAttrScale, kAttrKeepProb, kAttrPreTokens, kAttrNextTokens,
     kAttrInnerPrecise, kAttrPrefix, kAttrActualSeqQlen, kAttrActualSeqKvlen, kAttrSparseMode, kAttrSeed,
-    kAttrOffset, kAttrSoftcap, kAttrPseType, kAttrQStartIdx, kAttrKvStartIdx, kAttrS1Block, kAttrS2Block, kCommonAttrs
+    kAttrOffset, kAttrSoftcap, kAttrPseType, kAttrQStartIdx, kAttrKvStartIdx, kAttrDropoutOrigin, kAttrS1Block, kAttrS2Block, kCommonAttrs
 };
 // The block-map op has no q/k/v inputs: their shapes and dtype come as attributes after the common ones.
 enum MapAttr : uint32_t { kMapAttrQueryShape = kCommonAttrs, kMapAttrKeyShape, kMapAttrValueShape, kMapAttrDtype };
-// The backward: deterministic (torch schema), then which kernel launch of the schedule this call is.
-enum GradAttr : uint32_t { kGradAttrDeterministic = kCommonAttrs, kGradAttrLaunch };
+// The backward: deterministic and partial_keys (torch schema), then which kernel launch of the schedule this call is.
+enum GradAttr : uint32_t { kGradAttrDeterministic = kCommonAttrs, kGradAttrPartialKeys, kGradAttrLaunch };
 
 // The planned blocks (attributes s1_block/s2_block) must be the ones the tiling chose: seq_info and the block map
 // were built for them.

@@ -87,6 +87,7 @@ inline bool ReadAttrs(const gert::RuntimeAttrs* attrs, FaAttrs& a, FaOpBlocks& b
     a.actualSeqKvlen = IntsOf(attrs->GetListInt(kAttrActualSeqKvlen));
     a.qStartIdx = IntsOf(attrs->GetListInt(kAttrQStartIdx));
     a.kvStartIdx = IntsOf(attrs->GetListInt(kAttrKvStartIdx));
+    a.dropoutOrigin = IntsOf(attrs->GetListInt(kAttrDropoutOrigin));
     return true;
 }
 
@@ -136,14 +137,19 @@ inline bool ReadCall(const Context* ctx, const FaOpInputs& in, FaCall& c, FaOpBl
     return true;
 }
 
-// The backward's saved inputs, checked against the forward's shapes.
+// The backward's saved inputs, checked against the forward's shapes, and its partial_keys; false when the
+// attribute is missing.
 template <typename Context>
-inline void ReadGradInputs(const Context* ctx, FaCall& c) {
+inline bool ReadGradInputs(const Context* ctx, FaCall& c) {
     c.grad = true;
     c.dy = InputArg(ctx, kGradDy, false);
     c.attentionIn = InputArg(ctx, kGradAttentionIn, false);
     c.softmaxMax = InputArg(ctx, kGradSoftmaxMax, false);
     c.softmaxSum = InputArg(ctx, kGradSoftmaxSum, false);
+    const bool* partial = ctx->GetAttrs()->GetBool(kGradAttrPartialKeys);
+    if (partial == nullptr) return false;
+    c.partialKeys = *partial;
+    return true;
 }
 
 // The block-map op: q/k/v shapes and dtype are attributes; the mask is its first input.
@@ -182,7 +188,7 @@ inline std::string ReadProblem(const Context* ctx, FaOpKind kind, FaCall& c, FaO
         c.forceS1Block = (uint32_t)blocks.s1Block;
         c.forceS2Block = (uint32_t)blocks.s2Block;
     }
-    if (kind == FaOpKind::kBackward) ReadGradInputs(ctx, c);
+    if (kind == FaOpKind::kBackward && !ReadGradInputs(ctx, c)) return "missing attribute partial_keys";
     const FaError e = BuildProblem(c, info);
     return e ? e.message : "";
 }

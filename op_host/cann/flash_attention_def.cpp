@@ -54,6 +54,7 @@ void CommonAttrs(OpDef& def) {
     def.Attr("pse_type").AttrType(OPTIONAL).Int(1);
     def.Attr("q_start_idx").AttrType(OPTIONAL).ListInt({});
     def.Attr("kv_start_idx").AttrType(OPTIONAL).ListInt({});
+    def.Attr("dropout_origin").AttrType(OPTIONAL).ListInt({});
     def.Attr("s1_block").AttrType(OPTIONAL).Int(0);
     def.Attr("s2_block").AttrType(OPTIONAL).Int(0);
 }
@@ -110,6 +111,7 @@ public:
         NPU_FA_GRAD_OUTPUTS(NPU_FA_OPDEF_OUTPUT)
         CommonAttrs(*this);
         this->Attr("deterministic").AttrType(OPTIONAL).Bool(false);
+        this->Attr("partial_keys").AttrType(OPTIONAL).Bool(false);
         // The backward is the grad tiling's kernel launches, sharing one workspace: which one this call is.
         this->Attr("launch").AttrType(OPTIONAL).Int(0);
         this->SetInferShape(InferShapeFlashAttentionNpuFaGrad).SetInferDataType(InferDataTypeFlashAttentionNpuFaGrad);

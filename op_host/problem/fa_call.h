@@ -41,6 +41,7 @@ struct FaAttrs {
     double softcap = 0.0;
     int64_t pseType = 1;
     FaIntList qStartIdx, kvStartIdx;
+    FaIntList dropoutOrigin;  // not in the built-in: [row, col, head, heads] of generated dropout (FaDropoutParams)
 };
 
 struct FaCall {
@@ -49,6 +50,9 @@ struct FaCall {
     // The backward's own tensors (checked against the forward's output and statistics shapes when `grad`).
     bool grad = false;
     FaTensorArg dy, attentionIn, softmaxMax, softmaxSum;
+    // The grad op's partial_keys: the call sees only part of each row's keys; softmax_max/sum and attention_in are
+    // the whole rows' (context parallelism).
+    bool partialKeys = false;
     // How the caller hands the mask over: the CANN op's mask input already is the kernel's view (a column-broadcast
     // mask as rows of kColumnBroadcastWidth bytes); the torch_npu adapter passes the view as a contiguous tensor.
     bool maskIsKernelView = false;

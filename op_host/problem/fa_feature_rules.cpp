@@ -109,6 +109,32 @@ FaError Dropout(const FaCall& c, const Dims& g, FaProblem& p, FaProblemInfo& out
                          " / 8) = " + std::to_string(need));
         }
     }
+    if (a.dropoutOrigin.present) {
+        const std::vector<int64_t>& o = a.dropoutOrigin.values;
+        const std::string what = "dropout_origin=" + List(o);
+        if (a.keepProb >= 1.0 || c.dropoutMask.present) {
+            return Value(what + " is only used by generated dropout (keep_prob < 1 without dropout_mask)");
+        }
+        if (o.size() != 4) {
+            return Value(what + " must be 4 ints [row, col, head, heads]: the call's keep bits are those of rows " +
+                         "row + i, columns col + j and head index b * heads + head + n of a larger problem");
+        }
+        for (int64_t x : o) {
+            if (x < 0 || x > 0xFFFFFFFFll) return Value(what + ": every entry must be in [0, 2^32)");
+        }
+        if (o[1] % 2 != 0) return Value(what + ": col must be even (keep bits are drawn for column pairs)");
+        if (o[3] < g.n1) {
+            return Value(what + ": heads must be at least the call's query heads (head_num=" + std::to_string(g.n1) +
+                         ")");
+        }
+        const int64_t seqs = (int64_t)SequenceShapes(p).size();
+        if (o[0] + g.s1 > 0xFFFFFFFFll || o[2] + (seqs - 1) * o[3] + g.n1 > 0xFFFFFFFFll) {
+            return Value(what + ": the rows (row + S1) and head indices (head + (B - 1) * heads + N1) must stay " +
+                         "below 2^32");
+        }
+        p.dropRow0 = (uint32_t)o[0], p.dropCol0 = (uint32_t)o[1];
+        p.dropHeadBase = (uint32_t)o[2], p.dropHeads = (uint32_t)o[3];
+    }
     if (a.keepProb >= 1.0) return {};
     p.dropMode = c.dropoutMask.present ? kDropMask : kDropGenerated;
     p.keepProb = a.keepProb;

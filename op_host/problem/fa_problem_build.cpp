@@ -474,6 +474,8 @@ FaError BuildProblem(const FaCall& c, FaProblemInfo& o) {
     o.outShape = Evaluate(o.outDims, c);
     o.statsShape = Evaluate(o.statsDims, c);
     if (c.grad && (e = GradInputs(c, o))) return e;
+    if (c.partialKeys && !c.grad) return Value("partial_keys is an argument of flash_attention_grad only");
+    p.partialKeys = c.partialKeys;
     if (!c.dropMaskInPlaceDevice.empty() && o.dropMaskRepack) {
         return NotImplemented("dropout_mask on " + c.dropMaskInPlaceDevice +
                               " needs a non-TND layout and S2 % 8 == 0 (got input_layout=" + Repr(o.layoutName) +

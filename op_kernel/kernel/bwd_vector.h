@@ -106,7 +106,7 @@ public:
             if (dq) TaskStatistics(task, own);
             if (sinkRows_ && own.count != 0) AscendC::Duplicate(SinkSums(), 0.0f, (int32_t)(own.count * 64));
             const int64_t steps = FaBwdTaskIterator::StepCount(task);
-            exactAll_ = steps == 1;
+            exactAll_ = steps == 1 && p_->partialKeys == 0;  // partial keys: other calls hold the rest
             bool any = false;
             for (int64_t i = 0; i < steps; ++i) {
                 const FaBwdStep s = FaBwdTaskIterator::StepOf(t_, task, i);
@@ -222,9 +222,11 @@ private:
 
     // dQ pass: D = rowsum(dO * O) carries the rounding of the stored output (amplified by 1 / keep_prob), which in a
     // row whose exact dS is about zero (one visible key, one dominant key) is the whole result. A row whose keys all
-    // lie in this step (the whole task is one step, or P sums to at least kExactMass over the step's keys, so other
-    // steps add nothing) has the exact D' = sum_j P_j dP_j = rowsum(dS) + D * m (m = sum_j P_j); its dS becomes
-    // P * (dP - D') = dS - P * (D' - D), and D' replaces D (later steps see P = 0 there; the dKV pass reads it).
+    // lie in this step (the whole task is one step of a call that holds all keys, or P sums to at least kExactMass
+    // over the step's keys, so other steps add nothing) has the exact D' = sum_j P_j dP_j = rowsum(dS) + D * m
+    // (m = sum_j P_j); its dS becomes P * (dP - D') = dS - P * (D' - D), and D' replaces D (later steps see P = 0
+    // there; the dKV pass reads it). With partial keys (problem.partialKeys) only the mass test counts: P comes from
+    // the whole rows' statistics, so m is the step's share of the whole row and the keys of other calls hold 1 - m.
     // Run only where such a row can exist: one-step tasks, dense masks, or a band that fits the step for some row
     // (SomeRowInsideBlock), so full attention over several key blocks pays nothing.
     // x: P, free afterwards in the dQ pass; set 1 of the statistics is scratch (the dQ pass uses set 0 only).

@@ -14,7 +14,9 @@
 // another; the hash runs on the vector unit with the dav-2201 integer ops: int32 Muls / Adds wrap modulo 2^32 (the
 // boundary-value tables' non-saturating mode), ShiftRight on uint32 is logical, and xor is (a | b) - (a & b) with
 // the 16-bit Or / And over the same bytes; int16 -> float Cast is exact, and Compares on A2 takes float.
-// npu_flash_attn/dropout.py is the host copy.
+// npu_flash_attn/dropout.py is the host copy. A call given a dropout_origin (FaDropoutParams row0, col0, headBase,
+// heads) draws the bits of its place in a larger problem: i, j and b * N1 + n above become row0 + i, col0 + j and
+// b * heads + headBase + n (context parallelism: each rank's calls drop what one device would).
 //
 // A user mask (kDropMask, the built-in's dropout_mask) is read instead: rows of maskPitch bytes in the statistics'
 // row order, bit c of a row = key column c (the host repacks masks that are not in this form).
@@ -76,14 +78,15 @@ public:
 
 private:
     __aicore__ inline void Generate(const FaScoreTile& tile) {
-        const uint64_t rowBase = ((uint64_t)tile.batch * p_->n1 + tile.head) << 32;
+        const FaDropoutParams& d = p_->drop;
+        const uint64_t rowBase = ((uint64_t)tile.batch * d.heads + d.headBase + tile.head) << 32;
         for (uint32_t r0 = 0; r0 < tile.rows; r0 += pieceRows_) {
             const uint32_t rows = tile.rows - r0 < pieceRows_ ? tile.rows - r0 : pieceRows_;
             const uint32_t pairs = w_ / 2;
             for (uint32_t r = 0; r < rows; ++r) {  // x = k * m + a per row, from the row's key
-                const uint64_t key = FaMix64(p_->drop.seedKey ^ (rowBase | (uint64_t)(tile.r0 + r0 + r)));
+                const uint64_t key = FaMix64(d.seedKey ^ (rowBase | (uint64_t)(d.row0 + tile.r0 + r0 + r)));
                 const uint32_t m = (uint32_t)(key >> 32) | 1u;
-                const uint32_t a = (uint32_t)key + (uint32_t)(tile.c0 / 2) * m;
+                const uint32_t a = (uint32_t)key + (uint32_t)((d.col0 + tile.c0) / 2) * m;
                 AscendC::Muls(x_[r * pairs], col_, (int32_t)m, (int32_t)pairs);
                 AscendC::Adds(x_[r * pairs], x_[r * pairs], (int32_t)a, (int32_t)pairs);
             }

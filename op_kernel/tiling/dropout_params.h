@@ -14,8 +14,15 @@ struct FaDropoutParams {
                          // (round(keep_prob * 2^16) - 2^15)
     float keepInv;       // 1 / keep_prob: kept probabilities are scaled by it
     uint32_t maskPitch;  // kDropMask: bytes per mask row (rows in the statistics' order, bit c = key column c)
+    // kDropGenerated: where the call sits in a larger score matrix whose bits it draws (the op's dropout_origin):
+    // row i, column j of (sequence b, head n) draw the bits of row row0 + i, column col0 + j (col0 even) and head
+    // index b * heads + headBase + n. A call on its own: 0, 0, 0 and heads = N1.
+    uint32_t row0;
+    uint32_t col0;
+    uint32_t headBase;
+    uint32_t heads;
 };
-static_assert(sizeof(FaDropoutParams) == 24, "FaDropoutParams must have no implicit padding");
+static_assert(sizeof(FaDropoutParams) == 40, "FaDropoutParams must have no implicit padding");
 
 // SplitMix64's finaliser: the dropout generator's 64-bit mixing (host tiling and kernels).
 FA_INLINE uint64_t FaMix64(uint64_t z) {

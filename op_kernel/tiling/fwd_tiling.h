@@ -47,13 +47,13 @@ struct FlashAttentionTilingData {
     uint32_t blockDim;
     uint32_t taskTotal;
     uint32_t coreTaskStart[kMaxCores + 1];
-    // An even number of 32-bit fields needs one; the other two keep the struct at the 672 bytes the recorded trace
+    // An even number of 32-bit fields needs one; the other two keep the struct at the 688 bytes the recorded trace
     // digests saw (the twin's GET_TILING_DATA record carries the size).
     uint32_t reserved[3];
 };
 static_assert(sizeof(FlashAttentionTilingData) ==
                   sizeof(FaProblemTiling) + 6 * sizeof(uint64_t) + (18 + kMaxCores + 1 + 3) * sizeof(uint32_t) &&
-              sizeof(FlashAttentionTilingData) == 672,
+              sizeof(FlashAttentionTilingData) == 688,
               "FlashAttentionTilingData must have no implicit padding");
 
 }  // namespace npu_fa

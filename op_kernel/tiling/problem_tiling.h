@@ -49,7 +49,8 @@ struct FaProblemTiling {
     uint32_t alibiMode;       // FaAlibiMode: in-kernel ALiBi from the alibi_slopes input (tile/alibi.h)
     uint32_t alibiPerBatch;   // 1: the slopes are [B, N1], else [N1]
     uint32_t pseMode;         // FaPseMode
-    uint32_t reserved;        // an even number of 32-bit fields
+    uint32_t partialKeys;     // backward only, 1: the call holds part of each row's keys (context parallelism);
+                              // the statistics and attention_in are the whole rows'
 };
 static_assert(sizeof(FaProblemTiling) == 4 * sizeof(FaStrides) + 8 * sizeof(uint64_t) + sizeof(FaDropoutParams) +
                                              24 * sizeof(uint32_t),

@@ -8,7 +8,8 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
         int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, SymInt[]? prefix=None,
         SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0,
         Tensor? sink=None, bool deterministic=False, float? softcap=None, int pse_type=1,
-        SymInt[]? q_start_idx=None, SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None)
+        SymInt[]? q_start_idx=None, SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None,
+        SymInt[]? dropout_origin=None, bool partial_keys=False)
       -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, Tensor dsink)
 
 * The shared arguments are checked by `problem.validate_flash_attention` (same rules, same messages); every mask the
@@ -38,9 +39,14 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
 * Dropout (keep_prob < 1): the forward's keep bits again, regenerated from (seed, offset) (or re-read from the same
   `dropout_mask`): dP_ij of a dropped probability is 0, of a kept one dP_ij / keep_prob, dS = P * (dP - D) with
   D = rowsum(dy * attention_in) as without dropout, and dV = (the dropped P)^T dy / keep_prob. The forward's
-  (seed, offset, keep_prob, dropout_mask) must be passed unchanged (the autograd does).
+  (seed, offset, keep_prob, dropout_mask, dropout_origin) must be passed unchanged (the autograd does).
   Head dims up to 512 like the forward: when the dK and dV sums of a key block do not both fit half of the cube's
   L0C (D + Dv > 256), a dV pass and a dK pass run instead, each in passes of at most 256 columns.
+* `partial_keys` (not in the built-in): the call sees only part of each row's keys; softmax_max/sum and
+  attention_in are the full rows' (context parallelism: `npu_flash_attn.distributed` sums the calls' dq/dk/dv).
+  Without it the dQ pass takes a one-step task to hold all of its rows' keys and makes their D exact from them;
+  with it only a step holding at least 1 - 2^-12 of a row's probability (from the full rows' statistics) does.
+  dsink of such a call counts D (1 - ps) once per call (the caller corrects the sum).
 
 Autograd: `torch.ops.npu.flash_attention` gets a backward through this op (saving query, key, value, the output
 and the two statistics; never P); softmax_max/softmax_sum are not differentiable. The same registration serves
@@ -67,8 +73,8 @@ GRAD_SCHEMA = (
     "int next_tokens=2147483647, int inner_precise=0, SymInt[]? prefix=None, SymInt[]? actual_seq_qlen=None, "
     "SymInt[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, Tensor? sink=None, "
     "bool deterministic=False, float? softcap=None, int pse_type=1, SymInt[]? q_start_idx=None, "
-    "SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, "
-    "Tensor dsink)"
+    "SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None, SymInt[]? dropout_origin=None, "
+    "bool partial_keys=False) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, Tensor dsink)"
 )
 
 
@@ -124,7 +130,7 @@ _FWD_NAMES = _forward_arg_names()
 
 _NON_TENSOR = ("head_num", "input_layout", "scale", "keep_prob", "pre_tokens", "next_tokens", "inner_precise",
                "prefix", "actual_seq_qlen", "actual_seq_kvlen", "sparse_mode", "seed", "offset", "softcap",
-               "pse_type", "q_start_idx", "kv_start_idx")
+               "pse_type", "q_start_idx", "kv_start_idx", "dropout_origin")
 
 
 def _setup_context(ctx, inputs, output):

@@ -14,7 +14,8 @@ mix64 is SplitMix64's finaliser, the last line Wellons' lowbias32. The mask depe
 chip, the core count, the tiling or the layout, so the same (seed, offset) gives bitwise the same result everywhere,
 forward and backward. Kept probabilities are scaled by 1 / keep_prob (the built-in's convention);
 softmax_max/softmax_sum describe the softmax before dropout. The keep rate is round(keep_prob * 2**16) / 2**16
-(within 8e-6 of keep_prob).
+(within 8e-6 of keep_prob). A call given `dropout_origin=[row, col, head, heads]` draws the bits of its place in a
+larger problem: (b, n, i, j) above become (head index b * heads + head + n, row + i, column col + j).
 
 User mask (`dropout_mask`, the built-in's format): uint8, 8 elements per byte (element e is bit e % 8 of byte e // 8,
 1 = keep), flattened over [B, N1, S1, S2] (TND: over each sequence's [N1, Sq, Skv] in turn), at least

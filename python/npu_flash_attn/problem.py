@@ -152,16 +152,18 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
                              atten_mask=None, scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX,
                              next_tokens=INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None,
                              actual_seq_kvlen=None, sparse_mode=0, seed=0, offset=0, sink=None, softcap=None,
-                             pse_type=1, q_start_idx=None, kv_start_idx=None, dropout_mask=None, *,
+                             pse_type=1, q_start_idx=None, kv_start_idx=None, dropout_mask=None,
+                             dropout_origin=None, *,
                              check_values: bool = True, grad: Optional[dict] = None,
-                             drop_mask_device: str = "") -> FAProblem:
+                             drop_mask_device: str = "", partial_keys: bool = False) -> FAProblem:
     """Checks every argument of npu::flash_attention (raising ValueError/TypeError naming the argument, the value and
     the rule, or NotImplementedError for features not built yet) and returns the validated problem. Python checks
     the Python types and the devices; the shape and attribute rules are the extension's problem module's, the one
     every backend runs. Reads no tensor data except a compressed `atten_mask` of modes 2-4/6-8 (compared with the
     built-in's compressed mask, on its device; skipped when check_values is False, as in the fake kernel). `grad`:
     the backward's dy/attention_in/softmax_max/softmax_sum, checked against the forward's shapes.
-    `drop_mask_device`: a device that reads a user dropout mask in place (no repacking)."""
+    `drop_mask_device`: a device that reads a user dropout mask in place (no repacking). `partial_keys`: the grad
+    op's flag (the call holds part of each row's keys)."""
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -191,12 +193,13 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
     softcap = None if softcap is None else _as_float("softcap", softcap, "a float or None")
     lists = {n: _int_list(n, v) for n, v in (("prefix", prefix), ("actual_seq_qlen", actual_seq_qlen),
                                              ("actual_seq_kvlen", actual_seq_kvlen), ("q_start_idx", q_start_idx),
-                                             ("kv_start_idx", kv_start_idx))}
+                                             ("kv_start_idx", kv_start_idx), ("dropout_origin", dropout_origin))}
     tensors = {n: _tensor_arg(t) for n, t in (("query", query), ("key", key), ("value", value), ("pse", pse),
                                               ("padding_mask", padding_mask), ("atten_mask", atten_mask),
                                               ("sink", sink), ("dropout_mask", dropout_mask), *(grad or {}).items())}
     call = native.ext().Call(**tensors, **ints, **lists, input_layout=input_layout, scale=scale, keep_prob=keep_prob,
-                             softcap=softcap, grad=grad is not None, drop_mask_device=drop_mask_device)
+                             softcap=softcap, grad=grad is not None, partial_keys=partial_keys,
+                             drop_mask_device=drop_mask_device)
     info = native.ext().flash_attention_problem(call)
     if info["compressed_mask"] and check_values and not is_fake(atten_mask):
         check_compressed_mask(atten_mask, ints["sparse_mode"])
@@ -260,17 +263,19 @@ def _max_abs_score(p: FAProblem, query: torch.Tensor, key: torch.Tensor) -> floa
     return peak
 
 
-_GRAD_ONLY = ("dy", "softmax_max", "softmax_sum", "attention_in", "deterministic")
+_GRAD_ONLY = ("dy", "softmax_max", "softmax_sum", "attention_in", "deterministic", "partial_keys")
 
 
 def validate_grad(a: dict, check_values: bool = True, drop_mask_device: str = "") -> FAProblem:
     """The forward's rules on the shared arguments (`a`: every argument by name) and the grad's own (the saved
     tensors must have the forward's output and statistics shapes and dtypes)."""
     fwd = {n: v for n, v in a.items() if n not in _GRAD_ONLY}
-    if not isinstance(a["deterministic"], bool):
-        raise TypeError(f"deterministic must be a bool, got {type(a['deterministic']).__name__}")
+    for flag in ("deterministic", "partial_keys"):
+        if not isinstance(a[flag], bool):
+            raise TypeError(f"{flag} must be a bool, got {type(a[flag]).__name__}")
     saved = {n: a[n] for n in ("dy", "attention_in", "softmax_max", "softmax_sum")}
-    return validate_flash_attention(**fwd, check_values=check_values, grad=saved, drop_mask_device=drop_mask_device)
+    return validate_flash_attention(**fwd, check_values=check_values, grad=saved, drop_mask_device=drop_mask_device,
+                                    partial_keys=a["partial_keys"])
 
 
 def in_place_device(device: torch.device) -> str:

@@ -9,6 +9,7 @@ from typing import Optional, Sequence, Union
 import torch
 import torch.distributed as dist
 
+from ..dropout import draw_seed
 from .allgather import allgather_attention
 from .blocks import OpSpec
 from .comm import SumOverRanks
@@ -79,6 +80,15 @@ def _same_local_length(s_local: int, group, world: int) -> None:
                          f"shard_sequence(..., group) of the same global sequence (world size {world})")
 
 
+def _shared_seed(seed: Optional[int], group) -> int:
+    """The caller's seed, or one drawn on the group's first rank (dropout.draw_seed) and sent to the others."""
+    if seed is not None:
+        return seed
+    t = torch.tensor([draw_seed()], dtype=torch.int64)
+    dist.broadcast(t, src=dist.get_global_rank(group, 0) if group is not None else 0, group=group)
+    return int(t)
+
+
 def context_parallel_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int,
                                input_layout: str = "BSND", *, group=None, algo: str = "ring",
                                ulysses_degree: Optional[int] = None, load_balance: str = "zigzag",
@@ -96,7 +106,10 @@ def context_parallel_attention(query: torch.Tensor, key: torch.Tensor, value: to
     2 * world tokens for zigzag, world for contiguous); sink (float32 [head_num]) joins every row's softmax once and
     its gradient is summed over the ranks; algo "ring" (any head counts), "ulysses" (head counts divisible by the
     world size), "hybrid" (ulysses_degree ranks all-to-all, a ring across the rest), "allgather" (gathers K/V).
-    Autograd gives this rank's dq / dk / dv. Sums over ranks run in a fixed order: results are bitwise
+    keep_prob < 1: dropout on the attention probabilities as the op's (seed, offset 0), each element kept or dropped
+    as one device would at its global position (the calls pass dropout_origin); seed=None draws one on the group's
+    first rank; chunks must have even lengths. Autograd gives this rank's dq / dk / dv. Sums over ranks run in a
+    fixed order: results are bitwise
     reproducible for a fixed world size whatever `deterministic` says (it is passed to the op)."""
     rank, world = group_rank_world(group)
     head_num = _int("head_num", head_num)
@@ -114,10 +127,8 @@ def context_parallel_attention(query: torch.Tensor, key: torch.Tensor, value: to
         raise TypeError(f"deterministic must be a bool, got {type(deterministic).__name__}")
     if isinstance(keep_prob, bool) or not isinstance(keep_prob, numbers.Real) or not 0.0 < keep_prob <= 1.0:
         raise ValueError(f"keep_prob={keep_prob!r} must be a float in (0, 1]")
-    if keep_prob < 1.0:
-        raise NotImplementedError(f"dropout (keep_prob={keep_prob}) under context parallelism is not built yet: the "
-                                  "op's keep bits are indexed by local positions, so CP would drop other elements "
-                                  "than one device; use keep_prob=1.0")
+    if seed is not None:
+        seed = _int("seed", seed)
     window = _window(window_size)
     bsh = layout == "BSH"
     if bsh:
@@ -160,7 +171,14 @@ def context_parallel_attention(query: torch.Tensor, key: torch.Tensor, value: to
                              f"{getattr(sink, 'dtype', type(sink).__name__)} {tuple(getattr(sink, 'shape', ()))}")
         sink = SumOverRanks.apply(sink, group)
     vis = Visibility.of(sh.lengths, sh.lengths, causal, window)
-    spec = OpSpec(head_num, layout, float(scale), softcap, deterministic)
+    if keep_prob < 1.0:
+        odd = [c for r in range(world) for c in sh.part([r]) if c.length % 2]
+        if odd:
+            raise ValueError(f"keep_prob={keep_prob} under context parallelism needs chunks of even length (keep bits "
+                             f"are drawn for column pairs), got a chunk of {odd[0].length} tokens ({load_balance} "
+                             f"over {pieces} chunks): use sequence lengths that are multiples of {2 * pieces}")
+        seed = _shared_seed(seed, group)
+    spec = OpSpec(head_num, layout, float(scale), softcap, deterministic, float(keep_prob), seed or 0)
     if algo == "ring":
         parts = tuple(sh.part([r]) for r in range(world))
         out = ring_attention(query, key, value, sink, RingSetup(group, parts, vis, spec))[0]

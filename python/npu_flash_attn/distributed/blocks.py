@@ -1,13 +1,12 @@
 """Running planned calls (`plan.Call`) of the op on one rank's buffers: forward calls merged into a `RowMerge`,
 and backward calls with the merged (global) statistics whose dq / dk / dv are summed into fp32 buffers.
 
-The backward's calls see only part of each row's keys while the statistics and the output are the whole row's.
-The grad op's dQ pass takes a one-step task to hold all of its rows' keys and makes their D exact from them
-(bwd_vector.h, ExactRowD), which is wrong for such calls: the grad op needs an argument saying the keys are partial
-(`partial_keys`, issue 29's kernel stage). Until it has one, the ring's backward refuses (NotImplementedError)."""
+The backward's calls see only part of each row's keys while the statistics and the output are the whole row's:
+they pass the grad op's `partial_keys=True`, so that its dQ pass does not take a one-step task to hold all of a
+row's keys (bwd_vector.h, ExactRowD)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import torch
@@ -16,23 +15,37 @@ from .merge import RowMerge
 from .plan import Call
 from .rows import SEQ_DIM, bnsd, op_stats, stats_rows, take
 
-__all__ = ["OpSpec", "run_forward", "run_backward", "attend_whole_rows", "grad_takes_partial_keys"]
+__all__ = ["OpSpec", "run_forward", "run_backward", "attend_whole_rows"]
 
 
 @dataclass(frozen=True)
 class OpSpec:
-    """The op's arguments every call of one context-parallel problem shares."""
+    """The op's arguments every call of one context-parallel problem shares. With dropout (keep_prob < 1) each
+    call draws the keep bits of its place in the whole problem (the op's dropout_origin): its first global row and
+    column, and its heads from `head0` of `heads_total` (Ulysses ranks hold a slice of the heads)."""
     head_num: int
     layout: str  # BSND, BNSD or TND
     scale: float
     softcap: Optional[float] = None
     deterministic: bool = False
-    extra: dict = field(default_factory=dict)
+    keep_prob: float = 1.0
+    seed: int = 0
+    head0: int = 0
+    heads_total: int = 0  # 0: head_num
+
+    @property
+    def dropping(self) -> bool:
+        """Calls must then each cover one run of global rows and one of global columns (plan_calls' contiguous)."""
+        return self.keep_prob < 1.0
 
     def kwargs(self, call: Call) -> dict:
-        kw = dict(scale=self.scale, **call.mask_kwargs(), **self.extra)
+        kw = dict(scale=self.scale, **call.mask_kwargs())
         if self.softcap is not None:
             kw["softcap"] = self.softcap
+        if self.dropping:
+            sub, heads = call.subs[0], self.heads_total or self.head_num
+            kw.update(keep_prob=self.keep_prob, seed=self.seed,
+                      dropout_origin=[sub.q0, sub.k0, sub.seq * heads + self.head0, heads])
         if self.layout == "TND":
             kw["actual_seq_qlen"] = _cumulative(s.lq for s in call.subs)
             kw["actual_seq_kvlen"] = _cumulative(s.lk for s in call.subs)
@@ -57,10 +70,6 @@ def run_forward(spec: OpSpec, merge: RowMerge, q: torch.Tensor, k: torch.Tensor,
             spec.layout, **spec.kwargs(call))
         lq = [s.lq for s in call.subs]
         merge.add(rows, bnsd(out, spec.layout), stats_rows(smax, spec.layout, lq), stats_rows(ssum, spec.layout, lq))
-
-
-def grad_takes_partial_keys() -> bool:
-    return any(a.name == "partial_keys" for a in torch.ops.npu.flash_attention_grad.default._schema.arguments)
 
 
 def run_backward(spec: OpSpec, q, k, v, dy, out, smax_rows, ssum_rows, sink: Optional[torch.Tensor],

@@ -4,6 +4,7 @@ for heads / degree of the heads; a ring across the Ulysses groups (ranks with th
 attends those chunks against every other group's, and the inverse all-to-all returns the output."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import torch
@@ -44,7 +45,7 @@ def hybrid_attention(q, k, v, sink: Optional[torch.Tensor], sh: Sharding, vis: V
     parts = tuple(sh.part(range(g * degree, (g + 1) * degree)) for g in range(members))
     heads = spec.head_num // degree
     slot = rank % degree
-    local = OpSpec(heads, layout, spec.scale, spec.softcap, spec.deterministic, spec.extra)
+    local = replace(spec, head_num=heads, head0=slot * heads, heads_total=spec.head_num)
     setup = RingSetup(ring, parts, vis, local)
     qh, kh, vh = (seq_to_heads(t, layout, uly) for t in (q, k, v))
     sink_h = None if sink is None else sink[slot * heads:(slot + 1) * heads]

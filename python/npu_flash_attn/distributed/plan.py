@@ -6,7 +6,9 @@ full or partial. A call takes some query chunks (rows) and some key chunks (colu
 and must reproduce every pair's visibility with one band of the op (sparse_mode 4 in call coordinates, or 0 when
 nothing is masked). The planner tries all visible pairs of a sequence in one call, then one call per query chunk,
 then one call per pair; pairs with nothing visible are never launched. TND calls group sequences whose bands agree
-(their rows disjoint), so a step is one varlen launch in the common cases."""
+(their rows disjoint), so a step is one varlen launch in the common cases. `contiguous` (dropout, whose keep bits
+a call draws from its first global row and column): a call's rows must be one run of global positions and so must
+its columns, and TND calls hold one sequence."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,9 +50,13 @@ class Visibility:
 
 @dataclass(frozen=True)
 class SubCall:
-    """One sequence of a call: its query rows and key columns as (first, length) runs of the local buffers."""
+    """One sequence of a call: its query rows and key columns as (first, length) runs of the local buffers, the
+    sequence and the global positions of its first row and first column."""
     rows: tuple[tuple[int, int], ...]
     cols: tuple[tuple[int, int], ...]
+    seq: int = 0
+    q0: int = 0
+    k0: int = 0
 
     @property
     def lq(self) -> int:
@@ -150,41 +156,48 @@ def _visible(qa: Chunk, kc: Chunk, vis: Visibility) -> bool:
     return _pair_range(qa, 0, kc, 0, vis)[1] is not None
 
 
-def _sequence_calls(qs: Sequence[Chunk], ks: Sequence[Chunk], vis: Visibility):
+def _one_run(chunks: Sequence[Chunk]) -> bool:
+    return all(b.start == a.start + a.length for a, b in zip(chunks, chunks[1:]))
+
+
+def _sequence_calls(qs: Sequence[Chunk], ks: Sequence[Chunk], vis: Visibility, contiguous: bool):
     """[(rows, cols, (mode, pre, next))] for one sequence's chunks."""
     seen = {(qa, kc): _visible(qa, kc, vis) for qa in qs for kc in ks}
     rows = [qa for qa in qs if any(seen[(qa, kc)] for kc in ks)]
     cols = [kc for kc in ks if any(seen[(qa, kc)] for qa in qs)]
     if not rows:
         return []
-    groups = [(rows, cols)]
-    band = _band(rows, cols, vis)
-    if band is None:
-        groups = [(qa_list, [kc for kc in cols if seen[(qa_list[0], kc)]]) for qa_list in ([qa] for qa in rows)]
+
+    def planned(groups):
         bands = [_band(r, c, vis) for r, c in groups]
-        if any(b is None for b in bands):
-            groups = [([qa], [kc]) for qa in rows for kc in cols if seen[(qa, kc)]]
-            bands = [_band(r, c, vis) for r, c in groups]
-    else:
-        bands = [band]
+        ok = all(b is not None and (not contiguous or (_one_run(r) and _one_run(c))) for (r, c), b in zip(groups, bands))
+        return bands if ok else None
+
+    for groups in ([(rows, cols)],
+                   [([qa], [kc for kc in cols if seen[(qa, kc)]]) for qa in rows],
+                   [([qa], [kc]) for qa in rows for kc in cols if seen[(qa, kc)]]):
+        bands = planned(groups)
+        if bands is not None:
+            break
+    else:  # a single chunk pair is always one band and one run; kept as a guard against planner bugs
+        raise AssertionError("context parallel planner: a chunk pair has no band")
     out = []
     for (r, c), b in zip(groups, bands):
-        if b is None:  # a single chunk pair is always one band; kept as a guard against planner bugs
-            raise AssertionError("context parallel planner: a chunk pair has no band")
         lq, lk = sum(x.length for x in r), sum(x.length for x in c)
-        out.append((SubCall(_runs(r), _runs(c)), _mode(b[0], b[1], lq, lk)))
+        out.append((SubCall(_runs(r), _runs(c), r[0].seq, r[0].start, c[0].start), _mode(b[0], b[1], lq, lk)))
     return out
 
 
-def plan_calls(q_part: Sequence[Chunk], kv_part: Sequence[Chunk], vis: Visibility, varlen: bool) -> list[Call]:
+def plan_calls(q_part: Sequence[Chunk], kv_part: Sequence[Chunk], vis: Visibility, varlen: bool,
+               contiguous: bool = False) -> list[Call]:
     """The launches for query chunks `q_part` against key/value chunks `kv_part` (see the module docstring)."""
     seqs = sorted({c.seq for c in q_part})
     subs = []
     for b in seqs:
         qs = [c for c in q_part if c.seq == b]
         ks = [c for c in kv_part if c.seq == b]
-        subs.extend(_sequence_calls(qs, ks, vis))
-    if not varlen:
+        subs.extend(_sequence_calls(qs, ks, vis, contiguous))
+    if not varlen or contiguous:
         return [Call((s,), *m) for s, m in subs]
     calls: list[tuple[list[SubCall], tuple, set]] = []
     for s, m in subs:

@@ -11,7 +11,7 @@ from typing import Optional
 import torch
 import torch.distributed as dist
 
-from .blocks import OpSpec, grad_takes_partial_keys, run_backward, run_forward
+from .blocks import OpSpec, run_backward, run_forward
 from .comm import RingExchange
 from .merge import RowMerge
 from .plan import Visibility, plan_calls
@@ -38,7 +38,8 @@ def _from_bnsd(x: torch.Tensor, layout: str) -> torch.Tensor:
 
 
 def _calls(setup: RingSetup, rank: int, src: int):
-    return plan_calls(setup.parts[rank], setup.parts[src], setup.vis, setup.spec.layout == "TND")
+    return plan_calls(setup.parts[rank], setup.parts[src], setup.vis, setup.spec.layout == "TND",
+                      setup.spec.dropping)
 
 
 def _kv_buffers(k, v):
@@ -67,11 +68,6 @@ class _Ring(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dy, _dmax, _dsum):
-        if not grad_takes_partial_keys():  # before any send, so no rank is left waiting
-            raise NotImplementedError(
-                "the backward of algo='ring' and algo='hybrid' is not built yet: it calls the grad op on blocks "
-                "holding part of each row's keys, which the op cannot be told yet (a partial_keys argument, "
-                "issue 29); train with algo='allgather' or algo='ulysses', whose backward is built")
         q, k, v, out, smax, ssum, sink = ctx.saved_tensors
         setup = ctx.setup
         group, spec = setup.group, setup.spec

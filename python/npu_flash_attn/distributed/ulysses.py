@@ -4,6 +4,7 @@ back; the backward is the same all-to-alls reversed around the op's own backward
 must divide by the group size."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import torch
@@ -47,8 +48,8 @@ def ulysses_attention(q, k, v, sink: Optional[torch.Tensor], sh: Sharding, vis: 
     back = permutation(natural, gathered).to(q.device)
     qh, kh, vh = (seq_to_heads(t, layout, group).index_select(dim, to_natural) for t in (q, k, v))
     heads = spec.head_num // world
-    local = OpSpec(heads, layout, spec.scale, spec.softcap, spec.deterministic, spec.extra)
+    local = replace(spec, head_num=heads, head0=rank * heads, heads_total=spec.head_num)
     sink_h = None if sink is None else sink[rank * heads:(rank + 1) * heads]
-    calls = plan_calls(natural, natural, vis, layout == "TND")
+    calls = plan_calls(natural, natural, vis, layout == "TND", spec.dropping)
     out = attend_whole_rows(local, qh, kh, vh, sink_h, calls)
     return heads_to_seq(out.index_select(dim, back), layout, group)
