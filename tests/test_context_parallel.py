@@ -1,7 +1,8 @@
 """npu_flash_attn.distributed against float64 attention over the whole sequence, in gloo process groups of 2 and 4
 ranks spawned here (cp_harness.py): the four algorithms under causal, full and windowed masks, BSND / BNSD / BSH /
 TND, GQA, sinks, softcap, both load balances; forward and backward (dq/dk/dv/dsink); dropout, whose reference is
-one device's dropout with the same seed (a different keep decision anywhere misses the criterion by far);
+one device's dropout with the same seed (a different keep decision anywhere misses the criterion by far); ALiBi
+(slopes per head or per batch / sequence, the bias over global positions);
 reproducibility; the argument errors. Each spawn runs many cases; the wide grid is marked slow."""
 from __future__ import annotations
 
@@ -48,6 +49,9 @@ _ERRORS = [
     ("algo", dict(algo="star"), "ValueError", "algo='star' is not supported"),
     ("dropout odd chunks", dict(algo="ring", keep_prob=0.9), "ValueError", "needs chunks of even length"),
     ("sink shape", dict(algo="ring", bad_sink=True), "ValueError", "sink must be a float32 tensor of shape [4]"),
+    ("alibi shape", dict(algo="ring", bad_alibi=True), "ValueError", "alibi_slopes shape (3, 2, 4) must be [N]"),
+    ("alibi batches", dict(algo="ulysses", layout="TND", seq_chunks=[2, 2], alibi="batch", bad_alibi_batches=True),
+     "ValueError", "alibi_slopes shape (3, 4) must be [4] or [2, 4]: one slope per query head and sequence"),
 ]
 
 
@@ -89,6 +93,11 @@ def test_context_parallel_two_ranks():
         _case("ulysses BSND deterministic", algo="ulysses", causal=True, sink=True, repeat=True),
         _case("allgather TND deterministic", algo="allgather", layout="TND", seq_chunks=[3, 2], causal=True,
               repeat=True),
+        _case("ring BSND causal alibi grad sink", algo="ring", causal=True, sink=True, alibi="head", grad=True),
+        _case("ring TND full alibi grad", algo="ring", layout="TND", seq_chunks=[3, 2], alibi="batch", grad=True),
+        _case("ulysses BSND full alibi grad", algo="ulysses", alibi="batch", grad=True),
+        _case("allgather TND causal alibi dropout grad", algo="allgather", layout="TND", seq_chunks=[2, 4],
+              causal=True, alibi="head", keep_prob=0.8, grad=True),
     ]
     errors = _error_cases()
     results = spawn(cases + errors, world=2)
@@ -114,6 +123,13 @@ def test_context_parallel_four_ranks():
         _case("hybrid BSND causal dropout grad sink", algo="hybrid", ulysses_degree=2, s_chunks=2, causal=True,
               sink=True, keep_prob=0.8, grad=True, b=1),
         _case("ring TND dropout grad", algo="ring", layout="TND", seq_chunks=[2, 4], keep_prob=0.8, grad=True),
+        _case("hybrid BSND causal alibi grad", algo="hybrid", ulysses_degree=2, s_chunks=2, causal=True,
+              alibi="batch", grad=True, b=2),
+        _case("ring TND causal alibi grad sink", algo="ring", layout="TND", seq_chunks=[2, 1], causal=True,
+              alibi="head", sink=True, grad=True),
+        _case("ulysses TND full alibi grad", algo="ulysses", layout="TND", seq_chunks=[1, 2], n2=4, alibi="batch",
+              grad=True),
+        _case("allgather BSND full alibi grad", algo="allgather", s_chunks=2, alibi="head", grad=True, b=1),
     ]
     _check(spawn(cases, world=4), cases)
 

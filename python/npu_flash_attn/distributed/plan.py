@@ -6,8 +6,8 @@ full or partial. A call takes some query chunks (rows) and some key chunks (colu
 and must reproduce every pair's visibility with one band of the op (sparse_mode 4 in call coordinates, or 0 when
 nothing is masked). The planner tries all visible pairs of a sequence in one call, then one call per query chunk,
 then one call per pair; pairs with nothing visible are never launched. TND calls group sequences whose bands agree
-(their rows disjoint), so a step is one varlen launch in the common cases. `contiguous` (dropout, whose keep bits
-a call draws from its first global row and column): a call's rows must be one run of global positions and so must
+(their rows disjoint), so a step is one varlen launch in the common cases. `contiguous` (dropout and ALiBi, which
+place a call by its first global row and column): a call's rows must be one run of global positions and so must
 its columns, and TND calls hold one sequence."""
 from __future__ import annotations
 
