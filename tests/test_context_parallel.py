@@ -40,6 +40,8 @@ _ERRORS = [
     ("ulysses degree", dict(algo="ulysses", ulysses_degree=1), "ValueError", "must be None or the world size"),
     ("world mismatch", dict(algo="ring", layout="TND", seq_chunks=[3, 1], cp_cu_seqlens=[0, 12, 24]),
      "ValueError", "over the world size"),
+    ("uneven parts", dict(algo="allgather", uneven=True), "ValueError",
+     "the ranks hold different local sequence lengths [10, 8]"),
     ("cu no leading 0", dict(algo="ring", layout="TND", seq_chunks=[2, 2], cp_cu_seqlens=[8, 16]),
      "ValueError", "must start with 0"),
     ("cu indivisible", dict(algo="allgather", layout="TND", seq_chunks=[2, 2], cp_cu_seqlens=[0, 6, 16]),
@@ -111,6 +113,8 @@ def test_context_parallel_two_ranks():
 def test_context_parallel_four_ranks():
     """One spawn of 4 ranks: forward and backward of hybrid (2 x 2), ring, Ulysses and all-gather."""
     cases = [
+        _case("hybrid BSND deterministic", algo="hybrid", ulysses_degree=2, s_chunks=2, causal=True, sink=True,
+              alibi="head", repeat=True, b=1),
         _case("hybrid TND causal grad sink", algo="hybrid", ulysses_degree=2, layout="TND", seq_chunks=[2, 1],
               causal=True, sink=True, grad=True),
         _case("hybrid BSND full grad", algo="hybrid", ulysses_degree=2, s_chunks=2, grad=True, b=1),
