@@ -24,6 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
+from ..distributed.plan import Visibility, plan_calls
+from ..distributed.sharding import Sharding
+
 __all__ = ["LinkParam", "LINK_PARAMS", "NODE_NPUS", "CORNERS", "link_values", "same_node", "transfer_us",
            "ring_transfer_us", "all_to_all_us", "all_gather_us", "ring_step", "CallShape", "CpProblem",
            "model_algorithm", "kernel_time", "check_problem", "cp_report"]
@@ -168,7 +171,6 @@ class CpProblem:
 
 def _plan_shapes(problem: CpProblem, q_part, kv_part, heads: int, kv_heads: int, backward: bool,
                  partial_keys: bool) -> list[CallShape]:
-    from ..distributed.plan import Visibility, plan_calls
     vis = Visibility.of((problem.seqlen,), (problem.seqlen,), problem.causal, None)
     out = []
     for c in plan_calls(q_part, kv_part, vis, False):
@@ -237,7 +239,6 @@ def _whole_rows(problem: CpProblem, time_of, q_parts, kv_part, heads: int, kv_he
 
 def model_algorithm(problem: CpProblem, time_of: Callable[[CallShape], float], p: dict) -> dict:
     """{forward, backward, step}: compute_us, exposed_comm_us (by term), total_us, efficiency = compute / total."""
-    from ..distributed.sharding import Sharding
     w, b, d, e = problem.world, problem.batch, problem.head_dim, problem.dtype_bytes
     sh = Sharding((problem.seqlen,), w, "zigzag")
     fwd, bwd = _Timeline(), _Timeline()
@@ -277,7 +278,7 @@ def model_algorithm(problem: CpProblem, time_of: Callable[[CallShape], float], p
 def kernel_time(chip: str, head_dim: int, dtype: str, sample_blocks: int = 2) -> Callable[[CallShape], float]:
     """modeled_time_us of a call from the profiler (model-only, `sample_blocks` sampled AI cores), memoized: the
     same shape recurs across ranks and steps."""
-    from . import profiler
+    from . import profiler  # here: the link model itself needs no extension
     memo: dict = {}
 
     def time_of(s: CallShape) -> float:
