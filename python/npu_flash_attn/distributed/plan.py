@@ -161,7 +161,10 @@ def _one_run(chunks: Sequence[Chunk]) -> bool:
 
 
 def _sequence_calls(qs: Sequence[Chunk], ks: Sequence[Chunk], vis: Visibility, contiguous: bool):
-    """[(rows, cols, (mode, pre, next))] for one sequence's chunks."""
+    """[(rows, cols, (mode, pre, next))] for one sequence's chunks, taken in global order (a call's rows and columns
+    may come from anywhere in the buffers): chunks that hold one run of global positions then sit together, so a
+    hybrid ring member's zigzag chunks of several ranks form one causal band as one rank's two chunks do."""
+    qs, ks = sorted(qs, key=lambda c: c.start), sorted(ks, key=lambda c: c.start)
     seen = {(qa, kc): _visible(qa, kc, vis) for qa in qs for kc in ks}
     rows = [qa for qa in qs if any(seen[(qa, kc)] for kc in ks)]
     cols = [kc for kc in ks if any(seen[(qa, kc)] for qa in qs)]
