@@ -112,9 +112,9 @@ def context_parallel_attention(query: torch.Tensor, key: torch.Tensor, value: to
     as one device would at its global position (the calls pass dropout_origin); seed=None draws one on the group's
     first rank; chunks must have even lengths. alibi_slopes (float32 [head_num] or [B, head_num], B the batch or,
     with TND, the number of sequences) adds flash_attn's -slope * |i - j| over global positions (the op's in-kernel
-    ALiBi, each call given its global start indices); the slopes get no gradient. Autograd gives this rank's dq / dk / dv. Sums over ranks run in a
-    fixed order: results are bitwise
-    reproducible for a fixed world size whatever `deterministic` says (it is passed to the op)."""
+    ALiBi, each call given its global start indices); the slopes get no gradient. Autograd gives this rank's dq /
+    dk / dv. Sums over ranks run in a fixed order: results are bitwise reproducible for a fixed world size whatever
+    `deterministic` says (it is passed to the op)."""
     rank, world = group_rank_world(group)
     head_num = _int("head_num", head_num)
     if not isinstance(input_layout, str) or input_layout.upper() not in _LAYOUTS:

@@ -30,7 +30,8 @@ from ..varlen import lengths
 from . import args, stats
 
 __all__ = ["flash_attn_func", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func", "flash_attn_varlen_func",
-           "flash_attn_varlen_qkvpacked_func", "flash_attn_varlen_kvpacked_func", "check_alibi_slopes", "alibi_op_args"]
+           "flash_attn_varlen_qkvpacked_func", "flash_attn_varlen_kvpacked_func", "check_alibi_slopes",
+           "alibi_op_args"]
 
 
 def _band(causal: bool, window_size) -> dict:
