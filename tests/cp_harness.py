@@ -89,6 +89,15 @@ def _shapes(case, world):
     return [(b, n1, s, d), (b, n2, s, d), (b, n2, s, d)], 2, None
 
 
+def _slopes(case, gen, batches: int) -> torch.Tensor:
+    """BLOOM's geometric ALiBi slopes 2^(-8 (h + 1) / N1), jittered so that a head or batch mix-up shows; per head,
+    or per (batch, head) when case["alibi"] == "batch"."""
+    n1 = case["n1"]
+    base = torch.tensor([2 ** (-8 * (h + 1) / n1) for h in range(n1)])
+    shape = (batches, n1) if case["alibi"] == "batch" else (n1,)
+    return (base * torch.empty(shape).uniform_(0.5, 1.5, generator=gen)).float()
+
+
 def _ref_kwargs(case, d, cu):
     """The single-device op's arguments (the float64 model's) for the case's global mask."""
     kw = dict(scale=d ** -0.5)
@@ -118,6 +127,7 @@ def run_case(case: dict, rank: int, world: int):
     q, k, v = (torch.randn(s, generator=gen).to(dt) for s in shapes)
     dy = torch.randn(shapes[0][:-1] + (shapes[2][-1],), generator=gen).to(dt)
     sink = torch.randn(case["n1"], generator=gen) if case.get("sink") else None
+    alibi = _slopes(case, gen, len(cu) - 1 if cu is not None else shapes[0][0]) if case.get("alibi") else None
     lb = case.get("load_balance", "zigzag")
     cp_cu = case.get("cp_cu_seqlens", cu)
 
@@ -131,9 +141,15 @@ def run_case(case: dict, rank: int, world: int):
     kwargs = dict(algo=case["algo"], load_balance=lb, causal=case.get("causal", False),
                   window_size=case.get("window"), cu_seqlens=cp_cu, sink=sink_leaf, softcap=case.get("softcap"),
                   ulysses_degree=case.get("ulysses_degree"), keep_prob=case.get("keep_prob", 1.0), seed=case["seed"],
-                  deterministic=case.get("deterministic", False))
+                  alibi_slopes=alibi, deterministic=case.get("deterministic", False))
     if case.get("bad_sink"):
         kwargs["sink"] = torch.zeros(3)  # three logits for four heads
+    if case.get("bad_alibi"):
+        kwargs["alibi_slopes"] = torch.ones(3, shapes[0][0], 4)  # 3-D slopes
+    if case.get("bad_alibi_batches"):
+        kwargs["alibi_slopes"] = torch.ones(alibi.shape[0] + 1, case["n1"])  # one row too many
+    if case.get("uneven") and rank == 1:  # a rank whose part is not from the same sharding as the others'
+        leaves = [t.narrow(seq_dim, 0, t.shape[seq_dim] - 2) for t in leaves]
     if "expect_error" in case:
         try:
             context_parallel_attention(*leaves, case["n1"], case["layout"], **kwargs)
@@ -161,6 +177,8 @@ def run_case(case: dict, rank: int, world: int):
     kw = _ref_kwargs(case, shapes[0][-1] if layout != "BSH" else shapes[0][-1] // n1, cu)
     if sink is not None:
         kw["sink"] = sink
+    if alibi is not None:  # -slope * |i - j| over the whole sequence's positions
+        kw.update(pse=alibi, pse_type=2, q_start_idx=[0], kv_start_idx=[0])
     d64 = {n: (x.double() if isinstance(x, torch.Tensor) else x) for n, x in kw.items()}
     ref = [t.double().requires_grad_() for t in (q, k, v)]
     if sink is not None:

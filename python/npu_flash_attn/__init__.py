@@ -20,7 +20,8 @@ Modules, by concern (docs/architecture.md is the map):
   distributed       context parallelism over torch.distributed (ring, Ulysses, hybrid, all-gather; imported on
                     demand: `from npu_flash_attn.distributed import context_parallel_attention`)
   twin              any Ascend C kernel source on the CPU twin (compile_kernel)
-  tools             profiler, baselines, the command line (`python -m npu_flash_attn`)
+  tools             profiler, baselines, modeled context-parallel scaling, the command line
+                    (`python -m npu_flash_attn`)
   reference         the float64 model the tests compare with (never imported by the ops)
   criterion         the FlashAttention test criterion against that model
 """

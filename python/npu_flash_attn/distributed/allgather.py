@@ -22,5 +22,5 @@ def allgather_attention(q, k, v, sink: Optional[object], sh: Sharding, vis: Visi
     natural = sh.natural()
     to_natural = permutation(sh.part(range(world)), natural).to(k.device)
     k_all, v_all = (AllGatherSeq.apply(t, dim, group).index_select(dim, to_natural) for t in (k, v))
-    calls = plan_calls(sh.part([rank]), natural, vis, spec.layout == "TND", spec.dropping)
+    calls = plan_calls(sh.part([rank]), natural, vis, spec.layout == "TND", spec.one_run)
     return attend_whole_rows(spec, q, k_all, v_all, sink, calls)

@@ -10,6 +10,7 @@ import torch
 import torch.distributed as dist
 
 from ..dropout import draw_seed
+from ..interfaces.flash_attn import check_alibi_slopes
 from .allgather import allgather_attention
 from .blocks import OpSpec
 from .comm import SumOverRanks
@@ -97,6 +98,7 @@ def context_parallel_attention(query: torch.Tensor, key: torch.Tensor, value: to
                                cu_seqlens: Optional[Union[Sequence[int], torch.Tensor]] = None,
                                sink: Optional[torch.Tensor] = None, softcap: Optional[float] = None,
                                keep_prob: float = 1.0, seed: Optional[int] = None,
+                               alibi_slopes: Optional[torch.Tensor] = None,
                                deterministic: bool = False) -> torch.Tensor:
     """This rank's attention output for its shard of the sequence (inputs as `shard_sequence` returns them, the
     same `load_balance`), equal to attention over the whole sequence once unsharded.
@@ -108,9 +110,11 @@ def context_parallel_attention(query: torch.Tensor, key: torch.Tensor, value: to
     world size), "hybrid" (ulysses_degree ranks all-to-all, a ring across the rest), "allgather" (gathers K/V).
     keep_prob < 1: dropout on the attention probabilities as the op's (seed, offset 0), each element kept or dropped
     as one device would at its global position (the calls pass dropout_origin); seed=None draws one on the group's
-    first rank; chunks must have even lengths. Autograd gives this rank's dq / dk / dv. Sums over ranks run in a
-    fixed order: results are bitwise
-    reproducible for a fixed world size whatever `deterministic` says (it is passed to the op)."""
+    first rank; chunks must have even lengths. alibi_slopes (float32 [head_num] or [B, head_num], B the batch or,
+    with TND, the number of sequences) adds flash_attn's -slope * |i - j| over global positions (the op's in-kernel
+    ALiBi, each call given its global start indices); the slopes get no gradient. Autograd gives this rank's dq /
+    dk / dv. Sums over ranks run in a fixed order: results are bitwise reproducible for a fixed world size whatever
+    `deterministic` says (it is passed to the op)."""
     rank, world = group_rank_world(group)
     head_num = _int("head_num", head_num)
     if not isinstance(input_layout, str) or input_layout.upper() not in _LAYOUTS:
@@ -170,6 +174,12 @@ def context_parallel_attention(query: torch.Tensor, key: torch.Tensor, value: to
             raise ValueError(f"sink must be a float32 tensor of shape [{n1}] (one logit per query head), got "
                              f"{getattr(sink, 'dtype', type(sink).__name__)} {tuple(getattr(sink, 'shape', ()))}")
         sink = SumOverRanks.apply(sink, group)
+    alibi = check_alibi_slopes(alibi_slopes, query, n1)
+    if alibi is not None:
+        batches = len(sh.lengths) if layout == "TND" else query.shape[0]
+        if alibi.dim() == 2 and alibi.shape[0] != batches:
+            raise ValueError(f"alibi_slopes shape {tuple(alibi.shape)} must be [{n1}] or [{batches}, {n1}]: one slope "
+                             f"per query head{' and sequence' if layout == 'TND' else ' and batch'}")
     vis = Visibility.of(sh.lengths, sh.lengths, causal, window)
     if keep_prob < 1.0:
         odd = [c for r in range(world) for c in sh.part([r]) if c.length % 2]
@@ -178,7 +188,7 @@ def context_parallel_attention(query: torch.Tensor, key: torch.Tensor, value: to
                              f"are drawn for column pairs), got a chunk of {odd[0].length} tokens ({load_balance} "
                              f"over {pieces} chunks): use sequence lengths that are multiples of {2 * pieces}")
         seed = _shared_seed(seed, group)
-    spec = OpSpec(head_num, layout, float(scale), softcap, deterministic, float(keep_prob), seed or 0)
+    spec = OpSpec(head_num, layout, float(scale), softcap, deterministic, float(keep_prob), seed or 0, alibi=alibi)
     if algo == "ring":
         parts = tuple(sh.part([r]) for r in range(world))
         out = ring_attention(query, key, value, sink, RingSetup(group, parts, vis, spec))[0]

@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 
 import torch
 
+from ..interfaces.flash_attn import alibi_op_args
 from .merge import RowMerge
 from .plan import Call
 from .rows import SEQ_DIM, bnsd, op_stats, stats_rows, take
@@ -22,7 +23,9 @@ __all__ = ["OpSpec", "run_forward", "run_backward", "attend_whole_rows"]
 class OpSpec:
     """The op's arguments every call of one context-parallel problem shares. With dropout (keep_prob < 1) each
     call draws the keep bits of its place in the whole problem (the op's dropout_origin): its first global row and
-    column, and its heads from `head0` of `heads_total` (Ulysses ranks hold a slice of the heads)."""
+    column, and its heads from `head0` of `heads_total` (Ulysses ranks hold a slice of the heads). With ALiBi
+    (`alibi`: the slopes of all heads, float32 [N1] or [B, N1]; B = the sequences with TND) each call passes the
+    global positions of its first row and column as the op's start indices, and its heads' slopes."""
     head_num: int
     layout: str  # BSND, BNSD or TND
     scale: float
@@ -32,20 +35,32 @@ class OpSpec:
     seed: int = 0
     head0: int = 0
     heads_total: int = 0  # 0: head_num
+    alibi: Optional[torch.Tensor] = None
 
     @property
     def dropping(self) -> bool:
-        """Calls must then each cover one run of global rows and one of global columns (plan_calls' contiguous)."""
         return self.keep_prob < 1.0
+
+    @property
+    def one_run(self) -> bool:
+        """Calls must each cover one run of global rows and one of global columns (plan_calls' contiguous): the
+        dropout origin and the ALiBi start indices place a call by its first row and column only."""
+        return self.dropping or self.alibi is not None
 
     def kwargs(self, call: Call) -> dict:
         kw = dict(scale=self.scale, **call.mask_kwargs())
+        sub = call.subs[0]
         if self.softcap is not None:
             kw["softcap"] = self.softcap
         if self.dropping:
-            sub, heads = call.subs[0], self.heads_total or self.head_num
+            heads = self.heads_total or self.head_num
             kw.update(keep_prob=self.keep_prob, seed=self.seed,
                       dropout_origin=[sub.q0, sub.k0, sub.seq * heads + self.head0, heads])
+        if self.alibi is not None:  # self-attention: Sk - Sq = 0, query and key positions are both global
+            slopes = self.alibi[..., self.head0:self.head0 + self.head_num]
+            if slopes.dim() == 2 and self.layout == "TND":  # one sequence per call
+                slopes = slopes[sub.seq:sub.seq + 1]
+            kw.update(alibi_op_args(slopes.contiguous(), sub.q0, sub.k0))
         if self.layout == "TND":
             kw["actual_seq_qlen"] = _cumulative(s.lq for s in call.subs)
             kw["actual_seq_kvlen"] = _cumulative(s.lk for s in call.subs)

@@ -6,8 +6,8 @@ full or partial. A call takes some query chunks (rows) and some key chunks (colu
 and must reproduce every pair's visibility with one band of the op (sparse_mode 4 in call coordinates, or 0 when
 nothing is masked). The planner tries all visible pairs of a sequence in one call, then one call per query chunk,
 then one call per pair; pairs with nothing visible are never launched. TND calls group sequences whose bands agree
-(their rows disjoint), so a step is one varlen launch in the common cases. `contiguous` (dropout, whose keep bits
-a call draws from its first global row and column): a call's rows must be one run of global positions and so must
+(their rows disjoint), so a step is one varlen launch in the common cases. `contiguous` (dropout and ALiBi, which
+place a call by its first global row and column): a call's rows must be one run of global positions and so must
 its columns, and TND calls hold one sequence."""
 from __future__ import annotations
 
@@ -161,7 +161,10 @@ def _one_run(chunks: Sequence[Chunk]) -> bool:
 
 
 def _sequence_calls(qs: Sequence[Chunk], ks: Sequence[Chunk], vis: Visibility, contiguous: bool):
-    """[(rows, cols, (mode, pre, next))] for one sequence's chunks."""
+    """[(rows, cols, (mode, pre, next))] for one sequence's chunks, taken in global order (a call's rows and columns
+    may come from anywhere in the buffers): chunks that hold one run of global positions then sit together, so a
+    hybrid ring member's zigzag chunks of several ranks form one causal band as one rank's two chunks do."""
+    qs, ks = sorted(qs, key=lambda c: c.start), sorted(ks, key=lambda c: c.start)
     seen = {(qa, kc): _visible(qa, kc, vis) for qa in qs for kc in ks}
     rows = [qa for qa in qs if any(seen[(qa, kc)] for kc in ks)]
     cols = [kc for kc in ks if any(seen[(qa, kc)] for qa in qs)]

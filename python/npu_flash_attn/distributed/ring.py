@@ -39,7 +39,7 @@ def _from_bnsd(x: torch.Tensor, layout: str) -> torch.Tensor:
 
 def _calls(setup: RingSetup, rank: int, src: int):
     return plan_calls(setup.parts[rank], setup.parts[src], setup.vis, setup.spec.layout == "TND",
-                      setup.spec.dropping)
+                      setup.spec.one_run)
 
 
 def _kv_buffers(k, v):

@@ -50,6 +50,6 @@ def ulysses_attention(q, k, v, sink: Optional[torch.Tensor], sh: Sharding, vis: 
     heads = spec.head_num // world
     local = replace(spec, head_num=heads, head0=rank * heads, heads_total=spec.head_num)
     sink_h = None if sink is None else sink[rank * heads:(rank + 1) * heads]
-    calls = plan_calls(natural, natural, vis, layout == "TND", spec.dropping)
+    calls = plan_calls(natural, natural, vis, layout == "TND", spec.one_run)
     out = attend_whole_rows(local, qh, kh, vh, sink_h, calls)
     return heads_to_seq(out.index_select(dim, back), layout, group)

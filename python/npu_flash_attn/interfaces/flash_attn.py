@@ -30,7 +30,8 @@ from ..varlen import lengths
 from . import args, stats
 
 __all__ = ["flash_attn_func", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_func", "flash_attn_varlen_func",
-           "flash_attn_varlen_qkvpacked_func", "flash_attn_varlen_kvpacked_func"]
+           "flash_attn_varlen_qkvpacked_func", "flash_attn_varlen_kvpacked_func", "check_alibi_slopes",
+           "alibi_op_args"]
 
 
 def _band(causal: bool, window_size) -> dict:
@@ -53,23 +54,35 @@ def _band(causal: bool, window_size) -> dict:
                 next_tokens=INT32_MAX if right == -1 else right)
 
 
-def _alibi(alibi_slopes, q: torch.Tensor, seq_pairs: Sequence[tuple[int, int]]) -> dict:
-    """Our in-kernel ALiBi for flash_attn's bottom-right aligned bias: query position i counts from Sk - Sq."""
+def check_alibi_slopes(alibi_slopes, q: torch.Tensor, heads: int) -> Optional[torch.Tensor]:
+    """None, or flash_attn's `alibi_slopes` checked: float32 [heads] or [B, heads] on q's device, finite."""
     if args.optional_tensor("alibi_slopes", alibi_slopes, q, "q") is None:
-        return {}
+        return None
     if alibi_slopes.dtype != torch.float32:
         raise TypeError(f"alibi_slopes dtype {alibi_slopes.dtype} must be torch.float32 (one slope per head)")
-    n = q.shape[-2]
-    if alibi_slopes.dim() not in (1, 2) or alibi_slopes.shape[-1] != n:
-        raise ValueError(f"alibi_slopes shape {tuple(alibi_slopes.shape)} must be [N] or [B, N] with N = {n} (q's "
-                         "heads)")
+    if alibi_slopes.dim() not in (1, 2) or alibi_slopes.shape[-1] != heads:
+        raise ValueError(f"alibi_slopes shape {tuple(alibi_slopes.shape)} must be [N] or [B, N] with N = {heads} "
+                         "(q's heads)")
     args.check_finite_values("alibi_slopes", alibi_slopes, rule="; the slopes must be finite")
+    return alibi_slopes
+
+
+def alibi_op_args(slopes: torch.Tensor, q_position0: int, kv_position0: int) -> dict:
+    """flash_attn's bias -slope * |i + Sk - Sq - j| as our in-kernel ALiBi (pse_type 2) for a call whose query row i
+    sits at position q_position0 + i and key column j at kv_position0 + j of the bias' coordinates (one
+    sequence: q_position0 = Sk - Sq, kv_position0 = 0)."""
+    return dict(pse=slopes.detach(), pse_type=2, q_start_idx=[q_position0], kv_start_idx=[kv_position0])
+
+
+def _alibi(alibi_slopes, q: torch.Tensor, seq_pairs: Sequence[tuple[int, int]]) -> dict:
+    """Our in-kernel ALiBi for flash_attn's bottom-right aligned bias: query position i counts from Sk - Sq."""
+    if check_alibi_slopes(alibi_slopes, q, q.shape[-2]) is None:
+        return {}
     deltas = {sk - sq for sq, sk in seq_pairs if sq > 0 and sk > 0}
     if len(deltas) > 1:
         raise NotImplementedError(f"alibi_slopes with varlen sequences whose Sk - Sq differ ({sorted(deltas)}): the "
                                   "kernel takes one ALiBi offset per call; split the batch by Sk - Sq")
-    delta = deltas.pop() if deltas else 0
-    return dict(pse=alibi_slopes.detach(), pse_type=2, q_start_idx=[delta], kv_start_idx=[0])
+    return alibi_op_args(alibi_slopes, deltas.pop() if deltas else 0, 0)
 
 
 def attention(q, k, v, layout: str, *, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),

@@ -1,6 +1,7 @@
 """Command line: `python -m npu_flash_attn demo` runs the forward FlashAttention kernel on the CPU twin and checks it
 against the float64 reference and torch's SDPA; `python -m npu_flash_attn chips` lists the emulated chips;
-`python -m npu_flash_attn profile` prints the cycle model's time of the forward or backward op; `--version` the
+`python -m npu_flash_attn profile` prints the cycle model's time of the forward or backward op (with --cp-world,
+of context parallelism over several NPUs: tools/cp_model.py); `--version` the
 package, torch and torch_npu versions."""
 from __future__ import annotations
 
@@ -70,6 +71,16 @@ def _parser() -> argparse.ArgumentParser:
                     help="override a cost-model parameter (docs/cost_model.md), e.g. fix.l0c_gm.bw=128; repeatable")
     pr.add_argument("--no-range", action="store_true",
                     help="skip the error bars (the model re-run at each end of every parameter's plausible range)")
+    pr.add_argument("--cp-world", type=int, default=None, metavar="W",
+                    help="context parallelism over W NPUs (8 per node): model --cp-algo's forward and backward on each "
+                         "rank, --seqlen being the whole sequence (zigzag), with the link model of "
+                         "tools/cp_model.py; prints compute, exposed communication and CP efficiency")
+    pr.add_argument("--cp-algo", default="ring", choices=["ring", "ulysses", "hybrid", "allgather"],
+                    help="with --cp-world: the algorithm (default ring)")
+    pr.add_argument("--ulysses-degree", type=int, default=None, help="with --cp-algo hybrid: ranks per all-to-all")
+    pr.add_argument("--link", action="append", default=[], metavar="KEY=VALUE",
+                    help="with --cp-world: override a link parameter (hccs.gbps, hccs.latency_us, roce.gbps, "
+                         "roce.latency_us); repeatable")
     pr.add_argument("--json", action="store_true", help="print one JSON object")
     pr.add_argument("--out", default=None, help="directory for timeline.png and trace.json (Perfetto)")
     return p
@@ -212,17 +223,57 @@ def _chips() -> int:
     return 0
 
 
+def _key_values(option: str, items) -> dict:
+    out = {}
+    for kv in items:
+        key, sep, val = kv.partition("=")
+        if not sep:
+            raise ValueError(f"{option} {kv!r}: expected KEY=VALUE")
+        out[key.strip()] = float(val)
+    return out
+
+
+def _profile_cp(a) -> int:
+    import json
+
+    from npu_flash_attn.tools import cp_model
+    try:
+        if a.backward or a.deterministic or a.keep_prob != 1.0 or a.param:
+            raise ValueError("--cp-world models the forward and the backward of the default schedule without dropout "
+                             "or parameter overrides: drop --backward, --deterministic, --keep-prob and --param")
+        problem = cp_model.CpProblem(world=a.cp_world, algo=a.cp_algo, batch=a.batch, heads=a.heads,
+                                     kv_heads=a.kv_heads if a.kv_heads is not None else a.heads, seqlen=a.seqlen,
+                                     head_dim=a.head_dim, causal=a.causal, ulysses_degree=a.ulysses_degree)
+        rep = cp_model.cp_report(problem, cp_model.kernel_time(a.chip, a.head_dim, a.dtype, a.sample_blocks or 2),
+                                 a.chip, _key_values("--link", a.link))
+    except (ValueError, TypeError, NotImplementedError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps(rep))
+        return 0
+    p = rep["problem"]
+    print(f"{rep['label']}: context parallel {rep['algo']}"
+          f"{' (ulysses degree %d)' % p['ulysses_degree'] if rep['algo'] == 'hybrid' else ''} over {p['world']} NPUs, "
+          f"B={p['batch']} N={p['heads']} N2={p['kv_heads']} S={p['seqlen']} ({p['tokens_per_rank']} per rank) "
+          f"D={p['head_dim']} {a.dtype}{' causal' if p['causal'] else ''}, zigzag")
+    for d in ("forward", "backward", "step"):
+        r = rep[d]
+        print(f"{d:<9}: compute {r['compute_us']:9.1f} us, exposed communication {r['exposed_comm_us']:8.1f} us, CP "
+              f"efficiency {100 * r['efficiency']:.1f} % [{100 * r['efficiency_low']:.1f} - "
+              f"{100 * r['efficiency_high']:.1f}]" + ("" if d == "step" else "  exposed: " + ", ".join(
+                  f"{k} {v:.1f} us" for k, v in r["exposed_by_term"].items())))
+    return 0
+
+
 def _profile(a) -> int:
     import json
 
     from npu_flash_attn.tools import profiler
+    if a.cp_world is not None:
+        return _profile_cp(a)
     try:
-        overrides = {}
-        for kv in a.param:
-            key, sep, val = kv.partition("=")
-            if not sep:
-                raise ValueError(f"--param {kv!r}: expected KEY=VALUE")
-            overrides[key.strip()] = float(val)
+        overrides = _key_values("--param", a.param)
         rep = profiler.profile(chip=a.chip, batch=a.batch, heads=a.heads, kv_heads=a.kv_heads, seqlen=a.seqlen,
                                head_dim=a.head_dim, dtype=a.dtype, causal=a.causal, backward=a.backward,
                                deterministic=a.deterministic, keep_prob=a.keep_prob, overrides=overrides, model_only=a.model_only,

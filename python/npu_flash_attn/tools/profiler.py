@@ -11,6 +11,7 @@ from typing import Optional
 from .. import twin_backend
 from ..chip import get_chip, set_chip
 from ..ops import flash_attention
+from ..problem import INT32_MAX
 
 AIC_PIPES = ("S", "MTE1", "MTE2", "MTE3", "M", "FIX")
 AIV_PIPES = ("S", "MTE2", "MTE3", "V")
@@ -110,7 +111,8 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
             seqlen: int = 2048, seqlen_kv: Optional[int] = None, head_dim: int = 128, dtype: str = "bf16",
             causal: bool = False, backward: bool = False, deterministic: bool = False, keep_prob: float = 1.0,
             bins: int = 400, keep_blocks: int = 1, overrides: Optional[dict] = None, seed: int = 0, model_only: bool = False,
-            sample_blocks: int = 0, ranges=False) -> dict:
+            sample_blocks: int = 0, ranges=False, band: Optional[tuple[int, int]] = None,
+            partial_keys: bool = False) -> dict:
     """Runs the forward op (or, with backward=True, the forward unmodelled and then the backward op, fast or
     deterministic schedule, its launches modelled one after the other) on the twin (BNSD, random inputs) and
     returns the modeled time and its breakdown:
@@ -126,7 +128,9 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
     model_only=True runs the kernels without their arithmetic (same trace, undefined outputs, no hazard checks): the
     inputs are zeros and the forward that feeds the backward runs model-only too. sample_blocks=k (model-only) runs k
     evenly spaced AI cores of each launch instead of all: each stands for numBlocks/k cores in the shared HBM bandwidth
-    and the totals; exact for balanced launches, see docs/cost_model.md."""
+    and the totals; exact for balanced launches, see docs/cost_model.md.
+    band=(pre_tokens, next_tokens) instead of causal: sparse_mode 4 (the calls context parallelism issues);
+    partial_keys=True: the backward as a context-parallel call runs it (its rows' other keys elsewhere)."""
     import torch
     kv_heads = heads if kv_heads is None else kv_heads
     s2 = seqlen if seqlen_kv is None else seqlen_kv
@@ -144,8 +148,12 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
     v = rand(batch, kv_heads, s2, head_dim)
     before = get_chip()
     set_chip(chip)
-    scale, mode = 1.0 / math.sqrt(head_dim), 3 if causal else 0
-    common = dict(scale=scale, sparse_mode=mode, keep_prob=keep_prob)
+    if band is not None and causal:
+        raise ValueError("profile takes causal=True or a band=(pre_tokens, next_tokens), not both")
+    scale = 1.0 / math.sqrt(head_dim)
+    common = dict(scale=scale, sparse_mode=3 if causal else 0, keep_prob=keep_prob)
+    if band is not None:
+        common.update(sparse_mode=4, pre_tokens=band[0], next_tokens=band[1])
     try:
         if backward:  # the forward runs unmodelled; the backward's launches are modelled one after the other
             twin_backend.ext().set_cost_model(False, 0, 0, {}, model_only, sample_blocks)
@@ -160,7 +168,8 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
         try:
             if backward:
                 torch.ops.npu.flash_attention_grad(q, k, v, dy, heads, "BNSD", softmax_max=smax, softmax_sum=ssum,
-                                                   attention_in=out, deterministic=deterministic, **common)
+                                                   attention_in=out, deterministic=deterministic,
+                                                   partial_keys=partial_keys, **common)
             else:
                 flash_attention(q, k, v, heads, "BNSD", **common)
             info = twin_backend.last_launch_info()
@@ -168,10 +177,7 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
             twin_backend.ext().set_cost_model(False)
     finally:
         set_chip(before)
-    flops = 4.0 * batch * heads * seqlen * s2 * head_dim
-    if causal:  # right-down causal: the visible fraction of the S1 x S2 score matrix
-        vis = sum(min(s2, max(0, s2 - seqlen + i + 1)) for i in range(seqlen)) / (seqlen * s2)
-        flops *= vis
+    flops = 4.0 * batch * heads * visible_scores(seqlen, s2, (INT32_MAX, 0) if causal else band) * head_dim
     if backward:
         # FlashAttention's convention: the backward is 2.5x the forward's FLOPs (5 matmuls against 2)
         rep = _combine([_summarize(cm, chip, 0.0) for cm in info["cost_model_launches"]], chip, 2.5 * flops)
@@ -184,6 +190,18 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
                             deterministic=deterministic, keep_prob=keep_prob, model_only=model_only, sample_blocks=sample_blocks),
                block_dim=info.get("block_dim", info.get("block_dim_dkv")), twin_seconds=info["twin_seconds"], model=cm)
     return rep
+
+
+def visible_scores(s1: int, s2: int, band: Optional[tuple[int, int]]) -> int:
+    """The S1 x S2 scores a bottom-right band (pre_tokens, next_tokens) keeps (None: all): row i sees keys j with
+    -pre <= j - i - (S2 - S1) <= next."""
+    if band is None:
+        return s1 * s2
+    import torch
+    d = torch.arange(s1, dtype=torch.int64) + (s2 - s1)
+    lo = (d - min(band[0], s1 + s2)).clamp(min=0)
+    hi = (d + min(band[1], s1 + s2)).clamp(max=s2 - 1)
+    return int((hi - lo + 1).clamp(min=0).sum())
 
 
 def _combine(parts: list, chip: str, flops: float) -> dict:
