@@ -1,0 +1,31 @@
+// One call of the inference op (torch_npu's npu_fused_infer_attention_score, the arguments the kernels take) as
+// every backend receives it: tensors as shapes and dtypes, attributes by the built-in's names and defaults. The
+// arguments of later stages (masks, pse, quantisation, antiquant, shared prefix, rope, padding sizes) are refused
+// by the Python layer before a call is built. fa_infer_problem.h turns it into the problem.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "problem/fa_call.h"
+
+namespace npu_fa {
+
+struct FaInferCall {
+    FaTensorArg query, key, value;
+    FaTensorArg blockTable;    // int32 [B, max pages]: a paged cache
+    FaTensorArg attenMask;     // only the compressed causal mask of sparse_mode 3 is taken here
+    FaIntList actualSeqLengths, actualSeqLengthsKv;
+    int64_t numHeads = 1;
+    double scale = 1.0;
+    int64_t preTokens = kInt32Max, nextTokens = kInt32Max;
+    std::string inputLayout = "BSH";
+    int64_t numKeyValueHeads = 0;
+    int64_t sparseMode = 0;
+    int64_t innerPrecise = 0;
+    int64_t blockSize = 0;
+    bool softmaxLseFlag = false;
+    // Twin tuning: this many KV splits instead of the tiling's choice (0 = choose).
+    uint32_t forceSplits = 0;
+};
+
+}  // namespace npu_fa
