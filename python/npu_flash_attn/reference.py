@@ -502,7 +502,10 @@ def _infer_run(query, key, value, kw: dict, lowprec: bool):
     else:
         o, smax, ssum = res
         m, l = smax[..., 0], ssum[..., 0]
-        lse_t = torch.where(m == -FLT_MAX, torch.full_like(m, math.inf), m + torch.log(l))  # [T, N1]
+        # TND statistics are batch-major, then head-major: batch i's rows are [N1, Sq_i] from cu_q[i - 1] * N1.
+        flat = torch.where(m == -FLT_MAX, torch.full_like(m, math.inf), m + torch.log(l)).reshape(-1)
+        lse_t = torch.cat([flat[a * n1:(a + n) * n1].view(n1, n).transpose(0, 1)
+                           for a, n in zip([0] + cu_q[:-1], lens)])  # [T, N1]
     d = o.shape[-1]
     if lay == "TND":
         out = torch.zeros(query.shape[0], n1, d, dtype=o.dtype)
