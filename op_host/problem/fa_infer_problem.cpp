@@ -272,8 +272,9 @@ FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
         if (!c.actualSeqLengthsKv.present) {
             return Value("actual_seq_lengths_kv is required with block_table (each batch's key length)");
         }
-        const FaError e = PerBatch(c.actualSeqLengthsKv, "actual_seq_lengths_kv", b, s2,
-                                   paged ? "block_table columns * block_size" : "key S", kvLen);
+        // With a block table the table's width is checked below, with its own message.
+        const FaError e = PerBatch(c.actualSeqLengthsKv, "actual_seq_lengths_kv", b, paged ? kInt32Max : s2,
+                                   paged ? "int32 max" : "key S", kvLen);
         if (e) return e;
     } else {
         kvLen.assign((size_t)b, s2);
