@@ -17,24 +17,8 @@ namespace py = pybind11;
 
 namespace {
 
-npu_fa::FaTensorArg Tensor(const py::object& o) {
-    npu_fa::FaTensorArg t;
-    if (o.is_none()) return t;
-    const py::tuple d = o.cast<py::tuple>();
-    t.present = true;
-    t.shape = d[0].cast<std::vector<int64_t>>();
-    t.strides = d[1].cast<std::vector<int64_t>>();
-    t.dtype = d[2].cast<std::string>();
-    return t;
-}
-
-npu_fa::FaIntList Ints(const py::object& o) {
-    npu_fa::FaIntList l;
-    if (o.is_none()) return l;
-    l.present = true;
-    l.values = o.cast<std::vector<int64_t>>();
-    return l;
-}
+using twin_bindings::IntList;
+using twin_bindings::TensorArg;
 
 npu_fa::FaInferCall MakeCall(const py::object& query, const py::object& key, const py::object& value,
                              const py::object& blockTable, const py::object& attenMask,
@@ -43,9 +27,9 @@ npu_fa::FaInferCall MakeCall(const py::object& query, const py::object& key, con
                              const std::string& inputLayout, int64_t numKeyValueHeads, int64_t sparseMode,
                              int64_t innerPrecise, int64_t blockSize, bool softmaxLseFlag, uint32_t forceSplits) {
     npu_fa::FaInferCall c;
-    c.query = Tensor(query), c.key = Tensor(key), c.value = Tensor(value), c.blockTable = Tensor(blockTable);
-    c.attenMask = Tensor(attenMask);
-    c.actualSeqLengths = Ints(actualSeqLengths), c.actualSeqLengthsKv = Ints(actualSeqLengthsKv);
+    c.query = TensorArg(query), c.key = TensorArg(key), c.value = TensorArg(value), c.blockTable = TensorArg(blockTable);
+    c.attenMask = TensorArg(attenMask);
+    c.actualSeqLengths = IntList(actualSeqLengths), c.actualSeqLengthsKv = IntList(actualSeqLengthsKv);
     c.numHeads = numHeads, c.scale = scale, c.preTokens = preTokens, c.nextTokens = nextTokens;
     c.inputLayout = inputLayout, c.numKeyValueHeads = numKeyValueHeads, c.sparseMode = sparseMode;
     c.innerPrecise = innerPrecise, c.blockSize = blockSize, c.softmaxLseFlag = softmaxLseFlag;

@@ -7,6 +7,7 @@
 #define NPU_FA_KERNEL_FWD_VECTOR_H
 
 #include "fwd_common.h"
+#include "softmax_io.h"
 #include "../tiling/ub_budget.h"
 #include "../common/gm_args.h"
 #include "../common/step_ring.h"
@@ -71,12 +72,7 @@ public:
         prologue_.TileMask().Init(p_, w_, gm.in.attenMask, chunk_, dmat,
                                   u.bits != 0 ? bitsBuf_.Get<uint8_t>() : foldBuf_.Get<uint8_t>(), foldBuf_.Get<half>(),
                                   u.mask != 0 ? maskBuf_.Get<uint8_t>() : opartBuf_.Get<uint8_t>(), kIdOutput);
-        for (int32_t b = 0; b < 2; ++b) {
-            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
-            AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
-        }
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+        io_.Init(sBuf_.Get<float>(), pBuf_.Get<T>(), opartBuf_.Get<float>(), chunk_, w_);
     }
 
     __aicore__ inline void Process() {
@@ -106,23 +102,16 @@ public:
             taskSlot = (taskSlot + 1) % kFwdStepSlots;  // a task's statistics live until its last output fold
         }
         for (uint32_t i = 0; i < ring.Count(); ++i) OutputStep(ring.FromOldest(i));
-        for (int32_t b = 0; b < 2; ++b) {
-            AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
-            AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
-        }
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+        io_.End();
     }
 
 private:
-    // Event IDs: the two score chunk buffers & partial output in (MTE2), the two probability chunk buffers (the
-    // output rows use both) & statistics out (MTE3).
-    static constexpr int32_t kIdScores[2] = {0, 2}, kIdOutput = 1, kIdProbs[2] = {0, 2}, kIdStats = 1;
-    static constexpr int32_t kIdPse = 3;   // V_MTE2 / MTE2_V pairs around an outer pse tile's load
-    static constexpr int32_t kIdDrop = 4;  // V_MTE2 / MTE2_V pairs around a user dropout mask's load
-    static_assert(kIdOutput != kIdScores[0] && kIdOutput != kIdScores[1] && kIdPse > kIdScores[1] && kIdDrop > kIdPse &&
-                      kIdDrop < 8,
-                  "V_MTE2 event IDs overlap");
+    // Event IDs: FaSoftmaxIo's (score and probability chunks, partial output, statistics), then the owner's.
+    using Io = FaSoftmaxIo<T>;
+    static constexpr int32_t kIdOutput = Io::kIdOutput, kIdStats = Io::kIdStats;
+    static constexpr int32_t kIdPse = Io::kIdFree;   // V_MTE2 / MTE2_V pairs around an outer pse tile's load
+    static constexpr int32_t kIdDrop = kIdPse + 1;   // V_MTE2 / MTE2_V pairs around a user dropout mask's load
+    static_assert(kIdDrop < 8, "V_MTE2 event IDs overlap");
     // Statistic buffers inside statBuf_ (FaOnlineSoftmax's, kFwdStepSlots tasks and steps in flight until their
     // output fold).
     using Softmax = FaOnlineSoftmax<kFwdStepSlots>;
@@ -190,22 +179,14 @@ private:
         float slope;  // ALiBi slope of the task's head
     };
 
-    // Scores of the chunk at row r0 of this AIV's half -> the next score buffer (chunkLoads_ alternates them).
+    // Scores of the chunk at row r0 of this AIV's half -> the next score buffer.
     __aicore__ inline void LoadScores(const FaAivRows& mine, uint32_t r0, uint32_t slot) {
-        const uint32_t b = chunkLoads_++ & 1;
-        const uint32_t rows = (uint32_t)FaMin((int64_t)(mine.count - r0), (int64_t)chunk_);
-        AscendC::GlobalTensor<float> scores;
-        scores.SetGlobalBuffer(ws_.Scores(slot) + (uint64_t)(mine.first + r0) * w_);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
-        AscendC::DataCopy(sBuf_.Get<float>()[b * chunk_ * w_], scores, rows * w_);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdScores[b]);
+        io_.LoadScores(ws_.Scores(slot), mine.first + r0, (uint32_t)FaMin((int64_t)(mine.count - r0), (int64_t)chunk_));
     }
 
     __aicore__ inline void SoftmaxRows(const FaFwdTask& task, const FaAivRows& mine, const Chunk& c) {
-        const uint32_t b = chunkUses_++ & 1;
         const uint32_t n = c.rows * w_;
-        AscendC::LocalTensor<float> s = sBuf_.Get<float>()[b * chunk_ * w_];
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdScores[b]);
+        AscendC::LocalTensor<float> s = io_.NextScores();
 
         const int64_t r0 = task.row0 + mine.first + c.r0;
         const FaScoreTile tile{task.batch, task.head, r0, c.rows, c.c0, c.cols, task.band, task.maskBase, c.state,
@@ -225,34 +206,19 @@ private:
         }
 
         // P goes back to the cube in the input precision.
-        AscendC::LocalTensor<T> p = pBuf_.Get<T>()[b * chunk_ * w_];
-        AscendC::GlobalTensor<T> probs;
-        probs.SetGlobalBuffer(ws_.template Probs<T>(c.slot) + (uint64_t)(mine.first + c.r0) * w_);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
-        AscendC::Cast(p, s, AscendC::RoundMode::CAST_RINT, n);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[b]);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[b]);
-        AscendC::DataCopy(probs, p, n);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
+        io_.StoreProbs(s, ws_.template Probs<T>(c.slot), mine.first + c.r0, n);
         if (!dropping_) softmax_.AddRowSums(s, c.rows, c.r0, c.taskSlot, c.slot, c.first);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
+        io_.ReleaseScores();
     }
 
     __aicore__ inline void OutputStep(const Pending& s) {
         const uint32_t slot = FwdSlot(s.step);
         AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagOutput, s.step));
         if (s.mine.count == 0) return;
-        const uint32_t n = s.mine.count * dvPad_;
-        AscendC::LocalTensor<float> opart = opartBuf_.Get<float>();
-        AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
-        AscendC::GlobalTensor<float> part;
-        part.SetGlobalBuffer(ws_.Output(slot) + (uint64_t)s.mine.first * dvPad_);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
-        AscendC::DataCopy(opart, part, n);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdOutput);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdOutput);
-        softmax_.Fold(acc, opart, slot, s.mine.count, dvPad_, s.first);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
+        const AscendC::LocalTensor<float> opart =
+            io_.LoadOutput(ws_.Output(slot), (uint64_t)s.mine.first * dvPad_, s.mine.count * dvPad_);
+        softmax_.Fold(accBuf_.Get<float>(), opart, slot, s.mine.count, dvPad_, s.first);
+        io_.ReleaseOutput();
         if (s.last) Finalize(s);
     }
 
@@ -289,7 +255,7 @@ private:
         }
         if (dropping_) AscendC::Muls(acc, acc, p_->drop.keepInv, (int32_t)(rows * dvPad_));  // kept P count 1 / keep_prob
         AscendC::LocalTensor<T> o = pBuf_.Get<T>();
-        WaitProbBuffers();
+        io_.WaitProbBuffers();
         AscendC::Cast(o, acc, AscendC::RoundMode::CAST_RINT, rows * dvPad_);
         WriteRows(s.task, s.mine);
     }
@@ -303,29 +269,22 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
         AscendC::Duplicate(Stat(kStatMaxOut), sink ? sinkGm_.GetValue(task.head) : kMaskValue, (int32_t)statN);
         AscendC::Duplicate(Stat(kStatSumOut), sink ? 1.0f : kFltMax, (int32_t)statN);
-        WaitProbBuffers();
+        io_.WaitProbBuffers();
         AscendC::Duplicate(pBuf_.Get<T>(), (T)0.0f, (int32_t)(mine.count * dvPad_));
         WriteRows(task, mine);
     }
 
-    // The output rows take the space of both probability buffers: wait until both are written out.
-    __aicore__ inline void WaitProbBuffers() {
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[0]);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[1]);
-    }
-
-    // Output rows (pBuf_) and statistics (kStatMaxOut/kStatSumOut) -> GM. Expects WaitProbBuffers and the kIdStats
-    // MTE3_V event waited.
+    // Output rows (pBuf_) and statistics (kStatMaxOut/kStatSumOut) -> GM. Expects io_.WaitProbBuffers() and the
+    // kIdStats MTE3_V event waited.
     __aicore__ inline void WriteRows(const FaFwdTask& task, const FaAivRows& mine) {
         const int64_t row = task.row0 + mine.first;
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[0]);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[0]);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(Io::kIdProbs[0]);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(Io::kIdProbs[0]);
         AscendC::DataCopyExtParams op((uint16_t)mine.count, p_->dv * (uint32_t)sizeof(T), 0,
                                       (uint32_t)((p_->oStride.s - p_->dv) * sizeof(T)), 0);
         const uint64_t out0 = TokenOffset(*p_, kGmOut, task.batch, task.seq, task.head, row);
         AscendC::DataCopyPad(outGm_[out0], pBuf_.Get<T>(), op);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[0]);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[1]);
+        io_.ReleaseProbBuffers();
         AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
         const uint64_t stat = StatRow(*p_, task.batch, task.seq, task.head, row) * 8;
@@ -341,13 +300,13 @@ private:
     GM_ADDR blockMap_ = nullptr;
     FaScorePrologue<T> prologue_;
     Softmax softmax_;
+    Io io_;
     FaDropout drop_;
     bool dropping_ = false;
     AscendC::GlobalTensor<T> outGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_, sinkGm_;
     FaFwdWorkspace ws_;
     uint32_t w_ = 0, dvPad_ = 0, rowsMax_ = 0, chunk_ = 0, statElems_ = 0;
-    uint32_t chunkLoads_ = 0, chunkUses_ = 0;  // score chunks loaded / computed so far: their parity picks the buffer
     AscendC::TBuf<AscendC::TPosition::VECIN> sBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> dmatBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> biasBuf_;

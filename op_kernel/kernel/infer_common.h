@@ -160,24 +160,14 @@ private:
     __gm__ int32_t* table_ = nullptr;
 };
 
-// The workspace: per core, the step slots of S (fp32 [mBlock, s2Block]), P (input dtype, same shape) and P*V
-// (fp32 [mBlock, dvPad]); shared, the split partials (packed row R of (batch, KV head) at
-// (batch * n2 + kvHead) * group * s1 + row).
-class FaInferWorkspace {
+// The workspace: per core, the step slots of S, P and P*V (FaStepSlots, mBlock rows); shared, the split partials
+// (packed row R of (batch, KV head) at (batch * n2 + kvHead) * group * s1 + R).
+class FaInferWorkspace : public FaStepSlots {
 public:
     __aicore__ inline void Init(GM_ADDR workspace, const FaInferTilingData* t, uint32_t core) {
-        ws_.Init(workspace, 0, t->wsPerCore, core);
+        FaStepSlots::Init(workspace, t->wsPerCore, core, t->wsOffsetS, t->wsOffsetP, t->wsOffsetO, t->mBlock,
+                          t->s2Block, t->problem.dvPad);
         t_ = t;
-    }
-    __aicore__ inline __gm__ float* Scores(uint32_t slot) const {
-        return ws_.Slot<float>(t_->wsOffsetS, slot, (uint64_t)t_->mBlock * t_->s2Block);
-    }
-    template <typename T>
-    __aicore__ inline __gm__ T* Probs(uint32_t slot) const {
-        return ws_.Slot<T>(t_->wsOffsetP, slot, (uint64_t)t_->mBlock * t_->s2Block);
-    }
-    __aicore__ inline __gm__ float* Output(uint32_t slot) const {
-        return ws_.Slot<float>(t_->wsOffsetO, slot, (uint64_t)t_->mBlock * t_->problem.dvPad);
     }
     __aicore__ inline uint64_t PartRow(const FaInferTask& task, uint32_t split, int64_t row) const {
         const FaProblemTiling& p = t_->problem;
@@ -185,14 +175,11 @@ public:
                (uint64_t)row;
     }
     __aicore__ inline __gm__ float* PartOut(uint64_t partRow) const {
-        return ws_.Shared<float>(t_->wsPartO) + partRow * t_->problem.dvPad;
+        return Shared<float>(t_->wsPartO) + partRow * t_->problem.dvPad;
     }
-    __aicore__ inline __gm__ float* PartLse(uint64_t partRow) const {
-        return ws_.Shared<float>(t_->wsPartLse) + partRow * 8;
-    }
+    __aicore__ inline __gm__ float* PartLse(uint64_t partRow) const { return Shared<float>(t_->wsPartLse) + partRow * 8; }
 
 private:
-    FaCoreWorkspace ws_;
     const FaInferTilingData* t_ = nullptr;
 };
 

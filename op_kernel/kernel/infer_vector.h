@@ -7,6 +7,7 @@
 #define NPU_FA_KERNEL_INFER_VECTOR_H
 
 #include "infer_common.h"
+#include "softmax_io.h"
 #include "../tiling/ub_budget.h"
 #include "../common/step_ring.h"
 #include "../tile/mask.h"
@@ -38,12 +39,7 @@ public:
         pipe->InitBuffer(rowBuf_, u.row);
         pipe->InitBuffer(validBuf_, u.row);
         softmax_.Init(statBuf_.Get<float>(), u.stat / sizeof(float), foldBuf_.Get<float>(), rowBuf_.Get<float>(), w_);
-        for (int32_t b = 0; b < 2; ++b) {
-            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
-            AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
-        }
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+        io_.Init(sBuf_.Get<float>(), pBuf_.Get<T>(), opartBuf_.Get<float>(), chunk_, w_);
     }
 
     __aicore__ inline void Process() {
@@ -69,18 +65,12 @@ public:
             taskSlot = (taskSlot + 1) % kInferStepSlots;  // a task's statistics live until its last output fold
         }
         for (uint32_t i = 0; i < ring.Count(); ++i) OutputStep(ring.FromOldest(i));
-        for (int32_t b = 0; b < 2; ++b) {
-            AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
-            AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
-        }
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+        io_.End();
     }
 
 private:
-    // Event IDs: the two score chunk buffers & the partial output in (MTE2), the two probability chunk buffers (the
-    // output rows use both) & the statistics out (MTE3).
-    static constexpr int32_t kIdScores[2] = {0, 2}, kIdOutput = 1, kIdProbs[2] = {0, 2}, kIdStats = 1;
+    using Io = FaSoftmaxIo<T>;
+    static constexpr int32_t kIdOutput = Io::kIdOutput, kIdStats = Io::kIdStats;
     using Softmax = FaOnlineSoftmax<kInferStepSlots>;
 
     struct Pending {
@@ -115,23 +105,15 @@ private:
     }
 
     __aicore__ inline void LoadScores(const FaAivRows& mine, uint32_t r0, uint32_t slot) {
-        const uint32_t b = chunkLoads_++ & 1;
-        const uint32_t rows = (uint32_t)FaMin((int64_t)(mine.count - r0), (int64_t)chunk_);
-        AscendC::GlobalTensor<float> scores;
-        scores.SetGlobalBuffer(ws_.Scores(slot) + (uint64_t)(mine.first + r0) * w_);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
-        AscendC::DataCopy(sBuf_.Get<float>()[b * chunk_ * w_], scores, rows * w_);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdScores[b]);
+        io_.LoadScores(ws_.Scores(slot), mine.first + r0, (uint32_t)FaMin((int64_t)(mine.count - r0), (int64_t)chunk_));
     }
 
     // Chunk rows [r0, r0 + rows) of this AIV's half (packed rows from `row`) against keys [c0, c0 + cols).
     __aicore__ inline void SoftmaxRows(const FaInferTask& task, int64_t row, uint32_t rows, uint32_t r0, int64_t c0,
                                        uint32_t cols, uint32_t slot, uint32_t taskSlot, bool first,
                                        const FaAivRows& mine) {
-        const uint32_t b = chunkUses_++ & 1;
         const uint32_t n = rows * w_;
-        AscendC::LocalTensor<float> s = sBuf_.Get<float>()[b * chunk_ * w_];
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdScores[b]);
+        AscendC::LocalTensor<float> s = io_.NextScores();
         AscendC::Muls(s, s, p_->scale, (int32_t)n);
         FaMaskColumnsFrom(s, cols, rows, w_);
         // Causal: the rows whose last visible key falls inside this step.
@@ -140,33 +122,19 @@ private:
             if (visible < (int64_t)cols) FaMaskColumnsFrom(s[r * w_], (uint32_t)FaMax(visible, 0), 1, w_);
         }
         softmax_.Exponentiate(s, rows, r0, taskSlot, slot, first);
-        AscendC::LocalTensor<T> p = pBuf_.Get<T>()[b * chunk_ * w_];
-        AscendC::GlobalTensor<T> probs;
-        probs.SetGlobalBuffer(ws_.template Probs<T>(slot) + (uint64_t)(mine.first + r0) * w_);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
-        AscendC::Cast(p, s, AscendC::RoundMode::CAST_RINT, n);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[b]);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[b]);
-        AscendC::DataCopy(probs, p, n);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
+        io_.StoreProbs(s, ws_.template Probs<T>(slot), mine.first + r0, n);
         softmax_.AddRowSums(s, rows, r0, taskSlot, slot, first);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
+        io_.ReleaseScores();
     }
 
     __aicore__ inline void OutputStep(const Pending& s) {
         const uint32_t slot = InferSlot(s.step);
         AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagOutput, s.step));
         if (s.mine.count == 0) return;
-        const uint32_t n = s.mine.count * dvPad_;
-        AscendC::LocalTensor<float> opart = opartBuf_.Get<float>();
-        AscendC::GlobalTensor<float> part;
-        part.SetGlobalBuffer(ws_.Output(slot) + (uint64_t)s.mine.first * dvPad_);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
-        AscendC::DataCopy(opart, part, n);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdOutput);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdOutput);
+        const AscendC::LocalTensor<float> opart =
+            io_.LoadOutput(ws_.Output(slot), (uint64_t)s.mine.first * dvPad_, s.mine.count * dvPad_);
         softmax_.Fold(accBuf_.Get<float>(), opart, slot, s.mine.count, dvPad_, s.first);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
+        io_.ReleaseOutput();
         if (s.last) Finalize(s.task, s.mine, s.taskSlot);
     }
 
@@ -223,16 +191,14 @@ private:
             return;
         }
         // The output rows take the space of both probability buffers.
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[0]);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[1]);
+        io_.WaitProbBuffers();
         AscendC::LocalTensor<T> o = pBuf_.Get<T>();
         AscendC::Cast(o, rows, AscendC::RoundMode::CAST_RINT, n);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[0]);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[0]);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
         writer_.Out(o, task, row, mine.count);
         writer_.Lse(softmax_.Stat(Softmax::kMaxOut), task, row, mine.count);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[0]);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[1]);
+        io_.ReleaseProbBuffers();
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
     }
 
@@ -243,8 +209,8 @@ private:
     FaInferRowWriter<T> writer_;
     FaInferWorkspace ws_;
     Softmax softmax_;
+    Io io_;
     uint32_t w_ = 0, dvPad_ = 0, chunk_ = 0;
-    uint32_t chunkLoads_ = 0, chunkUses_ = 0;  // score chunks loaded / computed so far: their parity picks the buffer
     AscendC::TBuf<AscendC::TPosition::VECIN> sBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> foldBuf_;
     AscendC::TBuf<AscendC::TPosition::VECOUT> pBuf_;
