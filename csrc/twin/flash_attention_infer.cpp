@@ -126,13 +126,20 @@ py::dict Infer(const npu_fa::FaInferCall& call, const std::string& chipName, uin
     }
     twin_bindings::RequireNoWarnings(r.warnings);
     if (o.trace) info["trace_digest"] = twin::TraceDigest(r, o.gm);
-    if (CostModelOn()) AddCostModel(r, o.gm, *plan.chip, info);
+    // With the cycle model on, each launch's model (cost_model: the main pass's; cost_model_launches: all, in order).
+    py::list models;
+    if (CostModelOn()) {
+        AddCostModel(r, o.gm, *plan.chip, info);
+        models.append(info["cost_model"]);
+    }
     if (plan.plan.combine) {
         twin::LaunchOptions c;
         c.kernelType = AscendC::KERNEL_TYPE_AIV_ONLY;
         c.numBlocks = tiling.combineCores;
         c.chip = plan.chip;
-        c.trace = false;
+        c.trace = CostModelOn();
+        c.modelOnly = CostModelOnly();
+        c.sampleBlocks = SampledBlocks(c.numBlocks);
         c.gm = gm;
         twin::LaunchResult rc;
         {
@@ -141,7 +148,13 @@ py::dict Infer(const npu_fa::FaInferCall& call, const std::string& chipName, uin
                                     (uint8_t*)lse, wsMem.get(), (uint8_t*)&tiling);
         }
         twin_bindings::RequireNoWarnings(rc.warnings);
+        if (CostModelOn()) {
+            py::dict one;
+            AddCostModel(rc, c.gm, *plan.chip, one);
+            models.append(one["cost_model"]);
+        }
     }
+    if (CostModelOn()) info["cost_model_launches"] = models;
     info["twin_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return info;
 }
