@@ -50,8 +50,8 @@ struct FaInferTask {
     int64_t keyLast;
 };
 
-// Walks the tasks of one core (or, `combine`, the (batch, KV head, tile) units of the combine pass) in order:
-// batch, KV head, query tile, split.
+// Walks the tasks of one core in order: batch, KV head, query tile, split; At() finds any task of the stream (the
+// combine pass takes each (batch, KV head, tile) unit by its first split's task).
 class FaInferTaskIterator {
 public:
     __aicore__ inline void Init(const FaInferTilingData* t, GM_ADDR seqInfo, uint32_t next, uint32_t end) {
