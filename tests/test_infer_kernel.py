@@ -152,3 +152,17 @@ def test_lse_flag_off_and_empty_keys():
     out, lse = npu_fused_infer_attention_score(q, k, v, num_heads=4, num_key_value_heads=1)
     assert out.shape == q.shape and bool((out == 0).all())
     assert lse.shape == (1,) and lse.dtype == torch.float32 and float(lse[0]) == 0.0
+
+
+@pytest.mark.parametrize("force", [1, 2])
+def test_more_tasks_than_cores(force, splits):
+    """32 (batch, KV head) units on 24 cores: a core runs several tasks back to back, some of one step and some
+    without keys, so steps of one task are still in flight when the next starts."""
+    splits(force)
+    b, n1, n2, d, dtype = 8, 8, 4, 64, torch.float16
+    kv_lens = [5, 0, 300, 130, 1, 64, 0, 257]
+    k, v, table = _paged(b, n2, d, kv_lens, 64, False, dtype)
+    q = _query("BSND", b, n1, 1, d, dtype)
+    info = _check(q, k, v, num_heads=n1, num_key_value_heads=n2, input_layout="BSND", scale=0.125, block_table=table,
+                  block_size=64, actual_seq_lengths_kv=kv_lens)
+    assert info["tasks"] > info["block_dim"]
