@@ -47,8 +47,9 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     t.maxPages = p.maxPages;
 
     // Blocks: the widest key step, then the most packed rows (up to 128, the cube's best M) whose L1 tiles and
-    // AIV half fit; D = 512 takes 64-key steps and 32 rows (L1: 2 x 64 KB of K and of V; UB: 2 x 64 KB of
-    // running and partial output per 16 rows at dvPad 512).
+    // AIV half fit. On 910B2 with 128 rows wanted: D 64 and 128 take 128 keys x 128 rows, D 256 128 x 112 (UB: the
+    // running and partial fp32 outputs of an AIV's 56 rows), D 512 64 x 64 (L1: K and V ping-pong 2 x 64 KB each;
+    // UB: 2 x 64 KB of outputs for 32 rows).
     const uint32_t rowsWanted = (uint32_t)std::max<int64_t>(1, std::min<int64_t>(128, s1max * pt.group));
     const uint32_t ub = UsableUb(chip), l1 = UsableL1(chip);
     bool found = false;
