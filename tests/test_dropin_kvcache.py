@@ -115,3 +115,14 @@ def test_paged_block_table_errors_write_nothing():
         flash_attn_with_kvcache(q, torch.randn(3, 24, 1, 64, dtype=dtype), torch.randn(3, 24, 1, 64, dtype=dtype),
                                 block_table=torch.tensor([[0, 1]], dtype=torch.int32))
     assert torch.equal(k_cache, before)
+
+
+def test_q_errors_name_q():
+    cache = torch.randn(2, 20, 1, 64, dtype=torch.float16)
+    with pytest.raises(TypeError, match=r"q dtype torch.float32"):
+        flash_attn_with_kvcache(torch.randn(2, 1, 4, 64), cache, cache.clone())
+    with pytest.raises(ValueError, match=r"headdim=640"):
+        flash_attn_with_kvcache(torch.randn(2, 1, 4, 640, dtype=torch.float16), cache, cache.clone())
+    with pytest.raises(ValueError, match=r"nheads 128 a multiple of nheads_k of at most 64"):
+        flash_attn_with_kvcache(torch.randn(2, 1, 128, 64, dtype=torch.float16), cache, cache.clone())
+

@@ -28,6 +28,8 @@ from .fused_infer import npu_fused_infer_attention_score
 __all__ = ["flash_attn_with_kvcache"]
 
 _MAX_PAGE = 512
+_MAX_HEADDIM = 512
+_MAX_GROUP = 64  # query heads per KV head
 
 
 def _ints(name: str, t: torch.Tensor, n: int) -> list[int]:
@@ -61,12 +63,16 @@ def flash_attn_with_kvcache(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
     if alibi_slopes is not None:
         raise NotImplementedError("alibi_slopes is not supported yet (it must be None)")
     b, sq, n1, d = q.shape
+    if q.dtype not in (torch.float16, torch.bfloat16):
+        raise TypeError(f"q dtype {q.dtype} is not supported; use torch.float16 or torch.bfloat16")
+    if not 1 <= d <= _MAX_HEADDIM:
+        raise ValueError(f"headdim={d} (q's last dimension) must be in [1, {_MAX_HEADDIM}], q shape {tuple(q.shape)}")
     if tuple(v_cache.shape) != tuple(k_cache.shape):
         raise ValueError(f"v_cache shape {tuple(v_cache.shape)} must equal k_cache shape {tuple(k_cache.shape)}")
     n2 = k_cache.shape[2]
-    if k_cache.shape[3] != d or n2 == 0 or n1 % n2 != 0:
+    if k_cache.shape[3] != d or n2 == 0 or n1 % n2 != 0 or n1 // n2 > _MAX_GROUP:
         raise ValueError(f"k_cache shape {tuple(k_cache.shape)} must hold nheads_k heads of headdim {d} with nheads "
-                         f"{n1} a multiple of nheads_k (q shape {tuple(q.shape)})")
+                         f"{n1} a multiple of nheads_k of at most {_MAX_GROUP} times it (q shape {tuple(q.shape)})")
     for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
         if t.dtype != q.dtype:
             raise TypeError(f"{name} dtype {t.dtype} must equal q's dtype {q.dtype}")
