@@ -25,7 +25,8 @@ npu_fa::FaInferCall MakeCall(const py::object& query, const py::object& key, con
                              const py::object& actualSeqLengths, const py::object& actualSeqLengthsKv,
                              int64_t numHeads, double scale, int64_t preTokens, int64_t nextTokens,
                              const std::string& inputLayout, int64_t numKeyValueHeads, int64_t sparseMode,
-                             int64_t innerPrecise, int64_t blockSize, bool softmaxLseFlag, uint32_t forceSplits) {
+                             int64_t innerPrecise, int64_t blockSize, bool softmaxLseFlag, uint32_t forceSplits,
+                             const std::vector<std::string>& laterArgs) {
     npu_fa::FaInferCall c;
     c.query = TensorArg(query), c.key = TensorArg(key), c.value = TensorArg(value), c.blockTable = TensorArg(blockTable);
     c.attenMask = TensorArg(attenMask);
@@ -34,6 +35,7 @@ npu_fa::FaInferCall MakeCall(const py::object& query, const py::object& key, con
     c.inputLayout = inputLayout, c.numKeyValueHeads = numKeyValueHeads, c.sparseMode = sparseMode;
     c.innerPrecise = innerPrecise, c.blockSize = blockSize, c.softmaxLseFlag = softmaxLseFlag;
     c.forceSplits = forceSplits;
+    c.laterArgs = laterArgs;
     return c;
 }
 
@@ -171,7 +173,8 @@ void RegisterFlashAttentionInfer(py::module_& m) {
              py::arg("num_heads") = 1, py::arg("scale") = 1.0, py::arg("pre_tokens") = npu_fa::kInt32Max,
              py::arg("next_tokens") = npu_fa::kInt32Max, py::arg("input_layout") = "BSH",
              py::arg("num_key_value_heads") = 0, py::arg("sparse_mode") = 0, py::arg("inner_precise") = 0,
-             py::arg("block_size") = 0, py::arg("softmax_lse_flag") = false, py::arg("force_splits") = 0);
+             py::arg("block_size") = 0, py::arg("softmax_lse_flag") = false, py::arg("force_splits") = 0,
+             py::arg("later_args") = std::vector<std::string>{});
     m.def("flash_attention_infer_problem", &Problem, py::arg("call"),
           "The problem of an inference call (ValueError / TypeError / NotImplementedError naming the rule it breaks)");
     m.def("flash_attention_infer_plan", &InferPlan, py::arg("call"), py::arg("chip"));

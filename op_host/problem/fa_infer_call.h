@@ -1,10 +1,11 @@
 // One call of the inference op (torch_npu's npu_fused_infer_attention_score, the arguments the kernels take) as
-// every backend receives it: tensors as shapes and dtypes, attributes by the built-in's names and defaults. The
-// arguments of later stages (masks, pse, quantisation, antiquant, shared prefix, rope, padding sizes) are refused
-// by the Python layer before a call is built. fa_infer_problem.h turns it into the problem.
+// every backend receives it: tensors as shapes and dtypes, attributes by the built-in's names and defaults, and
+// which arguments of later stages (pse, quantisation, antiquant, shared prefix, rope, padding sizes) the caller gave.
+// fa_infer_problem.h turns it into the problem.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "problem/fa_call.h"
 
@@ -24,6 +25,8 @@ struct FaInferCall {
     int64_t innerPrecise = 0;
     int64_t blockSize = 0;
     bool softmaxLseFlag = false;
+    // Arguments of later stages the caller gave, as "name" (a tensor) or "name=value" (a nonzero mode).
+    std::vector<std::string> laterArgs;
     // Twin tuning: this many KV splits instead of the tiling's choice (0 = choose).
     uint32_t forceSplits = 0;
 };

@@ -95,6 +95,11 @@ FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
                      "'BNSD_BSND' or 'TND'");
     }
     out.layoutName = c.inputLayout;
+    if (!c.laterArgs.empty()) {
+        return NotImplemented("npu_fused_infer_attention_score: " + c.laterArgs.front() + " is not supported yet (pse, "
+                              "quantisation, KV antiquant, shared prefix, rope and padding sizes come in a later "
+                              "stage: leave it at its default)");
+    }
     const bool tnd = li == 4, bnsd = li == 2 || li == 3;
     // Dtypes.
     if (!IsHalf(c.query.dtype)) {

@@ -35,7 +35,7 @@ from . import args
 
 __all__ = ["npu_fused_infer_attention_score"]
 
-# The arguments of the next stage, by torch_npu's names: given (not None / not 0), they raise NotImplementedError.
+# The arguments of later stages, by torch_npu's names: given (not None / not 0), the problem module refuses them.
 _LATER_TENSORS = ("pse_shift", "dequant_scale1", "quant_scale1", "dequant_scale2", "quant_scale2", "quant_offset2",
                   "antiquant_scale", "antiquant_offset", "query_padding_size", "kv_padding_size",
                   "key_antiquant_scale", "key_antiquant_offset", "value_antiquant_scale", "value_antiquant_offset",
@@ -71,14 +71,8 @@ def npu_fused_infer_attention_score(
         softmax_lse_flag: bool = False, key_antiquant_mode: int = 0, value_antiquant_mode: int = 0):
     """torch_npu.npu_fused_infer_attention_score (see the module docstring): returns (attention_out, softmax_lse)."""
     given = locals()
-    for name in _LATER_TENSORS:
-        if given[name] is not None:
-            raise NotImplementedError(f"npu_fused_infer_attention_score: {name} is not supported yet (it must be "
-                                      "None)")
-    for name in _LATER_MODES:
-        if args.integer(name, given[name]) != 0:
-            raise NotImplementedError(f"npu_fused_infer_attention_score: {name}={given[name]} is not supported yet "
-                                      "(KV antiquant; it must be 0)")
+    later = [name for name in _LATER_TENSORS if given[name] is not None]
+    later += [f"{name}={given[name]}" for name in _LATER_MODES if args.integer(name, given[name]) != 0]
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -101,7 +95,7 @@ def npu_fused_infer_attention_score(
         input_layout=input_layout, num_key_value_heads=args.integer("num_key_value_heads", num_key_value_heads),
         sparse_mode=args.integer("sparse_mode", sparse_mode), inner_precise=args.integer("inner_precise", inner_precise),
         block_size=args.integer("block_size", block_size), softmax_lse_flag=args.flag("softmax_lse_flag", softmax_lse_flag),
-        force_splits=twin_backend.infer_split_override())
+        force_splits=twin_backend.infer_split_override(), later_args=later)
     p = ext().flash_attention_infer_problem(call)
     if p["compressed_mask"]:
         check_compressed_mask(atten_mask, 3)
