@@ -52,5 +52,18 @@
     X(dsink_rows, DsinkRows, kF32, REQUIRED)         \
     X(dpse_rows, DpseRows, kF32, REQUIRED)
 
+// The inference kernel (flash_attention_infer.cpp) and its split-KV combine pass (flash_attention_infer_combine.cpp,
+// which reads the main pass's partials from the shared workspace).
+#define NPU_FA_INFER_INPUTS(X)                       \
+    NPU_FA_QKV_INPUTS(X)                             \
+    X(block_table, BlockTable, kI32, OPTIONAL)       \
+    X(seq_info, SeqInfo, kI64, REQUIRED)
+
+#define NPU_FA_INFER_OUTPUTS(X)                      \
+    X(attention_out, AttentionOut, kQkv, REQUIRED)   \
+    X(softmax_lse, SoftmaxLse, kF32, REQUIRED)
+
+#define NPU_FA_INFER_COMBINE_INPUTS(X) X(seq_info, SeqInfo, kI64, REQUIRED)
+
 // A byte-pointer parameter per argument (the twin's view of a GM_ADDR).
 #define NPU_FA_GM_PARAM(name, Name, dtypes, presence) uint8_t* name,

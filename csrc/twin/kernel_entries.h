@@ -14,3 +14,9 @@ extern "C" void flash_attention_block_map(NPU_FA_MAP_INPUTS(NPU_FA_GM_PARAM) NPU
 extern "C" void flash_attention_bwd(NPU_FA_GRAD_INPUTS(NPU_FA_GM_PARAM) NPU_FA_GRAD_OUTPUTS(NPU_FA_GM_PARAM)
                                         uint8_t* workspace,
                                     uint8_t* tiling);
+extern "C" void flash_attention_infer(NPU_FA_INFER_INPUTS(NPU_FA_GM_PARAM) NPU_FA_INFER_OUTPUTS(NPU_FA_GM_PARAM)
+                                          uint8_t* workspace,
+                                      uint8_t* tiling);
+extern "C" void flash_attention_infer_combine(NPU_FA_INFER_COMBINE_INPUTS(NPU_FA_GM_PARAM)
+                                                  NPU_FA_INFER_OUTPUTS(NPU_FA_GM_PARAM) uint8_t* workspace,
+                                              uint8_t* tiling);

@@ -8,6 +8,7 @@ namespace py = pybind11;
 
 void RegisterFlashAttention(py::module_& m);
 void RegisterFlashAttentionGrad(py::module_& m);
+void RegisterFlashAttentionInfer(py::module_& m);
 void RegisterCostModel(py::module_& m);
 void RegisterProblem(py::module_& m);
 
@@ -17,6 +18,7 @@ PYBIND11_MODULE(_C, m) {
     RegisterProblem(m);
     RegisterFlashAttention(m);
     RegisterFlashAttentionGrad(m);
+    RegisterFlashAttentionInfer(m);
     RegisterCostModel(m);
     m.def("chips", []() {
         py::list out;

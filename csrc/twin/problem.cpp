@@ -9,25 +9,8 @@ namespace py = pybind11;
 
 namespace {
 
-// A tensor argument from Python: None or (shape, strides, dtype name).
-npu_fa::FaTensorArg Tensor(const py::object& o) {
-    npu_fa::FaTensorArg t;
-    if (o.is_none()) return t;
-    const py::tuple d = o.cast<py::tuple>();
-    t.present = true;
-    t.shape = d[0].cast<std::vector<int64_t>>();
-    t.strides = d[1].cast<std::vector<int64_t>>();
-    t.dtype = d[2].cast<std::string>();
-    return t;
-}
-
-npu_fa::FaIntList Ints(const py::object& o) {
-    npu_fa::FaIntList l;
-    if (o.is_none()) return l;
-    l.present = true;
-    l.values = o.cast<std::vector<int64_t>>();
-    return l;
-}
+using twin_bindings::IntList;
+using twin_bindings::TensorArg;
 
 npu_fa::FaCall MakeCall(const py::object& query, const py::object& key, const py::object& value, int64_t headNum,
                         const std::string& inputLayout, const py::object& pse, const py::object& paddingMask,
@@ -41,22 +24,22 @@ npu_fa::FaCall MakeCall(const py::object& query, const py::object& key, const py
                         const std::string& dropMaskInPlaceDevice, uint32_t forceS1Block, uint32_t forceS2Block,
                         bool maskIsKernelView, bool contiguousMask) {
     npu_fa::FaCall c;
-    c.query = Tensor(query), c.key = Tensor(key), c.value = Tensor(value);
-    c.pse = Tensor(pse), c.paddingMask = Tensor(paddingMask), c.attenMask = Tensor(attenMask);
-    c.sink = Tensor(sink), c.dropoutMask = Tensor(dropoutMask);
+    c.query = TensorArg(query), c.key = TensorArg(key), c.value = TensorArg(value);
+    c.pse = TensorArg(pse), c.paddingMask = TensorArg(paddingMask), c.attenMask = TensorArg(attenMask);
+    c.sink = TensorArg(sink), c.dropoutMask = TensorArg(dropoutMask);
     npu_fa::FaAttrs& a = c.attrs;
     a.headNum = headNum, a.inputLayout = inputLayout, a.scale = scale, a.keepProb = keepProb;
     a.preTokens = preTokens, a.nextTokens = nextTokens, a.innerPrecise = innerPrecise;
-    a.prefix = Ints(prefix), a.actualSeqQlen = Ints(actualSeqQlen), a.actualSeqKvlen = Ints(actualSeqKvlen);
+    a.prefix = IntList(prefix), a.actualSeqQlen = IntList(actualSeqQlen), a.actualSeqKvlen = IntList(actualSeqKvlen);
     a.sparseMode = sparseMode, a.seed = seed, a.offset = offset;
     a.hasSoftcap = !softcap.is_none();
     a.softcap = a.hasSoftcap ? softcap.cast<double>() : 0.0;
-    a.pseType = pseType, a.qStartIdx = Ints(qStartIdx), a.kvStartIdx = Ints(kvStartIdx);
-    a.dropoutOrigin = Ints(dropoutOrigin);
+    a.pseType = pseType, a.qStartIdx = IntList(qStartIdx), a.kvStartIdx = IntList(kvStartIdx);
+    a.dropoutOrigin = IntList(dropoutOrigin);
     c.grad = grad;
     c.partialKeys = partialKeys;
-    c.dy = Tensor(dy), c.attentionIn = Tensor(attentionIn), c.softmaxMax = Tensor(softmaxMax);
-    c.softmaxSum = Tensor(softmaxSum);
+    c.dy = TensorArg(dy), c.attentionIn = TensorArg(attentionIn), c.softmaxMax = TensorArg(softmaxMax);
+    c.softmaxSum = TensorArg(softmaxSum);
     c.dropMaskInPlaceDevice = dropMaskInPlaceDevice;
     c.forceS1Block = forceS1Block, c.forceS2Block = forceS2Block;
     c.maskIsKernelView = maskIsKernelView, c.contiguousMask = contiguousMask;

@@ -2,6 +2,7 @@
 // the Python exceptions they name.
 #pragma once
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include "problem/fa_problem_build.h"
 
@@ -16,6 +17,27 @@ namespace py = pybind11;
                                                                       : PyExc_ValueError;
     PyErr_SetString(type, e.message.c_str());
     throw py::error_already_set();
+}
+
+// A tensor argument from Python: None or (shape, strides, dtype name).
+inline npu_fa::FaTensorArg TensorArg(const py::object& o) {
+    npu_fa::FaTensorArg t;
+    if (o.is_none()) return t;
+    const py::tuple d = o.cast<py::tuple>();
+    t.present = true;
+    t.shape = d[0].cast<std::vector<int64_t>>();
+    t.strides = d[1].cast<std::vector<int64_t>>();
+    t.dtype = d[2].cast<std::string>();
+    return t;
+}
+
+// An int[]? attribute from Python: None or a sequence of ints.
+inline npu_fa::FaIntList IntList(const py::object& o) {
+    npu_fa::FaIntList l;
+    if (o.is_none()) return l;
+    l.present = true;
+    l.values = o.cast<std::vector<int64_t>>();
+    return l;
 }
 
 inline npu_fa::FaProblemInfo Solve(const npu_fa::FaCall& call) {

@@ -22,4 +22,12 @@ std::string PlanBackward(const FaProblem& p, const ChipSpec& chip, FaBackwardPla
     return "";
 }
 
+std::string PlanInfer(const FaInferProblem& p, const ChipSpec& chip, FaInferPlan& plan) {
+    plan = FaInferPlan{};
+    const std::string err = ComputeInferTiling(p, chip, plan.launch);
+    if (!err.empty()) return err;
+    plan.combine = plan.launch.data.splits > 1;
+    return "";
+}
+
 }  // namespace npu_fa

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "flash_attention_grad_tiling_host.h"
+#include "flash_attention_infer_tiling_host.h"
 #include "flash_attention_tiling_host.h"
 
 namespace npu_fa {
@@ -28,8 +29,16 @@ struct FaBackwardPlan {
     FaBlockMapPass map;        // p.denseMask only: built for the backward's blocks
 };
 
+// The inference op: its kernel, then (when the tiling splits the keys) the vector-only combine pass on
+// launch.data.combineCores blocks, with the same tiling, seq table and workspace.
+struct FaInferPlan {
+    FaInferTilingOut launch;
+    bool combine = false;
+};
+
 // "" or why the problem cannot be tiled on this chip.
 std::string PlanForward(const FaProblem& p, const ChipSpec& chip, FaForwardPlan& plan);
 std::string PlanBackward(const FaProblem& p, const ChipSpec& chip, FaBackwardPlan& plan);
+std::string PlanInfer(const FaInferProblem& p, const ChipSpec& chip, FaInferPlan& plan);
 
 }  // namespace npu_fa

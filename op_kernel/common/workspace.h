@@ -32,6 +32,33 @@ private:
     __gm__ uint8_t* base_ = nullptr;
 };
 
+// The step slots of one core of a kernel built on the online softmax (forward, inference): per step in flight the
+// scores S (fp32 [rows, w]), the probabilities P (input dtype, same shape) and the partial output P*V (fp32
+// [rows, dvPad]), in regions at the byte offsets the host tiling chose.
+class FaStepSlots {
+public:
+    __aicore__ inline void Init(GM_ADDR workspace, uint64_t perCore, uint32_t core, uint64_t offsetS, uint64_t offsetP,
+                                uint64_t offsetO, uint32_t rows, uint32_t w, uint32_t dvPad) {
+        ws_.Init(workspace, 0, perCore, core);
+        offsetS_ = offsetS, offsetP_ = offsetP, offsetO_ = offsetO;
+        scoreElems_ = (uint64_t)rows * w;
+        outElems_ = (uint64_t)rows * dvPad;
+    }
+    __aicore__ inline __gm__ float* Scores(uint32_t slot) const { return ws_.Slot<float>(offsetS_, slot, scoreElems_); }
+    template <typename T>
+    __aicore__ inline __gm__ T* Probs(uint32_t slot) const {
+        return ws_.Slot<T>(offsetP_, slot, scoreElems_);
+    }
+    __aicore__ inline __gm__ float* Output(uint32_t slot) const { return ws_.Slot<float>(offsetO_, slot, outElems_); }
+    // A region every core shares, at byte `offset` of the user workspace.
+    template <typename E>
+    __aicore__ inline __gm__ E* Shared(uint64_t offset) const { return ws_.Shared<E>(offset); }
+
+private:
+    FaCoreWorkspace ws_;
+    uint64_t offsetS_ = 0, offsetP_ = 0, offsetO_ = 0, scoreElems_ = 0, outElems_ = 0;
+};
+
 }  // namespace npu_fa
 
 #endif  // NPU_FA_COMMON_WORKSPACE_H

@@ -118,28 +118,14 @@ private:
     FaTaskCursor cursor_;
 };
 
-// The forward's workspace regions of one core: per step slot S (fp32), P (input dtype) and the partial output O
-// (fp32); FwdSlot(step) picks the slot.
-class FaFwdWorkspace {
+// The forward's workspace regions of one core: per step slot S, P and the partial output O (FaStepSlots);
+// FwdSlot(step) picks the slot.
+class FaFwdWorkspace : public FaStepSlots {
 public:
     __aicore__ inline void Init(GM_ADDR workspace, const FlashAttentionTilingData* t, uint32_t core) {
-        ws_.Init(workspace, 0, t->wsPerCore, core);
-        t_ = t;
+        FaStepSlots::Init(workspace, t->wsPerCore, core, t->wsOffsetS, t->wsOffsetP, t->wsOffsetO, t->s1Block,
+                          t->s2Block, t->problem.dvPad);
     }
-    __aicore__ inline __gm__ float* Scores(uint32_t slot) const {
-        return ws_.Slot<float>(t_->wsOffsetS, slot, (uint64_t)t_->s1Block * t_->s2Block);
-    }
-    template <typename T>
-    __aicore__ inline __gm__ T* Probs(uint32_t slot) const {
-        return ws_.Slot<T>(t_->wsOffsetP, slot, (uint64_t)t_->s1Block * t_->s2Block);
-    }
-    __aicore__ inline __gm__ float* Output(uint32_t slot) const {
-        return ws_.Slot<float>(t_->wsOffsetO, slot, (uint64_t)t_->s1Block * t_->problem.dvPad);
-    }
-
-private:
-    FaCoreWorkspace ws_;
-    const FlashAttentionTilingData* t_ = nullptr;
 };
 
 }  // namespace npu_fa

@@ -7,11 +7,13 @@
 #define NPU_FA_KERNEL_FWD_VECTOR_H
 
 #include "fwd_common.h"
+#include "softmax_io.h"
 #include "../tiling/ub_budget.h"
 #include "../common/gm_args.h"
 #include "../common/step_ring.h"
 #include "../tile/score_prologue.h"
 #include "../tile/dropout.h"
+#include "../tile/online_softmax.h"
 #include "../tile/row_ops.h"
 
 namespace npu_fa {
@@ -57,6 +59,7 @@ public:
         pipe->InitBuffer(statBuf_, u.stat * kFwdStatBuffers);
         pipe->InitBuffer(rowBuf_, u.row);
         pipe->InitBuffer(statBitsBuf_, u.row);
+        softmax_.Init(statBuf_.Get<float>(), statElems_, foldBuf_.Get<float>(), rowBuf_.Get<float>(), w_);
         if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
         if (u.dmat != 0) BuildDiagonalPattern();
         // Dense-mask bytes live in opart (filled by OutputStep's MTE2, free in between: both wait and set the
@@ -69,12 +72,7 @@ public:
         prologue_.TileMask().Init(p_, w_, gm.in.attenMask, chunk_, dmat,
                                   u.bits != 0 ? bitsBuf_.Get<uint8_t>() : foldBuf_.Get<uint8_t>(), foldBuf_.Get<half>(),
                                   u.mask != 0 ? maskBuf_.Get<uint8_t>() : opartBuf_.Get<uint8_t>(), kIdOutput);
-        for (int32_t b = 0; b < 2; ++b) {
-            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
-            AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
-        }
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+        io_.Init(sBuf_.Get<float>(), pBuf_.Get<T>(), opartBuf_.Get<float>(), chunk_, w_);
     }
 
     __aicore__ inline void Process() {
@@ -104,29 +102,22 @@ public:
             taskSlot = (taskSlot + 1) % kFwdStepSlots;  // a task's statistics live until its last output fold
         }
         for (uint32_t i = 0; i < ring.Count(); ++i) OutputStep(ring.FromOldest(i));
-        for (int32_t b = 0; b < 2; ++b) {
-            AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
-            AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
-        }
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+        io_.End();
     }
 
 private:
-    // Event IDs: the two score chunk buffers & partial output in (MTE2), the two probability chunk buffers (the
-    // output rows use both) & statistics out (MTE3).
-    static constexpr int32_t kIdScores[2] = {0, 2}, kIdOutput = 1, kIdProbs[2] = {0, 2}, kIdStats = 1;
-    static constexpr int32_t kIdPse = 3;   // V_MTE2 / MTE2_V pairs around an outer pse tile's load
-    static constexpr int32_t kIdDrop = 4;  // V_MTE2 / MTE2_V pairs around a user dropout mask's load
-    static_assert(kIdOutput != kIdScores[0] && kIdOutput != kIdScores[1] && kIdPse > kIdScores[1] && kIdDrop > kIdPse &&
-                      kIdDrop < 8,
-                  "V_MTE2 event IDs overlap");
-    // Statistic buffers inside statBuf_: running max and sum per task slot, rescale per step slot (kFwdStepSlots
-    // each: tasks and steps in flight until their output fold), then scratch and the outputs.
-    static constexpr uint32_t kStatMax = 0, kStatSum = kFwdStepSlots, kStatAlpha = 2 * kFwdStepSlots,
-                              kStatBcast = 3 * kFwdStepSlots, kStatRed = kStatBcast + 1, kStatMaxOut = kStatBcast + 2,
-                              kStatSumOut = kStatBcast + 3;
-    static_assert(kStatSumOut < kFwdStatBuffers, "the statistic buffers exceed kFwdStatBuffers");
+    // Event IDs: FaSoftmaxIo's (score and probability chunks, partial output, statistics), then the owner's.
+    using Io = FaSoftmaxIo<T>;
+    static constexpr int32_t kIdOutput = Io::kIdOutput, kIdStats = Io::kIdStats;
+    static constexpr int32_t kIdPse = Io::kIdFree;   // V_MTE2 / MTE2_V pairs around an outer pse tile's load
+    static constexpr int32_t kIdDrop = kIdPse + 1;   // V_MTE2 / MTE2_V pairs around a user dropout mask's load
+    static_assert(kIdDrop < 8, "V_MTE2 event IDs overlap");
+    // Statistic buffers inside statBuf_ (FaOnlineSoftmax's, kFwdStepSlots tasks and steps in flight until their
+    // output fold).
+    using Softmax = FaOnlineSoftmax<kFwdStepSlots>;
+    static constexpr uint32_t kStatMax = Softmax::kMax, kStatSum = Softmax::kSum, kStatBcast = Softmax::kBcast,
+                              kStatRed = Softmax::kRed, kStatMaxOut = Softmax::kMaxOut, kStatSumOut = Softmax::kSumOut;
+    static_assert(Softmax::kBuffers == kFwdStatBuffers, "the statistic buffers differ from kFwdStatBuffers");
 
     struct Pending {
         FaFwdTask task;
@@ -137,9 +128,7 @@ private:
         bool last;
     };
 
-    static constexpr uint32_t kRowsPerBlockReduce = 31;  // 8 repeats per 512-wide row
-
-    __aicore__ inline AscendC::LocalTensor<float> Stat(uint32_t i) { return statBuf_.Get<float>()[i * statElems_]; }
+    __aicore__ inline AscendC::LocalTensor<float> Stat(uint32_t i) { return softmax_.Stat(i); }
 
     // dmat[r][c] = c - r: a band test against it masks a whole tile with one Compares + Select.
     __aicore__ inline void BuildDiagonalPattern() {
@@ -147,54 +136,6 @@ private:
         for (uint32_t c = 0; c < w_; ++c) idx.SetValue(c, (float)c);
         AscendC::LocalTensor<float> dmat = dmatBuf_.Get<float>();
         for (uint32_t r = 0; r < chunk_; ++r) AscendC::Adds(dmat[r * w_], idx, -(float)r, (int32_t)w_);
-    }
-
-    // Row max or sum of s[rows, w] broadcast to one 32 B block per row in Stat(kStatBcast). A 512-wide tile takes one
-    // BlockReduce over the whole tile ([rows, 64] block results, 1 cycle per repeat); narrower ones fold their 64-column
-    // chunks into one first. Fewer, longer instructions: each dependent one waits for its producer's full latency.
-    template <bool kMax>
-    __aicore__ inline void RowReduce(const AscendC::LocalTensor<float>& s, uint32_t rows) {
-        AscendC::LocalTensor<float> fold = foldBuf_.Get<float>();
-        AscendC::LocalTensor<float> red = Stat(kStatRed);
-        AscendC::LocalTensor<float> row = rowBuf_.Get<float>();
-        const uint8_t wBlocks = (uint8_t)(w_ / 8);
-        AscendC::LocalTensor<float> src = s;
-        uint8_t srcRep = wBlocks;
-        if (w_ == 512) {
-            for (uint32_t r = 0; r < rows; r += kRowsPerBlockReduce) {  // repeats <= 255
-                const int32_t rep = (int32_t)(FaMin((int64_t)(rows - r), (int64_t)kRowsPerBlockReduce) * 8);
-                if (kMax) {
-                    AscendC::BlockReduceMax(fold[r * 64], s[r * 512], rep, 64, 1, 1, 8);
-                } else {
-                    AscendC::BlockReduceSum(fold[r * 64], s[r * 512], rep, 64, 1, 1, 8);
-                }
-            }
-            src = fold;
-            srcRep = 8;
-        } else if (w_ > 64) {  // fold the 64-column chunks of each row into one
-            AscendC::BinaryRepeatParams first(1, 1, 1, 8, wBlocks, wBlocks);
-            AscendC::BinaryRepeatParams more(1, 1, 1, 8, 8, wBlocks);
-            for (uint32_t c = 64; c < w_; c += 64) {
-                const AscendC::LocalTensor<float>& lhs = c == 64 ? s : fold;
-                const AscendC::BinaryRepeatParams& p = c == 64 ? first : more;
-                if (kMax) {
-                    AscendC::Max(fold, lhs, s[c], (uint64_t)64, (uint8_t)rows, p);
-                } else {
-                    AscendC::Add(fold, lhs, s[c], (uint64_t)64, (uint8_t)rows, p);
-                }
-            }
-            src = fold;
-            srcRep = 8;
-        }
-        const uint32_t rows8 = AlignUp(rows, 8);
-        if (kMax) {
-            AscendC::BlockReduceMax(red, src, (int32_t)rows, 64, 1, 1, srcRep);
-            AscendC::BlockReduceMax(row, red, (int32_t)(rows8 / 8), 64, 1, 1, 8);
-        } else {
-            AscendC::BlockReduceSum(red, src, (int32_t)rows, 64, 1, 1, srcRep);
-            AscendC::BlockReduceSum(row, red, (int32_t)(rows8 / 8), 64, 1, 1, 8);
-        }
-        AscendC::Brcb(Stat(kStatBcast), row, (uint8_t)(rows8 / 8), AscendC::BrcbRepeatParams(1, 8));
     }
 
     __aicore__ inline void SoftmaxStep(const FaFwdTask& task, const FaAivRows& mine, int64_t j, uint8_t tileState,
@@ -238,23 +179,14 @@ private:
         float slope;  // ALiBi slope of the task's head
     };
 
-    // Scores of the chunk at row r0 of this AIV's half -> the next score buffer (chunkLoads_ alternates them).
+    // Scores of the chunk at row r0 of this AIV's half -> the next score buffer.
     __aicore__ inline void LoadScores(const FaAivRows& mine, uint32_t r0, uint32_t slot) {
-        const uint32_t b = chunkLoads_++ & 1;
-        const uint32_t rows = (uint32_t)FaMin((int64_t)(mine.count - r0), (int64_t)chunk_);
-        AscendC::GlobalTensor<float> scores;
-        scores.SetGlobalBuffer(ws_.Scores(slot) + (uint64_t)(mine.first + r0) * w_);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
-        AscendC::DataCopy(sBuf_.Get<float>()[b * chunk_ * w_], scores, rows * w_);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdScores[b]);
+        io_.LoadScores(ws_.Scores(slot), mine.first + r0, (uint32_t)FaMin((int64_t)(mine.count - r0), (int64_t)chunk_));
     }
 
     __aicore__ inline void SoftmaxRows(const FaFwdTask& task, const FaAivRows& mine, const Chunk& c) {
-        const uint32_t b = chunkUses_++ & 1;
         const uint32_t n = c.rows * w_;
-        const uint32_t statN = AlignUp(c.rows, 8) * 8;
-        AscendC::LocalTensor<float> s = sBuf_.Get<float>()[b * chunk_ * w_];
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdScores[b]);
+        AscendC::LocalTensor<float> s = io_.NextScores();
 
         const int64_t r0 = task.row0 + mine.first + c.r0;
         const FaScoreTile tile{task.batch, task.head, r0, c.rows, c.c0, c.cols, task.band, task.maskBase, c.state,
@@ -263,76 +195,30 @@ private:
         prologue_.AddBias(s, tile, c.slope);
         prologue_.ApplyMask(s, tile);
 
-        // Running max, rescale factor alpha = exp(m_old - m_new), then p = exp(s - m_new); the chunk's rows of each
-        // statistic start at row r0 (a multiple of 8: whole 32 B blocks).
-        AscendC::LocalTensor<float> mRun = Stat(kStatMax + c.taskSlot)[c.r0 * 8];
-        AscendC::LocalTensor<float> alpha = Stat(kStatAlpha + c.slot)[c.r0 * 8];
-        AscendC::LocalTensor<float> bcast = Stat(kStatBcast);
-        RowReduce<true>(s, c.rows);
-        if (!c.first) {
-            AscendC::Max(bcast, bcast, mRun, (int32_t)statN);
-            AscendC::Sub(alpha, mRun, bcast, (int32_t)statN);
-            AscendC::Exp(alpha, alpha, (int32_t)statN);
-        }
-        AscendC::DataCopy(mRun, bcast, statN);
-        RowSubPerRow(s, bcast, c.rows, w_);
-        AscendC::Exp(s, s, (int32_t)n);
+        // The chunk's rows of each statistic start at row r0 (a multiple of 8: whole 32 B blocks).
+        softmax_.Exponentiate(s, c.rows, c.r0, c.taskSlot, c.slot, c.first);
 
         // The row sums are of the probabilities before dropout; dropout then zeroes P where a keep bit is 0.
         if (dropping_) {
-            AddRowSums(s, c);
+            softmax_.AddRowSums(s, c.rows, c.r0, c.taskSlot, c.slot, c.first);
             drop_.Bits(tile);
             drop_.Apply(s, c.rows);
         }
 
         // P goes back to the cube in the input precision.
-        AscendC::LocalTensor<T> p = pBuf_.Get<T>()[b * chunk_ * w_];
-        AscendC::GlobalTensor<T> probs;
-        probs.SetGlobalBuffer(ws_.template Probs<T>(c.slot) + (uint64_t)(mine.first + c.r0) * w_);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
-        AscendC::Cast(p, s, AscendC::RoundMode::CAST_RINT, n);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[b]);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[b]);
-        AscendC::DataCopy(probs, p, n);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b]);
-        if (!dropping_) AddRowSums(s, c);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
-    }
-
-    // Running sum l = alpha * l + rowsum(p) of a chunk, in fp32.
-    __aicore__ inline void AddRowSums(const AscendC::LocalTensor<float>& s, const Chunk& c) {
-        const uint32_t statN = AlignUp(c.rows, 8) * 8;
-        RowReduce<false>(s, c.rows);
-        AscendC::LocalTensor<float> lRun = Stat(kStatSum + c.taskSlot)[c.r0 * 8];
-        AscendC::LocalTensor<float> bcast = Stat(kStatBcast);
-        if (c.first) {
-            AscendC::DataCopy(lRun, bcast, statN);
-        } else {
-            AscendC::Mul(lRun, lRun, Stat(kStatAlpha + c.slot)[c.r0 * 8], (int32_t)statN);
-            AscendC::Add(lRun, lRun, bcast, (int32_t)statN);
-        }
+        io_.StoreProbs(s, ws_.template Probs<T>(c.slot), mine.first + c.r0, n);
+        if (!dropping_) softmax_.AddRowSums(s, c.rows, c.r0, c.taskSlot, c.slot, c.first);
+        io_.ReleaseScores();
     }
 
     __aicore__ inline void OutputStep(const Pending& s) {
         const uint32_t slot = FwdSlot(s.step);
         AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagOutput, s.step));
         if (s.mine.count == 0) return;
-        const uint32_t n = s.mine.count * dvPad_;
-        AscendC::LocalTensor<float> opart = opartBuf_.Get<float>();
-        AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
-        AscendC::GlobalTensor<float> part;
-        part.SetGlobalBuffer(ws_.Output(slot) + (uint64_t)s.mine.first * dvPad_);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
-        AscendC::DataCopy(opart, part, n);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdOutput);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdOutput);
-        if (s.first) {
-            AscendC::DataCopy(acc, opart, n);
-        } else {
-            RowMul(acc, Stat(kStatAlpha + slot), s.mine.count, dvPad_);
-            AscendC::Add(acc, acc, opart, (int32_t)n);
-        }
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
+        const AscendC::LocalTensor<float> opart =
+            io_.LoadOutput(ws_.Output(slot), (uint64_t)s.mine.first * dvPad_, s.mine.count * dvPad_);
+        softmax_.Fold(accBuf_.Get<float>(), opart, slot, s.mine.count, dvPad_, s.first);
+        io_.ReleaseOutput();
         if (s.last) Finalize(s);
     }
 
@@ -361,18 +247,15 @@ private:
             RowMul(acc, e, rows, dvPad_);
             RowDiv(acc, lOut, rows, dvPad_);
         } else {
-            AscendC::LocalTensor<float> divisor = Stat(kStatBcast);
             AscendC::LocalTensor<uint8_t> valid = statBitsBuf_.Get<uint8_t>();
-            AscendC::Compares(valid, mRun, kMaskValue, AscendC::CMPMODE::NE, statN);
-            AscendC::Select(divisor, valid, lRun, PositiveInfinity(), AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
-            RowDiv(acc, divisor, rows, dvPad_);
+            softmax_.Normalize(acc, valid, s.taskSlot, rows, dvPad_);
             AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
             AscendC::DataCopy(Stat(kStatMaxOut), mRun, statN);
             AscendC::Select(Stat(kStatSumOut), valid, lRun, kFltMax, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
         }
         if (dropping_) AscendC::Muls(acc, acc, p_->drop.keepInv, (int32_t)(rows * dvPad_));  // kept P count 1 / keep_prob
         AscendC::LocalTensor<T> o = pBuf_.Get<T>();
-        WaitProbBuffers();
+        io_.WaitProbBuffers();
         AscendC::Cast(o, acc, AscendC::RoundMode::CAST_RINT, rows * dvPad_);
         WriteRows(s.task, s.mine);
     }
@@ -386,29 +269,22 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
         AscendC::Duplicate(Stat(kStatMaxOut), sink ? sinkGm_.GetValue(task.head) : kMaskValue, (int32_t)statN);
         AscendC::Duplicate(Stat(kStatSumOut), sink ? 1.0f : kFltMax, (int32_t)statN);
-        WaitProbBuffers();
+        io_.WaitProbBuffers();
         AscendC::Duplicate(pBuf_.Get<T>(), (T)0.0f, (int32_t)(mine.count * dvPad_));
         WriteRows(task, mine);
     }
 
-    // The output rows take the space of both probability buffers: wait until both are written out.
-    __aicore__ inline void WaitProbBuffers() {
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[0]);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[1]);
-    }
-
-    // Output rows (pBuf_) and statistics (kStatMaxOut/kStatSumOut) -> GM. Expects WaitProbBuffers and the kIdStats
-    // MTE3_V event waited.
+    // Output rows (pBuf_) and statistics (kStatMaxOut/kStatSumOut) -> GM. Expects io_.WaitProbBuffers() and the
+    // kIdStats MTE3_V event waited.
     __aicore__ inline void WriteRows(const FaFwdTask& task, const FaAivRows& mine) {
         const int64_t row = task.row0 + mine.first;
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[0]);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[0]);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(Io::kIdProbs[0]);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(Io::kIdProbs[0]);
         AscendC::DataCopyExtParams op((uint16_t)mine.count, p_->dv * (uint32_t)sizeof(T), 0,
                                       (uint32_t)((p_->oStride.s - p_->dv) * sizeof(T)), 0);
         const uint64_t out0 = TokenOffset(*p_, kGmOut, task.batch, task.seq, task.head, row);
         AscendC::DataCopyPad(outGm_[out0], pBuf_.Get<T>(), op);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[0]);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[1]);
+        io_.ReleaseProbBuffers();
         AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
         const uint64_t stat = StatRow(*p_, task.batch, task.seq, task.head, row) * 8;
@@ -417,21 +293,20 @@ private:
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
     }
 
-    __aicore__ inline static float PositiveInfinity() { return __builtin_huge_valf(); }
-
     const FlashAttentionTilingData* t_ = nullptr;
     const FaProblemTiling* p_ = nullptr;
     uint32_t core_ = 0, sub_ = 0;
     GM_ADDR seqInfo_ = nullptr;
     GM_ADDR blockMap_ = nullptr;
     FaScorePrologue<T> prologue_;
+    Softmax softmax_;
+    Io io_;
     FaDropout drop_;
     bool dropping_ = false;
     AscendC::GlobalTensor<T> outGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_, sinkGm_;
     FaFwdWorkspace ws_;
     uint32_t w_ = 0, dvPad_ = 0, rowsMax_ = 0, chunk_ = 0, statElems_ = 0;
-    uint32_t chunkLoads_ = 0, chunkUses_ = 0;  // score chunks loaded / computed so far: their parity picks the buffer
     AscendC::TBuf<AscendC::TPosition::VECIN> sBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> dmatBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> biasBuf_;

@@ -15,6 +15,16 @@ namespace npu_fa {
 constexpr float kFltMax = 3.4028234663852886e38f;
 constexpr float kMaskValue = -kFltMax;  // masked scores (exp gives 0, no NaN)
 
+// Columns [from, w) of the rows of an fp32 [rows, w] tile (row pitch w, a multiple of 64) -> kMaskValue.
+__aicore__ inline void FaMaskColumnsFrom(const AscendC::LocalTensor<float>& s, uint32_t from, uint32_t rows,
+                                         uint32_t w) {
+    for (uint32_t c = (from / 64) * 64; c < w; c += 64) {
+        const uint32_t keep = from > c ? from - c : 0;
+        uint64_t mask[2] = {keep == 0 ? ~0ULL : (~0ULL << keep), 0};
+        AscendC::Duplicate(s[c], kMaskValue, mask, (uint8_t)rows, 1, (uint8_t)(w / 8));
+    }
+}
+
 class FaTileMask {
 public:
     // `w`: the tile width (s2Block). `dmat` holds c - r for [rowsMax, w]; `half` is a [rowsMax, w] half-precision
@@ -43,11 +53,7 @@ public:
             Band(s, tile.band, tile.r0, rows, tile.c0);
         }
         if (p_->maskMode != 0 && tile.state == kTileMixed) Dense(s, tile);
-        for (uint32_t c = (cols / 64) * 64; c < w_; c += 64) {  // key columns past the sequence end
-            const uint32_t keep = cols > c ? cols - c : 0;
-            uint64_t mask[2] = {keep == 0 ? ~0ULL : (~0ULL << keep), 0};
-            AscendC::Duplicate(s[c], kMaskValue, mask, (uint8_t)rows, 1, (uint8_t)(w_ / 8));
-        }
+        FaMaskColumnsFrom(s, cols, rows, w_);  // key columns past the sequence end
     }
 
 private:

@@ -5,6 +5,7 @@
 
 #include "fwd_tiling.h"
 #include "bwd_tiling.h"
+#include "infer_tiling.h"
 
 namespace npu_fa {
 
@@ -127,6 +128,57 @@ FA_INLINE FaBwdUbSizes BwdUbSizes(uint32_t rows, uint32_t w, uint32_t kvRows, ui
     u.drop = f.dropout ? DropoutUbBytes(c, w) : 0;
     u.total = u.score + u.dp + u.dmat + u.bits + u.half + u.maskHalf + 2 * kBwdStatBuffers * u.stat + u.part + u.acc +
               u.out + u.row + u.mask + u.bias + u.pse + u.drop;
+    return u;
+}
+
+// Inference: UB buffers of one AIV (bytes) for `rows` packed rows (its half of a task) walked in chunks of `chunk`.
+struct FaInferUbSizes {
+    uint32_t s;      // scores / probabilities in fp32, two [chunk, w] buffers
+    uint32_t fold;   // row-reduction scratch [chunk, 64] fp32
+    uint32_t p;      // probabilities in the input dtype, two [chunk, w] buffers; the output [rows, dvPad] at the end
+    uint32_t opart;  // a step's P*V, fp32 [rows, dvPad] (also the zero rows of a task without keys)
+    uint32_t acc;    // running output, fp32 [rows, dvPad]
+    uint32_t stat;   // one statistic buffer, a 32 B block per row [rows8, 8] fp32 (FaOnlineSoftmax::kBuffers of them)
+    uint32_t row;    // one fp32 per row [rows8] (the block-reduce result; also the rows' valid bits)
+    uint32_t total;
+};
+constexpr uint32_t kInferStatBuffers = 3 * kInferStepSlots + 4;  // FaOnlineSoftmax<kInferStepSlots>::kBuffers
+
+FA_INLINE FaInferUbSizes InferUbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t dvPad) {
+    FaInferUbSizes u;
+    const uint32_t r = rows == 0 ? 1 : rows, c = chunk == 0 ? 1 : chunk, r8 = AlignUp(r, 8);
+    u.s = 2 * c * w * 4;
+    u.fold = c * 256;
+    u.p = 2 * c * w * 2 > r * dvPad * 2 ? 2 * c * w * 2 : r * dvPad * 2;
+    u.opart = r * dvPad * 4;
+    u.acc = r * dvPad * 4;
+    u.stat = r8 * 8 * 4;
+    u.row = AlignUp(r8 * 4, 32);
+    u.total = u.s + u.fold + u.p + u.opart + u.acc + kInferStatBuffers * u.stat + 2 * u.row + 32;
+    return u;
+}
+
+// The split-KV combine pass: UB of one AIV (bytes) for chunks of `rows` packed rows.
+struct FaCombineUbSizes {
+    uint32_t lse;    // every split's lse rows, fp32 [splits, rows8, 8]
+    uint32_t stat;   // one statistic (max, weight, sum) [rows8, 8] fp32
+    uint32_t part;   // one split's output rows, fp32 [rows, dvPad]
+    uint32_t acc;    // their weighted sum, fp32 [rows, dvPad]
+    uint32_t out;    // the output rows in the input dtype [rows, dvPad]
+    uint32_t valid;  // the rows' valid bits
+    uint32_t total;
+};
+
+FA_INLINE FaCombineUbSizes CombineUbSizes(uint32_t rows, uint32_t splits, uint32_t dvPad) {
+    FaCombineUbSizes u;
+    const uint32_t r8 = AlignUp(rows == 0 ? 1 : rows, 8);
+    u.lse = splits * r8 * 8 * 4;
+    u.stat = r8 * 8 * 4;
+    u.part = r8 * dvPad * 4;
+    u.acc = r8 * dvPad * 4;
+    u.out = r8 * dvPad * 2;
+    u.valid = AlignUp(r8 * 8 / 8, 32);
+    u.total = u.lse + 3 * u.stat + u.part + u.acc + u.out + u.valid;
     return u;
 }
 

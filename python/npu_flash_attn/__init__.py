@@ -15,7 +15,8 @@ Modules, by concern (docs/architecture.md is the map):
                     block-map cache
   postprocess       what the CPU path does with the kernels' outputs (the problem's post-processing data)
   dispatch, npu     the checks before dispatch, the NPU adapter loader
-  interfaces        drop-ins: torch_npu's npu_fusion_attention (+ grad), flash_attn 2.x, torch's SDPA
+  interfaces        drop-ins: torch_npu's npu_fusion_attention (+ grad), flash_attn 2.x, torch's SDPA; inference:
+                    torch_npu's npu_fused_infer_attention_score, flash_attn's flash_attn_with_kvcache
   integrations      the transformers attention backend (`integrations.transformers.register()`)
   distributed       context parallelism over torch.distributed (ring, Ulysses, hybrid, all-gather; imported on
                     demand: `from npu_flash_attn.distributed import context_parallel_attention`)
@@ -35,7 +36,8 @@ from .twin import TwinError, TwinWarning
 from .twin_backend import block_mask_cache_info, clear_block_mask_cache, last_launch_info
 from .interfaces import (flash_attn_func, flash_attn_kvpacked_func, flash_attn_qkvpacked_func,
                          flash_attn_varlen_func, flash_attn_varlen_kvpacked_func, flash_attn_varlen_qkvpacked_func,
-                         npu_fusion_attention, npu_fusion_attention_grad, scaled_dot_product_attention)
+                         flash_attn_with_kvcache, npu_fused_infer_attention_score, npu_fusion_attention,
+                         npu_fusion_attention_grad, scaled_dot_product_attention)
 from . import npu
 
 npu.status()  # after the schemas exist: loads the NPU adapter library when torch_npu and the library are there
@@ -45,4 +47,5 @@ __all__ = ["flash_attention", "flash_attention_grad", "precompute_block_mask", "
            "clear_block_mask_cache", "set_chip", "get_chip", "available_chips", "last_launch_info", "TwinError",
            "TwinWarning", "npu_fusion_attention", "npu_fusion_attention_grad", "flash_attn_func",
            "flash_attn_kvpacked_func", "flash_attn_qkvpacked_func", "flash_attn_varlen_func",
-           "flash_attn_varlen_kvpacked_func", "flash_attn_varlen_qkvpacked_func", "scaled_dot_product_attention"]
+           "flash_attn_varlen_kvpacked_func", "flash_attn_varlen_qkvpacked_func", "scaled_dot_product_attention",
+           "npu_fused_infer_attention_score", "flash_attn_with_kvcache"]

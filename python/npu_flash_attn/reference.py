@@ -48,7 +48,7 @@ import torch
 from . import dropout
 from .layouts import from_bnsd, to_bnsd
 
-__all__ = ["flash_attention_reference", "flash_attention_lowprec", "visible_mask", "enabled_sequences", "band_sequence_index", "FLT_MAX"]
+__all__ = ["flash_attention_reference", "flash_attention_lowprec", "fused_infer_reference", "fused_infer_lowprec", "visible_mask", "enabled_sequences", "band_sequence_index", "FLT_MAX"]
 
 FLT_MAX = 3.4028234663852886e38
 _INT32_MAX = 2147483647
@@ -429,3 +429,117 @@ def flash_attention_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch
                      _drop_spec(keep_prob, seed, offset, dropout_mask, head_num, input_layout, query, key,
                                 actual_seq_qlen, actual_seq_kvlen))
     return out
+
+
+def _infer_sequences(query, key, value, num_heads, input_layout, num_key_value_heads, actual_seq_lengths,
+                     actual_seq_lengths_kv, block_table, block_size):
+    """npu_fused_infer_attention_score's inputs as TND sequences: (q [T1, N1, D], k, v [T2, N2, D], cu_q, cu_kv,
+    q positions [(b, first token, length)]). Keys are gathered from a paged cache block by block through the block
+    table ((blocks, block_size, N2*D) or (blocks, N2, block_size, D)), else read from the layout's [B, S2, ...]."""
+    n1 = num_heads
+    n2 = num_key_value_heads or n1
+    lay = input_layout
+    if lay == "TND":
+        cu = list(actual_seq_lengths)
+        starts = [0] + cu[:-1]
+        qs = [query[a:c] for a, c in zip(starts, cu)]
+    else:
+        q4 = {"BSH": lambda t: t.reshape(t.shape[0], t.shape[1], n1, -1), "BSND": lambda t: t}.get(
+            lay, lambda t: t.transpose(1, 2))(query)  # [B, S1, N1, D]
+        b, s1 = q4.shape[0], q4.shape[1]
+        lens = [s1] * b if actual_seq_lengths is None or s1 == 1 else (
+            [actual_seq_lengths[0]] * b if len(actual_seq_lengths) == 1 else list(actual_seq_lengths[:b]))
+        qs = [q4[i, :lens[i]] for i in range(b)]
+    b = len(qs)
+    kvl = actual_seq_lengths_kv
+    ks, vs = [], []
+    for i in range(b):
+        if block_table is not None:
+            n = kvl[0] if len(kvl) == 1 else kvl[i]
+            rows = []
+            for cache in (key, value):
+                toks = []
+                for t in range(n):
+                    page, r = int(block_table[i, t // block_size]), t % block_size
+                    toks.append(cache[page, r].reshape(n2, -1) if cache.dim() == 3 else cache[page, :, r])
+                rows.append(torch.stack(toks) if toks else cache.new_zeros((0, n2, query.shape[-1] if lay != "BSH"
+                                                                             else query.shape[-1] // n1)))
+            ks.append(rows[0])
+            vs.append(rows[1])
+            continue
+        if lay == "TND":
+            cu = list(kvl)
+            a, c = ([0] + cu[:-1])[i], cu[i]
+            ks.append(key[a:c])
+            vs.append(value[a:c])
+            continue
+        k4 = {"BSH": lambda t: t.reshape(t.shape[0], t.shape[1], n2, -1), "BSND": lambda t: t}.get(
+            lay, lambda t: t.transpose(1, 2))
+        kk, vv = k4(key), k4(value)
+        n = kk.shape[1] if kvl is None else (kvl[0] if len(kvl) == 1 else kvl[i])
+        ks.append(kk[i, :n])
+        vs.append(vv[i, :n])
+    cu_q = torch.tensor([x.shape[0] for x in qs]).cumsum(0).tolist()
+    cu_kv = torch.tensor([x.shape[0] for x in ks]).cumsum(0).tolist()
+    return torch.cat(qs), torch.cat(ks), torch.cat(vs), cu_q, cu_kv, [x.shape[0] for x in qs]
+
+
+def _infer_run(query, key, value, kw: dict, lowprec: bool):
+    """(out, lse) of npu_fused_infer_attention_score in its layouts: out float64 (or the input dtype, `lowprec`),
+    lse float64 [B, N1, S1, 1] (TND [T, N1, 1]); rows past actual_seq_lengths and rows that see no key give out 0
+    and lse +inf."""
+    n1, lay = kw["num_heads"], kw.get("input_layout", "BSH")
+    q, k, v, cu_q, cu_kv, lens = _infer_sequences(
+        query, key, value, n1, lay, kw.get("num_key_value_heads", 0), kw.get("actual_seq_lengths"),
+        kw.get("actual_seq_lengths_kv"), kw.get("block_table"), kw.get("block_size", 0))
+    causal = kw.get("sparse_mode", 0) == 3
+    ref = flash_attention_lowprec if lowprec else flash_attention_reference
+    res = ref(q, k, v, n1, "TND", scale=kw.get("scale", 1.0), sparse_mode=3 if causal else 0,
+              actual_seq_qlen=cu_q, actual_seq_kvlen=cu_kv)
+    if lowprec:
+        o = res
+        lse_t = None
+    else:
+        o, smax, ssum = res
+        m, l = smax[..., 0], ssum[..., 0]
+        # TND statistics are batch-major, then head-major: batch i's rows are [N1, Sq_i] from cu_q[i - 1] * N1.
+        flat = torch.where(m == -FLT_MAX, torch.full_like(m, math.inf), m + torch.log(l)).reshape(-1)
+        lse_t = torch.cat([flat[a * n1:(a + n) * n1].view(n1, n).transpose(0, 1)
+                           for a, n in zip([0] + cu_q[:-1], lens)])  # [T, N1]
+    d = o.shape[-1]
+    if lay == "TND":
+        out = torch.zeros(query.shape[0], n1, d, dtype=o.dtype)
+        out[:o.shape[0]] = o
+        lse = torch.full((query.shape[0], n1, 1), math.inf, dtype=torch.float64)
+        if lse_t is not None:
+            lse[:o.shape[0], :, 0] = lse_t
+        return out, lse
+    b = len(lens)
+    s1 = query.shape[1] if lay in ("BSH", "BSND") else query.shape[2]
+    o4 = torch.zeros(b, s1, n1, d, dtype=o.dtype)
+    lse = torch.full((b, n1, s1, 1), math.inf, dtype=torch.float64)
+    start = 0
+    for i, n in enumerate(lens):
+        o4[i, :n] = o[start:start + n]
+        if lse_t is not None:
+            lse[i, :, :n, 0] = lse_t[start:start + n].transpose(0, 1)
+        start += n
+    if lay == "BSH":
+        return o4.reshape(b, s1, n1 * d), lse
+    if lay in ("BSND", "BNSD_BSND"):
+        return o4, lse
+    return o4.transpose(1, 2), lse
+
+
+def fused_infer_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, **kw):
+    """float64 (attention_out, softmax_lse) of `npu_fused_infer_attention_score(query, key, value, **kw)` (the
+    arguments of its first stage: num_heads, num_key_value_heads, input_layout, scale, actual_seq_lengths,
+    actual_seq_lengths_kv, sparse_mode 0/3, block_table, block_size), softmax_lse always in its flag's shape
+    ([B, N1, S1, 1], TND [T, N1, 1]); rows that see no key (and rows past actual_seq_lengths) give 0 and +inf."""
+    q, k, v = (t.double() for t in (query, key, value))
+    return _infer_run(q, k, v, kw, False)
+
+
+def fused_infer_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, **kw) -> torch.Tensor:
+    """attention_out of the same call computed like plain torch in the input dtype: the criterion's baseline."""
+    return _infer_run(query, key, value, kw, True)[0]

@@ -19,7 +19,8 @@ from . import dropout, postprocess, progress
 from .native import ext
 from .problem import FAProblem, sequence_shapes
 
-__all__ = ["TwinError", "ext", "forward", "backward", "last_launch_info", "record_launch", "set_op_counting",
+__all__ = ["TwinError", "ext", "forward", "backward", "infer", "last_launch_info", "record_launch", "set_op_counting", "set_infer_split_override",
+           "infer_split_override",
            "set_block_override", "kernel_mask", "BlockMaskInfo", "build_block_map", "block_mask_cache_info",
            "clear_block_mask_cache"]
 
@@ -124,6 +125,36 @@ def forward(p: FAProblem, a: dict, chip: str):
     postprocess.fill_padding(p, out, smax, ssum)
     record_launch(info)
     return out, smax, ssum
+
+
+_infer_splits = 0
+
+
+def set_infer_split_override(splits: int = 0) -> None:
+    """Twin tuning: the following inference launches split each sequence's keys `splits` ways (1: no split) instead
+    of the tiling's choice (0)."""
+    global _infer_splits
+    if isinstance(splits, bool) or not isinstance(splits, int) or splits < 0:
+        raise ValueError(f"splits={splits!r} must be an int >= 0 (0 = the tiling's choice)")
+    _infer_splits = splits
+
+
+def infer_split_override() -> int:
+    return _infer_splits
+
+
+def infer(call, chip: str, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+          block_table: Optional[torch.Tensor], out: torch.Tensor, lse: torch.Tensor, flops: float) -> dict:
+    """Runs the inference kernel (and, with split keys, its combine pass) of a validated `_C.InferCall` on the twin of
+    `chip`, writing `out` and (softmax_lse_flag) `lse` in place; the tensors are contiguous and stay alive. `flops`:
+    the problem's matmul work (progress reports)."""
+    table = 0 if block_table is None else block_table.data_ptr()
+    with progress.launch(f"twin inference launch on {chip}", flops, "forward"):
+        info = dict(ext().flash_attention_infer(call, chip, query.data_ptr(), key.data_ptr(), value.data_ptr(),
+                                                table, out.data_ptr(), lse.data_ptr()))
+    info["op"] = "npu_fused_infer_attention_score"
+    record_launch(info)
+    return info
 
 
 def _launch(p: FAProblem, chip: str, q, k, v, atten_mask, sink, pse, drop_mask, out, smax, ssum) -> dict:

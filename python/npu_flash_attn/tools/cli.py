@@ -56,11 +56,18 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--batch", type=int, default=1)
     pr.add_argument("--heads", type=int, default=8)
     pr.add_argument("--kv-heads", type=int, default=None, help="default: --heads")
-    pr.add_argument("--seqlen", type=int, default=2048)
+    pr.add_argument("--seqlen", type=int, default=None, help="S1 (default 2048; with --infer 1)")
     pr.add_argument("--head-dim", type=int, default=128)
     pr.add_argument("--dtype", default="bf16", choices=["fp16", "bf16"])
     pr.add_argument("--causal", action="store_true", help="right-down causal (sparse_mode 3)")
     pr.add_argument("--backward", action="store_true", help="model the backward op (2.5x the forward's FLOPs)")
+    pr.add_argument("--infer", action="store_true",
+                    help="model npu_fused_infer_attention_score over a paged cache (S1 from --seqlen, default 1 "
+                         "with --infer) and report hbm_utilization")
+    pr.add_argument("--kv-seqlen", type=int, default=4096, help="with --infer: keys per batch (default 4096)")
+    pr.add_argument("--block-size", type=int, default=128, help="with --infer: the cache's block size (default 128)")
+    pr.add_argument("--kv-dtype", default=None, choices=["fp16", "bf16", "int8"],
+                    help="with --infer: the cache's dtype (default: --dtype; int8 is not supported yet)")
     pr.add_argument("--deterministic", action="store_true", help="with --backward: the deterministic schedule")
     pr.add_argument("--keep-prob", type=float, default=1.0, help="dropout keep probability (default 1: no dropout)")
     pr.add_argument("--model-only", action="store_true",
@@ -242,7 +249,7 @@ def _profile_cp(a) -> int:
             raise ValueError("--cp-world models the forward and the backward of the default schedule without dropout "
                              "or parameter overrides: drop --backward, --deterministic, --keep-prob and --param")
         problem = cp_model.CpProblem(world=a.cp_world, algo=a.cp_algo, batch=a.batch, heads=a.heads,
-                                     kv_heads=a.kv_heads if a.kv_heads is not None else a.heads, seqlen=a.seqlen,
+                                     kv_heads=a.kv_heads if a.kv_heads is not None else a.heads, seqlen=a.seqlen or 2048,
                                      head_dim=a.head_dim, causal=a.causal, ulysses_degree=a.ulysses_degree)
         rep = cp_model.cp_report(problem, cp_model.kernel_time(a.chip, a.head_dim, a.dtype, a.sample_blocks or 2),
                                  a.chip, _key_values("--link", a.link))
@@ -274,10 +281,18 @@ def _profile(a) -> int:
         return _profile_cp(a)
     try:
         overrides = _key_values("--param", a.param)
-        rep = profiler.profile(chip=a.chip, batch=a.batch, heads=a.heads, kv_heads=a.kv_heads, seqlen=a.seqlen,
-                               head_dim=a.head_dim, dtype=a.dtype, causal=a.causal, backward=a.backward,
-                               deterministic=a.deterministic, keep_prob=a.keep_prob, overrides=overrides, model_only=a.model_only,
-                               sample_blocks=a.sample_blocks, ranges=not a.no_range)
+        if a.infer:
+            rep = profiler.profile_infer(chip=a.chip, batch=a.batch, heads=a.heads, kv_heads=a.kv_heads,
+                                         seqlen=a.seqlen or 1, kv_seqlen=a.kv_seqlen, block_size=a.block_size,
+                                         head_dim=a.head_dim, dtype=a.dtype, kv_dtype=a.kv_dtype, overrides=overrides,
+                                         model_only=a.model_only, sample_blocks=a.sample_blocks,
+                                         ranges=not a.no_range)
+        else:
+            rep = profiler.profile(chip=a.chip, batch=a.batch, heads=a.heads, kv_heads=a.kv_heads,
+                                   seqlen=a.seqlen or 2048, head_dim=a.head_dim, dtype=a.dtype, causal=a.causal,
+                                   backward=a.backward, deterministic=a.deterministic, keep_prob=a.keep_prob,
+                                   overrides=overrides, model_only=a.model_only, sample_blocks=a.sample_blocks,
+                                   ranges=not a.no_range)
     except NotImplementedError as e:
         print(f"error: NotImplementedError: {e}", file=sys.stderr)
         return 2
@@ -294,6 +309,13 @@ def _profile(a) -> int:
                       file=sys.stderr)
         return 0
     p = rep["problem"]
+    if p.get("infer"):
+        print(f"{rep['label']}: inference B={p['batch']} N={p['heads']} N2={p['kv_heads']} S1={p['seqlen']} "
+              f"KV={p['kv_seqlen']} block={p['block_size']} D={p['head_dim']} {p['dtype']}, {rep['block_dim']} AI "
+              f"cores, {rep['splits']} KV split(s)")
+        print(f"time    : {rep['modeled_time_us']:.1f} us; HBM {rep['hbm_bytes_required'] / 1e6:.2f} MB required, "
+              f"{100 * rep['hbm_utilization']:.1f} % of the HBM bandwidth")
+        return 0
     what = ("backward (deterministic)" if p["deterministic"] else "backward") if p["backward"] else "forward"
     how = "" if not p["model_only"] else (f", model-only, {p['sample_blocks']} sampled cores" if p["sample_blocks"]
                                           else ", model-only")

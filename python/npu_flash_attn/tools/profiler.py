@@ -204,12 +204,74 @@ def visible_scores(s1: int, s2: int, band: Optional[tuple[int, int]]) -> int:
     return int((hi - lo + 1).clamp(min=0).sum())
 
 
+def profile_infer(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_heads: Optional[int] = None,
+                  seqlen: int = 1, kv_seqlen: int = 4096, block_size: int = 128, head_dim: int = 128,
+                  dtype: str = "bf16", kv_dtype: Optional[str] = None, bins: int = 400, keep_blocks: int = 1,
+                  overrides: Optional[dict] = None, seed: int = 0, model_only: bool = False, sample_blocks: int = 0,
+                  ranges=False) -> dict:
+    """Modeled time of npu_fused_infer_attention_score over a paged cache ((blocks, N2, block_size, D), a random
+    permuted block table, every batch kv_seqlen keys; `seqlen` query tokens per batch, causal bottom-right when more
+    than one, BNSD): its launches (the kernel, and with split keys the combine pass) modelled one after the other.
+    The report is profile()'s plus hbm_bytes_required (q, the K/V pages read, the block table, the output: what the
+    problem must move) and hbm_utilization = hbm_bytes_required / (modeled time x the chip's HBM bandwidth)."""
+    import torch
+    from ..interfaces.fused_infer import npu_fused_infer_attention_score
+    kv_heads = heads if kv_heads is None else kv_heads
+    if kv_dtype not in (None, dtype):
+        raise NotImplementedError(f"kv_dtype={kv_dtype!r}: an int8 KV cache (antiquant) is not supported yet")
+    tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(dtype)
+    if tdt is None:
+        raise ValueError(f"dtype must be fp16 or bf16, got {dtype!r}")
+    row = _chip_row(chip)
+    gen = torch.Generator().manual_seed(seed)
+
+    def rand(*shape):
+        return torch.zeros(shape, dtype=tdt) if model_only else torch.randn(shape, generator=gen).to(tdt)
+
+    pages = (kv_seqlen + block_size - 1) // block_size
+    q = rand(batch, heads, seqlen, head_dim)
+    k = rand(batch * pages, kv_heads, block_size, head_dim)
+    v = rand(batch * pages, kv_heads, block_size, head_dim)
+    table = torch.randperm(batch * pages, generator=gen).to(torch.int32).reshape(batch, pages)
+    before = get_chip()
+    set_chip(chip)
+    try:
+        twin_backend.ext().set_cost_model(True, keep_blocks, bins, overrides or {}, model_only, sample_blocks, ranges)
+        try:
+            npu_fused_infer_attention_score(
+                q, k, v, num_heads=heads, num_key_value_heads=kv_heads, input_layout="BNSD",
+                scale=1.0 / math.sqrt(head_dim), sparse_mode=3 if seqlen > 1 else 0, block_table=table,
+                block_size=block_size, actual_seq_lengths_kv=[kv_seqlen] * batch)
+            info = twin_backend.last_launch_info()
+        finally:
+            twin_backend.ext().set_cost_model(False)
+    finally:
+        set_chip(before)
+    flops = 4.0 * batch * heads * seqlen * kv_seqlen * head_dim
+    if seqlen > 1:
+        flops *= sum(min(kv_seqlen, max(0, kv_seqlen - seqlen + i + 1)) for i in range(seqlen)) / (seqlen * kv_seqlen)
+    parts = [_summarize(cm, chip, 0.0) for cm in info["cost_model_launches"]]
+    rep = _combine(parts, chip, flops) if len(parts) > 1 else _summarize(info["cost_model"], chip, flops)
+    esize = 2
+    required = (2 * batch * heads * seqlen * head_dim * esize  # q in, out
+                + 2 * batch * kv_heads * kv_seqlen * head_dim * esize  # K and V
+                + table.numel() * 4)
+    rep.update(hbm_bytes_required=required,
+               hbm_utilization=required / (rep["modeled_time_us"] * 1e-6 * row["hbm_gbps"] * 1e9),
+               problem=dict(infer=True, batch=batch, heads=heads, kv_heads=kv_heads, seqlen=seqlen,
+                            kv_seqlen=kv_seqlen, block_size=block_size, head_dim=head_dim, dtype=dtype,
+                            kv_dtype=dtype, model_only=model_only, sample_blocks=sample_blocks),
+               splits=info["splits"], block_dim=info["block_dim"], twin_seconds=info["twin_seconds"],
+               model=info["cost_model"])
+    return rep
+
+
 def _combine(parts: list, chip: str, flops: float) -> dict:
     """One report for launches that run one after the other (the backward's passes): times, bounds and the error
     bars' ends (low with low) add up, pipe busy is time-weighted, `launches` keeps each launch's own summary."""
     peak = parts[0]["cube_peak_tflops"] * 1e12
     us = sum(p["modeled_time_us"] for p in parts)
-    busy = {k: sum(p["pipe_busy"][k] * p["modeled_time_us"] for p in parts) / us for k in parts[0]["pipe_busy"]}
+    busy = {k: sum(p["pipe_busy"].get(k, 0.0) * p["modeled_time_us"] for p in parts) / us for k in parts[0]["pipe_busy"]}
     bounds = {k: sum(p["bounds"][k] for p in parts) for k in BOUNDS}
     bounds["cube"] = flops / peak * 1e6
     rep = dict(parts[0])

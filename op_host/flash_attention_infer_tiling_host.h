@@ -1,0 +1,43 @@
+// Host tiling of the inference kernel (op_kernel/flash_attention_infer.cpp) and its combine pass: from the problem
+// (per-batch lengths, strides, the KV cache's paging) and the chip to the tiling struct, the seq table and the
+// workspace. Pure C++, shared by the twin bindings and (later) the CANN TilingFunc.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "chip_spec.h"
+#include "tiling/infer_tiling.h"
+#include "tiling/seq_table.h"
+#include "tiling/ub_budget.h"
+
+namespace npu_fa {
+
+struct FaInferProblem {
+    FaDtype dtype = kFp16;
+    uint32_t batch = 1, n1 = 1, n2 = 1, d = 64, dv = 64;
+    float scale = 1.0f;
+    bool causal = false;              // sparse_mode 3 with more than one query token: bottom-right causal
+    bool lse = false;                 // softmax_lse_flag
+    std::vector<int64_t> qLen, kvLen; // per batch
+    std::vector<int64_t> qTok, kvTok; // TND: each batch's first query / key token (a contiguous TND cache), else 0
+    FaStrides q{}, out{}, k{}, v{};   // element strides per batch (a paged cache: per page), head, token
+    uint64_t lseB = 0, lseN = 0, lseS = 0;
+    uint32_t pageSize = 0, maxPages = 0;  // a paged cache: block_size and the block table's columns
+    // Elements the kernels may touch in each tensor (the twin checks every GM range against them).
+    uint64_t queryElems = 0, keyElems = 0, valueElems = 0, outElems = 0, lseElems = 0, tableElems = 0;
+    uint32_t forceSplits = 0;         // 0 = the tiling's choice
+};
+
+struct FaInferTilingOut {
+    FaInferTilingData data{};
+    std::vector<int64_t> seqInfo;      // kSeqInfoFields per batch
+    uint64_t workspaceBytes = 0;       // kLibApiWorkspaceBytes (system) + the user part
+    uint32_t ubBytes = 0;              // per AIV of the main pass
+    uint32_t l1Bytes = 0;              // per AIC
+    uint64_t steps = 0;                // (task, key block) pairs of the main pass
+};
+
+// Fills `out`; returns an empty string on success, else why the problem cannot be tiled on this chip.
+std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, FaInferTilingOut& out);
+
+}  // namespace npu_fa

@@ -1,0 +1,34 @@
+// One call of the inference op (torch_npu's npu_fused_infer_attention_score, the arguments the kernels take) as
+// every backend receives it: tensors as shapes and dtypes, attributes by the built-in's names and defaults, and
+// which arguments of later stages (pse, quantisation, antiquant, shared prefix, rope, padding sizes) the caller gave.
+// fa_infer_problem.h turns it into the problem.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "problem/fa_call.h"
+
+namespace npu_fa {
+
+struct FaInferCall {
+    FaTensorArg query, key, value;
+    FaTensorArg blockTable;    // int32 [B, max pages]: a paged cache
+    FaTensorArg attenMask;     // only the compressed causal mask of sparse_mode 3 is taken here
+    FaIntList actualSeqLengths, actualSeqLengthsKv;
+    int64_t numHeads = 1;
+    double scale = 1.0;
+    int64_t preTokens = kInt32Max, nextTokens = kInt32Max;
+    std::string inputLayout = "BSH";
+    int64_t numKeyValueHeads = 0;
+    int64_t sparseMode = 0;
+    int64_t innerPrecise = 0;
+    int64_t blockSize = 0;
+    bool softmaxLseFlag = false;
+    // Arguments of later stages the caller gave, as "name" (a tensor) or "name=value" (a nonzero mode).
+    std::vector<std::string> laterArgs;
+    // Twin tuning: this many KV splits instead of the tiling's choice (0 = choose).
+    uint32_t forceSplits = 0;
+};
+
+}  // namespace npu_fa

@@ -1,0 +1,360 @@
+// The rules of an inference call (fa_infer_problem.h), in the order torch_npu's documentation lists them.
+#include "problem/fa_infer_problem.h"
+
+#include <algorithm>
+
+#include "problem/fa_rules.h"
+#include "problem/fa_text.h"
+
+namespace npu_fa {
+namespace {
+
+using rules::NotImplemented;
+using rules::Type;
+using rules::Value;
+using text::List;
+using text::Repr;
+using text::Tuple;
+
+const char* const kInferLayouts[] = {"BSH", "BSND", "BNSD", "BNSD_BSND", "TND"};
+constexpr int64_t kMaxPageSize = 512;
+constexpr int64_t kMaxGroup = 64;
+constexpr int64_t kMaxHeadH = 65535;  // (blocks, block_size, H) caches: the data-move instructions' stride field
+
+std::string I(int64_t v) { return std::to_string(v); }
+
+bool IsHalf(const std::string& dt) { return dt == "torch.float16" || dt == "torch.bfloat16"; }
+
+// A per-batch length list of the built-in: one value for every batch, or at least B values (the first B count).
+FaError PerBatch(const FaIntList& l, const char* name, int64_t b, int64_t limit, const char* limitName,
+                 std::vector<int64_t>& out) {
+    const size_t n = l.values.size();
+    if (n != 1 && n < (size_t)b) {
+        return Value(std::string(name) + " has " + I((int64_t)n) + " values " + List(l.values) + "; it needs 1 (every "
+                     "batch) or at least B=" + I(b));
+    }
+    out.assign((size_t)b, 0);
+    for (int64_t i = 0; i < b; ++i) {
+        const int64_t v = l.values[n == 1 ? 0 : (size_t)i];
+        if (v < 0 || v > limit) {
+            return Value(std::string(name) + "[" + I(n == 1 ? 0 : i) + "]=" + I(v) + " must be in [0, " + limitName + "=" +
+                         I(limit) + "], got " + List(l.values));
+        }
+        out[(size_t)i] = v;
+    }
+    return {};
+}
+
+// A TND cumulative list: nondecreasing, nonnegative, the last at most the token count; lengths and first tokens.
+FaError Cumulative(const FaIntList& l, const char* name, int64_t tokens, const char* tokensName,
+                   std::vector<int64_t>& lens, std::vector<int64_t>& firsts) {
+    int64_t prev = 0;
+    for (size_t i = 0; i < l.values.size(); ++i) {
+        const int64_t v = l.values[i];
+        if (v < prev) {
+            return Value(std::string(name) + " must be cumulative (nondecreasing from 0) for input_layout='TND', got " +
+                         List(l.values));
+        }
+        lens.push_back(v - prev);
+        firsts.push_back(prev);
+        prev = v;
+    }
+    if (prev > tokens) {
+        return Value(std::string(name) + " ends at " + I(prev) + " but " + tokensName + "=" + I(tokens) + ", got " +
+                     List(l.values));
+    }
+    return {};
+}
+
+void Contiguous(const std::vector<int64_t>& shape, FaStrides& st, size_t b, size_t n, size_t s) {
+    std::vector<uint64_t> el(shape.size(), 1);
+    for (size_t i = shape.size(); i-- > 1;) el[i - 1] = el[i] * (uint64_t)shape[i];
+    st.b = b < shape.size() ? el[b] : 0;
+    st.n = el[n];
+    st.s = el[s];
+}
+
+uint64_t Numel(const std::vector<int64_t>& shape) {
+    uint64_t n = 1;
+    for (int64_t x : shape) n *= (uint64_t)x;
+    return n;
+}
+
+}  // namespace
+
+FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
+    out = FaInferProblemInfo{};
+    FaInferProblem& p = out.p;
+    // Layout.
+    int li = -1;
+    for (int i = 0; i < 5; ++i) {
+        if (c.inputLayout == kInferLayouts[i]) li = i;
+    }
+    if (li < 0) {
+        return Value("input_layout=" + Repr(c.inputLayout) + " is not supported; use 'BSH', 'BSND', 'BNSD', "
+                     "'BNSD_BSND' or 'TND'");
+    }
+    out.layoutName = c.inputLayout;
+    if (!c.laterArgs.empty()) {
+        return NotImplemented("npu_fused_infer_attention_score: " + c.laterArgs.front() + " is not supported yet (pse, "
+                              "quantisation, KV antiquant, shared prefix, rope and padding sizes come in a later "
+                              "stage: leave it at its default)");
+    }
+    const bool tnd = li == 4, bnsd = li == 2 || li == 3;
+    // Dtypes.
+    if (!IsHalf(c.query.dtype)) {
+        if (c.query.dtype == "torch.int8") {
+            return NotImplemented("query dtype torch.int8 (full quantisation) is not supported yet; use float16 or "
+                                  "bfloat16");
+        }
+        return Type("query dtype " + c.query.dtype + " is not supported; use torch.float16 or torch.bfloat16");
+    }
+    const FaTensorArg* kv[] = {&c.key, &c.value};
+    const char* kvNames[] = {"key", "value"};
+    for (int i = 0; i < 2; ++i) {
+        if (kv[i]->dtype == "torch.int8" || kv[i]->dtype == "torch.int32") {
+            return NotImplemented(std::string(kvNames[i]) + " dtype " + kv[i]->dtype + " (an int8/int4 KV cache with "
+                                  "antiquant) is not supported yet; use the query's dtype " + c.query.dtype);
+        }
+        if (kv[i]->dtype != c.query.dtype) {
+            return Type(std::string(kvNames[i]) + " dtype " + kv[i]->dtype + " must equal the query dtype " +
+                        c.query.dtype);
+        }
+    }
+    p.dtype = c.query.dtype == "torch.bfloat16" ? kBf16 : kFp16;
+    // Heads.
+    if (c.numHeads < 1) return Value("num_heads=" + I(c.numHeads) + " must be >= 1");
+    if (c.numKeyValueHeads < 0) {
+        return Value("num_key_value_heads=" + I(c.numKeyValueHeads) + " must be >= 0 (0: the same as num_heads)");
+    }
+    const int64_t n1 = c.numHeads, n2 = c.numKeyValueHeads == 0 ? n1 : c.numKeyValueHeads;
+    if (n1 % n2 != 0 || n1 / n2 > kMaxGroup) {
+        return Value("num_heads=" + I(n1) + " must be a multiple of num_key_value_heads=" + I(n2) + " with a ratio of "
+                     "at most " + I(kMaxGroup));
+    }
+    // Query.
+    const std::vector<int64_t>& q = c.query.shape;
+    const size_t qRank = (li == 0 || tnd) ? 3 : 4;
+    const char* qShapes[] = {"[B, S, H]", "[B, S, N, D]", "[B, N, S, D]", "[B, N, S, D]", "[T, N, D]"};
+    if (q.size() != qRank) {
+        return Value("query must be " + I((int64_t)qRank) + "-D " + qShapes[li] + " for input_layout=" +
+                     Repr(c.inputLayout) + ", got shape " + Tuple(q));
+    }
+    int64_t b = 0, s1 = 0, qn = 0, d = 0, t1 = 0;
+    if (li == 0) {
+        b = q[0], s1 = q[1], qn = n1;
+        if (q[2] % n1 != 0 || q[2] == 0) {
+            return Value("query hidden size H=" + I(q[2]) + " must be a positive multiple of num_heads=" + I(n1) +
+                         " (BSH: D = H / num_heads), query shape " + Tuple(q));
+        }
+        d = q[2] / n1;
+    } else if (li == 1) {
+        b = q[0], s1 = q[1], qn = q[2], d = q[3];
+    } else if (bnsd) {
+        b = q[0], qn = q[1], s1 = q[2], d = q[3];
+    } else {
+        t1 = q[0], qn = q[1], d = q[2];
+    }
+    if (qn != n1) {
+        return Value("num_heads=" + I(n1) + " must equal the query's head dimension N=" + I(qn) + " (" + c.inputLayout +
+                     " " + qShapes[li] + "), query shape " + Tuple(q));
+    }
+    if (d < 1 || d > kMaxHeadDim) {
+        return Value("head dim D=" + I(d) + " must be in [1, " + I(kMaxHeadDim) + "], query shape " + Tuple(q));
+    }
+    std::vector<int64_t> qLen, qTok;
+    if (tnd) {
+        if (!c.actualSeqLengths.present || c.actualSeqLengths.values.empty()) {
+            return Value("actual_seq_lengths is required for input_layout='TND' (cumulative query lengths, one per "
+                         "batch)");
+        }
+        const FaError e = Cumulative(c.actualSeqLengths, "actual_seq_lengths", t1, "query T", qLen, qTok);
+        if (e) return e;
+        b = (int64_t)qLen.size();
+        s1 = qLen.empty() ? 0 : *std::max_element(qLen.begin(), qLen.end());
+    } else if (c.actualSeqLengths.present && s1 > 1) {
+        const FaError e = PerBatch(c.actualSeqLengths, "actual_seq_lengths", b, s1, "query S", qLen);
+        if (e) return e;
+        qTok.assign((size_t)b, 0);
+    } else {
+        qLen.assign((size_t)b, s1);
+        qTok.assign((size_t)b, 0);
+    }
+    // Block table and the caches.
+    const bool paged = c.blockTable.present;
+    out.paged = paged;
+    if (c.key.shape != c.value.shape) {
+        return Value("key and value must have the same shape, got key " + Tuple(c.key.shape) + ", value " +
+                     Tuple(c.value.shape));
+    }
+    const std::vector<int64_t>& k = c.key.shape;
+    int64_t s2 = 0, t2 = 0, pages = 0;
+    if (paged) {
+        if (c.blockTable.dtype != "torch.int32") {
+            return Type("block_table dtype " + c.blockTable.dtype + " must be torch.int32");
+        }
+        const std::vector<int64_t>& bt = c.blockTable.shape;
+        if (bt.size() != 2 || bt[0] != b) {
+            return Value("block_table must be 2-D [B=" + I(b) + ", max blocks per sequence], got shape " + Tuple(bt));
+        }
+        pages = bt[1];
+        if (c.blockSize < 1 || c.blockSize > kMaxPageSize || c.blockSize % 16 != 0) {
+            return Value("block_size=" + I(c.blockSize) + " must be a multiple of 16 in [16, " + I(kMaxPageSize) +
+                         "] with block_table");
+        }
+        const bool nMajor = k.size() == 4;
+        if (k.size() != 3 && !nMajor) {
+            return Value("key must be a paged cache (blocks, block_size, H) or (blocks, N, block_size, D) with "
+                         "block_table, got shape " + Tuple(k));
+        }
+        if (nMajor && (li == 0 || li == 1)) {
+            return Value("a (blocks, N, block_size, D) cache needs input_layout 'BNSD', 'BNSD_BSND' or 'TND'; "
+                         "input_layout=" + Repr(c.inputLayout) + " takes (blocks, block_size, H), key shape " +
+                         Tuple(k));
+        }
+        const int64_t ps = nMajor ? k[2] : k[1];
+        if (ps != c.blockSize) {
+            return Value("block_size=" + I(c.blockSize) + " must equal the cache's block size " + I(ps) +
+                         ", key shape " + Tuple(k));
+        }
+        const int64_t kn = nMajor ? k[1] : (k[2] % d == 0 ? k[2] / d : -1), kd = nMajor ? k[3] : d;
+        if (kn != n2 || kd != d) {
+            return Value("key cache shape " + Tuple(k) + " must hold num_key_value_heads=" + I(n2) + " heads of D=" +
+                         I(d) + (nMajor ? " as (blocks, N, block_size, D)" : " as (blocks, block_size, N*D)"));
+        }
+        if (!nMajor && n2 * d > kMaxHeadH) {
+            return Value("a (blocks, block_size, H) cache needs H = N*D <= " + I(kMaxHeadH) + ", got " + I(n2 * d) +
+                         "; use the (blocks, N, block_size, D) layout");
+        }
+        out.numBlocks = (uint32_t)k[0];
+        s2 = pages * ps;
+        if (nMajor) {
+            Contiguous(k, p.k, 0, 1, 2);
+        } else {
+            p.k = FaStrides{(uint64_t)(ps * n2 * d), (uint64_t)d, (uint64_t)(n2 * d)};
+        }
+        p.v = p.k;
+        p.pageSize = (uint32_t)ps;
+        p.maxPages = (uint32_t)pages;
+    } else {
+        if (c.blockSize != 0) return Value("block_size=" + I(c.blockSize) + " is only valid with block_table");
+        const size_t kRank = qRank;
+        if (k.size() != kRank) {
+            return Value("key must be " + I((int64_t)kRank) + "-D for input_layout=" + Repr(c.inputLayout) + ", got "
+                         "shape " + Tuple(k));
+        }
+        int64_t kb = b, kn = 0, kd = d;
+        if (li == 0) {
+            kb = k[0], s2 = k[1], kn = k[2] % d == 0 ? k[2] / d : -1;
+            p.k = FaStrides{(uint64_t)(k[1] * k[2]), (uint64_t)d, (uint64_t)k[2]};
+        } else if (li == 1) {
+            kb = k[0], s2 = k[1], kn = k[2], kd = k[3];
+            Contiguous(k, p.k, 0, 2, 1);
+        } else if (bnsd) {
+            kb = k[0], kn = k[1], s2 = k[2], kd = k[3];
+            Contiguous(k, p.k, 0, 1, 2);
+        } else {
+            t2 = k[0], kn = k[1], kd = k[2];
+            p.k = FaStrides{0, (uint64_t)kd, (uint64_t)(kn * kd)};
+        }
+        if (kb != b || kn != n2 || kd != d) {
+            return Value("key shape " + Tuple(k) + " must match B=" + I(b) + ", num_key_value_heads=" + I(n2) +
+                         " and D=" + I(d) + " (" + c.inputLayout + ")");
+        }
+        p.v = p.k;
+    }
+    // Key lengths.
+    std::vector<int64_t> kvLen, kvTok((size_t)b, 0);
+    if (tnd && !paged) {
+        if (!c.actualSeqLengthsKv.present || (int64_t)c.actualSeqLengthsKv.values.size() != b) {
+            return Value("actual_seq_lengths_kv is required for input_layout='TND' without block_table: cumulative "
+                         "key lengths, one per batch (B=" + I(b) + ")");
+        }
+        kvTok.clear();
+        const FaError e = Cumulative(c.actualSeqLengthsKv, "actual_seq_lengths_kv", t2, "key T", kvLen, kvTok);
+        if (e) return e;
+    } else if (paged || c.actualSeqLengthsKv.present) {
+        if (!c.actualSeqLengthsKv.present) {
+            return Value("actual_seq_lengths_kv is required with block_table (each batch's key length)");
+        }
+        // With a block table the table's width is checked below, with its own message.
+        const FaError e = PerBatch(c.actualSeqLengthsKv, "actual_seq_lengths_kv", b, paged ? kInt32Max : s2,
+                                   paged ? "int32 max" : "key S", kvLen);
+        if (e) return e;
+    } else {
+        kvLen.assign((size_t)b, s2);
+    }
+    // Mask modes.
+    const bool decode = s1 <= 1;
+    if (c.sparseMode < 0 || c.sparseMode > 4) {
+        return Value("sparse_mode=" + I(c.sparseMode) + " is not supported; the built-in takes 0-4");
+    }
+    if (c.attenMask.present && c.sparseMode != 3) {
+        return NotImplemented("atten_mask with sparse_mode=" + I(c.sparseMode) + " is not supported yet (masks come "
+                              "in the next stage); sparse_mode=3 takes the compressed causal mask");
+    }
+    if (!decode && (c.sparseMode == 1 || c.sparseMode == 2 || c.sparseMode == 4)) {
+        return NotImplemented("sparse_mode=" + I(c.sparseMode) + " is not supported yet; use 0 (no mask) or 3 "
+                              "(causal, bottom-right)");
+    }
+    if (c.attenMask.present) {
+        const std::vector<int64_t>& m = c.attenMask.shape;
+        const bool shapeOk = !m.empty() && m.size() <= 4 && m[m.size() - 1] == 2048 && m.size() >= 2 &&
+                             m[m.size() - 2] == 2048 && Numel(m) == 2048 * 2048;
+        if (!shapeOk) {
+            return Value("atten_mask of sparse_mode=3 must be the compressed (2048, 2048) causal mask, got shape " +
+                         Tuple(m));
+        }
+        out.compressedMask = true;
+    }
+    p.causal = !decode && c.sparseMode == 3;
+    if (c.innerPrecise == 1 || c.innerPrecise == 3) {
+        return NotImplemented("inner_precise=" + I(c.innerPrecise) + " (high-performance mode) is not supported; use "
+                              "0 or 2 (high precision; invalid rows are always corrected here)");
+    }
+    if (c.innerPrecise != 0 && c.innerPrecise != 2) {
+        return Value("inner_precise=" + I(c.innerPrecise) + " must be 0, 1, 2 or 3");
+    }
+    // The block table covers every key.
+    if (paged) {
+        for (int64_t i = 0; i < b; ++i) {
+            const int64_t need = (kvLen[(size_t)i] + c.blockSize - 1) / c.blockSize;
+            if (need > pages) {
+                return Value("block_table has " + I(pages) + " columns but batch " + I(i) + " needs " + I(need) +
+                             " blocks (actual_seq_lengths_kv=" + I(kvLen[(size_t)i]) + ", block_size=" +
+                             I(c.blockSize) + ")");
+            }
+        }
+    }
+    // The problem.
+    p.batch = (uint32_t)b, p.n1 = (uint32_t)n1, p.n2 = (uint32_t)n2, p.d = (uint32_t)d, p.dv = (uint32_t)d;
+    p.scale = (float)c.scale;
+    p.lse = c.softmaxLseFlag;
+    p.qLen = qLen, p.kvLen = kvLen, p.qTok = qTok, p.kvTok = kvTok;
+    p.forceSplits = c.forceSplits;
+    if (li == 0 || li == 1) {
+        p.q = FaStrides{(uint64_t)(s1 * n1 * d), (uint64_t)d, (uint64_t)(n1 * d)};
+    } else if (bnsd) {
+        p.q = FaStrides{(uint64_t)(n1 * s1 * d), (uint64_t)(s1 * d), (uint64_t)d};
+    } else {
+        p.q = FaStrides{0, (uint64_t)d, (uint64_t)(n1 * d)};
+    }
+    p.out = li == 3 ? FaStrides{(uint64_t)(s1 * n1 * d), (uint64_t)d, (uint64_t)(n1 * d)} : p.q;
+    out.outShape = li == 3 ? std::vector<int64_t>{b, s1, n1, d} : q;
+    if (tnd) {
+        p.lseB = 0, p.lseN = 1, p.lseS = (uint64_t)n1;
+        out.lseShape = c.softmaxLseFlag ? std::vector<int64_t>{t1, n1, 1} : std::vector<int64_t>{1};
+    } else {
+        p.lseB = (uint64_t)(n1 * s1), p.lseN = (uint64_t)s1, p.lseS = 1;
+        out.lseShape = c.softmaxLseFlag ? std::vector<int64_t>{b, n1, s1, 1} : std::vector<int64_t>{1};
+    }
+    p.queryElems = Numel(q);
+    p.keyElems = Numel(k);
+    p.valueElems = Numel(c.value.shape);
+    p.outElems = Numel(out.outShape);
+    p.lseElems = Numel(out.lseShape);
+    p.tableElems = paged ? (uint64_t)b * (uint64_t)pages : 0;
+    return {};
+}
+
+}  // namespace npu_fa

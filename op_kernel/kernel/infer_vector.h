@@ -1,0 +1,226 @@
+// Vector (AIV) half of the inference kernel: each AIV owns half of a task's packed rows and walks them in chunks of
+// vecRows per step: scale, causal limit (bottom-right: row r sees keys up to token(r) + kv length - q length) and
+// the key tail masked, the online softmax (tile/online_softmax.h) in fp32, P back to the cube in the input dtype,
+// then the cube's P*V folded into the running output. At the task's end: the output and softmax_lse (no split), or
+// the split's normalised output and log-sum-exp as fp32 partials for the combine pass.
+#ifndef NPU_FA_KERNEL_INFER_VECTOR_H
+#define NPU_FA_KERNEL_INFER_VECTOR_H
+
+#include "infer_common.h"
+#include "softmax_io.h"
+#include "../tiling/ub_budget.h"
+#include "../common/step_ring.h"
+#include "../tile/mask.h"
+#include "../tile/online_softmax.h"
+
+namespace npu_fa {
+
+template <typename T>
+class FaInferVector {
+public:
+    __aicore__ inline void Init(const FaInferTilingData* t, const FaInferGmArgs& gm, AscendC::TPipe* pipe) {
+        t_ = t;
+        p_ = &t->problem;
+        core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
+        sub_ = (uint32_t)AscendC::GetSubBlockIdx();
+        seqInfo_ = gm.seqInfo;
+        writer_.Init(t, gm.attentionOut, gm.softmaxLse);
+        ws_.Init(gm.workspace, t, core_);
+        w_ = t->s2Block;
+        dvPad_ = p_->dvPad;
+        chunk_ = t->vecRows;
+        const FaInferUbSizes u = InferUbSizes(CeilDiv(t->mBlock, 2), chunk_, w_, dvPad_);
+        pipe->InitBuffer(sBuf_, u.s);
+        pipe->InitBuffer(foldBuf_, u.fold);
+        pipe->InitBuffer(pBuf_, u.p);
+        pipe->InitBuffer(opartBuf_, u.opart);
+        pipe->InitBuffer(accBuf_, u.acc);
+        pipe->InitBuffer(statBuf_, u.stat * Softmax::kBuffers);
+        pipe->InitBuffer(rowBuf_, u.row);
+        pipe->InitBuffer(validBuf_, u.row);
+        softmax_.Init(statBuf_.Get<float>(), u.stat / sizeof(float), foldBuf_.Get<float>(), rowBuf_.Get<float>(), w_);
+        io_.Init(sBuf_.Get<float>(), pBuf_.Get<T>(), opartBuf_.Get<float>(), chunk_, w_);
+    }
+
+    __aicore__ inline void Process() {
+        FaInferTaskIterator it;
+        it.Init(t_, seqInfo_, t_->coreTaskStart[core_], t_->coreTaskStart[core_ + 1]);
+        FaInferTask task;
+        FaStepRing<Pending, kInferStepSlots - 1> ring;  // steps whose output fold is still to do
+        ring.Init(kInferStepSlots - 1);
+        uint32_t step = 0, taskSlot = 0;
+        while (it.Next(task, t_->splits)) {
+            const FaAivRows mine = AivRowsOf(task.rows, sub_);
+            if (task.keyFirst >= task.keyLast) {
+                WriteEmptyRows(task, mine);
+                continue;
+            }
+            for (int64_t c0 = task.keyFirst; c0 < task.keyLast; c0 += w_) {
+                const bool first = c0 == task.keyFirst, last = c0 + w_ >= task.keyLast;
+                SoftmaxStep(task, mine, c0, step, taskSlot, first);
+                if (ring.Full()) OutputStep(ring.Oldest());
+                ring.Push(Pending{task, mine, step, taskSlot, first, last});
+                ++step;
+            }
+            taskSlot = (taskSlot + 1) % kInferStepSlots;  // a task's statistics live until its last output fold
+        }
+        for (uint32_t i = 0; i < ring.Count(); ++i) OutputStep(ring.FromOldest(i));
+        io_.End();
+    }
+
+private:
+    using Io = FaSoftmaxIo<T>;
+    static constexpr int32_t kIdOutput = Io::kIdOutput, kIdStats = Io::kIdStats;
+    using Softmax = FaOnlineSoftmax<kInferStepSlots>;
+
+    struct Pending {
+        FaInferTask task;
+        FaAivRows mine;
+        uint32_t step;
+        uint32_t taskSlot;
+        bool first;
+        bool last;
+    };
+
+    __aicore__ inline void SoftmaxStep(const FaInferTask& task, const FaAivRows& mine, int64_t c0, uint32_t step,
+                                       uint32_t taskSlot, bool first) {
+        const uint32_t slot = InferSlot(step);
+        AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagScores, step));
+        if (mine.count == 0) {
+            // Nothing to write: the set certifies that this AIV's earlier reads of the slot are done (see
+            // FaFwdVector::SoftmaxStep: on MTE2, after its last workspace read).
+            AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(FlagOf(kFwdFlagProbs, step));
+            return;
+        }
+        const uint32_t cols = (uint32_t)FaMin(task.keyLast - c0, (int64_t)w_);
+        const uint32_t chunks = CeilDiv(mine.count, chunk_);
+        LoadScores(mine, 0, slot);
+        for (uint32_t i = 0; i < chunks; ++i) {
+            if (i + 1 < chunks) LoadScores(mine, (i + 1) * chunk_, slot);
+            const uint32_t r0 = i * chunk_;
+            const uint32_t rows = (uint32_t)FaMin((int64_t)(mine.count - r0), (int64_t)chunk_);
+            SoftmaxRows(task, task.row0 + mine.first + r0, rows, r0, c0, cols, slot, taskSlot, first, mine);
+        }
+        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kFwdFlagProbs, step));
+    }
+
+    __aicore__ inline void LoadScores(const FaAivRows& mine, uint32_t r0, uint32_t slot) {
+        io_.LoadScores(ws_.Scores(slot), mine.first + r0, (uint32_t)FaMin((int64_t)(mine.count - r0), (int64_t)chunk_));
+    }
+
+    // Chunk rows [r0, r0 + rows) of this AIV's half (packed rows from `row`) against keys [c0, c0 + cols).
+    __aicore__ inline void SoftmaxRows(const FaInferTask& task, int64_t row, uint32_t rows, uint32_t r0, int64_t c0,
+                                       uint32_t cols, uint32_t slot, uint32_t taskSlot, bool first,
+                                       const FaAivRows& mine) {
+        const uint32_t n = rows * w_;
+        AscendC::LocalTensor<float> s = io_.NextScores();
+        AscendC::Muls(s, s, p_->scale, (int32_t)n);
+        FaMaskColumnsFrom(s, cols, rows, w_);
+        // Causal: the rows whose last visible key falls inside this step.
+        for (uint32_t r = 0; r < rows; ++r) {
+            const int64_t visible = (row + r) / p_->group + task.band.hi + 1 - c0;
+            if (visible < (int64_t)cols) FaMaskColumnsFrom(s[r * w_], (uint32_t)FaMax(visible, 0), 1, w_);
+        }
+        softmax_.Exponentiate(s, rows, r0, taskSlot, slot, first);
+        io_.StoreProbs(s, ws_.template Probs<T>(slot), mine.first + r0, n);
+        softmax_.AddRowSums(s, rows, r0, taskSlot, slot, first);
+        io_.ReleaseScores();
+    }
+
+    __aicore__ inline void OutputStep(const Pending& s) {
+        const uint32_t slot = InferSlot(s.step);
+        AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagOutput, s.step));
+        if (s.mine.count == 0) return;
+        const AscendC::LocalTensor<float> opart =
+            io_.LoadOutput(ws_.Output(slot), (uint64_t)s.mine.first * dvPad_, s.mine.count * dvPad_);
+        softmax_.Fold(accBuf_.Get<float>(), opart, slot, s.mine.count, dvPad_, s.first);
+        io_.ReleaseOutput();
+        if (s.last) Finalize(s.task, s.mine, s.taskSlot);
+    }
+
+    // out = acc / l and lse = m + ln(l); rows that saw no key get out 0 and lse +inf (no split) or kMaskValue (a
+    // split's partial: zero weight in the combine).
+    __aicore__ inline void Finalize(const FaInferTask& task, const FaAivRows& mine, uint32_t taskSlot) {
+        const uint32_t rows = mine.count, statN = AlignUp(rows, 8) * 8;
+        AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
+        AscendC::LocalTensor<uint8_t> valid = validBuf_.Get<uint8_t>();
+        softmax_.Normalize(acc, valid, taskSlot, rows, dvPad_);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+        AscendC::LocalTensor<float> lse = softmax_.Stat(Softmax::kMaxOut);
+        AscendC::Ln(lse, softmax_.Stat(Softmax::kSum + taskSlot), (int32_t)statN);
+        AscendC::Add(lse, lse, softmax_.Stat(Softmax::kMax + taskSlot), (int32_t)statN);
+        const float invalid = t_->splits > 1 ? kMaskValue : Softmax::PositiveInfinity();
+        AscendC::Select(lse, valid, lse, invalid, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
+        WriteRows(task, mine, acc);
+    }
+
+    // Rows of a task that sees no key (kv length 0, a split past the keys, or causal rows above the first key). The
+    // zero rows come from opart (free between folds: the kIdOutput event), not acc, which pending folds may hold.
+    __aicore__ inline void WriteEmptyRows(const FaInferTask& task, const FaAivRows& mine) {
+        if (mine.count == 0) return;
+        const uint32_t statN = AlignUp(mine.count, 8) * 8;
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+        AscendC::Duplicate(softmax_.Stat(Softmax::kMaxOut), t_->splits > 1 ? kMaskValue : Softmax::PositiveInfinity(),
+                           (int32_t)statN);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
+        AscendC::LocalTensor<float> zeros = opartBuf_.Get<float>();
+        AscendC::Duplicate(zeros, 0.0f, (int32_t)(mine.count * dvPad_));
+        WriteRows(task, mine, zeros);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
+    }
+
+    // The rows' output (fp32 `rows`) and lse (Stat(kMaxOut)) -> attention_out / softmax_lse, or the split's
+    // partials. Expects the kIdStats MTE3_V event waited; `rows` is free again when it returns.
+    __aicore__ inline void WriteRows(const FaInferTask& task, const FaAivRows& mine,
+                                     const AscendC::LocalTensor<float>& rows) {
+        const uint32_t n = mine.count * dvPad_;
+        const int64_t row = task.row0 + mine.first;
+        if (t_->splits > 1) {
+            const uint64_t partRow = ws_.PartRow(task, task.split, row);
+            AscendC::GlobalTensor<float> partOut, partLse;
+            partOut.SetGlobalBuffer(ws_.PartOut(partRow));
+            partLse.SetGlobalBuffer(ws_.PartLse(partRow));
+            AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
+            AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
+            AscendC::DataCopy(partOut, rows, n);
+            AscendC::DataCopy(partLse, softmax_.Stat(Softmax::kMaxOut), mine.count * 8);
+            // Waited here: the caller reuses `rows` at once.
+            AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+            AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+            return;
+        }
+        // The output rows take the space of both probability buffers.
+        io_.WaitProbBuffers();
+        AscendC::LocalTensor<T> o = pBuf_.Get<T>();
+        AscendC::Cast(o, rows, AscendC::RoundMode::CAST_RINT, n);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
+        writer_.Out(o, task, row, mine.count);
+        writer_.Lse(softmax_.Stat(Softmax::kMaxOut), task, row, mine.count);
+        io_.ReleaseProbBuffers();
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
+    }
+
+    const FaInferTilingData* t_ = nullptr;
+    const FaProblemTiling* p_ = nullptr;
+    uint32_t core_ = 0, sub_ = 0;
+    GM_ADDR seqInfo_ = nullptr;
+    FaInferRowWriter<T> writer_;
+    FaInferWorkspace ws_;
+    Softmax softmax_;
+    Io io_;
+    uint32_t w_ = 0, dvPad_ = 0, chunk_ = 0;
+    AscendC::TBuf<AscendC::TPosition::VECIN> sBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> foldBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECOUT> pBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> opartBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> accBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECOUT> statBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> rowBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> validBuf_;
+};
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_KERNEL_INFER_VECTOR_H

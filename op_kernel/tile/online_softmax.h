@@ -1,0 +1,155 @@
+// The online softmax of an AIV over the score tiles of its query rows, shared by the forward and the inference
+// kernels: per row a running max m and sum l in fp32 (one 32 B block per row, per task slot), the rescale factor
+// alpha = exp(m_old - m_new) of each step in flight (per step slot), and the running output's fold. The owner
+// allocates the buffers (its UB budget counts them) and hands them over.
+#ifndef NPU_FA_TILE_ONLINE_SOFTMAX_H
+#define NPU_FA_TILE_ONLINE_SOFTMAX_H
+
+#include "kernel_operator.h"
+#include "../tiling/base.h"
+#include "mask.h"
+#include "row_ops.h"
+
+namespace npu_fa {
+
+// kSlots: tasks (and steps) in flight, each with its own statistics until its last output fold.
+template <uint32_t kSlots>
+class FaOnlineSoftmax {
+public:
+    // Statistic buffers of `stats`: running max and sum per task slot, rescale per step slot, then scratch
+    // (broadcast row statistic, block-reduce results) and two outputs.
+    static constexpr uint32_t kMax = 0, kSum = kSlots, kAlpha = 2 * kSlots, kBcast = 3 * kSlots, kRed = kBcast + 1,
+                              kMaxOut = kBcast + 2, kSumOut = kBcast + 3, kBuffers = kBcast + 4;
+
+    // `stats`: kBuffers buffers of `statElems` floats; `fold`: [rows, 64] fp32 reduction scratch; `row`: one float
+    // per row; `w`: the score tiles' width.
+    __aicore__ inline void Init(const AscendC::LocalTensor<float>& stats, uint32_t statElems,
+                                const AscendC::LocalTensor<float>& fold, const AscendC::LocalTensor<float>& row,
+                                uint32_t w) {
+        stats_ = stats;
+        statElems_ = statElems;
+        fold_ = fold;
+        row_ = row;
+        w_ = w;
+    }
+
+    __aicore__ inline AscendC::LocalTensor<float> Stat(uint32_t i) const { return stats_[i * statElems_]; }
+
+    // Row max or sum of s[rows, w] broadcast to one 32 B block per row in Stat(kBcast). A 512-wide tile takes one
+    // BlockReduce over the whole tile ([rows, 64] block results, 1 cycle per repeat); narrower ones fold their
+    // 64-column chunks into one first. Fewer, longer instructions: each dependent one waits for its producer's full
+    // latency.
+    template <bool kIsMax>
+    __aicore__ inline void RowReduce(const AscendC::LocalTensor<float>& s, uint32_t rows) {
+        AscendC::LocalTensor<float> red = Stat(kRed);
+        const uint8_t wBlocks = (uint8_t)(w_ / 8);
+        AscendC::LocalTensor<float> src = s;
+        uint8_t srcRep = wBlocks;
+        if (w_ == 512) {
+            for (uint32_t r = 0; r < rows; r += kRowsPerBlockReduce) {  // repeats <= 255
+                const int32_t rep = (int32_t)(FaMin((int64_t)(rows - r), (int64_t)kRowsPerBlockReduce) * 8);
+                if (kIsMax) {
+                    AscendC::BlockReduceMax(fold_[r * 64], s[r * 512], rep, 64, 1, 1, 8);
+                } else {
+                    AscendC::BlockReduceSum(fold_[r * 64], s[r * 512], rep, 64, 1, 1, 8);
+                }
+            }
+            src = fold_;
+            srcRep = 8;
+        } else if (w_ > 64) {  // fold the 64-column chunks of each row into one
+            AscendC::BinaryRepeatParams first(1, 1, 1, 8, wBlocks, wBlocks);
+            AscendC::BinaryRepeatParams more(1, 1, 1, 8, 8, wBlocks);
+            for (uint32_t c = 64; c < w_; c += 64) {
+                const AscendC::LocalTensor<float>& lhs = c == 64 ? s : fold_;
+                const AscendC::BinaryRepeatParams& p = c == 64 ? first : more;
+                if (kIsMax) {
+                    AscendC::Max(fold_, lhs, s[c], (uint64_t)64, (uint8_t)rows, p);
+                } else {
+                    AscendC::Add(fold_, lhs, s[c], (uint64_t)64, (uint8_t)rows, p);
+                }
+            }
+            src = fold_;
+            srcRep = 8;
+        }
+        const uint32_t rows8 = AlignUp(rows, 8);
+        if (kIsMax) {
+            AscendC::BlockReduceMax(red, src, (int32_t)rows, 64, 1, 1, srcRep);
+            AscendC::BlockReduceMax(row_, red, (int32_t)(rows8 / 8), 64, 1, 1, 8);
+        } else {
+            AscendC::BlockReduceSum(red, src, (int32_t)rows, 64, 1, 1, srcRep);
+            AscendC::BlockReduceSum(row_, red, (int32_t)(rows8 / 8), 64, 1, 1, 8);
+        }
+        AscendC::Brcb(Stat(kBcast), row_, (uint8_t)(rows8 / 8), AscendC::BrcbRepeatParams(1, 8));
+    }
+
+    // Rows [r0, r0 + rows) (r0 a multiple of 8: whole 32 B blocks) of a step's scores s[rows, w] become
+    // p = exp(s - m_new): running max m_new = max(m_old, rowmax(s)) and alpha = exp(m_old - m_new) (not on the
+    // task's first step).
+    __aicore__ inline void Exponentiate(const AscendC::LocalTensor<float>& s, uint32_t rows, uint32_t r0,
+                                        uint32_t taskSlot, uint32_t stepSlot, bool first) {
+        const uint32_t statN = AlignUp(rows, 8) * 8;
+        AscendC::LocalTensor<float> mRun = Stat(kMax + taskSlot)[r0 * 8];
+        AscendC::LocalTensor<float> alpha = Stat(kAlpha + stepSlot)[r0 * 8];
+        AscendC::LocalTensor<float> bcast = Stat(kBcast);
+        RowReduce<true>(s, rows);
+        if (!first) {
+            AscendC::Max(bcast, bcast, mRun, (int32_t)statN);
+            AscendC::Sub(alpha, mRun, bcast, (int32_t)statN);
+            AscendC::Exp(alpha, alpha, (int32_t)statN);
+        }
+        AscendC::DataCopy(mRun, bcast, statN);
+        RowSubPerRow(s, bcast, rows, w_);
+        AscendC::Exp(s, s, (int32_t)(rows * w_));
+    }
+
+    // Running sum l = alpha * l + rowsum(p) of rows [r0, r0 + rows), in fp32.
+    __aicore__ inline void AddRowSums(const AscendC::LocalTensor<float>& p, uint32_t rows, uint32_t r0,
+                                      uint32_t taskSlot, uint32_t stepSlot, bool first) {
+        const uint32_t statN = AlignUp(rows, 8) * 8;
+        RowReduce<false>(p, rows);
+        AscendC::LocalTensor<float> lRun = Stat(kSum + taskSlot)[r0 * 8];
+        AscendC::LocalTensor<float> bcast = Stat(kBcast);
+        if (first) {
+            AscendC::DataCopy(lRun, bcast, statN);
+        } else {
+            AscendC::Mul(lRun, lRun, Stat(kAlpha + stepSlot)[r0 * 8], (int32_t)statN);
+            AscendC::Add(lRun, lRun, bcast, (int32_t)statN);
+        }
+    }
+
+    // The running output acc[rows, dvPad] takes a step's P*V: acc = alpha * acc + opart (the task's first step: opart).
+    __aicore__ inline void Fold(const AscendC::LocalTensor<float>& acc, const AscendC::LocalTensor<float>& opart,
+                                uint32_t stepSlot, uint32_t rows, uint32_t dvPad, bool first) {
+        const uint32_t n = rows * dvPad;
+        if (first) {
+            AscendC::DataCopy(acc, opart, n);
+        } else {
+            RowMul(acc, Stat(kAlpha + stepSlot), rows, dvPad);
+            AscendC::Add(acc, acc, opart, (int32_t)n);
+        }
+    }
+
+    // acc /= l at the task's end; rows that saw no key (max still kMaskValue) divide by +inf and get 0. `valid`
+    // receives the rows' bits (max != kMaskValue); Stat(kBcast) holds the divisor afterwards.
+    __aicore__ inline void Normalize(const AscendC::LocalTensor<float>& acc, const AscendC::LocalTensor<uint8_t>& valid,
+                                     uint32_t taskSlot, uint32_t rows, uint32_t dvPad) {
+        const uint32_t statN = AlignUp(rows, 8) * 8;
+        AscendC::LocalTensor<float> divisor = Stat(kBcast);
+        AscendC::Compares(valid, Stat(kMax + taskSlot), kMaskValue, AscendC::CMPMODE::NE, statN);
+        AscendC::Select(divisor, valid, Stat(kSum + taskSlot), PositiveInfinity(),
+                        AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
+        RowDiv(acc, divisor, rows, dvPad);
+    }
+
+    __aicore__ inline static float PositiveInfinity() { return __builtin_huge_valf(); }
+
+private:
+    static constexpr uint32_t kRowsPerBlockReduce = 31;  // 8 repeats per 512-wide row
+
+    AscendC::LocalTensor<float> stats_, fold_, row_;
+    uint32_t statElems_ = 0, w_ = 0;
+};
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_TILE_ONLINE_SOFTMAX_H

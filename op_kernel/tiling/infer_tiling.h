@@ -1,0 +1,74 @@
+// Tiling data of the inference kernel (flash_attention_infer.cpp) and of its split-KV combine pass
+// (flash_attention_infer_combine.cpp): the problem part, the KV cache's addressing, the packed query tiles, the
+// split-KV decision, the cube's L0 chunks, the work split and the workspace.
+#ifndef NPU_FA_TILING_INFER_TILING_H
+#define NPU_FA_TILING_INFER_TILING_H
+
+#include "problem_tiling.h"
+#include "matmul_chunks.h"
+
+namespace npu_fa {
+
+// Inference steps in flight per core: the cube's P*V trails its scores by kInferStepSlots - 1 steps.
+constexpr uint32_t kInferStepSlots = 3;
+
+// The problem part as the inference kernels read it: qStride/oStride address the query and the output
+// (per batch, head, token; TND: per token), kStride/vStride the caches (per page (a non-paged cache: per batch),
+// head, token), batch/n1/n2/group/d/dv/dPad/dvPad/scale/dtype as the forward's; s1 is the longest query, s2 the
+// longest key length; varlen is 1 (every batch's lengths come from the seq table); sparseMode 3 makes each query
+// row see keys up to its position + (kv length - q length) (causal, bottom-right).
+struct FaInferTilingData {
+    FaProblemTiling problem;
+    // softmax_lse: element strides per batch (TND: 0), head and query token (TND: per token of the whole query).
+    uint64_t lseStrideB, lseStrideN, lseStrideS;
+    // Workspace (bytes): per core, kInferStepSlots slots each of S (fp32), P (input dtype) and P*V (fp32); then,
+    // shared by all cores, the split-KV partials: O fp32 [splits, partRows, dvPad] and lse fp32 [splits, partRows, 8].
+    uint64_t wsPerCore;
+    uint64_t wsOffsetS;
+    uint64_t wsOffsetP;
+    uint64_t wsOffsetO;
+    uint64_t wsPartO;
+    uint64_t wsPartLse;
+    uint32_t pageSize;   // block_size of a paged cache (keys per page); 0: no block table
+    uint32_t maxPages;   // block_table columns
+    uint32_t mBlock;     // packed query rows per task: rows (s, g) = (query token, head of the KV group), s-major
+    uint32_t s2Block;    // keys per step (one L1 sub-block, a multiple of 64)
+    uint32_t vecRows;    // rows per vector pass (a multiple of 8)
+    uint32_t splits;     // KV splits per (batch, KV head, query tile); 1: no combine pass
+    uint32_t kChunkQK, nChunkQK, kChunkPV, nChunkPV;
+    uint32_t lseFlag;    // 1: write softmax_lse
+    uint32_t partRows;   // rows of one split's partials: B * N2 * group * s1
+    uint32_t combineRows;  // rows per combine chunk (a multiple of 8)
+    uint32_t combineCores; // vector cores of the combine pass
+    // Work split of the main pass: core c runs tasks [coreTaskStart[c], coreTaskStart[c + 1]).
+    uint32_t blockDim;
+    uint32_t taskTotal;
+    uint32_t coreTaskStart[kMaxCores + 1];
+    uint32_t reserved;   // an even number of 32-bit fields
+};
+static_assert(sizeof(FaInferTilingData) ==
+                  sizeof(FaProblemTiling) + 9 * sizeof(uint64_t) + (16 + kMaxCores + 1 + 1) * sizeof(uint32_t),
+              "FaInferTilingData must have no implicit padding");
+
+// The task's rows per (batch, KV head): group * q length; tasks per (batch, KV head): query tiles times splits.
+FA_INLINE uint32_t InferTilesOf(int64_t qLen, uint32_t group, uint32_t mBlock) {
+    return CeilDiv((uint32_t)qLen * group, mBlock);
+}
+
+// The keys [first, last) of split `split` of a kv length: equal runs of whole steps.
+struct FaKeyRange {
+    int64_t first;
+    int64_t last;
+};
+FA_INLINE FaKeyRange InferSplitKeys(int64_t kvLen, uint32_t split, uint32_t splits, uint32_t s2Block) {
+    const int64_t steps = (kvLen + s2Block - 1) / s2Block;
+    const int64_t per = (steps + splits - 1) / splits;
+    FaKeyRange r;
+    r.first = FaMin(kvLen, (int64_t)split * per * s2Block);
+    r.last = FaMin(kvLen, (int64_t)(split + 1) * per * s2Block);
+    return r;
+}
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_TILING_INFER_TILING_H

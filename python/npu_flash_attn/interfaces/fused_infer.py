@@ -1,0 +1,122 @@
+"""torch_npu's `npu_fused_infer_attention_score` (FIA) on our inference kernel: the same keyword names and defaults
+as torch_npu 2.14, outputs `(attention_out, softmax_lse)`.
+
+Supported (the problem module, `op_host/problem/fa_infer_problem.cpp`, holds every rule and its message):
+* layouts BSH, BSND, BNSD, BNSD_BSND (BNSD in, BSND out) and TND (`actual_seq_lengths` cumulative, required);
+  GQA/MQA through `num_key_value_heads` (0 = num_heads, ratio at most 64); D up to 512;
+* `actual_seq_lengths` / `actual_seq_lengths_kv`: one value for every batch or at least B values (TND: cumulative,
+  except `actual_seq_lengths_kv` with a block table, which holds each batch's length); a key length of 0 is allowed;
+* page attention: `block_table` int32 [B, max blocks] with `block_size` (a multiple of 16, at most 512) over a cache
+  (blocks, block_size, N2*D) or, for BNSD/BNSD_BSND/TND queries, (blocks, N2, block_size, D);
+  `actual_seq_lengths_kv` is then required;
+* `sparse_mode` 0 without a mask, 3 (causal, bottom-right: query token i of a batch sees keys j <= i + Skv - Sq) with
+  or without the compressed (2048, 2048) mask; with one query token the mode is ignored, as the built-in;
+* `inner_precise` 0 and 2 (high precision; rows without a visible key are always corrected here: output 0);
+* `softmax_lse_flag`: softmax_lse float32 [B, N1, S1, 1] (TND [T, N1, 1]), +inf for rows without a key; else a
+  one-element zero tensor.
+Rows past `actual_seq_lengths` give 0 (and lse +inf). `pre_tokens`/`next_tokens` are ignored, as the built-in does
+for these modes. Every other argument given a non-default value raises NotImplementedError naming it (masks,
+pse_shift, quantisation, KV antiquant, shared prefix, rope, padding sizes: the next stage). Runs on CPU tensors
+(the twin); results are "twin".
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence
+
+import torch
+
+from .. import twin_backend
+from ..chip import get_chip
+from ..masks import check_compressed_mask
+from ..native import ext
+from ..problem import INT32_MAX
+from . import args
+
+__all__ = ["npu_fused_infer_attention_score"]
+
+# The arguments of later stages, by torch_npu's names: given (not None / not 0), the problem module refuses them.
+_LATER_TENSORS = ("pse_shift", "dequant_scale1", "quant_scale1", "dequant_scale2", "quant_scale2", "quant_offset2",
+                  "antiquant_scale", "antiquant_offset", "query_padding_size", "kv_padding_size",
+                  "key_antiquant_scale", "key_antiquant_offset", "value_antiquant_scale", "value_antiquant_offset",
+                  "key_shared_prefix", "value_shared_prefix", "actual_shared_prefix_len", "query_rope", "key_rope",
+                  "key_rope_antiquant_scale")
+_LATER_MODES = ("antiquant_mode", "key_antiquant_mode", "value_antiquant_mode")
+
+
+def _lengths(name: str, v: Any) -> Optional[list[int]]:
+    if v is None:
+        return None
+    if isinstance(v, torch.Tensor):
+        v = v.tolist()
+    if not isinstance(v, (list, tuple)):
+        raise TypeError(f"{name} must be a list of ints or None, got {type(v).__name__} {v!r}")
+    return [args.integer(f"{name}[{i}]", x) for i, x in enumerate(v)]
+
+
+def _desc(t: Optional[torch.Tensor]):
+    return None if t is None else (tuple(t.shape), tuple(t.stride()), str(t.dtype))
+
+
+def npu_fused_infer_attention_score(
+        query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, pse_shift=None, atten_mask=None,
+        actual_seq_lengths=None, actual_seq_lengths_kv=None, dequant_scale1=None, quant_scale1=None,
+        dequant_scale2=None, quant_scale2=None, quant_offset2=None, antiquant_scale=None, antiquant_offset=None,
+        block_table=None, query_padding_size=None, kv_padding_size=None, key_antiquant_scale=None,
+        key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None, key_shared_prefix=None,
+        value_shared_prefix=None, actual_shared_prefix_len=None, query_rope=None, key_rope=None,
+        key_rope_antiquant_scale=None, num_heads: int = 1, scale: float = 1.0, pre_tokens: int = INT32_MAX,
+        next_tokens: int = INT32_MAX, input_layout: str = "BSH", num_key_value_heads: int = 0,
+        sparse_mode: int = 0, inner_precise: int = 0, block_size: int = 0, antiquant_mode: int = 0,
+        softmax_lse_flag: bool = False, key_antiquant_mode: int = 0, value_antiquant_mode: int = 0):
+    """torch_npu.npu_fused_infer_attention_score (see the module docstring): returns (attention_out, softmax_lse)."""
+    given = locals()
+    later = [name for name in _LATER_TENSORS if given[name] is not None]
+    later += [f"{name}={given[name]}" for name in _LATER_MODES if args.integer(name, given[name]) != 0]
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if query.device.type != "cpu":
+        raise NotImplementedError(f"npu_fused_infer_attention_score runs on CPU tensors (the twin) only so far; query "
+                                  f"is on {query.device}")
+    args.optional_tensor("key", key, query, "query")
+    args.optional_tensor("value", value, query, "query")
+    args.optional_tensor("block_table", block_table, query, "query")
+    args.optional_tensor("atten_mask", atten_mask, query, "query")
+    if not isinstance(input_layout, str):
+        raise TypeError(f"input_layout must be a str, got {type(input_layout).__name__} {input_layout!r}")
+    scale = args.real("scale", scale)
+    call = ext().InferCall(
+        _desc(query), _desc(key), _desc(value), block_table=_desc(block_table), atten_mask=_desc(atten_mask),
+        actual_seq_lengths=_lengths("actual_seq_lengths", actual_seq_lengths),
+        actual_seq_lengths_kv=_lengths("actual_seq_lengths_kv", actual_seq_lengths_kv),
+        num_heads=args.integer("num_heads", num_heads), scale=scale,
+        pre_tokens=args.integer("pre_tokens", pre_tokens), next_tokens=args.integer("next_tokens", next_tokens),
+        input_layout=input_layout, num_key_value_heads=args.integer("num_key_value_heads", num_key_value_heads),
+        sparse_mode=args.integer("sparse_mode", sparse_mode), inner_precise=args.integer("inner_precise", inner_precise),
+        block_size=args.integer("block_size", block_size), softmax_lse_flag=args.flag("softmax_lse_flag", softmax_lse_flag),
+        force_splits=twin_backend.infer_split_override(), later_args=later)
+    p = ext().flash_attention_infer_problem(call)
+    if p["compressed_mask"]:
+        check_compressed_mask(atten_mask, 3)
+    if block_table is not None:
+        _check_block_ids(block_table, p)
+    out = torch.zeros(p["out_shape"], dtype=query.dtype)
+    lse = torch.full(p["lse_shape"], math.inf if softmax_lse_flag else 0.0, dtype=torch.float32)
+    work = sum(a * b for a, b in zip(p["q_lens"], p["kv_lens"]))
+    if work > 0:
+        q, k, v = (t.detach().contiguous() for t in (query, key, value))
+        table = None if block_table is None else block_table.detach().contiguous()
+        twin_backend.infer(call, get_chip(), q, k, v, table, out, lse, 4.0 * p["N1"] * p["D"] * work)
+    return out, lse
+
+
+def _check_block_ids(block_table: torch.Tensor, p: dict) -> None:
+    """The blocks each batch reads (ceil(kv length / block_size) per row) must name blocks of the cache."""
+    blocks, size = p["num_blocks"], p["block_size"]
+    for b, n in enumerate(p["kv_lens"]):
+        used = block_table[b, :(n + size - 1) // size]
+        bad = (used < 0) | (used >= blocks)
+        if bool(bad.any()):
+            j = int(bad.nonzero()[0, 0])
+            raise ValueError(f"block_table[{b}, {j}]={int(used[j])} must name a block of the cache, in [0, {blocks})")
