@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import npu_flash_attn
-from npu_flash_attn import twin_backend
+from npu_flash_attn import problem as problem_module, twin_backend
 from npu_flash_attn.criterion import assert_close_fa, assert_stats_close
 from npu_flash_attn.reference import flash_attention_lowprec, flash_attention_reference
 from feature_problems import CASES, DT, case_id, check_grads, problem
@@ -30,8 +30,9 @@ def low_scores():
 
 def check_hp_forward(args, kw, inner_precise=1):
     """Output (FA criterion) and statistics against float64. The statistics come from scores rounded to the input
-    dtype: softmax_max may move by the rounding of the largest scaled score (|x| u), softmax_sum by u times the
-    largest |scaled score| of the row (each term exp(x - max) moves by |dx - dmax|)."""
+    dtype: softmax_max moves by the rounding of the scaled score it comes from (at most u |x| for the largest
+    |x| = |scale q.k| of the problem: a bias or a cap can make the max much smaller than that score), softmax_sum by
+    about twice that, relatively (each term exp(x - max) moves by |dx - dmax|)."""
     q, k, v, n1, layout = args
     out, smax, ssum = fwd(*args, inner_precise=inner_precise, **kw)
     info = npu_flash_attn.last_launch_info()
@@ -40,10 +41,9 @@ def check_hp_forward(args, kw, inner_precise=1):
     ro, rm, rs = flash_attention_reference(q.double(), k.double(), v.double(), n1, layout, **dbl)
     assert_close_fa(out, ro, flash_attention_lowprec(q, k, v, n1, layout, **kw))
     u = EPS[q.dtype]
-    valid = rm[..., 0] != -3.4028234663852886e38
-    top = float(rm[..., 0][valid].abs().max()) if bool(valid.any()) else 0.0
-    x_max = top + 1.0
-    assert_stats_close(smax, ssum, rm, rs, max_tol=2 * u + 1e-4, sum_rtol=4 * u * x_max + 2e-4)
+    p = problem_module.validate_flash_attention(q, k, v, n1, layout, **kw)
+    x_top = abs(kw.get("scale", 1.0)) * problem_module._max_abs_score(p, q, k) + 1.0
+    assert_stats_close(smax, ssum, rm, rs, max_tol=2 * u * x_top + 1e-4, sum_rtol=4 * u * x_top + 2e-4)
     return out
 
 
