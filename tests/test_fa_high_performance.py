@@ -79,7 +79,8 @@ HALF_CHAIN = [
 @pytest.mark.parametrize("case", HALF_CHAIN, ids=case_id)
 def test_half_chain_tiles(case, gen):
     # key lengths past two 512-key tiles: fully visible tiles take the fp16 chain, band-cut, masked and tail tiles
-    # the widened fp32 path, in the same rows (the tiling picks 16-bit scores: fp16, no per-score features)
+    # the widened fp32 path, in the same rows (the tiling's choice: fp16, no per-score features, a scale exact in
+    # fp16: 2^-3 or 2^-4 here)
     if case[8].get("atten_mask") == "tail":
         layout, dt, B, S1, S2 = case[:5]
         args, kw = problem(case[:8] + ({},), gen, q_gain=2.0)
@@ -89,20 +90,27 @@ def test_half_chain_tiles(case, gen):
         kw["atten_mask"] = m
     else:
         args, kw = problem(case, gen, q_gain=2.0)
+    kw["scale"] = 2.0 ** -3 if case[7] <= 96 else 2.0 ** -4
     check_hp_forward(args, kw)
+    assert npu_flash_attn.last_launch_info()["half_softmax"]
 
 
 def test_tiling_takes_16bit_scores_where_they_pay(gen):
     # fp16 in the high-performance mode: always when the fp16 chain applies (no softcap, bias or dropout), else
     # from D >= 192; never for bf16 or inner_precise 0/2
-    for dt, d, ip, extra, want in (("fp16", 128, 1, {}, "fp16"), ("fp16", 64, 3, {}, "fp16"),
-                                   ("fp16", 128, 0, {}, "fp32"), ("fp16", 128, 2, {}, "fp32"),
-                                   ("fp16", 128, 1, dict(softcap=20.0), "fp32"),
-                                   ("fp16", 160, 1, dict(keep_prob=0.9), "fp32"),
-                                   ("fp16", 192, 1, dict(softcap=20.0), "fp16"), ("bf16", 256, 1, {}, "fp32")):
-        args, kw = problem(("BNSD", dt, 1, 70, 300, 2, 2, d, extra), gen)
+    # fp16 in the high-performance mode: when the fp16 chain applies (no softcap, bias or dropout, a scale exact in
+    # fp16: D = 64's default 1/8, not D = 128's 1/sqrt(128)), else from D >= 192; never for bf16 or inner_precise 0/2
+    for dt, d, ip, extra, want, chain in (
+            ("fp16", 64, 1, {}, "fp16", True), ("fp16", 128, 3, dict(scale=0.0625), "fp16", True),
+            ("fp16", 128, 1, {}, "fp32", False), ("fp16", 64, 0, {}, "fp32", False), ("fp16", 64, 2, {}, "fp32", False),
+            ("fp16", 64, 1, dict(softcap=20.0), "fp32", False), ("fp16", 160, 1, dict(keep_prob=0.9), "fp32", False),
+            ("fp16", 192, 1, dict(softcap=20.0), "fp16", False), ("fp16", 256, 1, {}, "fp16", True),
+            ("bf16", 256, 1, {}, "fp32", False)):
+        args, kw = problem(("BNSD", dt, 1, 70, 300, 2, 2, d, {}), gen)
+        kw.update(extra)
         fwd(*args, inner_precise=ip, **kw)
-        assert npu_flash_attn.last_launch_info()["score_dtype"] == want, (dt, d, ip, extra)
+        info = npu_flash_attn.last_launch_info()
+        assert (info["score_dtype"], info["half_softmax"]) == (want, chain), (dt, d, ip, extra)
 
 
 def test_high_performance_differs_from_default(gen):

@@ -3,10 +3,10 @@
 // soft-caps) and masks the scores, runs the online-softmax update in fp32 (running max/sum, rescale factor) and hands P back to the
 // cube in the input precision; then it folds the cube's P*V into its running output. The division by the row
 // sum is deferred to the end of the task. In the high-performance mode (lowScores) the scores arrive in the input
-// dtype (FaSoftmaxIo stages them). fp16 chunks with nothing but the softmax to do (no softcap, bias, dropout, mask
-// or band cut, no key tail) run the scale, row max, subtraction and exp in half (128 lanes per repeat) and take P
-// straight from the Exp; only the row sums go through fp32, from P as the cube gets it. Other chunks are widened by
-// one Cast and take the fp32 path.
+// dtype (FaSoftmaxIo stages them). With the tiling's halfSoftmax (fp16, no per-score features, a scale exact in
+// fp16), chunks without a mask, band cut or key tail run the scale, row max, subtraction and exp in half (128 lanes
+// per repeat) and take P straight from the Exp; only the row sums go through fp32, from P as the cube gets it.
+// Other chunks are widened by one Cast and take the fp32 path.
 #ifndef NPU_FA_KERNEL_FWD_VECTOR_H
 #define NPU_FA_KERNEL_FWD_VECTOR_H
 
@@ -42,8 +42,7 @@ public:
         dvPad_ = p_->dvPad;
         rowsMax_ = CeilDiv(t->s1Block, 2);
         chunk_ = t->vecRows;
-        halfChain_ = FaIsHalf<T>::kValue && t->lowScores != 0 && p_->softcap <= 0.0f && p_->alibiMode == kAlibiNone &&
-                     p_->pseMode == kPseNone && p_->drop.mode == kDropNone && w_ % 128 == 0;
+        halfChain_ = FaIsHalf<T>::kValue && t->halfSoftmax != 0;
         const FaFwdUbSizes u = FwdUbSizes(rowsMax_, chunk_, w_, dvPad_, TilingVecFeatures(*p_, t->bandTiles != 0));
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(sBuf_, u.s);
@@ -335,7 +334,7 @@ private:
     Io io_;
     FaDropout drop_;
     bool dropping_ = false;
-    bool halfChain_ = false;  // fp16 lowScores without per-score features: plain chunks take HalfSoftmaxRows
+    bool halfChain_ = false;  // the tiling's halfSoftmax: plain chunks take HalfSoftmaxRows
     AscendC::GlobalTensor<T> outGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_, sinkGm_;
     FaFwdWorkspace ws_;
