@@ -1,6 +1,7 @@
 #include "flash_attention_tiling_host.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace npu_fa {
 namespace {
@@ -31,6 +32,36 @@ int64_t Clamp(int64_t v) { return FaClamp(v, -kUnbounded, kUnbounded); }
 // else in its own tile with one S slot of a whole sub-block in the rest (1024-B aligned: the Mmad page's L0C
 // rule). Measured at 80 rows, dv = 256: one 40 KB slot of 128-column S tiles 50.8 %, two 24 KB slots of 64
 // columns 41.7 % (twice the L1 -> L0 loads bind MTE1); 96-column tiles at dv = 160 were slower than 64 rows.
+// True when v is a normal fp16 value exactly (at most 11 significant bits).
+bool ExactInHalf(float v) {
+    const float a = std::fabs(v);
+    if (!(a >= 6.103515625e-05f && a <= 65504.0f)) return false;
+    int e = 0;
+    const float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+    return std::ldexp(m, 11) == std::floor(std::ldexp(m, 11));
+}
+
+// The high-performance mode's fp16 softmax chain (FlashAttentionTilingData::halfSoftmax, kernel/fwd_vector.h): only
+// without per-score features, with tiles a multiple of 128 wide, and with a scale fp16 holds exactly: a rounded
+// scale tilts every probability by exp((s - max) * its rounding error), the same sign along a row, and in a float64
+// model of the chain that took the error to 3.2x plain torch's (fp16, D = 128, q 3x larger than k, 4K keys; 1.3x
+// with an exact scale, e.g. D = 64 or 256).
+bool HalfSoftmaxChain(const FaProblem& p, uint32_t s2Block) {
+    return p.highPerformance && p.dtype == kFp16 && p.softcap <= 0.0f && p.alibiMode == kAlibiNone &&
+           p.pseMode == kPseNone && p.dropMode == kDropNone && s2Block % 128 == 0 && ExactInHalf(p.scale);
+}
+
+// The high-performance mode's scores in the input dtype halve the bytes S moves through Fixpipe, L2 and the AIVs'
+// MTE2. With the fp16 chain the vector work per score drops too; without it each chunk adds a Cast to the fp32
+// softmax, which pays only where the vector cores have slack. Modeled (910B2, fp16, B=1 N=24 S=8K, 4 sampled
+// cores), fp32 scores -> fp16 scores with the Cast: D=64 33.3 -> 28.8 %, 128 54.2 -> 49.7 %, 160 48.3 -> 48.4 %,
+// 192 54.3 -> 57.2 %, 256 58.1 -> 61.7 %. bf16 keeps fp32 scores (no bf16 vector arithmetic: always the Cast; the
+// built-in does not distinguish precision modes for bf16 either).
+bool LowScoresPay(const FaProblem& p, uint32_t dPad, uint32_t s2Block) {
+    if (!p.highPerformance || p.dtype != kFp16) return false;
+    return HalfSoftmaxChain(p, s2Block) || dPad >= 192;
+}
+
 struct L0cPlan {
     uint32_t slot0, slotBytes, out;
     uint32_t kChunkQK, nChunkQK, kChunkPV, nChunkPV;  // the matmul chunks that fit those tiles
@@ -299,6 +330,8 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
                    std::to_string(MaxMapTile(ub));
         }
     }
+    t.lowScores = p.forceLowScores >= 0 ? (uint32_t)p.forceLowScores : LowScoresPay(p, pt.dPad, t.s2Block) ? 1 : 0;
+    t.halfSoftmax = t.lowScores != 0 && HalfSoftmaxChain(p, t.s2Block) ? 1 : 0;
     t.l0cSlot0 = plan.slot0;
     t.l0cSlotBytes = plan.slotBytes;
     t.l0cOut = plan.out;

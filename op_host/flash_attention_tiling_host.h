@@ -57,6 +57,10 @@ struct FaProblem {
     // Backward only: the call holds part of each row's keys, with the whole rows' statistics and output (the grad
     // op's partial_keys).
     bool partialKeys = false;
+    // inner_precise bit 0 (high-performance mode): the forward may take its scores out of Fixpipe in the input dtype
+    // (the tiling decides: LowScoresPay); forceLowScores >= 0 (twin tuning) decides instead.
+    bool highPerformance = false;
+    int32_t forceLowScores = -1;
 };
 
 // The vector features of a problem (`band`: some tile is cut by a band), as the kernels derive them from the tiling.

@@ -68,10 +68,11 @@ def check_forward(args, kw):
     return out, ro
 
 
-def check_grads(args, kw, gen, train: tuple = ()):
+def check_grads(args, kw, gen, train: tuple = (), op_kw: dict | None = None):
     """dq/dk/dv (and the gradients of the keyword tensors named in `train`, e.g. "sink", "pse") through the op's
     autograd against float64 autograd of the reference, within 3x the error of the same program in the input dtype;
-    returns the op's gradients, the float64 ones and the output gradient used."""
+    `op_kw`: arguments for the op only (e.g. inner_precise). Returns the op's gradients, the float64 ones and the
+    output gradient used."""
     q, k, v, n1, layout = args
     names = ("dq", "dk", "dv") + tuple("d" + n for n in train)
     base = (q, k, v) + tuple(kw[n] for n in train)
@@ -81,7 +82,7 @@ def check_grads(args, kw, gen, train: tuple = ()):
         extra.update(zip(train, ts[3:]))
         return f(*ts[:3], n1, layout, **extra)
     leaves = [t.clone().requires_grad_() for t in base]
-    out = run(leaves, fwd, lambda x: x)[0]
+    out = run(leaves, lambda *a, **k: fwd(*a, **k, **(op_kw or {})), lambda x: x)[0]
     dy = torch.randn(out.shape, generator=gen).to(out.dtype)
     out.backward(dy)
     ref = [t.detach().double().requires_grad_() for t in base]

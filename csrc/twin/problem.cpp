@@ -69,6 +69,7 @@ py::dict Problem(const npu_fa::FaCall& call) {
     d["cu_seqlens_q"] = py::tuple(py::cast(p.cuSeqQ)), d["cu_seqlens_kv"] = py::tuple(py::cast(p.cuSeqKv));
     d["prefix"] = py::tuple(py::cast(p.prefix));
     d["dense_mask"] = p.denseMask, d["mask_tnd_global"] = p.maskTndGlobal, d["sink"] = p.sink;
+    d["high_performance"] = p.highPerformance;
     d["softcap"] = call.attrs.hasSoftcap ? py::object(py::float_(call.attrs.softcap)) : py::object(py::none());
     d["alibi_mode"] = p.alibiMode, d["alibi_per_batch"] = p.alibiPerBatch, d["alibi_delta"] = p.alibiDelta;
     d["outer_mode"] = p.pseMode, d["outer_per_batch"] = p.pseStrideB != 0, d["outer_per_row"] = p.pseStrideS != 0;
@@ -116,7 +117,8 @@ void RegisterProblem(py::module_& m) {
              py::arg("force_s2_block") = 0, py::arg("mask_is_kernel_view") = false,
              py::arg("contiguous_mask") = false)
         .def_readwrite("force_s1_block", &npu_fa::FaCall::forceS1Block)
-        .def_readwrite("force_s2_block", &npu_fa::FaCall::forceS2Block);
+        .def_readwrite("force_s2_block", &npu_fa::FaCall::forceS2Block)
+        .def_readwrite("force_low_scores", &npu_fa::FaCall::forceLowScores);
     m.def("flash_attention_problem", &Problem, py::arg("call"),
           "The problem of a call (ValueError / TypeError / NotImplementedError naming the rule it breaks)");
 }

@@ -61,6 +61,9 @@ struct FaCall {
     std::string dropMaskInPlaceDevice;
     // Twin tuning (ops.set_block_override): these blocks instead of the tiling's choice (0 = choose).
     uint32_t forceS1Block = 0, forceS2Block = 0;
+    // Twin tuning (twin_backend.set_score_override): the forward's scores in the input dtype (1) or fp32 (0) instead
+    // of the tiling's choice (-1).
+    int32_t forceLowScores = -1;
 };
 
 }  // namespace npu_fa

@@ -381,10 +381,12 @@ FaError BuildProblem(const FaCall& c, FaProblemInfo& o) {
     if ((e = ShapeDims(c, li, a.headNum, g)) || (e = CheckSizes(c, p.layout, g))) return e;
     if (!std::isfinite(a.scale)) return Value("scale=" + Float(a.scale) + " must be finite");
     if (!(a.keepProb > 0.0 && a.keepProb <= 1.0)) return Value("keep_prob=" + Float(a.keepProb) + " must be in (0, 1]");
-    if (a.innerPrecise < 0 || a.innerPrecise > 2) {
+    if (a.innerPrecise < 0 || a.innerPrecise > 3) {
         return Value("inner_precise=" + std::to_string(a.innerPrecise) +
-                     " must be 0, 1 or 2 (all give zero output for invalid rows)");
+                     " must be 0-3: bit 0 picks high precision (0) or high performance (1); invalid rows always get "
+                     "zero output");
     }
+    p.highPerformance = (a.innerPrecise & 1) != 0 && !c.grad;
     if (a.sparseMode < 0 || a.sparseMode > 8) {
         return Value("sparse_mode=" + std::to_string(a.sparseMode) + " must be in [0, 8]");
     }
@@ -485,6 +487,7 @@ FaError BuildProblem(const FaCall& c, FaProblemInfo& o) {
     }
     p.forceS1Block = c.forceS1Block;
     p.forceS2Block = c.forceS2Block;
+    p.forceLowScores = c.forceLowScores;
     o.sequences = rules::SequenceShapes(p);
     PostProcess(o);
     return {};

@@ -33,8 +33,8 @@ private:
 };
 
 // The step slots of one core of a kernel built on the online softmax (forward, inference): per step in flight the
-// scores S (fp32 [rows, w]), the probabilities P (input dtype, same shape) and the partial output P*V (fp32
-// [rows, dvPad]), in regions at the byte offsets the host tiling chose.
+// scores S (fp32 [rows, w], or 16-bit in a slot of the fp32 size), the probabilities P (input dtype, same shape) and
+// the partial output P*V (fp32 [rows, dvPad]), in regions at the byte offsets the host tiling chose.
 class FaStepSlots {
 public:
     __aicore__ inline void Init(GM_ADDR workspace, uint64_t perCore, uint32_t core, uint64_t offsetS, uint64_t offsetP,
@@ -44,7 +44,10 @@ public:
         scoreElems_ = (uint64_t)rows * w;
         outElems_ = (uint64_t)rows * dvPad;
     }
-    __aicore__ inline __gm__ float* Scores(uint32_t slot) const { return ws_.Slot<float>(offsetS_, slot, scoreElems_); }
+    template <typename S = float>
+    __aicore__ inline __gm__ S* Scores(uint32_t slot) const {
+        return ws_.Slot<S>(offsetS_, slot, scoreElems_ * sizeof(float) / sizeof(S));
+    }
     template <typename T>
     __aicore__ inline __gm__ T* Probs(uint32_t slot) const {
         return ws_.Slot<T>(offsetP_, slot, scoreElems_);

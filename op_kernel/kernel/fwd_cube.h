@@ -1,6 +1,7 @@
 // Cube (AIC) half of the forward kernel: Q stays in L1 for a task; a step covers s2Block keys, streamed through
 // L1 in sub-blocks of kvSub keys (K, V and P ping-pong). Both matmuls go L1 -> L0A/L0B -> L0C and leave through
-// Fixpipe as fp32 into the GM workspace: S once per sub-block, P*V accumulated in L0C over the step's sub-blocks
+// Fixpipe into the GM workspace: S once per sub-block (fp32, or rounded to the input dtype in the high-performance
+// mode: half the bytes out of Fixpipe and through L2), P*V (fp32) accumulated in L0C over the step's sub-blocks
 // and written once per step (in an S slot, or in its own tile when it is larger than half of L0C: the tiling's
 // L0C plan). Step order per core: S(0), S(1), S(2), PV(0), S(3), PV(1), ... (kFwdStepLag = 2) so the vector cores'
 // softmax of step j overlaps the cube's work on steps j+1 and j+2; with P*V in its own tile, S(j+2) and PV(j)
@@ -170,8 +171,14 @@ private:
         for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
             Operand a{qL1_.Get<T>(), m16_, false, p_->dPad};
             Operand b{kTiles[(s0 / sub_) * kElems_], sub_, false, 0};
-            mm_.Run(a, b, (uint32_t)s.task.rows, p_->d, FaMin(keys - s0, sub_), t_->kChunkQK, t_->nChunkQK,
-                    ws_.Scores(FwdSlot(s.step)) + g0 + s0, t_->s2Block);
+            const uint32_t n = FaMin(keys - s0, sub_);
+            if (t_->lowScores != 0) {
+                mm_.Run(a, b, (uint32_t)s.task.rows, p_->d, n, t_->kChunkQK, t_->nChunkQK,
+                        ws_.template Scores<T>(FwdSlot(s.step)) + g0 + s0, t_->s2Block);
+            } else {
+                mm_.Run(a, b, (uint32_t)s.task.rows, p_->d, n, t_->kChunkQK, t_->nChunkQK,
+                        ws_.template Scores<float>(FwdSlot(s.step)) + g0 + s0, t_->s2Block);
+            }
         }
         AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
     }

@@ -2,7 +2,11 @@
 // walks its rows in chunks of vecRows (the next chunk's scores load while this one computes): scales (and
 // soft-caps) and masks the scores, runs the online-softmax update in fp32 (running max/sum, rescale factor) and hands P back to the
 // cube in the input precision; then it folds the cube's P*V into its running output. The division by the row
-// sum is deferred to the end of the task.
+// sum is deferred to the end of the task. In the high-performance mode (lowScores) the scores arrive in the input
+// dtype (FaSoftmaxIo stages them). With the tiling's halfSoftmax (fp16, no per-score features, a scale exact in
+// fp16), chunks without a mask, band cut or key tail run the scale, row max, subtraction and exp in half (128 lanes
+// per repeat) and take P straight from the Exp; only the row sums go through fp32, from P as the cube gets it.
+// Other chunks are widened by one Cast and take the fp32 path.
 #ifndef NPU_FA_KERNEL_FWD_VECTOR_H
 #define NPU_FA_KERNEL_FWD_VECTOR_H
 
@@ -11,6 +15,7 @@
 #include "../tiling/ub_budget.h"
 #include "../common/gm_args.h"
 #include "../common/step_ring.h"
+#include "../common/type_traits.h"
 #include "../tile/score_prologue.h"
 #include "../tile/dropout.h"
 #include "../tile/online_softmax.h"
@@ -37,6 +42,7 @@ public:
         dvPad_ = p_->dvPad;
         rowsMax_ = CeilDiv(t->s1Block, 2);
         chunk_ = t->vecRows;
+        halfChain_ = FaIsHalf<T>::kValue && t->halfSoftmax != 0;
         const FaFwdUbSizes u = FwdUbSizes(rowsMax_, chunk_, w_, dvPad_, TilingVecFeatures(*p_, t->bandTiles != 0));
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(sBuf_, u.s);
@@ -72,7 +78,7 @@ public:
         prologue_.TileMask().Init(p_, w_, gm.in.attenMask, chunk_, dmat,
                                   u.bits != 0 ? bitsBuf_.Get<uint8_t>() : foldBuf_.Get<uint8_t>(), foldBuf_.Get<half>(),
                                   u.mask != 0 ? maskBuf_.Get<uint8_t>() : opartBuf_.Get<uint8_t>(), kIdOutput);
-        io_.Init(sBuf_.Get<float>(), pBuf_.Get<T>(), opartBuf_.Get<float>(), chunk_, w_);
+        io_.Init(sBuf_.Get<float>(), pBuf_.Get<T>(), opartBuf_.Get<float>(), chunk_, w_, t->lowScores != 0);
     }
 
     __aicore__ inline void Process() {
@@ -181,14 +187,24 @@ private:
 
     // Scores of the chunk at row r0 of this AIV's half -> the next score buffer.
     __aicore__ inline void LoadScores(const FaAivRows& mine, uint32_t r0, uint32_t slot) {
-        io_.LoadScores(ws_.Scores(slot), mine.first + r0, (uint32_t)FaMin((int64_t)(mine.count - r0), (int64_t)chunk_));
+        const uint32_t rows = (uint32_t)FaMin((int64_t)(mine.count - r0), (int64_t)chunk_);
+        if (t_->lowScores != 0) {
+            io_.LoadScores(ws_.template Scores<T>(slot), mine.first + r0, rows);
+        } else {
+            io_.LoadScores(ws_.template Scores<float>(slot), mine.first + r0, rows);
+        }
     }
 
     __aicore__ inline void SoftmaxRows(const FaFwdTask& task, const FaAivRows& mine, const Chunk& c) {
         const uint32_t n = c.rows * w_;
+        const int64_t r0 = task.row0 + mine.first + c.r0;
+        if (halfChain_ && c.cols == w_ && (p_->maskMode == 0 || c.state == kTileVisible) &&
+            BlockFullyVisible(task.band, r0, r0 + c.rows, c.c0, c.c0 + c.cols)) {
+            HalfSoftmaxRows(mine, c);
+            return;
+        }
         AscendC::LocalTensor<float> s = io_.NextScores();
 
-        const int64_t r0 = task.row0 + mine.first + c.r0;
         const FaScoreTile tile{task.batch, task.head, r0, c.rows, c.c0, c.cols, task.band, task.maskBase, c.state,
                                StatRow(*p_, task.batch, task.seq, task.head, r0)};
         prologue_.Scale(s, n);
@@ -209,6 +225,21 @@ private:
         io_.StoreProbs(s, ws_.template Probs<T>(c.slot), mine.first + c.r0, n);
         if (!dropping_) softmax_.AddRowSums(s, c.rows, c.r0, c.taskSlot, c.slot, c.first);
         io_.ReleaseScores();
+    }
+
+    // The fp16 chain of a chunk (see the file comment): staged half scores -> scale -> FaOnlineSoftmax's
+    // ExponentiateHalf (P in the probability buffer) -> P out to the cube -> row sums of P in fp32.
+    __aicore__ inline void HalfSoftmaxRows(const FaAivRows& mine, const Chunk& c) {
+        const uint32_t n = c.rows * w_;
+        const AscendC::LocalTensor<half> s = io_.NextStaged().template ReinterpretCast<half>();
+        const AscendC::LocalTensor<half> p = io_.ProbsBuffer().template ReinterpretCast<half>();
+        AscendC::Muls(s, s, (half)p_->scale, (int32_t)n);
+        softmax_.ExponentiateHalf(s, p, c.rows, c.r0, c.taskSlot, c.slot, c.first);
+        io_.ReleaseStaged();
+        io_.SendProbs(ws_.template Probs<T>(c.slot), mine.first + c.r0, n);
+        const AscendC::LocalTensor<float> pf = io_.Work();
+        AscendC::Cast(pf, p, AscendC::RoundMode::CAST_NONE, n);
+        softmax_.AddRowSums(pf, c.rows, c.r0, c.taskSlot, c.slot, c.first);
     }
 
     __aicore__ inline void OutputStep(const Pending& s) {
@@ -303,6 +334,7 @@ private:
     Io io_;
     FaDropout drop_;
     bool dropping_ = false;
+    bool halfChain_ = false;  // the tiling's halfSoftmax: plain chunks take HalfSoftmaxRows
     AscendC::GlobalTensor<T> outGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_, sinkGm_;
     FaFwdWorkspace ws_;

@@ -1,6 +1,8 @@
 // The AIV's transfers per step of the kernels built on the online softmax (forward, inference): score chunks in from
 // the workspace (two buffers: the next chunk loads while this one computes), probability chunks out in the input
 // dtype, a step's P*V in, and the output rows' use of both probability buffers; with the events that order them.
+// With 16-bit scores (the forward's high-performance mode) the same bytes hold one fp32 work buffer and two 16-bit
+// staging buffers: chunks load into the staging buffers and are widened into the work buffer, or used as they are.
 // The owner allocates the buffers (its UB budget counts them).
 #ifndef NPU_FA_KERNEL_SOFTMAX_IO_H
 #define NPU_FA_KERNEL_SOFTMAX_IO_H
@@ -17,10 +19,13 @@ public:
     static constexpr int32_t kIdScores[2] = {0, 2}, kIdOutput = 1, kIdProbs[2] = {0, 2}, kIdStats = 1;
     static constexpr int32_t kIdFree = 3;
 
-    // `scores` fp32 and `probs` two [chunk, w] buffers each, `opart` fp32 [rows, dvPad]. Every buffer starts free.
+    // `scores` fp32 and `probs` two [chunk, w] buffers each, `opart` fp32 [rows, dvPad]; `lowScores`: the scores
+    // arrive in T. Every buffer starts free.
     __aicore__ inline void Init(const AscendC::LocalTensor<float>& scores, const AscendC::LocalTensor<T>& probs,
-                                const AscendC::LocalTensor<float>& opart, uint32_t chunk, uint32_t w) {
+                                const AscendC::LocalTensor<float>& opart, uint32_t chunk, uint32_t w,
+                                bool lowScores = false) {
         scores_ = scores;
+        low_ = lowScores;
         probs_ = probs;
         opart_ = opart;
         chunkElems_ = chunk * w;
@@ -43,38 +48,68 @@ public:
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
     }
 
-    // Rows [row, row + rows) of a step's scores (fp32 rows of w at `slot`) -> the next score buffer.
-    __aicore__ inline void LoadScores(__gm__ float* slot, uint32_t row, uint32_t rows) {
+    // Rows [row, row + rows) of a step's scores (rows of w at `slot`: fp32, or T with lowScores) -> the next score
+    // buffer.
+    template <typename S>
+    __aicore__ inline void LoadScores(__gm__ S* slot, uint32_t row, uint32_t rows) {
         const uint32_t b = loads_++ & 1;
-        AscendC::GlobalTensor<float> scores;
+        AscendC::GlobalTensor<S> scores;
         scores.SetGlobalBuffer(slot + (uint64_t)row * w_);
+        const AscendC::LocalTensor<S> dst = low_ ? Staged(b).template ReinterpretCast<S>()
+                                                 : scores_[b * chunkElems_].template ReinterpretCast<S>();
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b]);
-        AscendC::DataCopy(scores_[b * chunkElems_], scores, rows * w_);
+        AscendC::DataCopy(dst, scores, rows * w_);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdScores[b]);
+        loaded_[b] = rows * w_;
     }
 
-    // The score buffer of the next chunk, once its load is done; its probability buffer goes with it.
+    // The fp32 scores of the next chunk, once loaded; its probability buffer goes with it. 16-bit scores are widened
+    // into the work buffer, and their staging buffer is released at once.
     __aicore__ inline AscendC::LocalTensor<float> NextScores() {
         b_ = uses_++ & 1;
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdScores[b_]);
-        return scores_[b_ * chunkElems_];
+        if (!low_) return scores_[b_ * chunkElems_];
+        AscendC::Cast(scores_, Staged(b_), AscendC::RoundMode::CAST_NONE, loaded_[b_]);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b_]);
+        return scores_;
     }
+
+    // lowScores: the next chunk's scores as they arrived (T), once loaded; ReleaseScores when they are used up.
+    __aicore__ inline AscendC::LocalTensor<T> NextStaged() {
+        b_ = uses_++ & 1;
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdScores[b_]);
+        return Staged(b_);
+    }
+
+    // lowScores: the fp32 work buffer (free between chunks: only the vector pipe uses it).
+    __aicore__ inline AscendC::LocalTensor<float> Work() const { return scores_; }
 
     // P = s (n elements) in the input dtype -> the rows from `row` of a step's P (rows of w at `slot`).
     __aicore__ inline void StoreProbs(const AscendC::LocalTensor<float>& s, __gm__ T* slot, uint32_t row, uint32_t n) {
-        AscendC::LocalTensor<T> p = probs_[b_ * chunkElems_];
+        AscendC::Cast(ProbsBuffer(), s, AscendC::RoundMode::CAST_RINT, n);
+        SendProbs(slot, row, n);
+    }
+
+    // The chunk's probability buffer, once free, for P computed in place; SendProbs writes it out.
+    __aicore__ inline AscendC::LocalTensor<T> ProbsBuffer() {
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b_]);
+        return probs_[b_ * chunkElems_];
+    }
+    __aicore__ inline void SendProbs(__gm__ T* slot, uint32_t row, uint32_t n) {
         AscendC::GlobalTensor<T> probs;
         probs.SetGlobalBuffer(slot + (uint64_t)row * w_);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b_]);
-        AscendC::Cast(p, s, AscendC::RoundMode::CAST_RINT, n);
         AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[b_]);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdProbs[b_]);
-        AscendC::DataCopy(probs, p, n);
+        AscendC::DataCopy(probs, probs_[b_ * chunkElems_], n);
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdProbs[b_]);
     }
 
-    // The chunk's score buffer is free for the next load.
-    __aicore__ inline void ReleaseScores() { AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b_]); }
+    // The chunk's score buffer is free for the next load (widened 16-bit scores were released by NextScores).
+    __aicore__ inline void ReleaseScores() {
+        if (!low_) AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b_]);
+    }
+    // lowScores, after NextStaged: the staging buffer is free.
+    __aicore__ inline void ReleaseStaged() { AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdScores[b_]); }
 
     // n floats of a step's P*V (at `slot` + `offset`) -> opart, once loaded; ReleaseOutput after its last use.
     __aicore__ inline AscendC::LocalTensor<float> LoadOutput(__gm__ float* slot, uint64_t offset, uint32_t n) {
@@ -100,9 +135,16 @@ public:
     }
 
 private:
+    // lowScores: staging buffer b, after the fp32 work buffer.
+    __aicore__ inline AscendC::LocalTensor<T> Staged(uint32_t b) const {
+        return scores_.template ReinterpretCast<T>()[(2 + b) * chunkElems_];
+    }
+
     AscendC::LocalTensor<float> scores_, opart_;
     AscendC::LocalTensor<T> probs_;
     uint32_t chunkElems_ = 0, w_ = 0, loads_ = 0, uses_ = 0, b_ = 0;
+    uint32_t loaded_[2] = {0, 0};  // elements of each buffer's last load
+    bool low_ = false;
 };
 
 }  // namespace npu_fa

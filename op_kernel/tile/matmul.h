@@ -1,5 +1,5 @@
 // The cube's matmul over L1 Nz tiles, shared by the forward and backward cube halves: C[m, n] = A[m, k] * B[k, n]
-// through L0A/L0B (ping-pong halves) into L0C (two ping-pong slots), written by Fixpipe as fp32 rows to GM; or L0C tiles
+// through L0A/L0B (ping-pong halves) into L0C (two ping-pong slots), written by Fixpipe as rows to GM (fp32 or 16-bit); or L0C tiles
 // the caller keeps resident across calls.
 #ifndef NPU_FA_TILE_MATMUL_H
 #define NPU_FA_TILE_MATMUL_H
@@ -8,6 +8,21 @@
 #include "../tiling/matmul_chunks.h"
 
 namespace npu_fa {
+
+// Fixpipe's quantPre for an fp32 L0C result written to GM as O: none for fp32, the rounding conversion for a 16-bit O
+// (the Fixpipe page's type table: f32 -> f16 needs F322F16, f32 -> bf16 F322BF16; never inferred).
+template <typename O>
+struct FaFixpipeQuant {
+    static constexpr QuantMode_t kMode = QuantMode_t::NoQuant;
+};
+template <>
+struct FaFixpipeQuant<half> {
+    static constexpr QuantMode_t kMode = QuantMode_t::F322F16;
+};
+template <>
+struct FaFixpipeQuant<bfloat16_t> {
+    static constexpr QuantMode_t kMode = QuantMode_t::F322BF16;
+};
 
 // GM (row-major, pitch `srcPitch` elements) -> L1 Nz with `c0Stride` rows per 16-column block; a row pitch beyond
 // Nd2Nz's 16-bit srcDValue (e.g. SBH with large B*H) goes one row at a time.
@@ -99,11 +114,13 @@ public:
         AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(1);
     }
 
-    // C[m, n] = A[m, k] * B[k, n] in (kChunk, nChunk) pieces, written as fp32 rows of pitch `ldc` to GM.
-    // Accumulation over several calls (a K dimension split across L1 tiles): the first call has `init`, the last
-    // `flush` (it writes C); all of them have n <= nChunk, so C is one L0C tile, and no other Run comes between.
+    // C[m, n] = A[m, k] * B[k, n] in (kChunk, nChunk) pieces, written as rows of pitch `ldc` to GM in O (fp32, or
+    // rounded to a 16-bit type by Fixpipe). Accumulation over several calls (a K dimension split across L1 tiles): the
+    // first call has `init`, the last `flush` (it writes C); all of them have n <= nChunk, so C is one L0C tile, and
+    // no other Run comes between.
+    template <typename O = float>
     __aicore__ inline void Run(const Operand& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n, uint32_t kChunk,
-                               uint32_t nChunk, __gm__ float* dst, uint32_t ldc, bool init = true, bool flush = true) {
+                               uint32_t nChunk, __gm__ O* dst, uint32_t ldc, bool init = true, bool flush = true) {
         for (uint32_t n0 = 0; n0 < n; n0 += nChunk) {
             const uint32_t nLen = n - n0 < nChunk ? n - n0 : nChunk;
             if (init) {
@@ -121,8 +138,8 @@ public:
 
     // For callers that keep C resident in L0C over several calls (the backward's gradient sums) and own the L0C
     // events: the L0C tile at byte `offset`, C[m, n] (+)= A[m, k] * B[k, n0 : n0 + n] into it (fractal (n1, m1) at
-    // n1 * CeilDiv(m, 16) + m1; `init` starts the sum; n0 a multiple of 16), and its Fixpipe to GM as fp32 rows of
-    // pitch `ldc` once M is done with it (M_FIX event `id`).
+    // n1 * CeilDiv(m, 16) + m1; `init` starts the sum; n0 a multiple of 16), and its Fixpipe to GM as rows of pitch
+    // `ldc` in O once M is done with it (M_FIX event `id`).
     __aicore__ inline AscendC::LocalTensor<float> L0c(uint32_t offset) {
         return l0c_.Get<float>()[offset / sizeof(float)];
     }
@@ -133,11 +150,12 @@ public:
             MmaColumns(a, b, m, k, n0 + j, n - j < nChunk ? n - j : nChunk, kChunk, c[j * CeilDiv(m, 16) * 16], init);
         }
     }
-    __aicore__ inline void Store(const AscendC::LocalTensor<float>& c, uint32_t m, uint32_t n, __gm__ float* dst,
+    template <typename O = float>
+    __aicore__ inline void Store(const AscendC::LocalTensor<float>& c, uint32_t m, uint32_t n, __gm__ O* dst,
                                  uint32_t ldc, int32_t id) {
         AscendC::SetFlag<AscendC::HardEvent::M_FIX>(id);
         AscendC::WaitFlag<AscendC::HardEvent::M_FIX>(id);
-        AscendC::GlobalTensor<float> out;
+        AscendC::GlobalTensor<O> out;
         out.SetGlobalBuffer(dst);
         // nSize = n, also when n is not a multiple of 16 (key tails, dv = 72): with NZ2ND (CFG_ROW_MAJOR) the docs
         // allow it. The FixpipeParamsV220 table (矩阵计算的搬出/Fixpipe（L0C到GM数据搬运）.md) states "multiple of 16",
@@ -146,8 +164,8 @@ public:
         // equal to the Mmad's n, and must be a multiple of 16 only for NZ output; catlass passes unaligned N the
         // same way. The twin refuses unaligned nSize for NZ output only.
         AscendC::FixpipeParamsV220 fp(n, m, CeilDiv(m, 16) * 16, ldc, false);
-        fp.quantPre = QuantMode_t::NoQuant;
-        AscendC::Fixpipe<float, float, AscendC::CFG_ROW_MAJOR>(out, c, fp);
+        fp.quantPre = FaFixpipeQuant<O>::kMode;
+        AscendC::Fixpipe<O, float, AscendC::CFG_ROW_MAJOR>(out, c, fp);
     }
 
 private:

@@ -102,6 +102,39 @@ public:
         AscendC::Exp(s, s, (int32_t)(rows * w_));
     }
 
+    // Exponentiate for half scores s[rows, w] (w a multiple of 128; the forward's high-performance chain): the row max
+    // and the statistics as above in fp32, then s - m_new and p = exp(s - m_new) in half (128 lanes per repeat) into
+    // `p`. m_new is a max of half values, so its half copy is exact. `fold` must hold 3 * rows * w / 32 bytes.
+    __aicore__ inline void ExponentiateHalf(const AscendC::LocalTensor<half>& s, const AscendC::LocalTensor<half>& p,
+                                            uint32_t rows, uint32_t r0, uint32_t taskSlot, uint32_t stepSlot,
+                                            bool first) {
+        const uint32_t rows8 = AlignUp(rows, 8), statN = rows8 * 8;
+        AscendC::LocalTensor<float> mRun = Stat(kMax + taskSlot)[r0 * 8];
+        AscendC::LocalTensor<float> alpha = Stat(kAlpha + stepSlot)[r0 * 8];
+        AscendC::LocalTensor<float> bcast = Stat(kBcast);
+        AscendC::LocalTensor<float> scratch = Stat(kRed);
+        RowMaxHalf(s, rows);
+        if (!first) {  // the running max, one value per row (its 8 copies reduce to one), joins the chunk's
+            AscendC::BlockReduceMax(scratch, mRun, (int32_t)(rows8 / 8), 64, 1, 1, 8);
+            AscendC::Max(row_, row_, scratch, (int32_t)rows8);
+        }
+        AscendC::Brcb(bcast, row_, (uint8_t)(rows8 / 8), AscendC::BrcbRepeatParams(1, 8));
+        if (!first) {
+            AscendC::Sub(alpha, mRun, bcast, (int32_t)statN);
+            AscendC::Exp(alpha, alpha, (int32_t)statN);
+        }
+        AscendC::DataCopy(mRun, bcast, statN);
+        AscendC::LocalTensor<half> rowH = fold_.ReinterpretCast<half>();
+        AscendC::LocalTensor<half> bcastH = scratch.ReinterpretCast<half>();  // one 32 B block of 16 per row
+        AscendC::Cast(rowH, row_, AscendC::RoundMode::CAST_RINT, rows8);
+        AscendC::Brcb(bcastH, rowH, (uint8_t)(rows8 / 8), AscendC::BrcbRepeatParams(1, 8));
+        const AscendC::BinaryRepeatParams sub(1, 1, 0, 8, 8, 0);
+        for (uint32_t r = 0; r < rows; ++r) {  // one instruction per row: disjoint bytes, they pipeline
+            AscendC::Sub(s[r * w_], s[r * w_], bcastH[r * 16], (uint64_t)128, (uint8_t)(w_ / 128), sub);
+        }
+        AscendC::Exp(p, s, (int32_t)(rows * w_));
+    }
+
     // Running sum l = alpha * l + rowsum(p) of rows [r0, r0 + rows), in fp32.
     __aicore__ inline void AddRowSums(const AscendC::LocalTensor<float>& p, uint32_t rows, uint32_t r0,
                                       uint32_t taskSlot, uint32_t stepSlot, bool first) {
@@ -145,6 +178,26 @@ public:
 
 private:
     static constexpr uint32_t kRowsPerBlockReduce = 31;  // 8 repeats per 512-wide row
+
+    // Row maxima of a half [rows, w] tile (w a multiple of 128) -> row_, one fp32 per row: block maxima in half (one
+    // BlockReduceMax over the tile, w / 16 per row), widened, folded in halves down to one 32 B block per row, then
+    // one value per row.
+    __aicore__ inline void RowMaxHalf(const AscendC::LocalTensor<half>& s, uint32_t rows) {
+        uint32_t width = w_ / 16;
+        AscendC::LocalTensor<float> a = fold_[rows * width / 2];  // after the half block maxima
+        AscendC::LocalTensor<float> other = fold_;                // their bytes, once widened
+        AscendC::BlockReduceMax(fold_.ReinterpretCast<half>(), s, (int32_t)(rows * w_ / 128), 128, 1, 1, 8);
+        AscendC::Cast(a, fold_.ReinterpretCast<half>(), AscendC::RoundMode::CAST_NONE, rows * width);
+        for (; width > 8; width /= 2) {  // max of each row's two halves; rows as repeats, strides in 32 B blocks
+            const uint8_t halfRep = (uint8_t)(width / 16), fullRep = (uint8_t)(width / 8);
+            AscendC::Max(other, a, a[width / 2], (uint64_t)(width / 2), (uint8_t)rows,
+                         AscendC::BinaryRepeatParams(1, 1, 1, halfRep, fullRep, fullRep));
+            const AscendC::LocalTensor<float> t = a;
+            a = other;
+            other = t;
+        }
+        AscendC::BlockReduceMax(row_, a, (int32_t)(AlignUp(rows, 8) / 8), 64, 1, 1, 8);
+    }
 
     AscendC::LocalTensor<float> stats_, fold_, row_;
     uint32_t statElems_ = 0, w_ = 0;

@@ -31,7 +31,8 @@ FA_INLINE FaVecFeatures TilingVecFeatures(const FaProblemTiling& p, bool band) {
 
 // Forward: UB buffers of one AIV (bytes), for `rows` query rows, s2 block `w` and padded value dim `dvPad`.
 struct FaFwdUbSizes {
-    uint32_t s;      // scores / probabilities in fp32, two [chunk, w] buffers (load of one overlaps work on the other)
+    uint32_t s;      // scores / probabilities in fp32, two [chunk, w] buffers (load of one overlaps work on the other);
+                     // with 16-bit scores (lowScores) one fp32 work buffer and two 16-bit staging buffers, same bytes
     uint32_t dmat;   // (column - row) pattern for band masks and ALiBi [chunk, w] (only with either)
     uint32_t bias;   // ALiBi scratch, or an outer pse tile in fp32, [chunk, w] (only with either)
     uint32_t pse;    // an outer pse tile as read, [chunk, w] of the input dtype (only with one)

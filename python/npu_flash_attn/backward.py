@@ -20,7 +20,9 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
 * dq/dk/dv have the shapes and dtype of query/key/value; dpse as below. P is
   recomputed from the saved statistics (P = exp(scale * S - max) / sum), D = rowsum(dy * attention_in),
   dS = P * (dP - D); every sum accumulates in fp32, P and dS enter the cube's products in the input dtype. Rows
-  that see no key (softmax_max = -FLT_MAX) get P = 0, so zero dq and no contribution to dk/dv.
+  that see no key (softmax_max = -FLT_MAX) get P = 0, so zero dq and no contribution to dk/dv. `inner_precise`
+  is accepted as in the forward; the backward's scores are always float32 (its high-performance mode is not built
+  yet), which is at least as accurate.
 * Two kernel passes (dQ, then dK/dV), every output element written by exactly one core in a fixed order (no
   atomics), so results are bitwise reproducible run to run and for any core count whatever `deterministic` says;
   the flag is accepted for the built-in's signature and the autograd passes

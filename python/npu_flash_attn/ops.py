@@ -35,7 +35,16 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   `precompute_block_mask`) so fully masked tiles are skipped and fully visible ones are not masked.
 * Invalid rows (a query row that sees no key: e.g. sparse_mode 3 with S1 > S2, a band with negative pre/next, a
   zero-length key sequence) give output 0, softmax_max = -FLT_MAX and softmax_sum = +FLT_MAX, for every
-  `inner_precise` (0, 1 and 2 are accepted and all behave like the built-in's inner_precise=2).
+  `inner_precise` (the built-in's bit 1, invalid-row correction, is always on).
+* `inner_precise` (0-3; the convention of the built-in's prompt/incremental kernels): bit 0 = 1 selects the
+  high-performance mode, which lets the forward take the scores q.k out of the cube rounded to float16 instead of
+  float32 (half the bytes through Fixpipe and L2; scaling, masks and the softmax stay in float32). The tiling does
+  so where the cost model shows a gain: float16 inputs with head dim >= 192 today (`last_launch_info()
+  ["score_dtype"]` says which); bfloat16 keeps float32 scores, as the built-in does. The error stays within the
+  FlashAttention criterion (plain torch rounds the scores to the input dtype too); softmax_max/sum then carry the
+  scores' rounding (relative ~2^-11). With float16 inputs the mode needs every unscaled |q.k| <= 65504 (ValueError
+  naming inner_precise otherwise). The backward always computes at full precision (its high-performance mode is
+  not built yet).
 * TND varlen: the lists are cumulative (lengths 2,3,4 -> [2,5,9]), equal length (= number of batches), start >= 0,
   non-decreasing, last value <= T1 (resp. T2). Repeated values are zero-length sequences. Trailing zeros after a
   positive value disable the remaining batches (built-in convention: [2,5,9,0,0] = 3 batches); a batch disabled in

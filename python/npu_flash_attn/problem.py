@@ -21,6 +21,7 @@ __all__ = ["FAProblem", "PseArgs", "DropArgs", "validate_flash_attention", "vali
            "check_finite", "in_place_device", "sequence_shapes", "LAYOUTS", "FLT_MAX", "INT32_MAX"]
 
 FLT_MAX = 3.4028234663852886e38  # float32 max; invalid rows: softmax_max = -FLT_MAX, softmax_sum = +FLT_MAX
+FP16_MAX = 65504.0  # float16 max: the high-performance mode's scores (unscaled q.k) must not exceed it
 INT32_MAX = 2147483647
 
 LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "TND")
@@ -80,6 +81,7 @@ class FAProblem:
     softcap: Optional[float] = None  # > 0: logit soft-capping of the scaled scores
     pse: PseArgs = PseArgs()   # in-kernel ALiBi or an outer bias tensor
     drop: DropArgs = DropArgs()
+    high_performance: bool = False  # inner_precise bit 0 (forward only): the scores leave the cube in the input dtype
     post: Optional[dict] = None  # what every backend does around the kernels (has_work, padding, row groups, dpse)
 
     def flops(self) -> float:
@@ -218,24 +220,32 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
                      stats_shape=_dims(info["stats_dims"], sizes), prefix=info["prefix"],
                      dense_mask=info["dense_mask"], mask_tnd_global=info["mask_tnd_global"],
                      mask_view=info["mask_view"], sink=info["sink"], softcap=info["softcap"], pse=pse_args,
-                     drop=drop, post=info)
+                     drop=drop, high_performance=info["high_performance"], post=info)
 
 
 def check_input_values(p: FAProblem, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
     """Data checks made before a launch (not in the fake kernel): q/k/v must be finite (the cube is not fed NaN/Inf:
     ValueError naming the tensor and the first bad index), and scale * q.k must stay inside float32 for every
-    (query row, key row) pair of a head, else the online softmax would compute inf - inf (ValueError naming scale)."""
+    (query row, key row) pair of a head, else the online softmax would compute inf - inf (ValueError naming scale);
+    in the high-performance mode with float16 inputs the unscaled q.k must also fit float16, the type the scores
+    leave the cube in (ValueError naming inner_precise)."""
     for name, t in (("query", query), ("key", key), ("value", value)):
         bad = ~torch.isfinite(t)
         if bool(bad.any()):
             idx = tuple(int(i) for i in bad.nonzero()[0])
             raise ValueError(f"{name} contains NaN or Inf (first at index {idx}: {t[idx].item()}); "
                              "npu::flash_attention requires finite query/key/value")
-    if p.scale == 0.0:
-        return
     # Cauchy-Schwarz bound first (one pass over q and k); the exact maximum only when the bound could overflow.
     qn = float(query.float().norm(dim=-1).max()) if query.numel() else 0.0
     kn = float(key.float().norm(dim=-1).max()) if key.numel() else 0.0
+    if p.high_performance and p.dtype == torch.float16 and qn * kn > FP16_MAX:
+        peak = _max_abs_score(p, query, key)
+        if peak > FP16_MAX:
+            raise ValueError(f"inner_precise selects the high-performance mode (bit 0 set), which rounds the unscaled "
+                             f"scores q.k to float16, but the largest |q.k| is {peak:.6g} > {FP16_MAX:g} (float16's "
+                             "largest value); use inner_precise=0 or 2 (scores in float32)")
+    if p.scale == 0.0:
+        return
     if abs(p.scale) * qn * kn <= FLT_MAX / 2:
         return
     peak = _max_abs_score(p, query, key)

@@ -21,7 +21,7 @@ from .problem import FAProblem, sequence_shapes
 
 __all__ = ["TwinError", "ext", "forward", "backward", "infer", "last_launch_info", "record_launch", "set_op_counting", "set_infer_split_override",
            "infer_split_override",
-           "set_block_override", "kernel_mask", "BlockMaskInfo", "build_block_map", "block_mask_cache_info",
+           "set_block_override", "set_score_override", "kernel_mask", "BlockMaskInfo", "build_block_map", "block_mask_cache_info",
            "clear_block_mask_cache"]
 
 try:
@@ -81,9 +81,20 @@ def set_op_counting(enabled: bool) -> None:
     _count_ops = bool(enabled)
 
 
+_score_override = -1
+
+
+def set_score_override(low: Optional[bool] = None) -> None:
+    """Tuning / test knob: the forward's scores leave the cube in the input dtype (True) or in float32 (False),
+    whatever inner_precise and the tiling's rule say; None restores the tiling's choice."""
+    global _score_override
+    _score_override = -1 if low is None else int(bool(low))
+
+
 def _with_blocks(p: FAProblem):
-    """The problem's call with the tuning blocks of set_block_override (0 = the tiling's choice)."""
+    """The problem's call with the tuning knobs of set_block_override / set_score_override."""
     p.call.force_s1_block, p.call.force_s2_block = _block_override or (0, 0)
+    p.call.force_low_scores = _score_override
     return p.call
 
 

@@ -46,7 +46,7 @@ struct VecCoef {
 struct Rates {
     VecCoef vec[(int)Family::COUNT] = {};
     double ubcopyBw, ubcopyLat, cubeHead, cubeFractal, l0aBw, l0bBw, mte1Lat, smallBw, gmUbBw, gmUbLat, gmL1Bw, gmL1Lat,
-        fillBw, ubGmBw, ubGmLat, ubL1Bw, l1GmBw, fixGmBw, fixGmLat, fixL1Bw, smallLat, scalarIssue, scalarOp, burstSmall;
+        fillBw, ubGmBw, ubGmLat, ubL1Bw, l1GmBw, fixGmBw, fixGmB16, fixGmLat, fixL1Bw, smallLat, scalarIssue, scalarOp, burstSmall;
     double burstBw[3];  // bursts below 64, 128, 256 B
     double issue[(int)Family::COUNT] = {};  // scalar-unit cycles to issue one instruction of the family
     explicit Rates(const Params& P) {
@@ -75,7 +75,7 @@ struct Rates {
         gmUbBw = P["mte2.gm_ub.bw"], gmUbLat = P["mte2.gm_ub.lat"], gmL1Bw = P["mte2.gm_l1.bw"];
         gmL1Lat = P["mte2.gm_l1.lat"], fillBw = P["mte2.fill.bw"];
         ubGmBw = P["mte3.ub_gm.bw"], ubGmLat = P["mte3.ub_gm.lat"], ubL1Bw = P["mte3.ub_l1.bw"], l1GmBw = P["mte3.l1_gm.bw"];
-        fixGmBw = P["fix.l0c_gm.bw"], fixGmLat = P["fix.l0c_gm.lat"], fixL1Bw = P["fix.l0c_l1.bw"];
+        fixGmBw = P["fix.l0c_gm.bw"], fixGmB16 = P["fix.l0c_gm.b16"], fixGmLat = P["fix.l0c_gm.lat"], fixL1Bw = P["fix.l0c_l1.bw"];
         smallLat = P["dma.small.lat"], scalarIssue = P["scalar.issue"], scalarOp = P["scalar.op"];
         burstSmall = P["dma.burst.small"];
         burstBw[0] = P["dma.burst.lt64.bw"], burstBw[1] = P["dma.burst.lt128.bw"], burstBw[2] = P["dma.burst.lt256.bw"];
@@ -183,7 +183,11 @@ inline double BodyCycles(const Rates& R, Family f, const TraceRec& r, bool l0b) 
         case Family::UbToGm: return R.ubGmLat + b / PathBw(R, f, r);
         case Family::UbToL1: return R.smallLat + b / R.ubL1Bw;
         case Family::L1ToGm: return R.ubGmLat + b / PathBw(R, f, r);
-        case Family::FixToGm: return R.fixGmLat + b / PathBw(R, f, r);
+        case Family::FixToGm: {
+            // The rate is per fp32 output byte; a 16-bit output element costs fix.l0c_gm.b16 of an fp32 one.
+            const bool b16 = r.elems != 0 && r.bytes == 2 * r.elems;
+            return R.fixGmLat + (b16 ? 2 * b * R.fixGmB16 : b) / PathBw(R, f, r);
+        }
         case Family::FixToL1: return R.smallLat + b / R.fixL1Bw;
         default: return R.vec[(int)f].slope * r.repeats;  // vector families
     }

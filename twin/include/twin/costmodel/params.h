@@ -94,6 +94,7 @@ inline const ParamRow kCoreRows[] = {
     {"mte3.ub_l1.bw", 113.6, "B/cycle", "msopmodeling UB->SHM 196 GiB/s at 1.85 GHz", "measured"},
     {"mte3.l1_gm.bw", 18.6, "B/cycle", "pto-isa flat table L1->GM 32 GiB/s", "measured"},
     {"fix.l0c_gm.bw", 81.2, "B/cycle", "msopmodeling and pto-isa tables: L0C->GM 70 GiB/s at 1.85 GHz, which pto-isa counts as rows*cols*2 bytes whatever the dtype: 20.3 elements/cycle, 81.2 B/cycle of fp32 output (the byte reading, 40.6, is the low end: pto-isa's on-device FA tile needs >= 47); high end the engine's documented L0C->L1 rate", "derived", 40.6, 128},
+    {"fix.l0c_gm.b16", 1.0, "x", "time of a 16-bit Fixpipe output element (F322F16 / F322BF16) to GM against an fp32 one: pto-isa's table charges rows*cols whatever the dtype (1, the element-bound reading); 0.5 if the path were bound by output bytes. No measurement either way", "assumed", 0.5, 1},
     {"fix.l0c_gm.lat", 200, "cycle", "no figure in msopmodeling 1.0.9 or the CANN ini; paid by every Fixpipe (0: back-to-back ones overlap it). pto-isa's Hill fit (K/peak about 1200) cannot be a per-transfer latency: its on-device FA tile (1728 cycles, 2 Fixpipes) leaves at most about 400", "assumed", 0, 400},
     {"fix.l0c_l1.bw", 128, "B/cycle", "ascendc notes: L0C->L1 128 B/cycle for f16/bf16 output", "measured"},
     {"dma.small.lat", 30, "cycle", "on-core DMA latency (UB->L1, L0C->L1, L1 fills)", "assumed", 10, 100},

@@ -1,0 +1,164 @@
+"""The forward's high-performance mode (inner_precise bit 0): the scores may leave the cube rounded to the input
+dtype. The kernel path is forced on (twin_backend.set_score_override) for every case of the feature problems
+(layouts, GQA/MQA, head dims and lengths off the block grid, causal/band/dense masks, TND with padding) and the
+features (sink, softcap, ALiBi, dropout), fp16 and bf16, against the float64 reference with the FlashAttention
+criterion; the statistics within the rounding of the scores; gradients through autograd. Then the tiling's rule
+(where the mode takes 16-bit scores), the fp16 range rule and the argument checks."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import npu_flash_attn
+from npu_flash_attn import problem as problem_module, twin_backend
+from npu_flash_attn.criterion import assert_close_fa, assert_stats_close
+from npu_flash_attn.reference import flash_attention_lowprec, flash_attention_reference
+from feature_problems import CASES, DT, case_id, check_grads, problem
+
+fwd = torch.ops.npu.flash_attention
+EPS = {torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}  # unit roundoff of the scores' dtype
+
+
+@pytest.fixture
+def low_scores():
+    twin_backend.set_score_override(True)
+    yield
+    twin_backend.set_score_override(None)
+
+
+def check_hp_forward(args, kw, inner_precise=1):
+    """Output (FA criterion) and statistics against float64. The statistics come from scores rounded to the input
+    dtype: softmax_max moves by the rounding of the scaled score it comes from (at most u |x| for the largest
+    |x| = |scale q.k| of the problem: a bias or a cap can make the max much smaller than that score), softmax_sum by
+    about twice that, relatively (each term exp(x - max) moves by |dx - dmax|)."""
+    q, k, v, n1, layout = args
+    out, smax, ssum = fwd(*args, inner_precise=inner_precise, **kw)
+    info = npu_flash_attn.last_launch_info()
+    assert info["score_dtype"] == {torch.float16: "fp16", torch.bfloat16: "bf16"}[q.dtype]
+    dbl = {n: (x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x) for n, x in kw.items()}
+    ro, rm, rs = flash_attention_reference(q.double(), k.double(), v.double(), n1, layout, **dbl)
+    assert_close_fa(out, ro, flash_attention_lowprec(q, k, v, n1, layout, **kw))
+    u = EPS[q.dtype]
+    p = problem_module.validate_flash_attention(q, k, v, n1, layout, **kw)
+    x_top = abs(kw.get("scale", 1.0)) * problem_module._max_abs_score(p, q, k) + 1.0
+    assert_stats_close(smax, ssum, rm, rs, max_tol=2 * u * x_top + 1e-4, sum_rtol=4 * u * x_top + 2e-4)
+    return out
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
+def test_high_performance_forward_cases(case, gen, low_scores):
+    args, kw = problem(case, gen, q_gain=2.0)
+    check_hp_forward(args, kw, inner_precise=(1, 3)[CASES.index(case) % 2])
+
+
+@pytest.mark.parametrize("dt", ["fp16", "bf16"])
+def test_high_performance_features(dt, gen, low_scores):
+    # sink, softcap, ALiBi and dropout on top of the rounded scores, off the block grid
+    case = ("BSND", dt, 2, 150, 333, 4, 2, 72, {})
+    args, kw = problem(case, gen, q_gain=1.5)
+    n1 = 4
+    feats = [dict(sink=torch.randn(n1, generator=gen)), dict(softcap=12.0, sparse_mode=3),
+             dict(pse=torch.rand(n1, generator=gen) * 0.3, pse_type=2),
+             dict(keep_prob=0.8, seed=int(torch.randint(0, 2 ** 31, (1,), generator=gen)), offset=5)]
+    for f in feats:
+        check_hp_forward(args, dict(kw, **f))
+
+
+HALF_CHAIN = [
+    ("BNSD", "fp16", 1, 300, 1200, 2, 2, 128, {}),
+    ("BSND", "fp16", 2, 150, 1100, 4, 2, 128, dict(sparse_mode=3)),
+    ("BSH", "fp16", 1, 260, 1500, 2, 1, 64, dict(sparse_mode=4, pre_tokens=900, next_tokens=0)),
+    ("BNSD", "fp16", 2, 140, 1300, 2, 2, 96, dict(atten_mask="tail")),
+    ("TND", "fp16", 2, 0, 0, 4, 2, 128, dict(actual_seq_qlen=[100, 350], actual_seq_kvlen=[700, 1900],
+                                             sparse_mode=3)),
+]
+
+
+@pytest.mark.parametrize("case", HALF_CHAIN, ids=case_id)
+def test_half_chain_tiles(case, gen):
+    # key lengths past two 512-key tiles: fully visible tiles take the fp16 chain, band-cut, masked and tail tiles
+    # the widened fp32 path, in the same rows (the tiling's choice: fp16, no per-score features, a scale exact in
+    # fp16: 2^-3 or 2^-4 here)
+    if case[8].get("atten_mask") == "tail":
+        layout, dt, B, S1, S2 = case[:5]
+        args, kw = problem(case[:8] + ({},), gen, q_gain=2.0)
+        m = torch.zeros(B, 1, S1, S2, dtype=torch.bool)
+        m[0, :, :, 1024:] = True  # batch 0: the third tile masked; batch 1: every tile visible
+        m[1, :, 7, 3] = True      # batch 1: its first tile mixed
+        kw["atten_mask"] = m
+    else:
+        args, kw = problem(case, gen, q_gain=2.0)
+    kw["scale"] = 2.0 ** -3 if case[7] <= 96 else 2.0 ** -4
+    check_hp_forward(args, kw)
+    assert npu_flash_attn.last_launch_info()["half_softmax"]
+
+
+def test_tiling_takes_16bit_scores_where_they_pay(gen):
+    # fp16 in the high-performance mode: always when the fp16 chain applies (no softcap, bias or dropout), else
+    # from D >= 192; never for bf16 or inner_precise 0/2
+    # fp16 in the high-performance mode: when the fp16 chain applies (no softcap, bias or dropout, a scale exact in
+    # fp16: D = 64's default 1/8, not D = 128's 1/sqrt(128)), else from D >= 192; never for bf16 or inner_precise 0/2
+    for dt, d, ip, extra, want, chain in (
+            ("fp16", 64, 1, {}, "fp16", True), ("fp16", 128, 3, dict(scale=0.0625), "fp16", True),
+            ("fp16", 128, 1, {}, "fp32", False), ("fp16", 64, 0, {}, "fp32", False), ("fp16", 64, 2, {}, "fp32", False),
+            ("fp16", 64, 1, dict(softcap=20.0), "fp32", False), ("fp16", 160, 1, dict(keep_prob=0.9), "fp32", False),
+            ("fp16", 192, 1, dict(softcap=20.0), "fp16", False), ("fp16", 256, 1, {}, "fp16", True),
+            ("bf16", 256, 1, {}, "fp32", False)):
+        args, kw = problem(("BNSD", dt, 1, 70, 300, 2, 2, d, {}), gen)
+        kw.update(extra)
+        fwd(*args, inner_precise=ip, **kw)
+        info = npu_flash_attn.last_launch_info()
+        assert (info["score_dtype"], info["half_softmax"]) == (want, chain), (dt, d, ip, extra)
+
+
+def test_high_performance_differs_from_default(gen):
+    # the 16-bit scores really are taken (the outputs differ), and both modes meet the criterion
+    args, kw = problem(("BNSD", "fp16", 1, 200, 520, 2, 2, 256, {}), gen, q_gain=3.0)
+    o0 = fwd(*args, **kw)[0]
+    o1 = check_hp_forward(args, kw)
+    assert not torch.equal(o0, o1)
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[5]], ids=case_id)
+def test_high_performance_gradients(case, gen, low_scores):
+    # the backward recomputes in fp32 from the statistics of the rounded forward: still within 3x torch's error
+    args, kw = problem(case, gen)
+    check_grads(args, kw, gen, op_kw=dict(inner_precise=1))
+
+
+def test_fp16_scores_must_fit_fp16(gen):
+    # the rule belongs to the mode (fp16, bit 0 set), whatever the tiling picks: D = 256 takes 16-bit scores
+    q = torch.full((1, 1, 16, 256), 20.0).half()
+    k = torch.full((1, 1, 16, 256), 15.0).half()  # q.k = 76800 > 65504
+    v = torch.randn(1, 1, 16, 256, generator=gen).half()
+    with pytest.raises(ValueError, match=r"inner_precise.*76800.*65504"):
+        fwd(q, k, v, 1, "BNSD", scale=1e-4, inner_precise=1)
+    out = fwd(q, k, v, 1, "BNSD", scale=1e-4, inner_precise=0)[0]  # fp32 scores hold it
+    assert torch.isfinite(out).all()
+    # bf16 scores have float32's range: no such limit
+    fwd(q.bfloat16(), k.bfloat16(), v.bfloat16(), 1, "BNSD", scale=1e-4, inner_precise=1)
+    # a large Cauchy-Schwarz bound alone is not refused: the exact largest |q.k| decides
+    q2 = torch.zeros(1, 1, 16, 256).half()
+    k2 = torch.zeros(1, 1, 16, 256).half()
+    q2[..., 0, 0], k2[..., 0, 1] = 300.0, 300.0  # norms 300 x 300 = 90000, every q.k = 0
+    fwd(q2, k2, v, 1, "BNSD", scale=0.125, inner_precise=1)
+    assert npu_flash_attn.last_launch_info()["score_dtype"] == "fp16"
+    with pytest.raises(ValueError, match=r"inner_precise.*76800"):  # also where the tiling keeps fp32 scores
+        fwd(q[..., :128], k[..., :128] * 2, v[..., :128], 1, "BNSD", scale=1e-4, inner_precise=1)
+
+
+@pytest.mark.parametrize("bad", [4, -1, 7])
+def test_inner_precise_range(bad):
+    q = torch.randn(1, 1, 8, 16).half()
+    with pytest.raises(ValueError, match=rf"inner_precise={bad} must be 0-3"):
+        fwd(q, q, q, 1, "BNSD", inner_precise=bad)
+
+
+def test_dropin_passes_inner_precise(gen):
+    q, k, v = (torch.randn(1, 40, 2, 256, generator=gen).half() for _ in range(3))
+    npu_flash_attn.npu_fusion_attention(q, k, v, 2, "BSND", scale=0.125, inner_precise=1)
+    assert npu_flash_attn.last_launch_info()["score_dtype"] == "fp16"
+    npu_flash_attn.npu_fusion_attention(q, k, v, 2, "BSND", scale=0.125)
+    assert npu_flash_attn.last_launch_info()["score_dtype"] == "fp32"
