@@ -250,11 +250,11 @@ def test_pse_prefix_padding_mask():
                  padding_mask=torch.zeros(2, 4, 5, 7, dtype=F16))
 
 
-@pytest.mark.parametrize("ip", [-1, 3])
+@pytest.mark.parametrize("ip", [-1, 4])
 def test_inner_precise(ip):
     q, k, v = qkv()
-    check_raises(ValueError, rf"inner_precise={ip} must be 0, 1 or 2", q, k, v, 4, "BSND", inner_precise=ip)
-    for ok in (0, 1, 2):
+    check_raises(ValueError, rf"inner_precise={ip} must be 0-3", q, k, v, 4, "BSND", inner_precise=ip)
+    for ok in (0, 1, 2, 3):
         validate_flash_attention(q, k, v, 4, "BSND", inner_precise=ok)
 
 
