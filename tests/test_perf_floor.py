@@ -1,7 +1,7 @@
 """Regression floor on modeled utilisation (model-only, 2 sampled AI cores, Ascend910B2): a change that loses the
-forward's 512-key steps, the L0C accumulation of P*V, the backward's L0C gradient sums and steps in flight, or the
-load/compute overlap, the dropout generator's economy, or the high-performance mode's fp16 chain, drops below these and fails. The floors sit a few points under what the kernels reach
-(docs/performance.md has the figures)."""
+forward's 512-key steps, the L0C accumulation of P*V, the backward's L0C gradient sums and steps in flight, the
+load/compute overlap, the dropout generator's economy or the high-performance mode's fp16 chain drops below these
+and fails. The floors sit a few points under what the kernels reach (docs/performance.md has the figures)."""
 import pytest
 
 from npu_flash_attn.tools import profiler
