@@ -70,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="with --infer: the cache's dtype (default: --dtype; int8 is not supported yet)")
     pr.add_argument("--deterministic", action="store_true", help="with --backward: the deterministic schedule")
     pr.add_argument("--keep-prob", type=float, default=1.0, help="dropout keep probability (default 1: no dropout)")
+    pr.add_argument("--scale", type=float, default=None, help="softmax scale (default head_dim^-0.5)")
     pr.add_argument("--inner-precise", type=int, default=0,
                     help="the op's inner_precise (1: high-performance mode, the forward's scores in the input dtype)")
     pr.add_argument("--model-only", action="store_true",
@@ -293,7 +294,7 @@ def _profile(a) -> int:
             rep = profiler.profile(chip=a.chip, batch=a.batch, heads=a.heads, kv_heads=a.kv_heads,
                                    seqlen=a.seqlen or 2048, head_dim=a.head_dim, dtype=a.dtype, causal=a.causal,
                                    backward=a.backward, deterministic=a.deterministic, keep_prob=a.keep_prob,
-                                   inner_precise=a.inner_precise, overrides=overrides, model_only=a.model_only, sample_blocks=a.sample_blocks,
+                                   inner_precise=a.inner_precise, scale=a.scale, overrides=overrides, model_only=a.model_only, sample_blocks=a.sample_blocks,
                                    ranges=not a.no_range)
     except NotImplementedError as e:
         print(f"error: NotImplementedError: {e}", file=sys.stderr)
@@ -324,7 +325,8 @@ def _profile(a) -> int:
     print(f"{rep['label']}: {what} B={p['batch']} N={p['heads']} N2={p['kv_heads']} S={p['seqlen']} "
           f"D={p['head_dim']} {p['dtype']}{' causal' if p['causal'] else ''}"
           f"{' keep_prob=%g' % p['keep_prob'] if p['keep_prob'] < 1 else ''}"
-          f"{' inner_precise=%d' % p['inner_precise'] if p['inner_precise'] else ''}, {rep['block_dim']} AI cores{how}")
+          f"{' inner_precise=%d' % p['inner_precise'] if p['inner_precise'] else ''}"
+          f"{' scale=%g' % a.scale if a.scale is not None else ''}, {rep['block_dim']} AI cores{how}")
     print(f"time    : {rep['modeled_time_us']:.1f} us (kernel {rep['kernel_time_us']:.1f} + launch "
           f"{rep['launch_overhead_us']:.1f})")
     print(f"TFLOPS  : {rep['tflops']:.1f} of {rep['cube_peak_tflops']:.1f} cube peak ({100 * rep['utilization']:.1f} %)")

@@ -110,7 +110,7 @@ def _summarize(cm: dict, chip: str, flops: float) -> dict:
 def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_heads: Optional[int] = None,
             seqlen: int = 2048, seqlen_kv: Optional[int] = None, head_dim: int = 128, dtype: str = "bf16",
             causal: bool = False, backward: bool = False, deterministic: bool = False, keep_prob: float = 1.0,
-            inner_precise: int = 0, bins: int = 400, keep_blocks: int = 1, overrides: Optional[dict] = None,
+            inner_precise: int = 0, scale: Optional[float] = None, bins: int = 400, keep_blocks: int = 1, overrides: Optional[dict] = None,
             seed: int = 0, model_only: bool = False, sample_blocks: int = 0, ranges=False,
             band: Optional[tuple[int, int]] = None, partial_keys: bool = False) -> dict:
     """Runs the forward op (or, with backward=True, the forward unmodelled and then the backward op, fast or
@@ -125,7 +125,8 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
     range_by_param ({key: {lo, hi, modeled_time_us: [at lo, at hi]}}) and range_seconds (the extra model runs'
     time); a dict {key: (lo, hi)} replaces those rows' ranges. Overridden parameters are taken as exact.
     keep_prob < 1 adds the kernel's dropout (generated bits, seed 0) to both passes; inner_precise is the op's
-    (bit 0: the forward's high-performance mode, scores in the input dtype).
+    (bit 0: the forward's high-performance mode, scores in the input dtype); scale None is head_dim^-0.5 (the
+    high-performance mode's fp16 softmax chain needs a scale fp16 holds exactly, e.g. 2^-3).
     model_only=True runs the kernels without their arithmetic (same trace, undefined outputs, no hazard checks): the
     inputs are zeros and the forward that feeds the backward runs model-only too. sample_blocks=k (model-only) runs k
     evenly spaced AI cores of each launch instead of all: each stands for numBlocks/k cores in the shared HBM bandwidth
@@ -151,7 +152,7 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
     set_chip(chip)
     if band is not None and causal:
         raise ValueError("profile takes causal=True or a band=(pre_tokens, next_tokens), not both")
-    scale = 1.0 / math.sqrt(head_dim)
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
     common = dict(scale=scale, sparse_mode=3 if causal else 0, keep_prob=keep_prob, inner_precise=inner_precise)
     if band is not None:
         common.update(sparse_mode=4, pre_tokens=band[0], next_tokens=band[1])
@@ -188,7 +189,7 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
         rep = _summarize(cm, chip, flops)
     rep.update(problem=dict(batch=batch, heads=heads, kv_heads=kv_heads, seqlen=seqlen, seqlen_kv=s2,
                             head_dim=head_dim, dtype=dtype, causal=causal, backward=backward,
-                            deterministic=deterministic, keep_prob=keep_prob, inner_precise=inner_precise,
+                            deterministic=deterministic, keep_prob=keep_prob, inner_precise=inner_precise, scale=scale,
                             model_only=model_only, sample_blocks=sample_blocks),
                block_dim=info.get("block_dim", info.get("block_dim_dkv")), twin_seconds=info["twin_seconds"], model=cm)
     return rep
