@@ -39,6 +39,7 @@ struct LaunchState {
     bool hwSyncAll = false;       // the hardware SyncAll ran (it owns flags 11-14; sync.h CheckRuntimeFlag)
     std::string syncAllFlagUser;  // the kernel's first own use of a flag in 11-14, for that check's message
     std::mutex atomicMu;
+    std::mutex gmWriteMu;  // plain GM writes: compare with GM and copy as one step (sync/atomic_gm.h GmWrite)
     PoisonLedger poison;  // memory/poison_store.h
 
     // Hazard checking (hazard.h): the knowledge each pending/counted cross-core set carries, and the GM shadow.

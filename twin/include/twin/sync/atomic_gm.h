@@ -43,6 +43,9 @@ inline void GmWrite(uint8_t* dst, const uint8_t* src, uint64_t bytes) {
     if (c.atomicKind == kAtomicNone) {
         // A plain write that leaves every byte as it was cannot depend on its order against other accesses (several
         // cores storing the same values, e.g. a shared constant): the hazard check only sees writes that change GM.
+        // Compare and copy under one lock: the cores run as concurrent threads, and two cores storing the same new
+        // bytes must not both see the old ones (then both would count as writes, a race reported by timing).
+        std::lock_guard<std::mutex> g(c.launch->gmWriteMu);
         if (c.hz.on && std::memcmp(dst, src, bytes) != 0) NoteGm(nullptr, dst, bytes, true, false);
         std::memcpy(dst, src, bytes);
         return;
