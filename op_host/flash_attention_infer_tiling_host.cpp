@@ -36,9 +36,9 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     pt.dPad = AlignUp(p.d, 16);
     pt.dvPad = AlignUp(p.dv, 16);
     pt.varlen = 1;
-    pt.sparseMode = p.causal ? 3 : 0;
-    pt.preTokens = kUnbounded;
-    pt.nextTokens = kUnbounded;
+    pt.sparseMode = p.sparseMode;
+    pt.preTokens = p.preTokens;
+    pt.nextTokens = p.nextTokens;
     pt.scale = p.scale;
     pt.qStride = p.q, pt.kStride = p.k, pt.vStride = p.v, pt.oStride = p.out;
     t.lseStrideB = p.lseB, t.lseStrideN = p.lseN, t.lseStrideS = p.lseS;
@@ -97,17 +97,18 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
         si[kSeqS1] = p.qLen[b];
         si[kSeqS2] = p.kvLen[b];
         si[kSeqFirstTask] = (int64_t)cost.size();
-        si[kSeqBandLo] = -kUnbounded;
-        si[kSeqBandHi] = p.causal ? p.kvLen[b] - p.qLen[b] : kUnbounded;
+        const FaBand band = BandOfMode(p.sparseMode, false, p.preTokens, p.nextTokens, p.qLen[b], p.kvLen[b]);
+        si[kSeqBandLo] = band.lo;
+        si[kSeqBandHi] = band.hi;
         const uint32_t tiles = InferTilesOf(p.qLen[b], pt.group, t.mBlock);
         for (uint32_t unit = 0; unit < p.n2 * tiles; ++unit) {
             const int64_t row0 = (int64_t)(unit % tiles) * t.mBlock;
-            const int64_t rows = std::min<int64_t>(p.qLen[b] * pt.group - row0, t.mBlock);
-            const int64_t lastToken = (row0 + rows - 1) / pt.group;
+            const uint32_t rows = (uint32_t)std::min<int64_t>(p.qLen[b] * pt.group - row0, t.mBlock);
             for (uint32_t split = 0; split < t.splits; ++split) {
-                const FaKeyRange keys = InferSplitKeys(p.kvLen[b], split, t.splits, t.s2Block);
-                const int64_t last = std::min<int64_t>(keys.last, lastToken + si[kSeqBandHi] + 1);
-                const uint64_t steps = last > keys.first ? (uint64_t)((last - keys.first + t.s2Block - 1) / t.s2Block) : 0;
+                const FaKeyRange keys =
+                    InferTaskKeys(p.kvLen[b], split, t.splits, t.s2Block, band, row0, rows, pt.group);
+                const uint64_t steps =
+                    keys.last > keys.first ? (uint64_t)((keys.last - keys.first + t.s2Block - 1) / t.s2Block) : 0;
                 out.steps += steps;
                 cost.push_back(FaTaskCost(steps));
             }

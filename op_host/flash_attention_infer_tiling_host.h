@@ -16,7 +16,8 @@ struct FaInferProblem {
     FaDtype dtype = kFp16;
     uint32_t batch = 1, n1 = 1, n2 = 1, d = 64, dv = 64;
     float scale = 1.0f;
-    bool causal = false;              // sparse_mode 3 with more than one query token: bottom-right causal
+    uint32_t sparseMode = 0;          // 0-4 (0 with one query token, as the built-in); bands by BandOfMode
+    int64_t preTokens = kUnbounded, nextTokens = kUnbounded;  // mode 4's band
     bool lse = false;                 // softmax_lse_flag
     std::vector<int64_t> qLen, kvLen; // per batch
     std::vector<int64_t> qTok, kvTok; // TND: each batch's first query / key token (a contiguous TND cache), else 0

@@ -2,7 +2,8 @@
 npu_fused_infer_attention_score on the twin, against the float64 model (reference.fused_infer_reference) with the
 FlashAttention criterion: decode and prefill over a cache, every layout, GQA/MQA, contiguous and paged caches (both
 layouts, random permuted block tables), ragged key lengths (0 and non-multiples of the block), split and unsplit
-keys, D = 64 ... 512, fp16 and bf16, the LSE. Inputs are random and fresh each run; shapes are small (the twin)."""
+keys, D = 64 ... 512, fp16 and bf16, the LSE, sparse modes 0-4 (bands per batch; decode ignores the mode). Inputs
+are random and fresh each run; shapes are small (the twin)."""
 import math
 
 import pytest
@@ -133,6 +134,70 @@ def test_prefill_with_compressed_mask_and_many_rows():
     info = _check(q, k, v, num_heads=n1, num_key_value_heads=n2, input_layout="BSND", scale=0.125, sparse_mode=3,
                   atten_mask=mask)
     assert info["tasks"] >= 3
+
+
+@pytest.mark.parametrize("mode,band,layout,paged,group,dtype,force", [
+    (2, (None, None), "BSND", False, 4, torch.float16, 1),
+    (2, (None, None), "TND", True, 8, torch.bfloat16, 2),
+    (4, (30, 0), "BNSD", True, 1, torch.float16, 2),
+    (4, (70, 5), "TND", False, 4, torch.bfloat16, 1),
+    (4, (10, -3), "BSH", False, 8, torch.float16, 3),  # below the diagonal, narrower than a key step
+    (4, (200, -40), "BNSD_BSND", True, 4, torch.bfloat16, 0),
+    (4, (-5, 140), "BSND", True, 1, torch.float16, 2),  # above the diagonal: the first keys of a row hidden
+])
+def test_prefill_sparse_modes(mode, band, layout, paged, group, dtype, force, splits):
+    """S1 > 1, ragged lengths, per batch: mode 2 (causal, top-left: query token i sees keys j <= i) and mode 4 (band:
+    i + Skv - Sq - pre_tokens <= j <= i + Skv - Sq + next_tokens), with the compressed mask or none. The GQA rows of a
+    token share its band; rows whose band misses every key get 0 and lse +inf."""
+    b, n2, d = 3, 2 if group < 8 else 1, 64
+    n1 = n2 * group
+    q_lens, kv_lens = [20, 7, 33], [45, 3, 160]
+    s1, s2 = max(q_lens), max(kv_lens)
+    kw = dict(num_heads=n1, num_key_value_heads=n2, input_layout=layout, scale=1 / math.sqrt(d), sparse_mode=mode)
+    if band[0] is not None:
+        kw.update(pre_tokens=band[0], next_tokens=band[1])
+    if force != 1:
+        kw["atten_mask"] = torch.ones(1, 2048, 2048, dtype=torch.bool).triu(1)
+    q = _query(layout, b, n1, s1, d, dtype, q_lens)
+    kw["actual_seq_lengths"] = torch.tensor(q_lens).cumsum(0).tolist() if layout == "TND" else q_lens
+    if paged:
+        k, v, table = _paged(b, n2, d, kv_lens, 32, layout in ("BNSD", "BNSD_BSND", "TND"), dtype)
+        kw.update(block_table=table, block_size=32, actual_seq_lengths_kv=kv_lens)
+    elif layout == "TND":
+        k, v = torch.randn(sum(kv_lens), n2, d, dtype=dtype), torch.randn(sum(kv_lens), n2, d, dtype=dtype)
+        kw["actual_seq_lengths_kv"] = torch.tensor(kv_lens).cumsum(0).tolist()
+    else:
+        shape = {"BSH": (b, s2, n2 * d), "BSND": (b, s2, n2, d)}.get(layout, (b, n2, s2, d))
+        k, v = torch.randn(shape, dtype=dtype), torch.randn(shape, dtype=dtype)
+        kw["actual_seq_lengths_kv"] = kv_lens
+    splits(force)
+    _check(q, k, v, **kw)
+
+
+@pytest.mark.parametrize("mode,band", [(2, {}), (4, dict(pre_tokens=0, next_tokens=0)), (1, {})])
+def test_decode_ignores_sparse_mode(mode, band):
+    """With one query token the built-in ignores sparse_mode and pre/next: the row sees all its keys."""
+    b, n1, n2, d = 2, 8, 2, 64
+    k, v, table = _paged(b, n2, d, [77, 200], 64, False, torch.bfloat16)
+    q = _query("BSH", b, n1, 1, d, torch.bfloat16)
+    _check(q, k, v, num_heads=n1, num_key_value_heads=n2, input_layout="BSH", scale=0.125, sparse_mode=mode,
+           block_table=table, block_size=64, actual_seq_lengths_kv=[77, 200], **band)
+
+
+def test_tnd_mode0_without_mask_is_full_attention():
+    """The built-in's silent failure: TND with sparse_mode 0 and no mask must attend by the scores, not average the
+    values uniformly."""
+    n1, n2, d = 4, 2, 64
+    q_lens, kv_lens = [5, 9], [40, 130]
+    q = torch.randn(sum(q_lens), n1, d, dtype=torch.float16) * 3
+    k = torch.randn(sum(kv_lens), n2, d, dtype=torch.float16)
+    v = torch.randn(sum(kv_lens), n2, d, dtype=torch.float16)
+    kw = dict(num_heads=n1, num_key_value_heads=n2, input_layout="TND", scale=0.125, sparse_mode=0,
+              actual_seq_lengths=[5, 14], actual_seq_lengths_kv=[40, 170])
+    _check(q, k, v, **kw)
+    out, _ = npu_fused_infer_attention_score(q, k, v, **kw)
+    uniform = v[:40].double().mean(0).repeat_interleave(n1 // n2, 0)  # batch 0's key average per query head
+    assert float((out[:5].double() - uniform).abs().max()) > 0.1
 
 
 @pytest.mark.parametrize("d,dtype", [(256, torch.float16), (512, torch.bfloat16), (72, torch.float16)])

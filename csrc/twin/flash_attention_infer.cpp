@@ -53,7 +53,7 @@ py::dict Problem(const npu_fa::FaInferCall& call) {
     d["layout"] = o.layoutName;
     d["B"] = p.batch, d["N1"] = p.n1, d["N2"] = p.n2, d["D"] = p.d;
     d["q_lens"] = p.qLen, d["kv_lens"] = p.kvLen, d["q_starts"] = p.qTok;
-    d["causal"] = p.causal, d["paged"] = o.paged, d["num_blocks"] = o.numBlocks, d["block_size"] = p.pageSize;
+    d["sparse_mode"] = p.sparseMode, d["paged"] = o.paged, d["num_blocks"] = o.numBlocks, d["block_size"] = p.pageSize;
     d["out_shape"] = py::tuple(py::cast(o.outShape)), d["lse_shape"] = py::tuple(py::cast(o.lseShape));
     d["compressed_mask"] = o.compressedMask;
     return d;

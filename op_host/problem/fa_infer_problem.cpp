@@ -289,25 +289,40 @@ FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
     if (c.sparseMode < 0 || c.sparseMode > 4) {
         return Value("sparse_mode=" + I(c.sparseMode) + " is not supported; the built-in takes 0-4");
     }
-    if (c.attenMask.present && c.sparseMode != 3) {
-        return NotImplemented("atten_mask with sparse_mode=" + I(c.sparseMode) + " is not supported yet (masks come "
-                              "in the next stage); sparse_mode=3 takes the compressed causal mask");
+    // With one query token the mode is ignored (the built-in's rule); modes 2-4 take their band from the geometry
+    // and at most the compressed causal mask.
+    const bool compressedModes = c.sparseMode >= 2;
+    if (c.attenMask.present && !compressedModes) {
+        return NotImplemented("atten_mask with sparse_mode=" + I(c.sparseMode) + " is not supported yet (dense masks "
+                              "come in the next stage); sparse_mode 2, 3 and 4 take the compressed (2048, 2048) mask");
     }
-    if (!decode && (c.sparseMode == 1 || c.sparseMode == 2 || c.sparseMode == 4)) {
-        return NotImplemented("sparse_mode=" + I(c.sparseMode) + " is not supported yet; use 0 (no mask) or 3 "
-                              "(causal, bottom-right)");
+    if (c.sparseMode == 1 && !decode) {
+        return NotImplemented("sparse_mode=1 needs a dense atten_mask, which is not supported yet; use 0 (no mask), 2, "
+                              "3 or 4");
     }
     if (c.attenMask.present) {
         const std::vector<int64_t>& m = c.attenMask.shape;
-        const bool shapeOk = !m.empty() && m.size() <= 4 && m[m.size() - 1] == 2048 && m.size() >= 2 &&
-                             m[m.size() - 2] == 2048 && Numel(m) == 2048 * 2048;
+        const bool shapeOk = m.size() >= 2 && m.size() <= 4 && m[m.size() - 1] == 2048 && m[m.size() - 2] == 2048 &&
+                             Numel(m) == 2048 * 2048;
         if (!shapeOk) {
-            return Value("atten_mask of sparse_mode=3 must be the compressed (2048, 2048) causal mask, got shape " +
-                         Tuple(m));
+            return Value("atten_mask of sparse_mode=" + I(c.sparseMode) + " must be the compressed causal mask of "
+                         "shape (2048, 2048), (1, 2048, 2048) or (1, 1, 2048, 2048), got shape " + Tuple(m));
         }
         out.compressedMask = true;
     }
-    p.causal = !decode && c.sparseMode == 3;
+    if (!decode && c.sparseMode == 4) {
+        FaProblem shape;
+        shape.layout = tnd ? kTND : kBSND;
+        shape.s1 = (uint32_t)s1;
+        shape.s2 = (uint32_t)std::max<int64_t>(0, *std::max_element(kvLen.begin(), kvLen.end()));
+        std::vector<std::pair<int64_t, int64_t>> seqs;
+        for (int64_t i = 0; i < b; ++i) seqs.emplace_back(qLen[(size_t)i], kvLen[(size_t)i]);
+        const FaError e = rules::BandMode4(c.preTokens, c.nextTokens, shape, seqs);
+        if (e) return e;
+    }
+    p.sparseMode = decode ? 0 : (uint32_t)c.sparseMode;
+    p.preTokens = c.preTokens;
+    p.nextTokens = c.nextTokens;
     if (c.innerPrecise == 1 || c.innerPrecise == 3) {
         return NotImplemented("inner_precise=" + I(c.innerPrecise) + " (high-performance mode) is not supported; use "
                               "0 or 2 (high precision; invalid rows are always corrected here)");

@@ -37,7 +37,7 @@ struct FaInferGmArgs {
 };
 
 // One task: packed rows [row0, row0 + rows) of (batch, kvHead), against keys [keyFirst, keyLast) of its split
-// (already cut to what the tile's last row sees).
+// (already cut to the band of the tile's rows, InferTaskKeys).
 struct FaInferTask {
     uint32_t batch;
     uint32_t kvHead;
@@ -86,10 +86,10 @@ public:
         task.kvHead = (uint32_t)(unit / tiles);
         task.row0 = (unit % tiles) * t_->mBlock;
         task.rows = (uint32_t)FaMin(task.seq.s1 * p.group - task.row0, (int64_t)t_->mBlock);
-        const FaKeyRange keys = InferSplitKeys(task.seq.s2, task.split, t_->splits, t_->s2Block);
-        const int64_t lastToken = (task.row0 + task.rows - 1) / p.group;
+        const FaKeyRange keys =
+            InferTaskKeys(task.seq.s2, task.split, t_->splits, t_->s2Block, task.band, task.row0, task.rows, p.group);
         task.keyFirst = keys.first;
-        task.keyLast = FaMin(keys.last, lastToken + task.band.hi + 1);
+        task.keyLast = keys.last;
     }
 
 private:

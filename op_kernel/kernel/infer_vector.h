@@ -1,5 +1,5 @@
 // Vector (AIV) half of the inference kernel: each AIV owns half of a task's packed rows and walks them in chunks of
-// vecRows per step: scale, causal limit (bottom-right: row r sees keys up to token(r) + kv length - q length) and
+// vecRows per step: scale, the sequence's band (row r sees keys [token(r) + lo, token(r) + hi], BandOfMode) and
 // the key tail masked, the online softmax (tile/online_softmax.h) in fp32, P back to the cube in the input dtype,
 // then the cube's P*V folded into the running output. At the task's end: the output and softmax_lse (no split), or
 // the split's normalised output and log-sum-exp as fp32 partials for the combine pass.
@@ -116,10 +116,13 @@ private:
         AscendC::LocalTensor<float> s = io_.NextScores();
         AscendC::Muls(s, s, p_->scale, (int32_t)n);
         FaMaskColumnsFrom(s, cols, rows, w_);
-        // Causal: the rows whose last visible key falls inside this step.
+        // The band (its origin is the row's query token): rows whose first or last visible key falls inside this
+        // step.
         for (uint32_t r = 0; r < rows; ++r) {
-            const int64_t visible = (row + r) / p_->group + task.band.hi + 1 - c0;
-            if (visible < (int64_t)cols) FaMaskColumnsFrom(s[r * w_], (uint32_t)FaMax(visible, 0), 1, w_);
+            const int64_t token = (row + r) / p_->group;
+            const int64_t end = token + task.band.hi + 1 - c0, begin = token + task.band.lo - c0;
+            if (end < (int64_t)cols) FaMaskColumnsFrom(s[r * w_], (uint32_t)FaMax(end, 0), 1, w_);
+            if (begin > 0) FaMaskColumnsBelow(s[r * w_], (uint32_t)FaMin(begin, (int64_t)cols), 1, w_);
         }
         softmax_.Exponentiate(s, rows, r0, taskSlot, slot, first);
         io_.StoreProbs(s, ws_.template Probs<T>(slot), mine.first + r0, n);

@@ -25,6 +25,16 @@ __aicore__ inline void FaMaskColumnsFrom(const AscendC::LocalTensor<float>& s, u
     }
 }
 
+// Columns [0, to) of the rows of an fp32 [rows, w] tile (row pitch w, a multiple of 64) -> kMaskValue.
+__aicore__ inline void FaMaskColumnsBelow(const AscendC::LocalTensor<float>& s, uint32_t to, uint32_t rows,
+                                          uint32_t w) {
+    for (uint32_t c = 0; c < to; c += 64) {
+        const uint32_t n = to - c;
+        uint64_t mask[2] = {n >= 64 ? ~0ULL : ((1ULL << n) - 1), 0};
+        AscendC::Duplicate(s[c], kMaskValue, mask, (uint8_t)rows, 1, (uint8_t)(w / 8));
+    }
+}
+
 class FaTileMask {
 public:
     // `w`: the tile width (s2Block). `dmat` holds c - r for [rowsMax, w]; `half` is a [rowsMax, w] half-precision

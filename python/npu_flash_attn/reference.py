@@ -492,10 +492,15 @@ def _infer_run(query, key, value, kw: dict, lowprec: bool):
     q, k, v, cu_q, cu_kv, lens = _infer_sequences(
         query, key, value, n1, lay, kw.get("num_key_value_heads", 0), kw.get("actual_seq_lengths"),
         kw.get("actual_seq_lengths_kv"), kw.get("block_table"), kw.get("block_size", 0))
-    causal = kw.get("sparse_mode", 0) == 3
+    # Sparse modes 2-4 are bands of each sequence (the training op's in TND); one query token ignores the mode and
+    # mode 0 without a dense mask ignores pre/next.
+    longest = max(lens, default=0) if lay == "TND" else query.shape[1 if lay in ("BSH", "BSND") else 2]
+    mode = kw.get("sparse_mode", 0) if longest > 1 and kw.get("sparse_mode", 0) in (2, 3, 4) else 0
+    band = dict(pre_tokens=kw.get("pre_tokens", _INT32_MAX), next_tokens=kw.get("next_tokens", _INT32_MAX)) \
+        if mode == 4 else {}
     ref = flash_attention_lowprec if lowprec else flash_attention_reference
-    res = ref(q, k, v, n1, "TND", scale=kw.get("scale", 1.0), sparse_mode=3 if causal else 0,
-              actual_seq_qlen=cu_q, actual_seq_kvlen=cu_kv)
+    res = ref(q, k, v, n1, "TND", scale=kw.get("scale", 1.0), sparse_mode=mode, actual_seq_qlen=cu_q,
+              actual_seq_kvlen=cu_kv, **band)
     if lowprec:
         o = res
         lse_t = None
@@ -534,8 +539,8 @@ def _infer_run(query, key, value, kw: dict, lowprec: bool):
 def fused_infer_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, **kw):
     """float64 (attention_out, softmax_lse) of `npu_fused_infer_attention_score(query, key, value, **kw)` (the
     arguments of its first stage: num_heads, num_key_value_heads, input_layout, scale, actual_seq_lengths,
-    actual_seq_lengths_kv, sparse_mode 0/3, block_table, block_size), softmax_lse always in its flag's shape
-    ([B, N1, S1, 1], TND [T, N1, 1]); rows that see no key (and rows past actual_seq_lengths) give 0 and +inf."""
+    actual_seq_lengths_kv, sparse_mode 0-4 without a dense mask, pre_tokens/next_tokens, block_table, block_size),
+    softmax_lse always in its flag's shape ([B, N1, S1, 1], TND [T, N1, 1]); rows that see no key (and rows past actual_seq_lengths) give 0 and +inf."""
     q, k, v = (t.double() for t in (query, key, value))
     return _infer_run(q, k, v, kw, False)
 

@@ -9,15 +9,21 @@ Supported (the problem module, `op_host/problem/fa_infer_problem.cpp`, holds eve
 * page attention: `block_table` int32 [B, max blocks] with `block_size` (a multiple of 16, at most 512) over a cache
   (blocks, block_size, N2*D) or, for BNSD/BNSD_BSND/TND queries, (blocks, N2, block_size, D);
   `actual_seq_lengths_kv` is then required;
-* `sparse_mode` 0 without a mask, 3 (causal, bottom-right: query token i of a batch sees keys j <= i + Skv - Sq) with
-  or without the compressed (2048, 2048) mask; with one query token the mode is ignored, as the built-in;
+* `sparse_mode`, per batch of Sq query and Skv key tokens, query token i (every query head of it) seeing key j when:
+  0 without a mask: always (`pre_tokens`/`next_tokens` ignored; TND included: full attention);
+  2: j <= i (causal, top-left); 3: j <= i + Skv - Sq (causal, bottom-right);
+  4: i + Skv - Sq - pre_tokens <= j <= i + Skv - Sq + next_tokens (band, bottom-right; pre + next >= 0 and the band
+  must reach some batch's matrix);
+  modes 2-4 take no mask or the compressed causal mask ((2048, 2048), (1, 2048, 2048) or (1, 1, 2048, 2048), its
+  content checked); the kernel applies the band itself. With one query token the mode is ignored, as the built-in;
+  sparse_mode 1 and dense masks with 0 or 1 are not supported yet (NotImplementedError naming atten_mask or
+  sparse_mode);
 * `inner_precise` 0 and 2 (high precision; rows without a visible key are always corrected here: output 0);
 * `softmax_lse_flag`: softmax_lse float32 [B, N1, S1, 1] (TND [T, N1, 1]), +inf for rows without a key; else a
   one-element zero tensor.
-Rows past `actual_seq_lengths` give 0 (and lse +inf). `pre_tokens`/`next_tokens` are ignored, as the built-in does
-for these modes. Every other argument given a non-default value raises NotImplementedError naming it (masks,
-pse_shift, quantisation, KV antiquant, shared prefix, rope, padding sizes: the next stage). Runs on CPU tensors
-(the twin); results are "twin".
+Rows past `actual_seq_lengths`, and rows whose band misses every key, give 0 (and lse +inf). Every other argument
+given a non-default value raises NotImplementedError naming it (pse_shift, quantisation, KV antiquant, shared
+prefix, rope, padding sizes: the next stage). Runs on CPU tensors (the twin); results are "twin".
 """
 from __future__ import annotations
 
@@ -98,7 +104,7 @@ def npu_fused_infer_attention_score(
         force_splits=twin_backend.infer_split_override(), later_args=later)
     p = ext().flash_attention_infer_problem(call)
     if p["compressed_mask"]:
-        check_compressed_mask(atten_mask, 3)
+        check_compressed_mask(atten_mask.reshape(2048, 2048), sparse_mode)
     if block_table is not None:
         _check_block_ids(block_table, p)
     out = torch.zeros(p["out_shape"], dtype=query.dtype)
