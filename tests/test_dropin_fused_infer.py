@@ -88,13 +88,21 @@ def test_argument_errors(kw, exc, pattern):
         fia(q, k, v, **args)
 
 
-def test_masks_and_modes_of_the_next_stage():
+def test_dense_mask_errors():
     q = torch.randn(1, 4, 3, 64, dtype=torch.float16)
     k = torch.randn(1, 4, 40, 64, dtype=torch.float16)
-    with pytest.raises(NotImplementedError, match="sparse_mode=1 needs a dense atten_mask"):
+    with pytest.raises(ValueError, match=r"sparse_mode=1 \(all mask\) requires atten_mask"):
         fia(q, k, k, num_heads=4, input_layout="BNSD", sparse_mode=1)
-    with pytest.raises(NotImplementedError, match="atten_mask with sparse_mode=0"):
-        fia(q, k, k, num_heads=4, input_layout="BNSD", atten_mask=torch.zeros(3, 40, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"atten_mask shape \(3, 41\) is not broadcastable to \[B, N1, S1, S2\] = "
+                                         r"\[1, 4, 3, 40\]"):
+        fia(q, k, k, num_heads=4, input_layout="BNSD", atten_mask=torch.zeros(3, 41, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"atten_mask shape \(2, 1, 3, 40\) is not broadcastable"):
+        fia(q, k, k, num_heads=4, input_layout="BNSD", sparse_mode=1, atten_mask=torch.zeros(2, 1, 3, 40, dtype=torch.bool))
+    with pytest.raises(TypeError, match=r"atten_mask dtype torch.float16 is not supported; use torch.bool, torch.int8"):
+        fia(q, k, k, num_heads=4, input_layout="BNSD", atten_mask=torch.zeros(3, 40, dtype=torch.float16))
+    with pytest.raises(ValueError, match=r"sparse_mode=0: pre_tokens=-2 and next_tokens=-1 are both negative"):
+        fia(q, k, k, num_heads=4, input_layout="BNSD", atten_mask=torch.zeros(3, 40, dtype=torch.bool), pre_tokens=-2,
+            next_tokens=-1)
 
 
 @pytest.mark.parametrize("mode", [2, 3, 4])

@@ -30,6 +30,7 @@ struct FaInferGmArgs {
     GM_ADDR key;
     GM_ADDR value;
     GM_ADDR blockTable;   // int32 [B, maxPages], paged caches only
+    GM_ADDR attenMask;    // bytes, a dense mask only (maskMode 1)
     GM_ADDR seqInfo;      // the seq table: q/kv lengths, first tasks, bands
     GM_ADDR attentionOut;
     GM_ADDR softmaxLse;   // fp32, lseFlag only
@@ -46,6 +47,7 @@ struct FaInferTask {
     uint32_t rows;
     FaSeq seq;
     FaBand band;
+    int64_t maskBase;  // a dense mask's byte offset of the batch's (head 0, token 0, key 0)
     int64_t keyFirst;
     int64_t keyLast;
 };
@@ -82,6 +84,7 @@ public:
         const uint32_t tiles = InferTilesOf(task.seq.s1, p.group, t_->mBlock);
         const int64_t unit = local / splits;
         task.batch = batch;
+        task.maskBase = cursor_.Field(batch, kSeqMaskBase);
         task.split = (uint32_t)(local % splits);
         task.kvHead = (uint32_t)(unit / tiles);
         task.row0 = (unit % tiles) * t_->mBlock;
