@@ -57,6 +57,7 @@
 #define NPU_FA_INFER_INPUTS(X)                       \
     NPU_FA_QKV_INPUTS(X)                             \
     X(block_table, BlockTable, kI32, OPTIONAL)       \
+    X(atten_mask, AttenMask, kMask, OPTIONAL)        \
     X(seq_info, SeqInfo, kI64, REQUIRED)
 
 #define NPU_FA_INFER_OUTPUTS(X)                      \

@@ -36,9 +36,14 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     pt.dPad = AlignUp(p.d, 16);
     pt.dvPad = AlignUp(p.dv, 16);
     pt.varlen = 1;
-    pt.sparseMode = p.causal ? 3 : 0;
-    pt.preTokens = kUnbounded;
-    pt.nextTokens = kUnbounded;
+    pt.sparseMode = p.sparseMode;
+    pt.preTokens = p.preTokens;
+    pt.nextTokens = p.nextTokens;
+    pt.maskMode = p.denseMask ? 1 : 0;
+    pt.maskHeads = p.maskStrideN != 0 ? 1 : 0;
+    pt.maskStrideN = p.maskStrideN;
+    pt.maskStrideS = p.maskStrideS;
+    pt.maskColStep = p.maskColStep;
     pt.scale = p.scale;
     pt.qStride = p.q, pt.kStride = p.k, pt.vStride = p.v, pt.oStride = p.out;
     t.lseStrideB = p.lseB, t.lseStrideN = p.lseN, t.lseStrideS = p.lseS;
@@ -59,7 +64,7 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
             if (InferL1Bytes(mBlock, w, pt.dPad, pt.dvPad) > l1) continue;
             const uint32_t half = CeilDiv(mBlock, 2);
             for (uint32_t c = AlignUp(half, 8); c >= 8; c -= 8) {
-                if (InferUbSizes(half, c, w, pt.dvPad).total <= ub) {
+                if (InferUbSizes(half, c, w, pt.dvPad, p.denseMask).total <= ub) {
                     t.s2Block = w, t.mBlock = mBlock, t.vecRows = c;
                     found = true;
                     break;
@@ -90,6 +95,7 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     // Seq table and tasks: per batch, (KV head, query tile, split) in that order; a task costs its key steps.
     out.seqInfo.assign((size_t)std::max<uint32_t>(1, p.batch) * kSeqInfoFields, 0);
     std::vector<uint64_t> cost;
+    int64_t kvStart = 0;  // a global TND mask's first column of each batch (its keys, whatever the cache)
     for (uint32_t b = 0; b < p.batch; ++b) {
         int64_t* si = &out.seqInfo[(size_t)b * kSeqInfoFields];
         si[kSeqQTok] = p.qTok[b];
@@ -97,17 +103,22 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
         si[kSeqS1] = p.qLen[b];
         si[kSeqS2] = p.kvLen[b];
         si[kSeqFirstTask] = (int64_t)cost.size();
-        si[kSeqBandLo] = -kUnbounded;
-        si[kSeqBandHi] = p.causal ? p.kvLen[b] - p.qLen[b] : kUnbounded;
+        const FaBand band = BandOfMode(p.sparseMode, p.denseMask, p.preTokens, p.nextTokens, p.qLen[b], p.kvLen[b]);
+        si[kSeqBandLo] = band.lo;
+        si[kSeqBandHi] = band.hi;
+        si[kSeqMaskBase] = !p.denseMask       ? 0
+                           : p.maskTndGlobal ? (int64_t)(p.qTok[b] * p.maskStrideS) + kvStart
+                                             : (int64_t)(b * p.maskStrideB);
+        kvStart += p.kvLen[b];
         const uint32_t tiles = InferTilesOf(p.qLen[b], pt.group, t.mBlock);
         for (uint32_t unit = 0; unit < p.n2 * tiles; ++unit) {
             const int64_t row0 = (int64_t)(unit % tiles) * t.mBlock;
-            const int64_t rows = std::min<int64_t>(p.qLen[b] * pt.group - row0, t.mBlock);
-            const int64_t lastToken = (row0 + rows - 1) / pt.group;
+            const uint32_t rows = (uint32_t)std::min<int64_t>(p.qLen[b] * pt.group - row0, t.mBlock);
             for (uint32_t split = 0; split < t.splits; ++split) {
-                const FaKeyRange keys = InferSplitKeys(p.kvLen[b], split, t.splits, t.s2Block);
-                const int64_t last = std::min<int64_t>(keys.last, lastToken + si[kSeqBandHi] + 1);
-                const uint64_t steps = last > keys.first ? (uint64_t)((last - keys.first + t.s2Block - 1) / t.s2Block) : 0;
+                const FaKeyRange keys =
+                    InferTaskKeys(p.kvLen[b], split, t.splits, t.s2Block, band, row0, rows, pt.group);
+                const uint64_t steps =
+                    keys.last > keys.first ? (uint64_t)((keys.last - keys.first + t.s2Block - 1) / t.s2Block) : 0;
                 out.steps += steps;
                 cost.push_back(FaTaskCost(steps));
             }
@@ -142,7 +153,7 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
         if (t.combineRows == 0) return "the combine pass of " + std::to_string(t.splits) + " splits does not fit UB";
         t.combineCores = std::max<uint32_t>(1, std::min<uint32_t>(chip.aivNum, t.taskTotal / t.splits));
     }
-    out.ubBytes = InferUbSizes(CeilDiv(t.mBlock, 2), t.vecRows, t.s2Block, pt.dvPad).total;
+    out.ubBytes = InferUbSizes(CeilDiv(t.mBlock, 2), t.vecRows, t.s2Block, pt.dvPad, p.denseMask).total;
     out.l1Bytes = InferL1Bytes(t.mBlock, t.s2Block, pt.dPad, pt.dvPad);
     return "";
 }

@@ -16,7 +16,14 @@ struct FaInferProblem {
     FaDtype dtype = kFp16;
     uint32_t batch = 1, n1 = 1, n2 = 1, d = 64, dv = 64;
     float scale = 1.0f;
-    bool causal = false;              // sparse_mode 3 with more than one query token: bottom-right causal
+    uint32_t sparseMode = 0;          // 0-4 (0 with one query token, as the built-in); bands by BandOfMode
+    int64_t preTokens = kUnbounded, nextTokens = kUnbounded;  // the bands of modes 4 and 0 (with a dense mask)
+    // A dense atten_mask (bytes, nonzero = masked) read in place (rules::MaskView): byte strides per batch, query
+    // head and query token (0 = broadcast), maskColStep 0 for a column-broadcast mask widened to rows of equal
+    // bytes; maskTndGlobal: a TND mask at global token positions; maskBytes: the bytes the kernel may read.
+    bool denseMask = false, maskTndGlobal = false;
+    uint64_t maskStrideB = 0, maskStrideN = 0, maskStrideS = 0, maskBytes = 0;
+    uint32_t maskColStep = 1;
     bool lse = false;                 // softmax_lse_flag
     std::vector<int64_t> qLen, kvLen; // per batch
     std::vector<int64_t> qTok, kvTok; // TND: each batch's first query / key token (a contiguous TND cache), else 0

@@ -137,12 +137,12 @@ uint32_t SplitTasksByCost(const std::vector<uint64_t>& cost, uint32_t aicNum, ui
     return cores;
 }
 
-FaBand BandOfSequence(const FaProblem& p, uint32_t seq, int64_t s1, int64_t s2, bool firstNonEmpty, bool lastNonEmpty) {
+FaBand BandOfMode(uint32_t mode, bool denseMask, int64_t preTokens, int64_t nextTokens, int64_t s1, int64_t s2) {
     FaBand b{-kUnbounded, kUnbounded, 0};
-    const int64_t delta = s2 - s1, pre = Clamp(p.preTokens), next = Clamp(p.nextTokens);
-    switch (p.sparseMode) {
+    const int64_t delta = s2 - s1, pre = Clamp(preTokens), next = Clamp(nextTokens);
+    switch (mode) {
         case 0:  // pre/next only apply together with a dense mask; top-left origin
-            if (p.denseMask) {
+            if (denseMask) {
                 b.lo = -pre;
                 b.hi = next;
             }
@@ -150,6 +150,15 @@ FaBand BandOfSequence(const FaProblem& p, uint32_t seq, int64_t s1, int64_t s2, 
         case 2: b.hi = 0; break;
         case 3: b.hi = delta; break;
         case 4: b.lo = delta - pre; b.hi = delta + next; break;
+        default: break;  // 1: the dense mask alone
+    }
+    return b;
+}
+
+FaBand BandOfSequence(const FaProblem& p, uint32_t seq, int64_t s1, int64_t s2, bool firstNonEmpty, bool lastNonEmpty) {
+    FaBand b{-kUnbounded, kUnbounded, 0};
+    const int64_t delta = s2 - s1, pre = Clamp(p.preTokens), next = Clamp(p.nextTokens);
+    switch (p.sparseMode) {
         case 5: case 6:
             b.hi = delta;
             b.prefix = seq < p.prefix.size() ? p.prefix[seq] : 0;
@@ -170,7 +179,7 @@ FaBand BandOfSequence(const FaProblem& p, uint32_t seq, int64_t s1, int64_t s2, 
                 b.hi = 0;
             }
             break;
-        default: break;  // 1: the dense mask alone
+        default: return BandOfMode(p.sparseMode, p.denseMask, p.preTokens, p.nextTokens, s1, s2);
     }
     return b;
 }

@@ -113,6 +113,10 @@ uint32_t SplitTasksByCost(const std::vector<uint64_t>& cost, uint32_t aicNum, ui
 uint64_t AddQueryBlockTasks(const FaSeq& s, const FaBand& band, uint32_t heads, uint32_t s1Block, uint32_t s2Block,
                             std::vector<uint64_t>& cost);
 
+// The band of sparse modes 0-4 for a sequence of s1 queries and s2 keys: origins as the built-in's (0 and 2
+// top-left, 3 and 4 bottom-right); mode 0's pre/next only with a dense mask. The training and inference tilings.
+FaBand BandOfMode(uint32_t mode, bool denseMask, int64_t preTokens, int64_t nextTokens, int64_t s1, int64_t s2);
+
 // The band of `sparseMode` for sequence `seq` of a problem (see FaBand): origins as the built-in's (0 and 2
 // top-left, 3-8 bottom-right), the prefix columns of modes 5/6, the first/last-sequence bands of modes 8/7.
 FaBand BandOfSequence(const FaProblem& p, uint32_t seq, int64_t s1, int64_t s2, bool firstNonEmpty, bool lastNonEmpty);

@@ -88,15 +88,42 @@ def test_argument_errors(kw, exc, pattern):
         fia(q, k, v, **args)
 
 
-def test_masks_and_modes_of_the_next_stage():
+def test_dense_mask_errors():
     q = torch.randn(1, 4, 3, 64, dtype=torch.float16)
     k = torch.randn(1, 4, 40, 64, dtype=torch.float16)
-    with pytest.raises(NotImplementedError, match="sparse_mode=4"):
-        fia(q, k, k, num_heads=4, input_layout="BNSD", sparse_mode=4)
-    with pytest.raises(NotImplementedError, match="atten_mask with sparse_mode=0"):
-        fia(q, k, k, num_heads=4, input_layout="BNSD", atten_mask=torch.zeros(3, 40, dtype=torch.bool))
-    with pytest.raises(ValueError, match=r"compressed \(2048, 2048\) causal mask, got shape \(3, 40\)"):
-        fia(q, k, k, num_heads=4, input_layout="BNSD", sparse_mode=3, atten_mask=torch.zeros(3, 40, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"sparse_mode=1 \(all mask\) requires atten_mask"):
+        fia(q, k, k, num_heads=4, input_layout="BNSD", sparse_mode=1)
+    with pytest.raises(ValueError, match=r"atten_mask shape \(3, 41\) is not broadcastable to \[B, N1, S1, S2\] = "
+                                         r"\[1, 4, 3, 40\]"):
+        fia(q, k, k, num_heads=4, input_layout="BNSD", atten_mask=torch.zeros(3, 41, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"atten_mask shape \(2, 1, 3, 40\) is not broadcastable"):
+        fia(q, k, k, num_heads=4, input_layout="BNSD", sparse_mode=1, atten_mask=torch.zeros(2, 1, 3, 40, dtype=torch.bool))
+    with pytest.raises(TypeError, match=r"atten_mask dtype torch.float16 is not supported; use torch.bool, torch.int8"):
+        fia(q, k, k, num_heads=4, input_layout="BNSD", atten_mask=torch.zeros(3, 40, dtype=torch.float16))
+    with pytest.raises(ValueError, match=r"sparse_mode=0: pre_tokens=-2 and next_tokens=-1 are both negative"):
+        fia(q, k, k, num_heads=4, input_layout="BNSD", atten_mask=torch.zeros(3, 40, dtype=torch.bool), pre_tokens=-2,
+            next_tokens=-1)
+
+
+@pytest.mark.parametrize("mode", [2, 3, 4])
+def test_compressed_mask_errors(mode):
+    q = torch.randn(1, 4, 3, 64, dtype=torch.float16)
+    k = torch.randn(1, 4, 40, 64, dtype=torch.float16)
+    with pytest.raises(ValueError, match=rf"atten_mask of sparse_mode={mode} must be the compressed causal mask of "
+                                         r"shape \(2048, 2048\).*got shape \(3, 40\)"):
+        fia(q, k, k, num_heads=4, input_layout="BNSD", sparse_mode=mode, atten_mask=torch.zeros(3, 40, dtype=torch.bool))
+    wrong = torch.ones(1, 2048, 2048, dtype=torch.bool).tril()  # the right shape, the wrong triangle
+    with pytest.raises(ValueError, match=rf"atten_mask for sparse_mode={mode} must equal"):
+        fia(q, k, k, num_heads=4, input_layout="BNSD", sparse_mode=mode, atten_mask=wrong)
+
+
+def test_band_mode_errors():
+    q = torch.randn(1, 4, 3, 64, dtype=torch.float16)
+    k = torch.randn(1, 4, 40, 64, dtype=torch.float16)
+    with pytest.raises(ValueError, match=r"sparse_mode=4: pre_tokens=-5 \+ next_tokens=2 < 0"):
+        fia(q, k, k, num_heads=4, input_layout="BNSD", sparse_mode=4, pre_tokens=-5, next_tokens=2)
+    with pytest.raises(ValueError, match=r"sparse_mode=4: the band .* pre_tokens=-3, next_tokens=10 misses"):
+        fia(q, k, k, num_heads=4, input_layout="BNSD", sparse_mode=4, pre_tokens=-3, next_tokens=10)
 
 
 def test_dtype_errors():

@@ -53,9 +53,17 @@ py::dict Problem(const npu_fa::FaInferCall& call) {
     d["layout"] = o.layoutName;
     d["B"] = p.batch, d["N1"] = p.n1, d["N2"] = p.n2, d["D"] = p.d;
     d["q_lens"] = p.qLen, d["kv_lens"] = p.kvLen, d["q_starts"] = p.qTok;
-    d["causal"] = p.causal, d["paged"] = o.paged, d["num_blocks"] = o.numBlocks, d["block_size"] = p.pageSize;
+    d["sparse_mode"] = p.sparseMode, d["paged"] = o.paged, d["num_blocks"] = o.numBlocks, d["block_size"] = p.pageSize;
     d["out_shape"] = py::tuple(py::cast(o.outShape)), d["lse_shape"] = py::tuple(py::cast(o.lseShape));
     d["compressed_mask"] = o.compressedMask;
+    if (p.denseMask) {
+        const npu_fa::FaMaskView& v = o.mask;
+        py::dict m;
+        m["narrow"] = v.narrow, m["widen"] = v.widen, m["copy"] = v.copy, m["shape"] = v.shape;
+        d["mask_view"] = m;
+    } else {
+        d["mask_view"] = py::none();
+    }
     return d;
 }
 
@@ -98,7 +106,7 @@ py::dict InferPlan(const npu_fa::FaInferCall& call, const std::string& chipName)
 }
 
 py::dict Infer(const npu_fa::FaInferCall& call, const std::string& chipName, uintptr_t q, uintptr_t k, uintptr_t v,
-               uintptr_t blockTable, uintptr_t out, uintptr_t lse, bool trace) {
+               uintptr_t blockTable, uintptr_t mask, uintptr_t out, uintptr_t lse, bool trace) {
     Plan plan = MakePlan(call, chipName);
     const npu_fa::FaInferProblem& p = plan.p;
     const uint64_t esize = 2;
@@ -117,13 +125,14 @@ py::dict Infer(const npu_fa::FaInferCall& call, const std::string& chipName, uin
     o.gm.push_back({(const uint8_t*)k, p.keyElems * esize, "key"});
     o.gm.push_back({(const uint8_t*)v, p.valueElems * esize, "value"});
     if (p.tableElems != 0) o.gm.push_back({(const uint8_t*)blockTable, p.tableElems * 4, "block_table"});
+    if (p.denseMask) o.gm.push_back({(const uint8_t*)mask, p.maskBytes, "atten_mask"});
     auto start = std::chrono::steady_clock::now();
     twin::LaunchResult r;
     py::dict info = PlanInfo(plan);
     {
         py::gil_scoped_release release;
         r = twin::LaunchKernel(&flash_attention_infer, o, (uint8_t*)q, (uint8_t*)k, (uint8_t*)v, (uint8_t*)blockTable,
-                               (uint8_t*)seqInfo.data(), (uint8_t*)out, (uint8_t*)lse, wsMem.get(),
+                               (uint8_t*)mask, (uint8_t*)seqInfo.data(), (uint8_t*)out, (uint8_t*)lse, wsMem.get(),
                                (uint8_t*)&tiling);
     }
     twin_bindings::RequireNoWarnings(r.warnings);
@@ -179,5 +188,6 @@ void RegisterFlashAttentionInfer(py::module_& m) {
           "The problem of an inference call (ValueError / TypeError / NotImplementedError naming the rule it breaks)");
     m.def("flash_attention_infer_plan", &InferPlan, py::arg("call"), py::arg("chip"));
     m.def("flash_attention_infer", &Infer, py::arg("call"), py::arg("chip"), py::arg("q"), py::arg("k"), py::arg("v"),
-          py::arg("block_table"), py::arg("out"), py::arg("softmax_lse"), py::arg("trace") = false);
+          py::arg("block_table"), py::arg("atten_mask"), py::arg("out"), py::arg("softmax_lse"),
+          py::arg("trace") = false);
 }

@@ -14,7 +14,7 @@ namespace npu_fa {
 struct FaInferCall {
     FaTensorArg query, key, value;
     FaTensorArg blockTable;    // int32 [B, max pages]: a paged cache
-    FaTensorArg attenMask;     // only the compressed causal mask of sparse_mode 3 is taken here
+    FaTensorArg attenMask;     // dense (modes 0/1, any broadcastable shape) or the compressed one of modes 2-4
     FaIntList actualSeqLengths, actualSeqLengthsKv;
     int64_t numHeads = 1;
     double scale = 1.0;

@@ -74,6 +74,51 @@ void Contiguous(const std::vector<int64_t>& shape, FaStrides& st, size_t b, size
     st.s = el[s];
 }
 
+// A dense atten_mask through the training op's mask rules (shape, mode 0's band, the kernel's view) on a problem of
+// the same geometry: B, N1, S1, S2 (the key dimension; a paged cache: block_table columns x block_size; TND: the
+// longest key length), TND with the cumulative lengths; a 3-D mask is [B, S1, S2] (FIA's). int8 masks are read as
+// bytes, like uint8 (nonzero = masked).
+FaError DenseMask(const FaInferCall& c, bool tnd, bool decode, int64_t b, int64_t s1, int64_t s2,
+                  const std::vector<int64_t>& qLen, const std::vector<int64_t>& kvLen, FaInferProblemInfo& out) {
+    const std::string& dt = c.attenMask.dtype;
+    if (dt != "torch.bool" && dt != "torch.int8" && dt != "torch.uint8") {
+        return Type("atten_mask dtype " + dt + " is not supported; use torch.bool, torch.int8 or torch.uint8 (nonzero "
+                    "= masked out)");
+    }
+    FaCall mc;
+    mc.attenMask = c.attenMask;
+    mc.attenMask.dtype = "torch.uint8";
+    if (!tnd && mc.attenMask.shape.size() == 3) {  // FIA's 3-D mask is [B, S1, S2]: the head dimension broadcast
+        mc.attenMask.shape.insert(mc.attenMask.shape.begin() + 1, 1);
+        if (!mc.attenMask.strides.empty()) mc.attenMask.strides.insert(mc.attenMask.strides.begin() + 1, 0);
+    }
+    mc.attrs.sparseMode = decode ? 0 : c.sparseMode;  // one query token: the mask alone
+    mc.attrs.preTokens = decode ? kInt32Max : c.preTokens;
+    mc.attrs.nextTokens = decode ? kInt32Max : c.nextTokens;
+    FaProblem fp;
+    fp.layout = tnd ? kTND : kBSND;
+    fp.batch = (uint32_t)b, fp.n1 = (uint32_t)c.numHeads, fp.s1 = (uint32_t)s1, fp.s2 = (uint32_t)s2;
+    int64_t q = 0, k = 0;
+    for (int64_t i = 0; tnd && i < b; ++i) {
+        fp.cuSeqQ.push_back(q += qLen[(size_t)i]);
+        fp.cuSeqKv.push_back(k += kvLen[(size_t)i]);
+    }
+    fp.t1 = tnd ? (uint64_t)c.query.shape[0] : 0;
+    fp.t2 = tnd ? (uint64_t)k : 0;
+    FaProblemInfo info;
+    info.layoutName = c.inputLayout;
+    const FaError e = rules::Masks(mc, fp, s1, s2, info);
+    if (e) return e;
+    rules::MaskView(mc, fp, out.mask);
+    FaInferProblem& p = out.p;
+    p.denseMask = true;
+    p.maskTndGlobal = fp.maskTndGlobal;
+    p.maskStrideB = fp.maskStrideB, p.maskStrideN = fp.maskStrideN, p.maskStrideS = fp.maskStrideS;
+    p.maskColStep = fp.maskColStep;
+    p.maskBytes = out.mask.extent;
+    return {};
+}
+
 uint64_t Numel(const std::vector<int64_t>& shape) {
     uint64_t n = 1;
     for (int64_t x : shape) n *= (uint64_t)x;
@@ -289,25 +334,39 @@ FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
     if (c.sparseMode < 0 || c.sparseMode > 4) {
         return Value("sparse_mode=" + I(c.sparseMode) + " is not supported; the built-in takes 0-4");
     }
-    if (c.attenMask.present && c.sparseMode != 3) {
-        return NotImplemented("atten_mask with sparse_mode=" + I(c.sparseMode) + " is not supported yet (masks come "
-                              "in the next stage); sparse_mode=3 takes the compressed causal mask");
+    // With one query token the mode is ignored (the built-in's rule); modes 2-4 take their band from the geometry
+    // and at most the compressed causal mask.
+    const bool compressedModes = c.sparseMode >= 2;
+    if (c.sparseMode == 1 && !decode && !c.attenMask.present) {
+        return Value("sparse_mode=1 (all mask) requires atten_mask: a dense mask broadcastable to [B, N1, S1, S2]");
     }
-    if (!decode && (c.sparseMode == 1 || c.sparseMode == 2 || c.sparseMode == 4)) {
-        return NotImplemented("sparse_mode=" + I(c.sparseMode) + " is not supported yet; use 0 (no mask) or 3 "
-                              "(causal, bottom-right)");
-    }
-    if (c.attenMask.present) {
+    if (c.attenMask.present && !compressedModes) {
+        const int64_t maskCols = tnd ? *std::max_element(kvLen.begin(), kvLen.end()) : s2;  // TND: the longest
+        const FaError e = DenseMask(c, tnd, decode, b, s1, maskCols, qLen, kvLen, out);
+        if (e) return e;
+    } else if (c.attenMask.present) {
         const std::vector<int64_t>& m = c.attenMask.shape;
-        const bool shapeOk = !m.empty() && m.size() <= 4 && m[m.size() - 1] == 2048 && m.size() >= 2 &&
-                             m[m.size() - 2] == 2048 && Numel(m) == 2048 * 2048;
+        const bool shapeOk = m.size() >= 2 && m.size() <= 4 && m[m.size() - 1] == 2048 && m[m.size() - 2] == 2048 &&
+                             Numel(m) == 2048 * 2048;
         if (!shapeOk) {
-            return Value("atten_mask of sparse_mode=3 must be the compressed (2048, 2048) causal mask, got shape " +
-                         Tuple(m));
+            return Value("atten_mask of sparse_mode=" + I(c.sparseMode) + " must be the compressed causal mask of "
+                         "shape (2048, 2048), (1, 2048, 2048) or (1, 1, 2048, 2048), got shape " + Tuple(m));
         }
         out.compressedMask = true;
     }
-    p.causal = !decode && c.sparseMode == 3;
+    if (!decode && c.sparseMode == 4) {
+        FaProblem shape;
+        shape.layout = tnd ? kTND : kBSND;
+        shape.s1 = (uint32_t)s1;
+        shape.s2 = (uint32_t)std::max<int64_t>(0, *std::max_element(kvLen.begin(), kvLen.end()));
+        std::vector<std::pair<int64_t, int64_t>> seqs;
+        for (int64_t i = 0; i < b; ++i) seqs.emplace_back(qLen[(size_t)i], kvLen[(size_t)i]);
+        const FaError e = rules::BandMode4(c.preTokens, c.nextTokens, shape, seqs);
+        if (e) return e;
+    }
+    p.sparseMode = decode ? 0 : (uint32_t)c.sparseMode;
+    p.preTokens = decode ? kInt32Max : c.preTokens;
+    p.nextTokens = decode ? kInt32Max : c.nextTokens;
     if (c.innerPrecise == 1 || c.innerPrecise == 3) {
         return NotImplemented("inner_precise=" + I(c.innerPrecise) + " (high-performance mode) is not supported; use "
                               "0 or 2 (high precision; invalid rows are always corrected here)");

@@ -18,7 +18,8 @@ struct FaInferProblemInfo {
     bool paged = false;
     uint32_t numBlocks = 0;                 // a paged cache's blocks
     std::vector<int64_t> outShape, lseShape;
-    bool compressedMask = false;            // sparse_mode 3 got the compressed mask: the caller checks its content
+    bool compressedMask = false;            // sparse_mode 2-4 got the compressed mask: the caller checks its content
+    FaMaskView mask;                        // p.denseMask only: how the kernel reads atten_mask in place
 };
 
 // Checks every rule of the call and fills `out`; the error names the argument, the value and the rule.

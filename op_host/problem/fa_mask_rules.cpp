@@ -100,28 +100,6 @@ FaError BandMode0(int64_t pre, int64_t nxt, int64_t s1, int64_t s2) {
     return {};
 }
 
-FaError BandMode4(int64_t pre, int64_t nxt, const FaProblem& p, const std::vector<std::pair<int64_t, int64_t>>& seqs) {
-    if (pre + nxt < 0) {
-        return Value("sparse_mode=4: pre_tokens=" + std::to_string(pre) + " + next_tokens=" + std::to_string(nxt) +
-                     " < 0, so no query row can see any key (the band is empty)");
-    }
-    bool any = false, visible = false;
-    for (const auto& s : seqs) {
-        if (s.first <= 0 || s.second <= 0) continue;
-        any = true;
-        // right-down origin: does some row i < sq see some j < skv in [i+d-pre, i+d+nxt]?
-        visible = visible || (pre + nxt >= 0 && pre >= 1 - s.first && nxt >= 1 - s.second);
-    }
-    if (any && !visible) {
-        const std::string where = p.layout == kTND ? "every sequence"
-                                                   : "S1=" + std::to_string(p.s1) + ", S2=" + std::to_string(p.s2);
-        return Value("sparse_mode=4: the band [i + (S2-S1) - pre_tokens, i + (S2-S1) + next_tokens] with pre_tokens=" +
-                     std::to_string(pre) + ", next_tokens=" + std::to_string(nxt) + " misses the attention matrix (" +
-                     where + "): no row sees any key");
-    }
-    return {};
-}
-
 // Modes 7/8: the band sequence (the last / first with Sq > 0) continues a causal split, so its band must keep every
 // key on the pre side (pre_tokens >= its Skv) and, for mode 7, end on or left of its diagonal.
 FaError SplitModes(int64_t mode, int64_t pre, int64_t nxt, const std::vector<std::pair<int64_t, int64_t>>& seqs) {
@@ -172,6 +150,28 @@ FaError Prefix(const FaIntList& prefix, int64_t mode, const std::vector<std::pai
 }
 
 }  // namespace
+
+FaError BandMode4(int64_t pre, int64_t nxt, const FaProblem& p, const std::vector<std::pair<int64_t, int64_t>>& seqs) {
+    if (pre + nxt < 0) {
+        return Value("sparse_mode=4: pre_tokens=" + std::to_string(pre) + " + next_tokens=" + std::to_string(nxt) +
+                     " < 0, so no query row can see any key (the band is empty)");
+    }
+    bool any = false, visible = false;
+    for (const auto& s : seqs) {
+        if (s.first <= 0 || s.second <= 0) continue;
+        any = true;
+        // right-down origin: does some row i < sq see some j < skv in [i+d-pre, i+d+nxt]?
+        visible = visible || (pre + nxt >= 0 && pre >= 1 - s.first && nxt >= 1 - s.second);
+    }
+    if (any && !visible) {
+        const std::string where = p.layout == kTND ? "every sequence"
+                                                   : "S1=" + std::to_string(p.s1) + ", S2=" + std::to_string(p.s2);
+        return Value("sparse_mode=4: the band [i + (S2-S1) - pre_tokens, i + (S2-S1) + next_tokens] with pre_tokens=" +
+                     std::to_string(pre) + ", next_tokens=" + std::to_string(nxt) + " misses the attention matrix (" +
+                     where + "): no row sees any key");
+    }
+    return {};
+}
 
 FaError Masks(const FaCall& c, FaProblem& p, int64_t s1, int64_t s2, FaProblemInfo& out) {
     const FaAttrs& a = c.attrs;

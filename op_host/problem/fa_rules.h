@@ -38,6 +38,9 @@ FaError Pse(const FaCall& c, FaLayout layout, int64_t batches, const Dims& g, Fa
 FaError Dropout(const FaCall& c, const Dims& g, FaProblem& p, FaProblemInfo& out);
 // The sparse-mode / mask / prefix / pre-next rules, and which mode the kernels apply (s1/s2: the longest sequences).
 FaError Masks(const FaCall& c, FaProblem& p, int64_t s1, int64_t s2, FaProblemInfo& out);
+// sparse_mode 4's band [i + (Skv-Sq) - pre, i + (Skv-Sq) + next] must be nonempty and reach the matrix of some
+// sequence (Sq, Skv) of `seqs` (p: the layout and S1/S2 its message names).
+FaError BandMode4(int64_t pre, int64_t nxt, const FaProblem& p, const std::vector<std::pair<int64_t, int64_t>>& seqs);
 // The kernels' view of a validated dense mask.
 void MaskView(const FaCall& c, FaProblem& p, FaMaskView& v);
 

@@ -30,6 +30,7 @@ struct FaInferGmArgs {
     GM_ADDR key;
     GM_ADDR value;
     GM_ADDR blockTable;   // int32 [B, maxPages], paged caches only
+    GM_ADDR attenMask;    // bytes, a dense mask only (maskMode 1)
     GM_ADDR seqInfo;      // the seq table: q/kv lengths, first tasks, bands
     GM_ADDR attentionOut;
     GM_ADDR softmaxLse;   // fp32, lseFlag only
@@ -37,7 +38,7 @@ struct FaInferGmArgs {
 };
 
 // One task: packed rows [row0, row0 + rows) of (batch, kvHead), against keys [keyFirst, keyLast) of its split
-// (already cut to what the tile's last row sees).
+// (already cut to the band of the tile's rows, InferTaskKeys).
 struct FaInferTask {
     uint32_t batch;
     uint32_t kvHead;
@@ -46,6 +47,7 @@ struct FaInferTask {
     uint32_t rows;
     FaSeq seq;
     FaBand band;
+    int64_t maskBase;  // a dense mask's byte offset of the batch's (head 0, token 0, key 0)
     int64_t keyFirst;
     int64_t keyLast;
 };
@@ -82,14 +84,15 @@ public:
         const uint32_t tiles = InferTilesOf(task.seq.s1, p.group, t_->mBlock);
         const int64_t unit = local / splits;
         task.batch = batch;
+        task.maskBase = cursor_.Field(batch, kSeqMaskBase);
         task.split = (uint32_t)(local % splits);
         task.kvHead = (uint32_t)(unit / tiles);
         task.row0 = (unit % tiles) * t_->mBlock;
         task.rows = (uint32_t)FaMin(task.seq.s1 * p.group - task.row0, (int64_t)t_->mBlock);
-        const FaKeyRange keys = InferSplitKeys(task.seq.s2, task.split, t_->splits, t_->s2Block);
-        const int64_t lastToken = (task.row0 + task.rows - 1) / p.group;
+        const FaKeyRange keys =
+            InferTaskKeys(task.seq.s2, task.split, t_->splits, t_->s2Block, task.band, task.row0, task.rows, p.group);
         task.keyFirst = keys.first;
-        task.keyLast = FaMin(keys.last, lastToken + task.band.hi + 1);
+        task.keyLast = keys.last;
     }
 
 private:

@@ -1,12 +1,13 @@
 // Vector (AIV) half of the inference kernel: each AIV owns half of a task's packed rows and walks them in chunks of
-// vecRows per step: scale, causal limit (bottom-right: row r sees keys up to token(r) + kv length - q length) and
-// the key tail masked, the online softmax (tile/online_softmax.h) in fp32, P back to the cube in the input dtype,
+// vecRows per step: scale, the sequence's band (row r sees keys [token(r) + lo, token(r) + hi], BandOfMode), the
+// dense mask (infer_mask.h) and the key tail masked, the online softmax (tile/online_softmax.h) in fp32, P back to the cube in the input dtype,
 // then the cube's P*V folded into the running output. At the task's end: the output and softmax_lse (no split), or
 // the split's normalised output and log-sum-exp as fp32 partials for the combine pass.
 #ifndef NPU_FA_KERNEL_INFER_VECTOR_H
 #define NPU_FA_KERNEL_INFER_VECTOR_H
 
 #include "infer_common.h"
+#include "infer_mask.h"
 #include "softmax_io.h"
 #include "../tiling/ub_budget.h"
 #include "../common/step_ring.h"
@@ -29,7 +30,7 @@ public:
         w_ = t->s2Block;
         dvPad_ = p_->dvPad;
         chunk_ = t->vecRows;
-        const FaInferUbSizes u = InferUbSizes(CeilDiv(t->mBlock, 2), chunk_, w_, dvPad_);
+        const FaInferUbSizes u = InferUbSizes(CeilDiv(t->mBlock, 2), chunk_, w_, dvPad_, p_->maskMode != 0);
         pipe->InitBuffer(sBuf_, u.s);
         pipe->InitBuffer(foldBuf_, u.fold);
         pipe->InitBuffer(pBuf_, u.p);
@@ -40,6 +41,13 @@ public:
         pipe->InitBuffer(validBuf_, u.row);
         softmax_.Init(statBuf_.Get<float>(), u.stat / sizeof(float), foldBuf_.Get<float>(), rowBuf_.Get<float>(), w_);
         io_.Init(sBuf_.Get<float>(), pBuf_.Get<T>(), opartBuf_.Get<float>(), chunk_, w_);
+        if (p_->maskMode != 0) {
+            pipe->InitBuffer(maskBytesBuf_, u.maskBytes);
+            pipe->InitBuffer(maskHalfBuf_, u.maskHalf);
+            pipe->InitBuffer(maskBitsBuf_, u.maskBits);
+            mask_.Init(t, gm.attenMask, maskBytesBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(),
+                       maskBitsBuf_.Get<uint8_t>(), kIdMask);
+        }
     }
 
     __aicore__ inline void Process() {
@@ -71,6 +79,7 @@ public:
 private:
     using Io = FaSoftmaxIo<T>;
     static constexpr int32_t kIdOutput = Io::kIdOutput, kIdStats = Io::kIdStats;
+    static constexpr int32_t kIdMask = Io::kIdFree + 1;  // the dense mask's V_MTE2 / MTE2_V pairs
     using Softmax = FaOnlineSoftmax<kInferStepSlots>;
 
     struct Pending {
@@ -116,11 +125,15 @@ private:
         AscendC::LocalTensor<float> s = io_.NextScores();
         AscendC::Muls(s, s, p_->scale, (int32_t)n);
         FaMaskColumnsFrom(s, cols, rows, w_);
-        // Causal: the rows whose last visible key falls inside this step.
+        // The band (its origin is the row's query token): rows whose first or last visible key falls inside this
+        // step.
         for (uint32_t r = 0; r < rows; ++r) {
-            const int64_t visible = (row + r) / p_->group + task.band.hi + 1 - c0;
-            if (visible < (int64_t)cols) FaMaskColumnsFrom(s[r * w_], (uint32_t)FaMax(visible, 0), 1, w_);
+            const int64_t token = (row + r) / p_->group;
+            const int64_t end = token + task.band.hi + 1 - c0, begin = token + task.band.lo - c0;
+            if (end < (int64_t)cols) FaMaskColumnsFrom(s[r * w_], (uint32_t)FaMax(end, 0), 1, w_);
+            if (begin > 0) FaMaskColumnsBelow(s[r * w_], (uint32_t)FaMin(begin, (int64_t)cols), 1, w_);
         }
+        if (p_->maskMode != 0) mask_.Apply(s, task, row, rows, c0, cols);
         softmax_.Exponentiate(s, rows, r0, taskSlot, slot, first);
         io_.StoreProbs(s, ws_.template Probs<T>(slot), mine.first + r0, n);
         softmax_.AddRowSums(s, rows, r0, taskSlot, slot, first);
@@ -219,6 +232,10 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECOUT> statBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> rowBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> validBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> maskBytesBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> maskHalfBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> maskBitsBuf_;
+    FaInferMask mask_;
 };
 
 }  // namespace npu_fa

@@ -25,6 +25,24 @@ __aicore__ inline void FaMaskColumnsFrom(const AscendC::LocalTensor<float>& s, u
     }
 }
 
+// Columns [0, to) of the rows of an fp32 [rows, w] tile (row pitch w, a multiple of 64) -> kMaskValue.
+__aicore__ inline void FaMaskColumnsBelow(const AscendC::LocalTensor<float>& s, uint32_t to, uint32_t rows,
+                                          uint32_t w) {
+    for (uint32_t c = 0; c < to; c += 64) {
+        const uint32_t n = to - c;
+        uint64_t mask[2] = {n >= 64 ? ~0ULL : ((1ULL << n) - 1), 0};
+        AscendC::Duplicate(s[c], kMaskValue, mask, (uint8_t)rows, 1, (uint8_t)(w / 8));
+    }
+}
+
+// s[rows, w] -> kMaskValue where the widened mask `maskHalf` [AlignUp(rows, 2), w] is nonzero (>= 0.5); `bits`
+// receives the keep bits.
+__aicore__ inline void FaSelectUnmasked(const AscendC::LocalTensor<float>& s, const AscendC::LocalTensor<half>& maskHalf,
+                                        const AscendC::LocalTensor<uint8_t>& bits, uint32_t rows, uint32_t w) {
+    AscendC::Compares(bits, maskHalf, (half)0.5f, AscendC::CMPMODE::LT, AlignUp(rows, 2) * w);
+    AscendC::Select(s, bits, s, kMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, rows * w);
+}
+
 class FaTileMask {
 public:
     // `w`: the tile width (s2Block). `dmat` holds c - r for [rowsMax, w]; `half` is a [rowsMax, w] half-precision
@@ -111,8 +129,7 @@ private:
             AscendC::Cast(half_, maskBytes_, AscendC::RoundMode::CAST_NONE, n2);
         }
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(maskFree_);
-        AscendC::Compares(bits_, half_, (half)0.5f, AscendC::CMPMODE::LT, n2);
-        AscendC::Select(s, bits_, s, kMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, rows * w_);
+        FaSelectUnmasked(s, half_, bits_, rows, w_);
     }
 
     // Bits [0, n) of the 64-element mask word starting at element `base`.

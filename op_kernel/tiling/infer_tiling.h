@@ -5,6 +5,7 @@
 #define NPU_FA_TILING_INFER_TILING_H
 
 #include "problem_tiling.h"
+#include "band.h"
 #include "matmul_chunks.h"
 
 namespace npu_fa {
@@ -15,8 +16,8 @@ constexpr uint32_t kInferStepSlots = 3;
 // The problem part as the inference kernels read it: qStride/oStride address the query and the output
 // (per batch, head, token; TND: per token), kStride/vStride the caches (per page (a non-paged cache: per batch),
 // head, token), batch/n1/n2/group/d/dv/dPad/dvPad/scale/dtype as the forward's; s1 is the longest query, s2 the
-// longest key length; varlen is 1 (every batch's lengths come from the seq table); sparseMode 3 makes each query
-// row see keys up to its position + (kv length - q length) (causal, bottom-right).
+// longest key length; varlen is 1 (every batch's lengths come from the seq table); sparseMode/preTokens/nextTokens
+// are the call's (0 with one query token); each sequence's band (BandOfMode) is in its seq-table row.
 struct FaInferTilingData {
     FaProblemTiling problem;
     // softmax_lse: element strides per batch (TND: 0), head and query token (TND: per token of the whole query).
@@ -66,6 +67,17 @@ FA_INLINE FaKeyRange InferSplitKeys(int64_t kvLen, uint32_t split, uint32_t spli
     FaKeyRange r;
     r.first = FaMin(kvLen, (int64_t)split * per * s2Block);
     r.last = FaMin(kvLen, (int64_t)(split + 1) * per * s2Block);
+    return r;
+}
+
+// The keys that packed rows [row0, row0 + rows) see in their split: the split's keys cut to the band of the first
+// and the last row's query token (the start kept on the split's step grid).
+FA_INLINE FaKeyRange InferTaskKeys(int64_t kvLen, uint32_t split, uint32_t splits, uint32_t s2Block,
+                                   const FaBand& band, int64_t row0, uint32_t rows, uint32_t group) {
+    FaKeyRange r = InferSplitKeys(kvLen, split, splits, s2Block);
+    const int64_t firstKey = row0 / group + band.lo, lastKey = (row0 + rows - 1) / group + band.hi;
+    if (firstKey > r.first) r.first += (firstKey - r.first) / s2Block * s2Block;
+    r.last = FaMin(r.last, lastKey + 1);
     return r;
 }
 

@@ -141,11 +141,12 @@ struct FaInferUbSizes {
     uint32_t acc;    // running output, fp32 [rows, dvPad]
     uint32_t stat;   // one statistic buffer, a 32 B block per row [rows8, 8] fp32 (FaOnlineSoftmax::kBuffers of them)
     uint32_t row;    // one fp32 per row [rows8] (the block-reduce result; also the rows' valid bits)
+    uint32_t maskBytes, maskHalf, maskBits;  // a dense mask: a chunk's mask rows [chunk, w] as bytes, half, bits
     uint32_t total;
 };
 constexpr uint32_t kInferStatBuffers = 3 * kInferStepSlots + 4;  // FaOnlineSoftmax<kInferStepSlots>::kBuffers
 
-FA_INLINE FaInferUbSizes InferUbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t dvPad) {
+FA_INLINE FaInferUbSizes InferUbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t dvPad, bool mask) {
     FaInferUbSizes u;
     const uint32_t r = rows == 0 ? 1 : rows, c = chunk == 0 ? 1 : chunk, r8 = AlignUp(r, 8);
     u.s = 2 * c * w * 4;
@@ -155,7 +156,12 @@ FA_INLINE FaInferUbSizes InferUbSizes(uint32_t rows, uint32_t chunk, uint32_t w,
     u.acc = r * dvPad * 4;
     u.stat = r8 * 8 * 4;
     u.row = AlignUp(r8 * 4, 32);
-    u.total = u.s + u.fold + u.p + u.opart + u.acc + kInferStatBuffers * u.stat + 2 * u.row + 32;
+    const uint32_t c2 = AlignUp(c, 2);
+    u.maskBytes = mask ? c2 * w : 0;
+    u.maskHalf = mask ? c2 * w * 2 : 0;
+    u.maskBits = mask ? AlignUp(c2 * w / 8, 32) : 0;
+    u.total = u.s + u.fold + u.p + u.opart + u.acc + kInferStatBuffers * u.stat + 2 * u.row + u.maskBytes +
+              u.maskHalf + u.maskBits + 32;
     return u;
 }
 

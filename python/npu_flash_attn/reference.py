@@ -492,11 +492,23 @@ def _infer_run(query, key, value, kw: dict, lowprec: bool):
     q, k, v, cu_q, cu_kv, lens = _infer_sequences(
         query, key, value, n1, lay, kw.get("num_key_value_heads", 0), kw.get("actual_seq_lengths"),
         kw.get("actual_seq_lengths_kv"), kw.get("block_table"), kw.get("block_size", 0))
-    causal = kw.get("sparse_mode", 0) == 3
-    ref = flash_attention_lowprec if lowprec else flash_attention_reference
-    res = ref(q, k, v, n1, "TND", scale=kw.get("scale", 1.0), sparse_mode=3 if causal else 0,
-              actual_seq_qlen=cu_q, actual_seq_kvlen=cu_kv)
-    if lowprec:
+    # Sparse modes 2-4 are bands of each sequence (the training op's in TND); one query token ignores the mode and
+    # mode 0 without a dense mask ignores pre/next.
+    longest = max(lens, default=0) if lay == "TND" else query.shape[1 if lay in ("BSH", "BSND") else 2]
+    mode = kw.get("sparse_mode", 0) if longest > 1 and kw.get("sparse_mode", 0) in (2, 3, 4) else 0
+    band = dict(pre_tokens=kw.get("pre_tokens", _INT32_MAX), next_tokens=kw.get("next_tokens", _INT32_MAX)) \
+        if mode == 4 else {}
+    mask = kw.get("atten_mask")
+    if mask is not None and kw.get("sparse_mode", 0) in (0, 1):
+        o, lse_t = _infer_dense_mask(q, k, v, cu_q, cu_kv, mask, kw, lay, longest > 1, lowprec)
+        res = o if lowprec else None
+    else:
+        ref = flash_attention_lowprec if lowprec else flash_attention_reference
+        res = ref(q, k, v, n1, "TND", scale=kw.get("scale", 1.0), sparse_mode=mode, actual_seq_qlen=cu_q,
+                  actual_seq_kvlen=cu_kv, **band)
+    if res is None:
+        pass
+    elif lowprec:
         o = res
         lse_t = None
     else:
@@ -531,11 +543,57 @@ def _infer_run(query, key, value, kw: dict, lowprec: bool):
     return o4.transpose(1, 2), lse
 
 
+def _infer_dense_mask(q, k, v, cu_q, cu_kv, mask, kw: dict, lay: str, prefill: bool, lowprec: bool):
+    """(out [T, N1, D], lse [T, N1] or None) of sequences cut as TND with a dense atten_mask (nonzero = masked):
+    non-TND masks broadcast to [B, N1, S1, S2] (a 3-D one is [B, S1, S2]) and read at [b, h, i, j]; TND masks are 2-D, read at the positions
+    inside each sequence, or at global token positions when shaped [sum Sq, sum Skv] with B > 1. Mode 0 adds its band
+    j in [i - pre_tokens, i + next_tokens] (prefill only); mode 1 is the mask alone. Computed in float64, or in the
+    input dtype (`lowprec`: plain torch's baseline)."""
+    n1, n2 = q.shape[1], k.shape[1]
+    g = n1 // n2
+    scale = kw.get("scale", 1.0)
+    band = prefill and kw.get("sparse_mode", 0) == 0
+    pre, nxt = kw.get("pre_tokens", _INT32_MAX), kw.get("next_tokens", _INT32_MAX)
+    m = mask.bool()
+    b = len(cu_q)
+    glob = lay == "TND" and b > 1 and tuple(m.shape) == (cu_q[-1], cu_kv[-1])
+    if lay != "TND":
+        m = m.unsqueeze(1) if m.dim() == 3 else m.reshape((1,) * (4 - m.dim()) + tuple(m.shape))
+    outs, lses = [], []
+    for i, (q0, q1, k0, k1) in enumerate(zip([0] + cu_q[:-1], cu_q, [0] + cu_kv[:-1], cu_kv)):
+        sq, skv = q1 - q0, k1 - k0
+        if lay == "TND":
+            mi = m[q0:q1, k0:k1] if glob else m[:sq, :skv]
+            mi = mi.unsqueeze(0).expand(n1, sq, skv)
+        else:
+            mi = m[min(i, m.shape[0] - 1)].expand(n1, -1, -1)
+            mi = mi[:, :sq] if mi.shape[1] > 1 else mi.expand(n1, sq, mi.shape[2])
+            mi = mi[:, :, :skv] if mi.shape[2] > 1 else mi.expand(n1, sq, skv)
+        hidden = mi.clone()
+        if band:
+            r = torch.arange(sq).view(-1, 1)
+            c = torch.arange(skv).view(1, -1)
+            hidden |= ((c < r - pre) | (c > r + nxt)).unsqueeze(0)
+        qi = q[q0:q1].transpose(0, 1)  # [N1, Sq, D]
+        ki = k[k0:k1].transpose(0, 1).repeat_interleave(g, 0)
+        vi = v[k0:k1].transpose(0, 1).repeat_interleave(g, 0)
+        s = (qi @ ki.transpose(1, 2)) * scale
+        s = s.masked_fill(hidden, -math.inf)
+        seen = ~hidden.all(-1, keepdim=True)  # [N1, Sq, 1]
+        p = torch.softmax(torch.where(seen, s, torch.zeros_like(s)), -1) * seen
+        outs.append((p.masked_fill(hidden, 0) @ vi).transpose(0, 1))
+        if not lowprec:
+            lse = torch.logsumexp(s, -1)  # -inf for rows without a key
+            lses.append(torch.where(seen[..., 0], lse, torch.full_like(lse, math.inf)).transpose(0, 1))
+    o = torch.cat(outs)
+    return o, (None if lowprec else torch.cat(lses))
+
+
 def fused_infer_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, **kw):
     """float64 (attention_out, softmax_lse) of `npu_fused_infer_attention_score(query, key, value, **kw)` (the
     arguments of its first stage: num_heads, num_key_value_heads, input_layout, scale, actual_seq_lengths,
-    actual_seq_lengths_kv, sparse_mode 0/3, block_table, block_size), softmax_lse always in its flag's shape
-    ([B, N1, S1, 1], TND [T, N1, 1]); rows that see no key (and rows past actual_seq_lengths) give 0 and +inf."""
+    actual_seq_lengths_kv, sparse_mode 0-4 without a dense mask, pre_tokens/next_tokens, block_table, block_size),
+    softmax_lse always in its flag's shape ([B, N1, S1, 1], TND [T, N1, 1]); rows that see no key (and rows past actual_seq_lengths) give 0 and +inf."""
     q, k, v = (t.double() for t in (query, key, value))
     return _infer_run(q, k, v, kw, False)
 

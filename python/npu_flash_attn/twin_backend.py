@@ -155,14 +155,16 @@ def infer_split_override() -> int:
 
 
 def infer(call, chip: str, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-          block_table: Optional[torch.Tensor], out: torch.Tensor, lse: torch.Tensor, flops: float) -> dict:
+          block_table: Optional[torch.Tensor], mask: Optional[torch.Tensor], out: torch.Tensor, lse: torch.Tensor,
+          flops: float) -> dict:
     """Runs the inference kernel (and, with split keys, its combine pass) of a validated `_C.InferCall` on the twin of
     `chip`, writing `out` and (softmax_lse_flag) `lse` in place; the tensors are contiguous and stay alive. `flops`:
-    the problem's matmul work (progress reports)."""
+    the problem's matmul work (progress reports); `mask`: a dense mask's kernel view (mask_bytes_view)."""
     table = 0 if block_table is None else block_table.data_ptr()
     with progress.launch(f"twin inference launch on {chip}", flops, "forward"):
         info = dict(ext().flash_attention_infer(call, chip, query.data_ptr(), key.data_ptr(), value.data_ptr(),
-                                                table, out.data_ptr(), lse.data_ptr()))
+                                                table, 0 if mask is None else mask.data_ptr(), out.data_ptr(),
+                                                lse.data_ptr()))
     info["op"] = "npu_fused_infer_attention_score"
     record_launch(info)
     return info
@@ -233,11 +235,18 @@ def backward(p: FAProblem, a: dict, chip: str):
 def kernel_mask(p: FAProblem, mask: torch.Tensor) -> torch.Tensor:
     """A dense mask as the kernels read it (p.mask_view, the problem module's rule): broadcast dimensions narrowed to
     one slice, a column-broadcast mask widened to rows of equal bytes, a strided last dimension copied once."""
-    view = p.mask_view
+    return mask_bytes_view(mask, p.mask_view, p.layout)
+
+
+def mask_bytes_view(mask: torch.Tensor, view: dict, layout: str, batch_major3: bool = False) -> torch.Tensor:
+    """kernel_mask for any op: `view` is the problem module's mask_view, bool and int8 masks read as bytes;
+    `batch_major3`: a 3-D mask is [B, S1, S2] (the inference op's), not [N1, S1, S2]."""
     m = mask.detach()
-    if m.dtype == torch.bool:
+    if m.dtype in (torch.bool, torch.int8):
         m = m.view(torch.uint8)
-    if p.layout == "TND":
+    if batch_major3 and layout != "TND" and m.dim() == 3:
+        m = m.unsqueeze(1)
+    if layout == "TND":
         m = m.view(1, 1, *m.shape)
     while m.dim() < 4:
         m = m.unsqueeze(0)

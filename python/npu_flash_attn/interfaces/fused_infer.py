@@ -9,15 +9,27 @@ Supported (the problem module, `op_host/problem/fa_infer_problem.cpp`, holds eve
 * page attention: `block_table` int32 [B, max blocks] with `block_size` (a multiple of 16, at most 512) over a cache
   (blocks, block_size, N2*D) or, for BNSD/BNSD_BSND/TND queries, (blocks, N2, block_size, D);
   `actual_seq_lengths_kv` is then required;
-* `sparse_mode` 0 without a mask, 3 (causal, bottom-right: query token i of a batch sees keys j <= i + Skv - Sq) with
-  or without the compressed (2048, 2048) mask; with one query token the mode is ignored, as the built-in;
+* `sparse_mode`, per batch of Sq query and Skv key tokens, query token i (every query head of it) seeing key j when:
+  0 without a mask: always (`pre_tokens`/`next_tokens` ignored; TND included: full attention);
+  0 with a dense mask: where the mask is 0 and i - pre_tokens <= j <= i + next_tokens; 1: where the mask is 0;
+  2: j <= i (causal, top-left); 3: j <= i + Skv - Sq (causal, bottom-right);
+  4: i + Skv - Sq - pre_tokens <= j <= i + Skv - Sq + next_tokens (band, bottom-right; pre + next >= 0 and the band
+  must reach some batch's matrix);
+  modes 2-4 take no mask or the compressed causal mask ((2048, 2048), (1, 2048, 2048) or (1, 1, 2048, 2048), its
+  content checked); the kernel applies the band itself. With one query token the mode is ignored, as the built-in
+  (a dense mask still applies, without a band);
+* a dense `atten_mask` (modes 0 and 1; bool, int8 or uint8, nonzero = masked out) in any shape broadcastable to
+  [B, N1, S1, S2], a 3-D one read as [B, S1, S2] (the documented [B, 1, S1, S2], [B, S1, S2], [1, S1, S2], [S1, S2], key padding [B, 1, 1, S2],
+  [1, 1, 1, S2] at any width, per head [B, N1, S1, S2]), S2 the key dimension (a paged cache: block_table columns x
+  block_size); TND: a 2-D [R, C] mask read at the positions inside each sequence (R, C at least the longest query
+  and key lengths), or [sum Sq, sum Skv] at global token positions. The kernel reads it in place through its
+  strides (a column-broadcast mask is widened once); each packed GQA row reads its query token's mask row;
 * `inner_precise` 0 and 2 (high precision; rows without a visible key are always corrected here: output 0);
 * `softmax_lse_flag`: softmax_lse float32 [B, N1, S1, 1] (TND [T, N1, 1]), +inf for rows without a key; else a
   one-element zero tensor.
-Rows past `actual_seq_lengths` give 0 (and lse +inf). `pre_tokens`/`next_tokens` are ignored, as the built-in does
-for these modes. Every other argument given a non-default value raises NotImplementedError naming it (masks,
-pse_shift, quantisation, KV antiquant, shared prefix, rope, padding sizes: the next stage). Runs on CPU tensors
-(the twin); results are "twin".
+Rows past `actual_seq_lengths`, and rows whose band misses every key, give 0 (and lse +inf). Every other argument
+given a non-default value raises NotImplementedError naming it (pse_shift, quantisation, KV antiquant, shared
+prefix, rope, padding sizes: the next stage). Runs on CPU tensors (the twin); results are "twin".
 """
 from __future__ import annotations
 
@@ -98,7 +110,7 @@ def npu_fused_infer_attention_score(
         force_splits=twin_backend.infer_split_override(), later_args=later)
     p = ext().flash_attention_infer_problem(call)
     if p["compressed_mask"]:
-        check_compressed_mask(atten_mask, 3)
+        check_compressed_mask(atten_mask.reshape(2048, 2048), sparse_mode)
     if block_table is not None:
         _check_block_ids(block_table, p)
     out = torch.zeros(p["out_shape"], dtype=query.dtype)
@@ -107,7 +119,9 @@ def npu_fused_infer_attention_score(
     if work > 0:
         q, k, v = (t.detach().contiguous() for t in (query, key, value))
         table = None if block_table is None else block_table.detach().contiguous()
-        twin_backend.infer(call, get_chip(), q, k, v, table, out, lse, 4.0 * p["N1"] * p["D"] * work)
+        view = p["mask_view"]
+        mask = None if view is None else twin_backend.mask_bytes_view(atten_mask, view, p["layout"], batch_major3=True)
+        twin_backend.infer(call, get_chip(), q, k, v, table, mask, out, lse, 4.0 * p["N1"] * p["D"] * work)
     return out, lse
 
 
