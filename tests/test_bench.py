@@ -193,3 +193,6 @@ def test_profile_infer_reports_the_naive_decode():
     assert rep["speedup_vs_baseline"] > 1
     with pytest.raises(ValueError, match="kv_seqlen a multiple of block_size"):
         profiler.profile_infer(kv_seqlen=500, model_only=True, bins=0, baseline=True)
+    # P V at KV = 64K + 16: P's stored rows are longer than gemm.cpp's Nd2Nz loads can take
+    with pytest.raises(ValueError, match="rows of 65552 elements"):
+        baseline.gemm(np.zeros((1, 65552), np.float16), np.zeros((65552, 16), np.float16), model_only=True)

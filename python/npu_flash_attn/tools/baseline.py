@@ -15,6 +15,7 @@ from .. import twin, twin_backend
 from . import profiler
 
 KERNELS = Path(__file__).resolve().parent / "kernels"  # package data
+GEMM_MAX_ROW = 65535  # elements in a stored row of A or B: gemm.cpp's Nd2Nz srcDValue is 16-bit
 
 
 @functools.lru_cache(maxsize=None)
@@ -61,6 +62,10 @@ def gemm(a: np.ndarray, b: np.ndarray, *, a_trans: bool = False, b_trans: bool =
     if b3.shape != ((batch, N, K) if b_trans else (batch, K, N)):
         raise ValueError(f"b has shape {b.shape}, which does not fit a {a.shape} "
                          f"(a_trans={a_trans}, b_trans={b_trans})")
+    for name, x, trans in (("a", a3, a_trans), ("b", b3, b_trans)):
+        if x.shape[2] > GEMM_MAX_ROW:
+            raise ValueError(f"{name} is stored with rows of {x.shape[2]} elements ({name}_trans={trans}); gemm.cpp "
+                             f"loads rows of at most {GEMM_MAX_ROW} (Nd2Nz srcDValue)")
     out_dtype = np.dtype(out_dtype)
     if out_dtype not in (np.float16, np.float32):
         raise ValueError(f"out_dtype must be float16 or float32, got {out_dtype}")
