@@ -1,6 +1,7 @@
 """Baselines under the same cycle model as the op: a multi-core GEMM (tools/kernels/gemm.cpp) and the naive, unfused
 attention an eager framework runs (S = Q K^T to GM, a 3-pass row softmax kernel, O = P V), and for decode over a
-paged cache the same after two page gathers (tools/kernels/gather_pages.cpp), each launch on the CPU twin and modelled; the naive time is the sum of the launches, each with its launch overhead, as profiler._combine adds the
+paged cache the same after two page gathers (tools/kernels/gather_pages.cpp), each launch on the CPU twin and
+modelled; the naive time is the sum of the launches, each with its launch overhead, as profiler._combine adds the
 backward's. Numbers are "modeled (<chip>)"."""
 from __future__ import annotations
 
