@@ -159,3 +159,40 @@ def test_calibrate_json_has_gemm_rows():
         assert set(r) == {"case", "role", "predicted", "published", "unit", "error", "source"} and r["unit"] == "TFLOPS"
         assert r["error"] == pytest.approx(r["predicted"] / r["published"] - 1, abs=1e-3)
         assert 0 < r["predicted"] < 353.9  # below the 24-core cube peak
+
+
+def test_naive_decode_matches_reference(rng):
+    # GQA 8/2, a random permuted block table, block 32: the gather must follow the table, each query head its KV head
+    B, N1, N2, block, pages, D = 2, 8, 2, 32, 3, 64
+    q = rng.standard_normal((B, N1, 1, D)).astype(np.float16)
+    kc, vc = (rng.standard_normal((B * pages + 1, N2, block, D)).astype(np.float16) for _ in range(2))
+    table = rng.permutation(B * pages + 1)[:B * pages].astype(np.int32).reshape(B, pages)
+    out = baseline.naive_decode(q, kc, vc, table)
+    k, v = (np.concatenate([c[table[b]].transpose(1, 0, 2, 3).reshape(N2, pages * block, D)[None] for b in range(B)])
+            for c in (kc, vc))  # [B, N2, S2, D]
+    k, v = (np.repeat(x, N1 // N2, axis=1) for x in (k, v))
+    s64 = q.astype(np.float64) @ np.swapaxes(k, 2, 3).astype(np.float64) / math.sqrt(D)
+    p64 = np.exp(s64 - s64.max(-1, keepdims=True))
+    ref = (p64 / p64.sum(-1, keepdims=True)) @ v.astype(np.float64)
+    tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
+    low = (torch.softmax(tq @ tk.transpose(2, 3) / math.sqrt(D), -1) @ tv).double().numpy()
+    assert np.abs(out - ref).max() <= 3 * np.abs(low - ref).max() + 1e-5  # 3x: as test_naive_attention's
+
+
+def test_profile_infer_reports_the_naive_decode():
+    B, N1, N2, kv, D = 2, 8, 2, 512, 128
+    rep = profiler.profile_infer(batch=B, heads=N1, kv_heads=N2, kv_seqlen=kv, head_dim=D, model_only=True, bins=0,
+                                 baseline=True)
+    base = rep["baseline"]
+    assert base["launch_names"][:2] == ["gather K pages", "gather V pages"] and len(base["launches"]) == 5
+    assert rep["baseline_time_us"] == pytest.approx(sum(x["modeled_time_us"] for x in base["launches"]))
+    assert rep["speedup_vs_baseline"] == rep["baseline_time_us"] / rep["modeled_time_us"]
+    # the gathers alone read and write K and V once each: at least twice the bytes the fused kernel must read
+    kv_bytes = 2 * B * N2 * kv * D * 2
+    assert base["gm_bytes"] >= 2 * kv_bytes
+    assert rep["speedup_vs_baseline"] > 1
+    with pytest.raises(ValueError, match="kv_seqlen a multiple of block_size"):
+        profiler.profile_infer(kv_seqlen=500, model_only=True, bins=0, baseline=True)
+    # P V at KV = 64K + 16: P's stored rows are longer than gemm.cpp's Nd2Nz loads can take
+    with pytest.raises(ValueError, match="rows of 65552 elements"):
+        baseline.gemm(np.zeros((1, 65552), np.float16), np.zeros((65552, 16), np.float16), model_only=True)

@@ -28,3 +28,13 @@ def test_cli_infer_json(capsys):
 def test_cli_infer_int8_is_next_stage(capsys):
     assert cli.main(["profile", "--infer", "--kv-dtype", "int8", "--model-only", "--no-range"]) == 2
     assert "int8 KV cache" in capsys.readouterr().err
+
+
+def test_cli_infer_baseline_json(capsys):
+    assert cli.main(["profile", "--infer", "--batch", "2", "--heads", "8", "--kv-heads", "2", "--kv-seqlen", "256",
+                     "--head-dim", "64", "--model-only", "--no-range", "--baseline", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["baseline"]["launch_names"][-1] == "gemm P V"
+    assert rep["speedup_vs_baseline"] == rep["baseline_time_us"] / rep["modeled_time_us"]
+    assert cli.main(["profile", "--infer", "--kv-seqlen", "300", "--model-only", "--no-range", "--baseline"]) == 2
+    assert "multiple of block_size" in capsys.readouterr().err

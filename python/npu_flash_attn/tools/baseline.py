@@ -1,6 +1,7 @@
 """Baselines under the same cycle model as the op: a multi-core GEMM (tools/kernels/gemm.cpp) and the naive, unfused
-attention an eager framework runs (S = Q K^T to GM, a 3-pass row softmax kernel, O = P V), each launch on the CPU twin
-and modelled; the naive time is the sum of the launches, each with its launch overhead, as profiler._combine adds the
+attention an eager framework runs (S = Q K^T to GM, a 3-pass row softmax kernel, O = P V), and for decode over a
+paged cache the same after two page gathers (tools/kernels/gather_pages.cpp), each launch on the CPU twin and
+modelled; the naive time is the sum of the launches, each with its launch overhead, as profiler._combine adds the
 backward's. Numbers are "modeled (<chip>)"."""
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from .. import twin, twin_backend
 from . import profiler
 
 KERNELS = Path(__file__).resolve().parent / "kernels"  # package data
+GEMM_MAX_ROW = 65535  # elements in a stored row of A or B: gemm.cpp's Nd2Nz srcDValue is 16-bit
 
 
 @functools.lru_cache(maxsize=None)
@@ -61,6 +63,10 @@ def gemm(a: np.ndarray, b: np.ndarray, *, a_trans: bool = False, b_trans: bool =
     if b3.shape != ((batch, N, K) if b_trans else (batch, K, N)):
         raise ValueError(f"b has shape {b.shape}, which does not fit a {a.shape} "
                          f"(a_trans={a_trans}, b_trans={b_trans})")
+    for name, x, trans in (("a", a3, a_trans), ("b", b3, b_trans)):
+        if x.shape[2] > GEMM_MAX_ROW:
+            raise ValueError(f"{name} is stored with rows of {x.shape[2]} elements ({name}_trans={trans}); gemm.cpp "
+                             f"loads rows of at most {GEMM_MAX_ROW} (Nd2Nz srcDValue)")
     out_dtype = np.dtype(out_dtype)
     if out_dtype not in (np.float16, np.float32):
         raise ValueError(f"out_dtype must be float16 or float32, got {out_dtype}")
@@ -120,10 +126,11 @@ def _gemm_step(reports: list, *args, kw: dict, **kwargs) -> np.ndarray:
 
 
 def _probs(qs, ks, s1, s2, causal, scale, kw, reports):
-    """P = softmax(scale Q K^T [+ mask]) as the two launches gemm and naive_softmax."""
+    """P = softmax(scale Q K^T [+ mask]) as the two launches gemm and naive_softmax; qs rows are s1 query positions
+    each (repeated when query heads are packed as rows), which the causal mask reads."""
     s = _gemm_step(reports, qs, ks, b_trans=True, kw=kw)
     p = np.zeros(s.shape, s.dtype)  # calloc: pages a model-only launch never writes stay unmapped
-    r = _rows("naive_softmax", s.shape[0] * s1, s1, s2, causal, scale, s, p, kw=kw)
+    r = _rows("naive_softmax", s.shape[0] * s.shape[1], s1, s2, causal, scale, s, p, kw=kw)
     if kw["model"]:
         reports.append(r)
     return p
@@ -193,3 +200,53 @@ def naive_attention_backward(q: np.ndarray, k: np.ndarray, v: np.ndarray, do: np
     flops = 2.5 * 4.0 * B * N * S1 * S2 * D * (causal_fraction(S1, S2) if causal else 1.0)
     names = ["gemm dV = P^T dO", "gemm dP = dO V^T", "softmax grad", "gemm dQ = dS K", "gemm dK = dS^T Q"]
     return grads, _report(parts, names, chip, flops, naive_peak_bytes(B, N, S1, S2, D, backward=True))
+
+
+def _gather(cache: np.ndarray, table: np.ndarray, kw: dict, reports: list) -> np.ndarray:
+    """cache[table] for a paged cache (blocks, N2, block, D) and table [B, pages]: [B * N2, pages * block, D], one
+    launch of gather_pages.cpp over every vector core."""
+    blocks, n2, block, d = cache.shape
+    b, pages = table.shape
+    out = np.zeros((b * n2, pages * block, d), cache.dtype)
+    prm = np.array([b, n2, pages, block * d, blocks], np.int32)
+    r = _launch(_lib("gather_pages.cpp"), "gather_pages", profiler._chip_row(kw["chip"])["aiv_num"], prm, cache,
+                np.ascontiguousarray(table, np.int32), out, kernel_type="aiv", flops=0.0, bins=0, **kw)
+    if kw["model"]:
+        reports.append(r)
+    return out
+
+
+def naive_decode(q: np.ndarray, k_cache: np.ndarray, v_cache: np.ndarray, block_table: np.ndarray, *,
+                 scale: Optional[float] = None, chip: str = "Ascend910B2", model: bool = False,
+                 model_only: bool = False, sample_blocks: int = 0, overrides: Optional[dict] = None, ranges=False):
+    """Attention of fp16 BNSD q [B, N1, S1, D] over a paged cache k_cache, v_cache (blocks, N2, block, D) with
+    block_table [B, pages] (every batch attends to all pages * block keys; causal bottom-right when S1 > 1) the way an
+    eager framework runs it: two page gathers (K, V made contiguous), then naive_attention's three launches with the
+    G = N1 / N2 query heads of a KV head packed as rows of one matrix (K and V are not repeated per query head).
+    Returns O, or (O, report) with model=True, as naive_attention's (FLOPs 4*B*N1*S1*S2*D times the causal fraction;
+    peak_bytes: q, the gathered K and V, S, P and O, the cache not counted)."""
+    B, N1, S1, D = q.shape
+    _, N2, block, _ = k_cache.shape
+    if v_cache.shape != k_cache.shape or k_cache.shape[3] != D or N1 % N2:
+        raise ValueError(f"k_cache and v_cache must be (blocks, N2, block, {D}) with N2 dividing N1 = {N1}, got "
+                         f"{k_cache.shape} and {v_cache.shape}")
+    if block_table.ndim != 2 or block_table.shape[0] != B:
+        raise ValueError(f"block_table must be [B, pages] = [{B}, pages], got {block_table.shape}")
+    G, S2 = N1 // N2, block_table.shape[1] * block
+    if S2 % 16 or S1 > S2:
+        raise ValueError(f"the keys (pages * block = {S2}) must be a multiple of 16 and at least S1 = {S1}")
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    kw = dict(chip=chip, model=model, model_only=model_only, sample_blocks=sample_blocks, overrides=overrides,
+              ranges=ranges)
+    parts: list = []
+    ks = _gather(k_cache, block_table, kw, parts)
+    vs = _gather(v_cache, block_table, kw, parts)
+    qs = np.ascontiguousarray(q.reshape(B * N2, G * S1, D))  # heads n2 * G + g: the rows g * S1 + s of KV head n2
+    p = _probs(qs, ks, S1, S2, S1 > 1, scale, kw, parts)
+    o = _gemm_step(parts, p, vs, kw=kw).reshape(B, N1, S1, D)
+    if not model:
+        return o
+    flops = 4.0 * B * N1 * S1 * S2 * D * (causal_fraction(S1, S2) if S1 > 1 else 1.0)
+    peak = 2 * (2 * B * N1 * S1 * D + 2 * B * N2 * S2 * D + 2 * B * N1 * S1 * S2)
+    return o, _report(parts, ["gather K pages", "gather V pages", "gemm Q K^T", "softmax", "gemm P V"], chip, flops,
+                      peak)

@@ -68,6 +68,9 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--block-size", type=int, default=128, help="with --infer: the cache's block size (default 128)")
     pr.add_argument("--kv-dtype", default=None, choices=["fp16", "bf16", "int8"],
                     help="with --infer: the cache's dtype (default: --dtype; int8 is not supported yet)")
+    pr.add_argument("--baseline", action="store_true",
+                    help="with --infer: also model a naive decode on the same cache (page gathers, Q K^T, softmax, "
+                         "P V as separate launches) and report baseline_time_us and speedup_vs_baseline")
     pr.add_argument("--deterministic", action="store_true", help="with --backward: the deterministic schedule")
     pr.add_argument("--keep-prob", type=float, default=1.0, help="dropout keep probability (default 1: no dropout)")
     pr.add_argument("--scale", type=float, default=None, help="softmax scale (default head_dim^-0.5)")
@@ -289,7 +292,7 @@ def _profile(a) -> int:
                                          seqlen=a.seqlen or 1, kv_seqlen=a.kv_seqlen, block_size=a.block_size,
                                          head_dim=a.head_dim, dtype=a.dtype, kv_dtype=a.kv_dtype, overrides=overrides,
                                          model_only=a.model_only, sample_blocks=a.sample_blocks,
-                                         ranges=not a.no_range)
+                                         ranges=not a.no_range, baseline=a.baseline)
         else:
             rep = profiler.profile(chip=a.chip, batch=a.batch, heads=a.heads, kv_heads=a.kv_heads,
                                    seqlen=a.seqlen or 2048, head_dim=a.head_dim, dtype=a.dtype, causal=a.causal,
@@ -318,6 +321,9 @@ def _profile(a) -> int:
               f"cores, {rep['splits']} KV split(s)")
         print(f"time    : {rep['modeled_time_us']:.1f} us; HBM {rep['hbm_bytes_required'] / 1e6:.2f} MB required, "
               f"{100 * rep['hbm_utilization']:.1f} % of the HBM bandwidth")
+        if "baseline" in rep:
+            print(f"naive   : {rep['baseline_time_us']:.1f} us ({' + '.join(rep['baseline']['launch_names'])}); "
+                  f"ours {rep['speedup_vs_baseline']:.2f}x faster")
         return 0
     what = ("backward (deterministic)" if p["deterministic"] else "backward") if p["backward"] else "forward"
     how = "" if not p["model_only"] else (f", model-only, {p['sample_blocks']} sampled cores" if p["sample_blocks"]

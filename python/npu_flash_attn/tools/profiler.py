@@ -211,12 +211,15 @@ def profile_infer(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, 
                   seqlen: int = 1, kv_seqlen: int = 4096, block_size: int = 128, head_dim: int = 128,
                   dtype: str = "bf16", kv_dtype: Optional[str] = None, bins: int = 400, keep_blocks: int = 1,
                   overrides: Optional[dict] = None, seed: int = 0, model_only: bool = False, sample_blocks: int = 0,
-                  ranges=False) -> dict:
+                  ranges=False, baseline: bool = False) -> dict:
     """Modeled time of npu_fused_infer_attention_score over a paged cache ((blocks, N2, block_size, D), a random
     permuted block table, every batch kv_seqlen keys; `seqlen` query tokens per batch, causal bottom-right when more
     than one, BNSD): its launches (the kernel, and with split keys the combine pass) modelled one after the other.
     The report is profile()'s plus hbm_bytes_required (q, the K/V pages read, the block table, the output: what the
-    problem must move) and hbm_utilization = hbm_bytes_required / (modeled time x the chip's HBM bandwidth)."""
+    problem must move) and hbm_utilization = hbm_bytes_required / (modeled time x the chip's HBM bandwidth), with
+    ranges its ends hbm_utilization_low/_high (from the time's high/low ends). baseline (kv_seqlen a multiple of
+    block_size): also the naive decode on the same cache and table (tools.baseline.naive_decode, fp16: the same bytes
+    as bf16) as `baseline` (its report), baseline_time_us and speedup_vs_baseline (its time over ours)."""
     import torch
     from ..interfaces.fused_infer import npu_fused_infer_attention_score
     kv_heads = heads if kv_heads is None else kv_heads
@@ -225,6 +228,9 @@ def profile_infer(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, 
     tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(dtype)
     if tdt is None:
         raise ValueError(f"dtype must be fp16 or bf16, got {dtype!r}")
+    if baseline and kv_seqlen % block_size:
+        raise ValueError(f"baseline=True needs kv_seqlen a multiple of block_size (the naive decode reads whole "
+                         f"pages), got kv_seqlen={kv_seqlen}, block_size={block_size}")
     row = _chip_row(chip)
     gen = torch.Generator().manual_seed(seed)
 
@@ -266,6 +272,23 @@ def profile_infer(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, 
                             kv_dtype=dtype, model_only=model_only, sample_blocks=sample_blocks),
                splits=info["splits"], block_dim=info["block_dim"], twin_seconds=info["twin_seconds"],
                model=info["cost_model"])
+    if "modeled_time_us_low" in rep:
+        bw = row["hbm_gbps"] * 1e9
+        rep.update(hbm_utilization_low=required / (rep["modeled_time_us_high"] * 1e-6 * bw),
+                   hbm_utilization_high=required / (rep["modeled_time_us_low"] * 1e-6 * bw))
+    if baseline:
+        import numpy as np
+
+        from . import baseline as naive
+
+        def half(x):  # model-only: lazily mapped zeros, as the op's inputs above
+            return np.zeros(tuple(x.shape), np.float16) if model_only else x.float().numpy().astype(np.float16)
+
+        _, base = naive.naive_decode(half(q), half(k), half(v), table.numpy(), scale=1.0 / math.sqrt(head_dim),
+                                     chip=chip, model=True, model_only=model_only, sample_blocks=sample_blocks,
+                                     overrides=overrides, ranges=ranges)
+        rep.update(baseline=public(base), baseline_time_us=base["modeled_time_us"],
+                   speedup_vs_baseline=base["modeled_time_us"] / rep["modeled_time_us"])
     return rep
 
 
