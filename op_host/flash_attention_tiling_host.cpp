@@ -258,6 +258,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     pt.alibiPerBatch = p.alibiPerBatch ? 1 : 0;
     pt.alibiDelta = p.alibiDelta;
     pt.pseMode = p.pseMode;
+    pt.outResidual = p.outResidual ? 1 : 0;
     pt.pseStrideB = p.pseStrideB, pt.pseStrideN = p.pseStrideN, pt.pseStrideS = p.pseStrideS;
     pt.drop = DropoutParamsOf(p);
     StridesOf(p, p.n1, p.d, p.s1, pt.qStride.b, pt.qStride.n, pt.qStride.s);
