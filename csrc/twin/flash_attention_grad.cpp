@@ -121,6 +121,7 @@ py::dict FlashAttentionGrad(const npu_fa::FaCall& call, const std::string& chipN
     const npu_fa::FlashAttentionGradTilingData& dqPass = t.launches.front();
     const npu_fa::FlashAttentionGradTilingData& dkvPass = t.launches[1];
     info["deterministic"] = deterministic;
+    info["out_residual"] = p.outResidual;
     info["launches"] = t.launches.size();
     info["block_dim_dq"] = dqPass.blockDim;
     info["block_dim_dkv"] = dkvPass.blockDim;

@@ -7,7 +7,8 @@
 // fp16), chunks without a mask, band cut or key tail run the scale, row max, subtraction and exp in half (128 lanes
 // per repeat) and take P straight from the Exp; only the row sums go through fp32, from P as the cube gets it.
 // Other chunks are widened by one Cast and take the fp32 path. With the tiling's outResidual, a task's end also
-// writes attention_out's rounding error (fp32 out - out in T, rounded to T) for the backward's D (issue 26).
+// writes attention_out's rounding error (fp32 out - out in T, rounded to T; opart is its fp32 scratch, the
+// probability buffers hold it after the output rows) for the backward's D (issue 26).
 #ifndef NPU_FA_KERNEL_FWD_VECTOR_H
 #define NPU_FA_KERNEL_FWD_VECTOR_H
 
@@ -121,7 +122,6 @@ private:
     static constexpr int32_t kIdPse = Io::kIdFree;   // V_MTE2 / MTE2_V pairs around an outer pse tile's load
     static constexpr int32_t kIdDrop = kIdPse + 1;   // V_MTE2 / MTE2_V pairs around a user dropout mask's load
     static_assert(kIdDrop < 8, "V_MTE2 event IDs overlap");
-    static constexpr int32_t kIdResidual = Io::kIdFree;  // MTE3_V: the residual's copy out has left opart
     // Statistic buffers inside statBuf_ (FaOnlineSoftmax's, kFwdStepSlots tasks and steps in flight until their
     // output fold).
     using Softmax = FaOnlineSoftmax<kFwdStepSlots>;
@@ -253,7 +253,7 @@ private:
         const AscendC::LocalTensor<float> opart =
             io_.LoadOutput(ws_.Output(slot), (uint64_t)s.mine.first * dvPad_, s.mine.count * dvPad_);
         softmax_.Fold(accBuf_.Get<float>(), opart, slot, s.mine.count, dvPad_, s.first);
-        if (!(s.last && residual_)) io_.ReleaseOutput();  // else Finalize borrows opart and releases it
+        if (!(s.last && residual_)) io_.ReleaseOutput();  // else Finalize borrows opart as scratch and releases it
         if (s.last) Finalize(s);
     }
 
@@ -297,16 +297,14 @@ private:
             WriteRows(s.task, s.mine, o);
             return;
         }
-        // residual = acc - out, in fp32 (exact: out is acc rounded), then rounded to T, in opart (fp32 [rows, dvPad])
+        // residual = acc - out in fp32 (exact: out is acc rounded), then rounded to T after the output rows
         const AscendC::LocalTensor<float> back = io_.OutputBuffer();
         AscendC::Cast(back, o, AscendC::RoundMode::CAST_NONE, n);
         AscendC::Sub(acc, acc, back, n);
-        const AscendC::LocalTensor<T> r = back.template ReinterpretCast<T>();
+        io_.ReleaseOutput();
+        const AscendC::LocalTensor<T> r = o[rows * dvPad_];
         AscendC::Cast(r, acc, AscendC::RoundMode::CAST_RINT, n);
         WriteRows(s.task, s.mine, r);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdResidual);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdResidual);
-        io_.ReleaseOutput();
     }
 
     // Rows of a task that sees no key at all: zero output, max = -FLT_MAX, sum = FLT_MAX; with a sink logit z
