@@ -73,7 +73,6 @@ inline FaVecFeatures VecFeaturesOf(const FaProblem& p, bool band) {
     f.alibi = p.alibiMode != kAlibiNone;
     f.pse = p.pseMode != kPseNone;
     f.dropout = p.dropMode != kDropNone;
-    f.residual = p.outResidual;
     return f;
 }
 

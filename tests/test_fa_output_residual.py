@@ -19,6 +19,19 @@ def _residual_on():
     nfa.set_output_residual(True)
 
 
+def _assert_rounding_error(out, res):
+    """out + res (exactly, in float64) rounds to out: |res| is at most half of out's spacing, and the sum rounds
+    back except where res itself rounded onto the tie; res is not all zero."""
+    dt = out.dtype
+    whole, a = out.double() + res.double(), out.abs()
+    up = torch.nextafter(a, torch.tensor(float("inf"), dtype=dt)).double() - a.double()  # out's spacing above and below
+    down = a.double() - torch.nextafter(a, torch.tensor(0.0, dtype=dt)).double()
+    half = res.double().abs() * 2
+    assert bool((half <= torch.maximum(up, down)).all())
+    assert bool(((whole.to(dt) == out) | (half == up) | (half == down)).all())
+    assert res.abs().max() > 0
+
+
 @pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("layout", ["BNSD", "BSH", "TND"])
 def test_residual_is_the_outputs_rounding_error(gen, dt, layout):
@@ -38,15 +51,8 @@ def test_residual_is_the_outputs_rounding_error(gen, dt, layout):
     kw.update(scale=1 / math.sqrt(D))
     out, _, _, res = fwd(q, k, v, N, layout, **kw, output_residual=True)
     assert res.shape == out.shape and res.dtype == out.dtype
+    _assert_rounding_error(out, res)
     whole = out.double() + res.double()
-    a = out.abs()
-    up = torch.nextafter(a, torch.tensor(float("inf"), dtype=dt)).double() - a.double()  # out's spacing above and below
-    down = a.double() - torch.nextafter(a, torch.tensor(0.0, dtype=dt)).double()
-    half = res.double().abs() * 2
-    assert bool((half <= torch.maximum(up, down)).all())
-    # rounds back to out, except where the residual itself rounded onto the tie (exactly half a spacing)
-    assert bool(((whole.to(dt) == out) | (half == up) | (half == down)).all())
-    assert res.abs().max() > 0
     ref = flash_attention_reference(q.double(), k.double(), v.double(), N, layout, **kw)[0]
     assert (whole - ref).abs().mean() < (out.double() - ref).abs().mean()
     if layout == "TND":
@@ -54,6 +60,21 @@ def test_residual_is_the_outputs_rounding_error(gen, dt, layout):
     # the output itself is the same with or without the residual
     plain = fwd(q, k, v, N, layout, **kw)
     assert torch.equal(plain[0], out) and plain[3].numel() == 0
+
+
+@pytest.mark.parametrize("D,in_probs", [(128, True), (512, False)])
+def test_both_residual_buffers(gen, D, in_probs):
+    """The residual waits for its copy out beside the output rows where UB allows it at the chosen blocks, else in
+    the partial-output buffer (D = 512): the blocks are the same as without it, and both give the rounding error."""
+    q, k, v = (torch.randn(1, 2, 97, D, generator=gen).bfloat16() for _ in range(3))
+    kw = dict(scale=D ** -0.5, sparse_mode=3)
+    plain = fwd(q, k, v, 2, "BNSD", **kw)
+    blocks = {n: nfa.last_launch_info()[n] for n in ("s1_block", "s2_block", "vec_rows")}
+    out, _, _, res = fwd(q, k, v, 2, "BNSD", **kw, output_residual=True)
+    info = nfa.last_launch_info()
+    assert info["residual_in_probs"] is in_probs and {n: info[n] for n in blocks} == blocks
+    assert torch.equal(out, plain[0])
+    _assert_rounding_error(out, res)
 
 
 def test_rows_without_keys_have_zero_residual(gen):

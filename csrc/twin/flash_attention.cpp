@@ -53,6 +53,7 @@ py::dict PlanInfo(const Plan& plan) {
     info["band_tiles"] = tiling.bandTiles;
     info["half_softmax"] = tiling.halfSoftmax != 0;
     info["out_residual"] = tiling.problem.outResidual != 0;
+    info["residual_in_probs"] = tiling.residualInProbs != 0;
     info["score_dtype"] = tiling.lowScores != 0 ? (tiling.problem.dtype == npu_fa::kBf16 ? "bf16" : "fp16") : "fp32";
     info["k_chunk_qk"] = tiling.kChunkQK;
     info["n_chunk_qk"] = tiling.nChunkQK;

@@ -7,8 +7,9 @@
 // fp16), chunks without a mask, band cut or key tail run the scale, row max, subtraction and exp in half (128 lanes
 // per repeat) and take P straight from the Exp; only the row sums go through fp32, from P as the cube gets it.
 // Other chunks are widened by one Cast and take the fp32 path. With the tiling's outResidual, a task's end also
-// writes attention_out's rounding error (fp32 out - out in T, rounded to T; opart is its fp32 scratch, the
-// probability buffers hold it after the output rows) for the backward's D (issue 26).
+// writes attention_out's rounding error (fp32 out - out in T, rounded to T; opart is its fp32 scratch; it waits
+// for its copy out after the output rows in the probability buffers, or where UB is short in opart) for the
+// backward's D (issue 26).
 #ifndef NPU_FA_KERNEL_FWD_VECTOR_H
 #define NPU_FA_KERNEL_FWD_VECTOR_H
 
@@ -47,7 +48,9 @@ public:
         rowsMax_ = CeilDiv(t->s1Block, 2);
         chunk_ = t->vecRows;
         halfChain_ = FaIsHalf<T>::kValue && t->halfSoftmax != 0;
-        const FaFwdUbSizes u = FwdUbSizes(rowsMax_, chunk_, w_, dvPad_, TilingVecFeatures(*p_, t->bandTiles != 0));
+        FaVecFeatures features = TilingVecFeatures(*p_, t->bandTiles != 0);
+        features.residual = t->residualInProbs != 0;
+        const FaFwdUbSizes u = FwdUbSizes(rowsMax_, chunk_, w_, dvPad_, features);
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(sBuf_, u.s);
         if (u.dmat != 0) pipe->InitBuffer(dmatBuf_, u.dmat);
@@ -122,6 +125,7 @@ private:
     static constexpr int32_t kIdPse = Io::kIdFree;   // V_MTE2 / MTE2_V pairs around an outer pse tile's load
     static constexpr int32_t kIdDrop = kIdPse + 1;   // V_MTE2 / MTE2_V pairs around a user dropout mask's load
     static_assert(kIdDrop < 8, "V_MTE2 event IDs overlap");
+    static constexpr int32_t kIdResidual = Io::kIdFree;  // MTE3_V: a residual copied out of opart has left it
     // Statistic buffers inside statBuf_ (FaOnlineSoftmax's, kFwdStepSlots tasks and steps in flight until their
     // output fold).
     using Softmax = FaOnlineSoftmax<kFwdStepSlots>;
@@ -297,14 +301,20 @@ private:
             WriteRows(s.task, s.mine, o);
             return;
         }
-        // residual = acc - out in fp32 (exact: out is acc rounded), then rounded to T after the output rows
+        // residual = acc - out in fp32 (exact: out is acc rounded), then rounded to T
         const AscendC::LocalTensor<float> back = io_.OutputBuffer();
         AscendC::Cast(back, o, AscendC::RoundMode::CAST_NONE, n);
         AscendC::Sub(acc, acc, back, n);
-        io_.ReleaseOutput();
-        const AscendC::LocalTensor<T> r = o[rows * dvPad_];
+        const bool inProbs = t_->residualInProbs != 0;
+        if (inProbs) io_.ReleaseOutput();
+        const AscendC::LocalTensor<T> r = inProbs ? o[rows * dvPad_] : back.template ReinterpretCast<T>();
         AscendC::Cast(r, acc, AscendC::RoundMode::CAST_RINT, n);
         WriteRows(s.task, s.mine, r);
+        if (!inProbs) {  // opart is free once the residual has left it
+            AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdResidual);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdResidual);
+            io_.ReleaseOutput();
+        }
     }
 
     // Rows of a task that sees no key at all: zero output, max = -FLT_MAX, sum = FLT_MAX; with a sink logit z

@@ -16,7 +16,7 @@ struct FaVecFeatures {
     bool alibi = false;      // in-kernel ALiBi
     bool pse = false;        // an outer pse tensor
     bool dropout = false;    // keep_prob < 1 or a dropout mask
-    bool residual = false;   // the forward writes its output residual (outResidual)
+    bool residual = false;   // the forward's output residual waits in the probability buffers (residualInProbs)
 };
 
 // The features a tiling's problem asks of the vector cores (`band`: the kernel keeps a band pattern).
@@ -27,7 +27,6 @@ FA_INLINE FaVecFeatures TilingVecFeatures(const FaProblemTiling& p, bool band) {
     f.alibi = p.alibiMode != kAlibiNone;
     f.pse = p.pseMode != kPseNone;
     f.dropout = p.drop.mode != kDropNone;
-    f.residual = p.outResidual != 0;
     return f;
 }
 

@@ -45,6 +45,12 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   scores' rounding (relative ~2^-11). With float16 inputs the mode needs every unscaled |q.k| <= 65504 (ValueError
   naming inner_precise otherwise). The backward always computes at full precision (its high-performance mode is
   not built yet).
+* Training: when autograd records the call (grad mode on and query/key/value/pse/sink requiring grad), the op
+  runs `npu::flash_attention_fwd(..., output_residual=True)`, which also returns attention_out's rounding error
+  (attention_out_residual: the output's shape and dtype, fp32 output minus the rounded one), and the autograd
+  saves it for the backward's D (`backward`): one more output-sized tensor per call, which makes the gradients
+  exact in rows with one dominant key. `set_output_residual(False)` turns it off (D from the rounded output, as in
+  flash_attn and the built-in).
 * TND varlen: the lists are cumulative (lengths 2,3,4 -> [2,5,9]), equal length (= number of batches), start >= 0,
   non-decreasing, last value <= T1 (resp. T2). Repeated values are zero-length sequences. Trailing zeros after a
   positive value disable the remaining batches (built-in convention: [2,5,9,0,0] = 3 batches); a batch disabled in
