@@ -26,7 +26,8 @@
 #define NPU_FA_FWD_OUTPUTS(X)                        \
     X(attention_out, AttentionOut, kQkv, REQUIRED)   \
     X(softmax_max, SoftmaxMax, kF32, REQUIRED)       \
-    X(softmax_sum, SoftmaxSum, kF32, REQUIRED)
+    X(softmax_sum, SoftmaxSum, kF32, REQUIRED)       \
+    X(attention_out_residual, AttentionOutResidual, kQkv, OPTIONAL)
 
 // The block-map pre-pass reads only the mask (its own dtype combinations: uint8 or bool masks).
 #define NPU_FA_MAP_INPUTS(X)                         \
@@ -41,7 +42,8 @@
     X(attention_in, AttentionIn, kQkv, REQUIRED)     \
     X(softmax_max, SoftmaxMax, kF32, REQUIRED)       \
     X(softmax_sum, SoftmaxSum, kF32, REQUIRED)       \
-    NPU_FA_SHARED_INPUTS(X)
+    NPU_FA_SHARED_INPUTS(X)                          \
+    X(attention_in_residual, AttentionInResidual, kQkv, OPTIONAL)
 
 // dsink_rows: with a sink, each query row's share of dsink in the statistics' layout (summed per head by the
 // caller); dpse_rows: with an outer pse, dS as the kernel writes it (reduced to dpse by the caller).

@@ -258,6 +258,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     pt.alibiPerBatch = p.alibiPerBatch ? 1 : 0;
     pt.alibiDelta = p.alibiDelta;
     pt.pseMode = p.pseMode;
+    pt.outResidual = p.outResidual ? 1 : 0;
     pt.pseStrideB = p.pseStrideB, pt.pseStrideN = p.pseStrideN, pt.pseStrideS = p.pseStrideS;
     pt.drop = DropoutParamsOf(p);
     StridesOf(p, p.n1, p.d, p.s1, pt.qStride.b, pt.qStride.n, pt.qStride.s);
@@ -349,7 +350,15 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.kChunkPV = plan.kChunkPV;
     t.nChunkPV = plan.nChunkPV;
     if (t.kvSub < t.s2Block && t.nChunkPV < pt.dvPad) return "P*V of a query block does not fit its L0C tile";
-    out.ubBytes = FwdUbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, pt.dvPad, features).total;
+    // The output residual takes no part in the block choice: it waits beside the output rows where UB allows that
+    // at these blocks, else in the partial-output buffer (a short wait at each task's end, cheaper than smaller
+    // blocks: D = 512 would halve its query block).
+    FaVecFeatures withResidual = features;
+    withResidual.residual = true;
+    t.residualInProbs = p.outResidual &&
+                        FwdUbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, pt.dvPad, withResidual).total <= ub;
+    out.ubBytes = FwdUbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, pt.dvPad,
+                             t.residualInProbs != 0 ? withResidual : features).total;
     out.l1Bytes = L1Bytes(t.s1Block, t.kvGroup * t.kvSub, pt.dPad, pt.dvPad);
 
     // Dense-mask block map: one group per batch when the mask (or the prefix) differs per batch, one per sequence

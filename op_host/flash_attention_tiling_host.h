@@ -57,6 +57,8 @@ struct FaProblem {
     // Backward only: the call holds part of each row's keys, with the whole rows' statistics and output (the grad
     // op's partial_keys).
     bool partialKeys = false;
+    // The forward writes, the backward reads attention_out's rounding error (FaProblemTiling::outResidual).
+    bool outResidual = false;
     // inner_precise bit 0 (high-performance mode): the forward may take its scores out of Fixpipe in the input dtype
     // (the tiling decides: LowScoresPay); forceLowScores >= 0 (twin tuning) decides instead.
     bool highPerformance = false;

@@ -12,12 +12,14 @@ extern "C" __global__ __aicore__ void flash_attention_fwd(GM_ADDR query, GM_ADDR
                                                           GM_ADDR blockMap, GM_ADDR seqInfo, GM_ADDR sink,
                                                           GM_ADDR alibiSlopes, GM_ADDR pse, GM_ADDR dropoutMask,
                                                           GM_ADDR attentionOut, GM_ADDR softmaxMax, GM_ADDR softmaxSum,
-                                                          GM_ADDR workspace, GM_ADDR tiling) {
+                                                          GM_ADDR attentionOutResidual, GM_ADDR workspace,
+                                                          GM_ADDR tiling) {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
     REGISTER_TILING_DEFAULT(npu_fa::FlashAttentionTilingData);  // a standard-C++ tiling struct (no TilingData macros)
     GET_TILING_DATA_WITH_STRUCT(npu_fa::FlashAttentionTilingData, tilingData, tiling);
     // The user workspace starts past the system workspace on the NPU.
     const npu_fa::FaFwdGmArgs gm{{query, key, value, attenMask, blockMap, seqInfo, sink, alibiSlopes, pse, dropoutMask},
-                                 attentionOut, softmaxMax, softmaxSum, AscendC::GetUserWorkspace(workspace)};
+                                 attentionOut, softmaxMax, softmaxSum, attentionOutResidual,
+                                 AscendC::GetUserWorkspace(workspace)};
     npu_fa::RunMixKernel<npu_fa::FaFwdCube, npu_fa::FaFwdVector>(&tilingData, gm);
 }

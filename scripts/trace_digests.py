@@ -94,6 +94,20 @@ def digests() -> dict:
         finally:
             _C.set_cost_model(False)
         result[name] = {"forward": fwd, "backward": bwd}
+    # the training path's output residual (written by the forward, read by the backward), on one problem
+    args, kw = next(iter(_cases()))[1:]
+    o, smax, ssum, res = torch.ops.npu.flash_attention_fwd(*args, **kw, output_residual=True)
+    dy = torch.randn(o.shape, generator=g).to(o.dtype)
+    _C.set_cost_model(True, 1, 0, {}, True)
+    try:
+        torch.ops.npu.flash_attention_fwd(*args, **kw, output_residual=True)
+        fwd = twin_backend.last_launch_info()["trace_digest"]
+        torch.ops.npu.flash_attention_grad(*args[:3], dy, *args[3:], softmax_max=smax, softmax_sum=ssum,
+                                           attention_in=o, attention_in_residual=res, **kw)
+        bwd = list(twin_backend.last_launch_info()["trace_digests"])
+    finally:
+        _C.set_cost_model(False)
+    result["residual_" + next(iter(_cases()))[0]] = {"forward": fwd, "backward": bwd}
     return result
 
 

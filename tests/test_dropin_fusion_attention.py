@@ -70,8 +70,16 @@ def test_seven_outputs_and_grad(gen):
         q, k, v, dy, n1, "BSND", atten_mask=kw["atten_mask"], softmax_max=smax, softmax_sum=ssum,
         softmax_in=softmax_out, attention_in=out.detach(), scale_value=kw["scale"], seed=seed, offset=offset,
         numels=numels, sparse_mode=3)
-    assert torch.equal(dq, leaves[0].grad) and torch.equal(dk, leaves[1].grad) and torch.equal(dv, leaves[2].grad)
+    # the built-in's grad API has no output residual: D from attention_in, as the autograd without the residual
+    _grads_vs_float64(q, k, v, dq, dk, dv, dy, n1, "BSND", kw)
     assert dpse.numel() == 0 and dsink.numel() == 0
+    nfa.set_output_residual(False)
+    try:
+        plain = [t.clone().requires_grad_() for t in (q, k, v)]
+        nfa.npu_fusion_attention(*plain, n1, "BSND", **kw)[0].backward(dy)
+    finally:
+        nfa.set_output_residual(True)
+    assert torch.equal(dq, plain[0].grad) and torch.equal(dk, plain[1].grad) and torch.equal(dv, plain[2].grad)
 
 
 @pytest.mark.parametrize("mode,extra", [(2, {}), (3, {}), (4, dict(pre_tockens=10, next_tockens=0)),
@@ -119,9 +127,13 @@ def test_dropout_seed_offset_numels_round_trip(gen):
     given = nfa.npu_fusion_attention(q, k, v, 2, "BSND", scale=0.2, keep_prob=0.8, seed=seed, offset=offset)
     assert torch.equal(given[0], out) and given[4:6] == (seed, offset)
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
-    auto = nfa.npu_fusion_attention(*leaves, 2, "BSND", scale=0.2, keep_prob=0.8, seed=seed, offset=offset)[0]
-    dy = torch.randn(out.shape, generator=gen).bfloat16()
-    auto.backward(dy)
+    nfa.set_output_residual(False)  # the built-in's grad API takes D from attention_in alone
+    try:
+        auto = nfa.npu_fusion_attention(*leaves, 2, "BSND", scale=0.2, keep_prob=0.8, seed=seed, offset=offset)[0]
+        dy = torch.randn(out.shape, generator=gen).bfloat16()
+        auto.backward(dy)
+    finally:
+        nfa.set_output_residual(True)
     grads = nfa.npu_fusion_attention_grad(q, k, v, dy, 2, "BSND", softmax_max=smax, softmax_sum=ssum,
                                           attention_in=out, scale_value=0.2, keep_prob=0.8, seed=seed,
                                           offset=offset, numels=numels)

@@ -190,13 +190,14 @@ def test_backward_regenerates_the_forwards_mask(gen):
     seed, offset = _seed_offset(gen)
     a = dict(scale=0.125, keep_prob=0.75, seed=seed, offset=offset)
     qs, ks, vs = (x.clone().requires_grad_() for x in (q, k, v))
-    out, smax, ssum = torch.ops.npu.flash_attention(qs, ks, vs, 4, "BSND", **a)
+    out, smax, ssum, res = torch.ops.npu.flash_attention_fwd(qs, ks, vs, 4, "BSND", **a, output_residual=True)
     dy = torch.randn(out.shape, generator=gen).to(out.dtype)
     out.backward(dy)
 
     def grad(**kw):
         return torch.ops.npu.flash_attention_grad(q, k, v, dy, 4, "BSND", softmax_max=smax, softmax_sum=ssum,
-                                                  attention_in=out.detach(), **dict(a, **kw))[:3]
+                                                  attention_in=out.detach(), attention_in_residual=res,
+                                                  **dict(a, **kw))[:3]
     for g, want in zip(grad(), (qs.grad, ks.grad, vs.grad)):
         assert torch.equal(g, want)
     assert not torch.equal(grad(offset=offset + 1)[2], vs.grad)

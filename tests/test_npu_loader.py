@@ -15,6 +15,7 @@ import npu_flash_attn
 from npu_flash_attn import dispatch, npu
 
 OPS = ("npu::flash_attention", "npu::flash_attention_grad")
+KERNEL_OPS = ("npu::flash_attention_fwd", "npu::flash_attention_grad")  # npu::flash_attention is their composite
 
 
 class _Recorder:
@@ -106,13 +107,22 @@ class _Dev:
         return self._name
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", KERNEL_OPS)
 def test_python_kernels_are_cpu_only_and_checks_run_at_backend_select(op):
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     assert has(op, "CPU") and has(op, "BackendSelect") and has(op, "Autograd") and has(op, "Meta")
     # no catch-all kernel that would take NPU tensors away from the adapter's PrivateUse1 kernel
     assert not has(op, "CompositeExplicitAutograd") and not has(op, "CompositeImplicitAutograd")
     assert not has(op, "PrivateUse1")  # the adapter is not loaded here
+
+
+def test_public_forward_is_a_composite_of_the_kernel_op():
+    """npu::flash_attention has no kernel of its own: every device reaches npu::flash_attention_fwd's (the
+    adapter registers that one), with its checks and autograd."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    op = "npu::flash_attention"
+    assert has(op, "CompositeImplicitAutograd")
+    assert not any(has(op, k) for k in ("CPU", "BackendSelect", "PrivateUse1", "CompositeExplicitAutograd"))
 
 
 def _qkv(gen, S1=19, S2=23):

@@ -182,7 +182,8 @@ Call MakeCall(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, con
               at::OptionalIntArrayRef prefix, at::OptionalIntArrayRef cuQ, at::OptionalIntArrayRef cuKv,
               int64_t sparseMode, int64_t seed, int64_t offset, c10::optional<double> softcap, int64_t pseType,
               at::OptionalIntArrayRef qStartIdx, at::OptionalIntArrayRef kvStartIdx,
-              at::OptionalIntArrayRef dropoutOrigin, const std::vector<c10::optional<at::Tensor>>& saved = {}, bool partialKeys = false) {
+              at::OptionalIntArrayRef dropoutOrigin, const std::vector<c10::optional<at::Tensor>>& saved = {},
+              bool partialKeys = false, bool outputResidual = false) {
     Call c;
     npu_fa::FaCall& call = c.call;
     call.query = Arg(q), call.key = Arg(k), call.value = Arg(v);
@@ -198,10 +199,13 @@ Call MakeCall(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, con
     a.softcap = softcap.value_or(0.0);
     a.pseType = pseType, a.qStartIdx = Ints(qStartIdx), a.kvStartIdx = Ints(kvStartIdx);
     a.dropoutOrigin = Ints(dropoutOrigin);
-    if (!saved.empty()) {  // the backward: dy, attention_in, softmax_max, softmax_sum
+    call.outResidual = outputResidual;
+    if (!saved.empty()) {  // the backward: dy, attention_in, softmax_max, softmax_sum, attention_in_residual
         call.grad = true;
         call.dy = Arg(saved[0]), call.attentionIn = Arg(saved[1]), call.softmaxMax = Arg(saved[2]);
         call.softmaxSum = Arg(saved[3]);
+        call.attentionInResidual = Arg(saved[4]);
+        call.outResidual = call.attentionInResidual.present;
         call.partialKeys = partialKeys;
     }
     if (attenMask.has_value()) c.userMask = *attenMask;
@@ -322,7 +326,7 @@ void FillRowsWithoutKeys(const npu_fa::FaProblemInfo& info, const c10::optional<
     }
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, int64_t head_num,
     c10::string_view input_layout, const c10::optional<at::Tensor>& pse, const c10::optional<at::Tensor>& padding_mask,
     const c10::optional<at::Tensor>& atten_mask, double scale, double keep_prob, int64_t pre_tokens,
@@ -331,19 +335,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
     const c10::optional<at::Tensor>& sink,
     c10::optional<double> softcap, int64_t pse_type, at::OptionalIntArrayRef q_start_idx,
     at::OptionalIntArrayRef kv_start_idx, const c10::optional<at::Tensor>& dropout_mask,
-    at::OptionalIntArrayRef dropout_origin) {
+    at::OptionalIntArrayRef dropout_origin, bool output_residual) {
     const Call c = MakeCall(query, key, value, pse, padding_mask, atten_mask, sink, dropout_mask, head_num,
                             input_layout, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
                             actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, softcap, pse_type,
-                            q_start_idx, kv_start_idx, dropout_origin);
+                            q_start_idx, kv_start_idx, dropout_origin, {}, false, output_residual);
     at::Tensor out = at::empty(c.info.outShape, query.options());
+    // zero where no kernel writes (rows without keys, TND padding): their output is exactly 0
+    at::Tensor residual = output_residual ? at::zeros(c.info.outShape, query.options()) : at::empty({0}, query.options());
     at::Tensor smax = at::empty(c.info.statsShape, query.options().dtype(at::kFloat));
     at::Tensor ssum = at::empty(c.info.statsShape, query.options().dtype(at::kFloat));
     if (!c.info.post.hasWork) {  // every row is invalid (with sinks: max = the head's sink, sum = 1): no launch
         out.zero_();
         FillRowsWithoutKeys(c.info, sink, smax, ssum);
         FillPadding(c.info, out, smax, ssum);
-        return {out, smax, ssum};
+        return {out, smax, ssum, residual};
     }
     npu_fa::FaForwardPlan plan;
     const std::string err = npu_fa::PlanForward(c.p(), c.chip, plan);
@@ -360,6 +366,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
     args.query = q, args.key = k, args.value = v, args.atten_mask = c.mask, args.block_map = map;
     args.seq_info = seqInfo, args.sink = sinkLogits, args.alibi_slopes = c.slopes, args.pse = c.pse;
     args.dropout_mask = c.dropMask, args.attention_out = out, args.softmax_max = smax, args.softmax_sum = ssum;
+    if (output_residual) args.attention_out_residual = residual;
     at::Tensor workspace;
     RunAclnn(
         "aclnnFlashAttentionNpuFa",
@@ -367,11 +374,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashAttentionNpu(
             return aclnnFlashAttentionNpuFaGetWorkspaceSize(
                 NPU_FA_FWD_INPUTS(NPU_FA_ACL_TENSOR)
                     NPU_FA_ACL_ATTRS(a, layout, seed, offset, t.data.s1Block, t.data.s2Block),
-                NPU_FA_FWD_OUTPUTS(NPU_FA_ACL_TENSOR) size, exec);
+                output_residual, NPU_FA_FWD_OUTPUTS(NPU_FA_ACL_TENSOR) size, exec);
         },
         aclnnFlashAttentionNpuFa, workspace, query, true);
     FillPadding(c.info, out, smax, ssum);
-    return {out, smax, ssum};
+    return {out, smax, ssum, residual};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAttentionGradNpu(
@@ -384,11 +391,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
     int64_t seed, int64_t offset, const c10::optional<at::Tensor>& sink, bool deterministic,
     c10::optional<double> softcap, int64_t pse_type, at::OptionalIntArrayRef q_start_idx,
     at::OptionalIntArrayRef kv_start_idx, const c10::optional<at::Tensor>& dropout_mask,
-    at::OptionalIntArrayRef dropout_origin, bool partial_keys) {
+    at::OptionalIntArrayRef dropout_origin, bool partial_keys, const c10::optional<at::Tensor>& attention_in_residual) {
     const Call c = MakeCall(query, key, value, pse, padding_mask, atten_mask, sink, dropout_mask, head_num,
                             input_layout, scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix,
                             actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, offset, softcap, pse_type,
-                            q_start_idx, kv_start_idx, dropout_origin, {dy, attention_in, softmax_max, softmax_sum}, partial_keys);
+                            q_start_idx, kv_start_idx, dropout_origin,
+                            {dy, attention_in, softmax_max, softmax_sum, attention_in_residual}, partial_keys);
     const npu_fa::FaProblem& p = c.p();
     const at::Tensor none = at::empty({0}, query.options());  // dpse: no pse; dsink without a sink
     if (!c.info.post.hasWork) {  // no row sees a key: every sink's probability is 1, dsink = 0
@@ -421,6 +429,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
     args.softmax_sum = sm, args.atten_mask = c.mask, args.block_map = map, args.seq_info = seqInfo;
     args.sink = sinkLogits, args.alibi_slopes = c.slopes, args.pse = c.pse, args.dropout_mask = c.dropMask;
     args.dq = dq, args.dk = dk, args.dv = dv, args.dsink_rows = dsinkRows, args.dpse_rows = dpseRows;
+    if (p.outResidual) args.attention_in_residual = attention_in_residual->contiguous();
     at::Tensor workspace;  // shared by the launches: D lives there between them
     // As many launches as the grad tiling returns (the schedule may change; the TilingFunc refuses other indices).
     for (size_t launch = 0; launch < t.launches.size(); ++launch) {
@@ -446,6 +455,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> FlashAtte
 }  // namespace
 
 TORCH_LIBRARY_IMPL(npu, PrivateUse1, m) {
-    m.impl("flash_attention", TORCH_FN(FlashAttentionNpu));
+    m.impl("flash_attention_fwd", TORCH_FN(FlashAttentionNpu));
     m.impl("flash_attention_grad", TORCH_FN(FlashAttentionGradNpu));
 }

@@ -52,6 +52,8 @@ py::dict PlanInfo(const Plan& plan) {
     info["vec_rows"] = tiling.vecRows;
     info["band_tiles"] = tiling.bandTiles;
     info["half_softmax"] = tiling.halfSoftmax != 0;
+    info["out_residual"] = tiling.problem.outResidual != 0;
+    info["residual_in_probs"] = tiling.residualInProbs != 0;
     info["score_dtype"] = tiling.lowScores != 0 ? (tiling.problem.dtype == npu_fa::kBf16 ? "bf16" : "fp16") : "fp32";
     info["k_chunk_qk"] = tiling.kChunkQK;
     info["n_chunk_qk"] = tiling.nChunkQK;
@@ -119,7 +121,7 @@ py::dict FlashAttentionBlockMap(const npu_fa::FaCall& call, const std::string& c
 py::dict FlashAttentionFwd(const npu_fa::FaCall& call, const std::string& chipName, uintptr_t q, uintptr_t k, uintptr_t v,
                            uintptr_t mask, uint64_t maskBytes, uintptr_t blockMap, uint64_t blockMapBytes, uintptr_t sink,
                            uintptr_t pse, uintptr_t dropMask, uintptr_t out, uintptr_t smax, uintptr_t ssum,
-                           bool countOps) {
+                           bool countOps, uintptr_t residual) {
     Plan plan = MakePlan(call, chipName);
     const npu_fa::FaProblem& p = plan.p;
     if (p.denseMask && blockMapBytes != plan.t().mapBytes) {
@@ -146,6 +148,10 @@ py::dict FlashAttentionFwd(const npu_fa::FaCall& call, const std::string& chipNa
         o.gm.push_back({(const uint8_t*)mask, maskBytes, "atten_mask"});
         o.gm.push_back({(const uint8_t*)blockMap, blockMapBytes, "block_map"});
     }
+    if (p.outResidual) {
+        if (residual == 0) throw py::value_error("flash_attention_fwd: the problem writes a residual but has no buffer");
+        o.gm.push_back({(const uint8_t*)residual, bytes.out, "attention_out_residual"});
+    }
     if (p.sink) {
         if (sink == 0) throw py::value_error("flash_attention_fwd: the problem has sinks but no sink buffer");
         o.gm.push_back({(const uint8_t*)sink, (uint64_t)p.n1 * 4, "sink"});
@@ -169,7 +175,7 @@ py::dict FlashAttentionFwd(const npu_fa::FaCall& call, const std::string& chipNa
         r = twin::LaunchKernel(&flash_attention_fwd, o, (uint8_t*)q, (uint8_t*)k, (uint8_t*)v, (uint8_t*)mask,
                                (uint8_t*)blockMap, (uint8_t*)seqInfo.data(), (uint8_t*)sink,
                                (uint8_t*)(alibi ? pse : 0), (uint8_t*)(alibi ? 0 : pse), (uint8_t*)dropMask, (uint8_t*)out, (uint8_t*)smax,
-                               (uint8_t*)ssum, wsMem.get(), (uint8_t*)&tiling);
+                               (uint8_t*)ssum, (uint8_t*)residual, wsMem.get(), (uint8_t*)&tiling);
     }
     twin_bindings::RequireNoWarnings(r.warnings);
     py::dict info = PlanInfo(plan);
@@ -189,5 +195,5 @@ void RegisterFlashAttention(py::module_& m) {
     m.def("flash_attention_fwd", &FlashAttentionFwd, py::arg("call"), py::arg("chip"), py::arg("q"), py::arg("k"),
           py::arg("v"), py::arg("mask"), py::arg("mask_bytes"), py::arg("block_map"), py::arg("block_map_bytes"),
           py::arg("sink"), py::arg("pse"), py::arg("drop_mask"), py::arg("out"), py::arg("softmax_max"), py::arg("softmax_sum"),
-          py::arg("count_ops") = false);
+          py::arg("count_ops") = false, py::arg("residual") = 0);
 }

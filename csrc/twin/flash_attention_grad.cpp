@@ -25,7 +25,7 @@ namespace {
 py::dict FlashAttentionGrad(const npu_fa::FaCall& call, const std::string& chipName, bool deterministic, uintptr_t q,
                             uintptr_t k, uintptr_t v, uintptr_t dy, uintptr_t attn, uintptr_t smax, uintptr_t ssum,
                             uintptr_t mask, uint64_t maskBytes, uintptr_t sink, uintptr_t pse, uintptr_t dropMask, uintptr_t dq,
-                            uintptr_t dk, uintptr_t dv, uintptr_t dsinkRows, uintptr_t dpseRows) {
+                            uintptr_t dk, uintptr_t dv, uintptr_t dsinkRows, uintptr_t dpseRows, uintptr_t residual) {
     const npu_fa::ChipSpec* chip = npu_fa::FindChip(chipName.c_str());
     if (chip == nullptr) throw py::value_error("chip '" + chipName + "' is not in the chip table");
     const npu_fa::FaProblem p = twin_bindings::Solve(call).p;
@@ -44,6 +44,9 @@ py::dict FlashAttentionGrad(const npu_fa::FaCall& call, const std::string& chipN
     }
     const uint64_t dropBytes = npu_fa::DropMaskBytes(p);
     if (dropBytes != 0 && dropMask == 0) throw py::value_error("flash_attention_grad: the problem has a dropout mask but no buffer");
+    if (p.outResidual && residual == 0) {
+        throw py::value_error("flash_attention_grad: the problem reads a residual but has no buffer");
+    }
     if (p.sink && (sink == 0 || dsinkRows == 0)) {
         throw py::value_error("flash_attention_grad: the problem has sinks but no sink or dsink_rows buffer");
     }
@@ -90,6 +93,7 @@ py::dict FlashAttentionGrad(const npu_fa::FaCall& call, const std::string& chipN
             if (pseBytes != 0) o.gm.push_back({(const uint8_t*)pse, pseBytes, alibi ? "alibi_slopes" : "pse"});
             if (dpseBytes != 0) o.gm.push_back({(const uint8_t*)dpseRows, dpseBytes, "dpse_rows"});
             if (dropBytes != 0) o.gm.push_back({(const uint8_t*)dropMask, dropBytes, "dropout_mask"});
+            if (p.outResidual) o.gm.push_back({(const uint8_t*)residual, bytes.out, "attention_in_residual"});
             twin::LaunchResult r;
             {
                 py::gil_scoped_release release;
@@ -97,7 +101,7 @@ py::dict FlashAttentionGrad(const npu_fa::FaCall& call, const std::string& chipN
                                        (uint8_t*)attn, (uint8_t*)smax, (uint8_t*)ssum, (uint8_t*)mask, map.data(),
                                        (uint8_t*)seqInfo.data(), (uint8_t*)sink,
                                        (uint8_t*)(alibi ? pse : 0), (uint8_t*)(alibi ? 0 : pse), (uint8_t*)dropMask,
-                                       (uint8_t*)dq, (uint8_t*)dk,
+                                       (uint8_t*)residual, (uint8_t*)dq, (uint8_t*)dk,
                                        (uint8_t*)dv, (uint8_t*)dsinkRows, (uint8_t*)dpseRows, wsMem.get(),
                                        (uint8_t*)&tiling);
             }
@@ -117,6 +121,7 @@ py::dict FlashAttentionGrad(const npu_fa::FaCall& call, const std::string& chipN
     const npu_fa::FlashAttentionGradTilingData& dqPass = t.launches.front();
     const npu_fa::FlashAttentionGradTilingData& dkvPass = t.launches[1];
     info["deterministic"] = deterministic;
+    info["out_residual"] = p.outResidual;
     info["launches"] = t.launches.size();
     info["block_dim_dq"] = dqPass.blockDim;
     info["block_dim_dkv"] = dkvPass.blockDim;
@@ -145,5 +150,5 @@ void RegisterFlashAttentionGrad(py::module_& m) {
     m.def("flash_attention_grad", &FlashAttentionGrad, py::arg("call"), py::arg("chip"), py::arg("deterministic"),
           py::arg("q"), py::arg("k"), py::arg("v"), py::arg("dy"), py::arg("attention_in"), py::arg("softmax_max"),
           py::arg("softmax_sum"), py::arg("mask"), py::arg("mask_bytes"), py::arg("sink"), py::arg("pse"), py::arg("drop_mask"), py::arg("dq"), py::arg("dk"),
-          py::arg("dv"), py::arg("dsink_rows"), py::arg("dpse_rows"));
+          py::arg("dv"), py::arg("dsink_rows"), py::arg("dpse_rows"), py::arg("residual") = 0);
 }

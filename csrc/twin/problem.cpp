@@ -21,6 +21,7 @@ npu_fa::FaCall MakeCall(const py::object& query, const py::object& key, const py
                         int64_t pseType, const py::object& qStartIdx, const py::object& kvStartIdx,
                         const py::object& dropoutMask, const py::object& dropoutOrigin, const py::object& dy, const py::object& attentionIn,
                         const py::object& softmaxMax, const py::object& softmaxSum, bool grad, bool partialKeys,
+                        bool outResidual, const py::object& attentionInResidual,
                         const std::string& dropMaskInPlaceDevice, uint32_t forceS1Block, uint32_t forceS2Block,
                         bool maskIsKernelView, bool contiguousMask) {
     npu_fa::FaCall c;
@@ -38,6 +39,7 @@ npu_fa::FaCall MakeCall(const py::object& query, const py::object& key, const py
     a.dropoutOrigin = IntList(dropoutOrigin);
     c.grad = grad;
     c.partialKeys = partialKeys;
+    c.outResidual = outResidual, c.attentionInResidual = TensorArg(attentionInResidual);
     c.dy = TensorArg(dy), c.attentionIn = TensorArg(attentionIn), c.softmaxMax = TensorArg(softmaxMax);
     c.softmaxSum = TensorArg(softmaxSum);
     c.dropMaskInPlaceDevice = dropMaskInPlaceDevice;
@@ -70,6 +72,7 @@ py::dict Problem(const npu_fa::FaCall& call) {
     d["prefix"] = py::tuple(py::cast(p.prefix));
     d["dense_mask"] = p.denseMask, d["mask_tnd_global"] = p.maskTndGlobal, d["sink"] = p.sink;
     d["high_performance"] = p.highPerformance;
+    d["out_residual"] = p.outResidual;
     d["softcap"] = call.attrs.hasSoftcap ? py::object(py::float_(call.attrs.softcap)) : py::object(py::none());
     d["alibi_mode"] = p.alibiMode, d["alibi_per_batch"] = p.alibiPerBatch, d["alibi_delta"] = p.alibiDelta;
     d["outer_mode"] = p.pseMode, d["outer_per_batch"] = p.pseStrideB != 0, d["outer_per_row"] = p.pseStrideS != 0;
@@ -113,7 +116,8 @@ void RegisterProblem(py::module_& m) {
              py::arg("pse_type") = 1, py::arg("q_start_idx") = py::none(), py::arg("kv_start_idx") = py::none(),
              py::arg("dropout_mask") = py::none(), py::arg("dropout_origin") = py::none(), py::arg("dy") = py::none(), py::arg("attention_in") = py::none(),
              py::arg("softmax_max") = py::none(), py::arg("softmax_sum") = py::none(), py::arg("grad") = false,
-             py::arg("partial_keys") = false,             py::arg("drop_mask_device") = "", py::arg("force_s1_block") = 0,
+             py::arg("partial_keys") = false, py::arg("out_residual") = false,
+             py::arg("attention_in_residual") = py::none(), py::arg("drop_mask_device") = "", py::arg("force_s1_block") = 0,
              py::arg("force_s2_block") = 0, py::arg("mask_is_kernel_view") = false,
              py::arg("contiguous_mask") = false)
         .def_readwrite("force_s1_block", &npu_fa::FaCall::forceS1Block)

@@ -26,7 +26,7 @@ extern "C" {
 #define NPU_FA_STANDIN_TENSOR(name, Name, dtypes, presence) const aclTensor *name,
 
 aclnnStatus aclnnFlashAttentionNpuFaGetWorkspaceSize(
-    NPU_FA_FWD_INPUTS(NPU_FA_STANDIN_TENSOR) NPU_FA_STANDIN_COMMON_ATTRS,
+    NPU_FA_FWD_INPUTS(NPU_FA_STANDIN_TENSOR) NPU_FA_STANDIN_COMMON_ATTRS, bool outputResidual,
     NPU_FA_FWD_OUTPUTS(NPU_FA_STANDIN_TENSOR) uint64_t *workspaceSize, aclOpExecutor **executor);
 aclnnStatus aclnnFlashAttentionNpuFa(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                                      aclrtStream stream);

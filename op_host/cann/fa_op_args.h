@@ -42,6 +42,8 @@ enum Attr : uint32_t {
 };
 // The block-map op has no q/k/v inputs: their shapes and dtype come as attributes after the common ones.
 enum MapAttr : uint32_t { kMapAttrQueryShape = kCommonAttrs, kMapAttrKeyShape, kMapAttrValueShape, kMapAttrDtype };
+// The forward: output_residual (torch schema of npu::flash_attention_fwd).
+enum FwdAttr : uint32_t { kFwdAttrOutputResidual = kCommonAttrs };
 // The backward: deterministic and partial_keys (torch schema), then which kernel launch of the schedule this call is.
 enum GradAttr : uint32_t { kGradAttrDeterministic = kCommonAttrs, kGradAttrPartialKeys, kGradAttrLaunch };
 

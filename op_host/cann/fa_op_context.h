@@ -146,9 +146,20 @@ inline bool ReadGradInputs(const Context* ctx, FaCall& c) {
     c.attentionIn = InputArg(ctx, kGradAttentionIn, false);
     c.softmaxMax = InputArg(ctx, kGradSoftmaxMax, false);
     c.softmaxSum = InputArg(ctx, kGradSoftmaxSum, false);
+    c.attentionInResidual = InputArg(ctx, kGradAttentionInResidual, true);
+    c.outResidual = c.attentionInResidual.present;
     const bool* partial = ctx->GetAttrs()->GetBool(kGradAttrPartialKeys);
     if (partial == nullptr) return false;
     c.partialKeys = *partial;
+    return true;
+}
+
+// The forward's output_residual; false when the attribute is missing.
+template <typename Context>
+inline bool ReadFwdAttrs(const Context* ctx, FaCall& c) {
+    const bool* residual = ctx->GetAttrs()->GetBool(kFwdAttrOutputResidual);
+    if (residual == nullptr) return false;
+    c.outResidual = *residual;
     return true;
 }
 
@@ -189,6 +200,7 @@ inline std::string ReadProblem(const Context* ctx, FaOpKind kind, FaCall& c, FaO
         c.forceS2Block = (uint32_t)blocks.s2Block;
     }
     if (kind == FaOpKind::kBackward && !ReadGradInputs(ctx, c)) return "missing attribute partial_keys";
+    if (kind == FaOpKind::kForward && !ReadFwdAttrs(ctx, c)) return "missing attribute output_residual";
     const FaError e = BuildProblem(c, info);
     return e ? e.message : "";
 }

@@ -82,6 +82,8 @@ public:
         NPU_FA_FWD_INPUTS(NPU_FA_OPDEF_INPUT)
         NPU_FA_FWD_OUTPUTS(NPU_FA_OPDEF_OUTPUT)
         CommonAttrs(*this);
+        // attention_out_residual is written only with output_residual (the backward's attention_in_residual).
+        this->Attr("output_residual").AttrType(OPTIONAL).Bool(false);
         this->SetInferShape(InferShapeFlashAttentionNpuFa).SetInferDataType(InferDataTypeFlashAttentionNpuFa);
         BindKernel(*this, optiling::TilingFlashAttentionNpuFa, "flash_attention_fwd");
     }

@@ -37,6 +37,8 @@ ge::graphStatus InferShapeFlashAttentionNpuFa(gert::InferShapeContext* context) 
     SetShape(o, info.outShape);
     SetShape(mx, info.statsShape);
     SetShape(sm, info.statsShape);
+    gert::Shape* res = context->GetOutputShape(fa::kFwdAttentionOutResidual);  // optional: absent without it
+    if (res != nullptr) SetShape(res, info.p.outResidual ? info.outShape : std::vector<int64_t>{0});
     return ge::GRAPH_SUCCESS;
 }
 
@@ -89,6 +91,7 @@ ge::graphStatus InferDataTypeFlashAttentionNpuFa(gert::InferDataTypeContext* con
     context->SetOutputDataType(fa::kFwdAttentionOut, context->GetInputDataType(fa::kFwdQuery));
     context->SetOutputDataType(fa::kFwdSoftmaxMax, ge::DT_FLOAT);
     context->SetOutputDataType(fa::kFwdSoftmaxSum, ge::DT_FLOAT);
+    context->SetOutputDataType(fa::kFwdAttentionOutResidual, context->GetInputDataType(fa::kFwdQuery));
     return ge::GRAPH_SUCCESS;
 }
 

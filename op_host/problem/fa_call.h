@@ -53,6 +53,10 @@ struct FaCall {
     // The grad op's partial_keys: the call sees only part of each row's keys; softmax_max/sum and attention_in are
     // the whole rows' (context parallelism).
     bool partialKeys = false;
+    // The output residual (issue 26): the forward writes attention_out_residual when `outResidual`; the grad op
+    // reads `attentionInResidual` when present (it sets `outResidual`).
+    bool outResidual = false;
+    FaTensorArg attentionInResidual;
     // How the caller hands the mask over: the CANN op's mask input already is the kernel's view (a column-broadcast
     // mask as rows of kColumnBroadcastWidth bytes); the torch_npu adapter passes the view as a contiguous tensor.
     bool maskIsKernelView = false;

@@ -293,9 +293,11 @@ FaError GradInputs(const FaCall& c, const FaProblemInfo& o) {
     } named[] = {{"dy", c.dy, false},
                  {"attention_in", c.attentionIn, false},
                  {"softmax_max", c.softmaxMax, true},
-                 {"softmax_sum", c.softmaxSum, true}};
+                 {"softmax_sum", c.softmaxSum, true},
+                 {"attention_in_residual", c.attentionInResidual, false}};
     for (const auto& n : named) {
         const std::string name = n.name;
+        if (!n.t.present && name == "attention_in_residual") continue;  // optional: D from attention_in alone
         if (!n.t.present) {
             return Value(name == "dy" ? "dy is required"
                                       : name + " is required by flash_attention_grad (pass the forward's " + name + ")");
@@ -307,7 +309,7 @@ FaError GradInputs(const FaCall& c, const FaProblemInfo& o) {
                          ", input_layout=" + Repr(o.layoutName) + ")");
         }
         const std::string dtype = n.stats ? "torch.float32" : c.query.dtype;
-        if (n.t.dtype != dtype) {  // statistics: ValueError (the op contract); dy/attention_in: TypeError like key
+        if (n.t.dtype != dtype) {  // statistics: ValueError (the op contract); the others: TypeError like key
             const std::string m = name + " dtype " + n.t.dtype + " must be " + dtype;
             return n.stats ? Value(m) : Type(m);
         }
@@ -478,6 +480,10 @@ FaError BuildProblem(const FaCall& c, FaProblemInfo& o) {
     if (c.grad && (e = GradInputs(c, o))) return e;
     if (c.partialKeys && !c.grad) return Value("partial_keys is an argument of flash_attention_grad only");
     p.partialKeys = c.partialKeys;
+    if (c.grad && c.outResidual != c.attentionInResidual.present) {
+        return Value("the grad call's outResidual flag must say whether attention_in_residual is given");
+    }
+    p.outResidual = c.outResidual;
     if (!c.dropMaskInPlaceDevice.empty() && o.dropMaskRepack) {
         return NotImplemented("dropout_mask on " + c.dropMaskInPlaceDevice +
                               " needs a non-TND layout and S2 % 8 == 0 (got input_layout=" + Repr(o.layoutName) +

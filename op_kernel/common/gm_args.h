@@ -37,6 +37,7 @@ struct FaFwdGmArgs {
     GM_ADDR attentionOut;
     GM_ADDR softmaxMax;
     GM_ADDR softmaxSum;
+    GM_ADDR attentionOutResidual;  // outResidual only: attention_out's rounding error, in the input dtype
     GM_ADDR workspace;    // the user part (past the system workspace)
 };
 
@@ -46,6 +47,7 @@ struct FaBwdGmArgs {
     GM_ADDR attentionIn;  // the forward's output
     GM_ADDR softmaxMax;
     GM_ADDR softmaxSum;
+    GM_ADDR attentionInResidual;  // outResidual only: the forward's attention_out_residual
     GM_ADDR dq;
     GM_ADDR dk;
     GM_ADDR dv;

@@ -1,6 +1,7 @@
 // Vector (AIV) half of the backward kernel. Each AIV takes half of a tile's query rows for P and dS, and half of
 // the task's owned rows for the result:
-//   dQ pass:  at task start D = rowsum(dO * O) (fp32); per step P = exp(scale * S - max) / sum, dS = P * (dP - D)
+//   dQ pass:  at task start D = rowsum(dO * O) (fp32; with outResidual O + the forward's residual, so that D is
+//             the unrounded output's); per step P = exp(scale * S - max) / sum, dS = P * (dP - D)
 //             -> workspace (with softcap, y = cap tanh(scale S / cap) replaces scale * S and dS is multiplied by the
 //             cap's slope 1 - (y / cap)^2), D made exact for rows whose keys all lie in the step (ExactRowD); at the
 //             end the cube's sum dS K -> dq = scale * sum, and D stored to the workspace for the dKV pass.
@@ -32,6 +33,8 @@ public:
         sub_ = (uint32_t)AscendC::GetSubBlockIdx();
         dyGm_.SetGlobalBuffer((__gm__ T*)gm.dy);
         oGm_.SetGlobalBuffer((__gm__ T*)gm.attentionIn);
+        residual_ = p_->outResidual != 0;
+        if (residual_) residualGm_.SetGlobalBuffer((__gm__ T*)gm.attentionInResidual);
         maxGm_.SetGlobalBuffer((__gm__ float*)gm.softmaxMax);
         sumGm_.SetGlobalBuffer((__gm__ float*)gm.softmaxSum);
         dqGm_.SetGlobalBuffer((__gm__ T*)gm.dq);
@@ -169,7 +172,8 @@ private:
     }
 
     // dQ pass, task start: D = rowsum(dO * O) of this AIV's rows (kept in Stat(kStatD) and stored for the dKV
-    // pass), and the forward's max / sum of the rows.
+    // pass), and the forward's max / sum of the rows. With the forward's residual O is attention_in + residual in
+    // fp32: the residual loads first into dO's slot, and dO follows once O is summed.
     __aicore__ inline void TaskStatistics(const FaBwdTask& task, const FaAivRows& own) {
         if (own.count == 0) return;
         const uint32_t rows = own.count, dvPad = p_->dvPad;
@@ -183,7 +187,7 @@ private:
         AscendC::DataCopyPadExtParams<T> pad(padElems != 0, 0, padElems, (T)0.0f);
         Handover<AscendC::HardEvent::V_MTE2>();
         const uint64_t gmRow = TokenOffset(*p_, kGmOut, task.batch, task.seq, task.head, row);
-        AscendC::DataCopyPad(dyT, dyGm_[gmRow], cp, pad);
+        AscendC::DataCopyPad(dyT, residual_ ? residualGm_[gmRow] : dyGm_[gmRow], cp, pad);
         AscendC::DataCopyPad(oT, oGm_[gmRow], cp, pad);
         LoadStat(kStatMax, 0, maxGm_, stat, rows);
         LoadStat(kStatSum, 0, sumGm_, stat, rows);
@@ -191,8 +195,18 @@ private:
         AscendC::LocalTensor<float> prod = accBuf_.Get<float>();  // free until the task's end
         AscendC::LocalTensor<float> oF = partBuf_.Get<float>();
         const uint32_t n = rows * dvPad;
-        AscendC::Cast(prod, dyT, AscendC::RoundMode::CAST_NONE, n);
-        AscendC::Cast(oF, oT, AscendC::RoundMode::CAST_NONE, n);
+        if (residual_) {
+            AscendC::Cast(oF, oT, AscendC::RoundMode::CAST_NONE, n);
+            AscendC::Cast(prod, dyT, AscendC::RoundMode::CAST_NONE, n);
+            AscendC::Add(oF, oF, prod, (int32_t)n);
+            Handover<AscendC::HardEvent::V_MTE2>();
+            AscendC::DataCopyPad(dyT, dyGm_[gmRow], cp, pad);
+            Handover<AscendC::HardEvent::MTE2_V>();
+            AscendC::Cast(prod, dyT, AscendC::RoundMode::CAST_NONE, n);
+        } else {
+            AscendC::Cast(prod, dyT, AscendC::RoundMode::CAST_NONE, n);
+            AscendC::Cast(oF, oT, AscendC::RoundMode::CAST_NONE, n);
+        }
         AscendC::Mul(prod, prod, oF, (int32_t)n);
         // Fold the 64-column chunks of each row into `fold` (O's buffer, free now: the step buffers may be loading),
         // then one sum per row, broadcast to 8 per row.
@@ -529,7 +543,8 @@ private:
     GM_ADDR blockMap_ = nullptr;
     FaScorePrologue<T> prologue_;
     FaDropout drop_;
-    AscendC::GlobalTensor<T> dyGm_, oGm_, dqGm_, dkGm_, dvGm_;
+    AscendC::GlobalTensor<T> dyGm_, oGm_, residualGm_, dqGm_, dkGm_, dvGm_;
+    bool residual_ = false;  // the tiling's outResidual
     AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_, sinkGm_, dsinkGm_, dpseGm_;
     FaBwdWorkspace ws_;
     uint32_t w_ = 0, rowsMax_ = 0, chunk_ = 0, statElems_ = 0, accKvOffset_ = 0;

@@ -6,7 +6,10 @@
 // dtype (FaSoftmaxIo stages them). With the tiling's halfSoftmax (fp16, no per-score features, a scale exact in
 // fp16), chunks without a mask, band cut or key tail run the scale, row max, subtraction and exp in half (128 lanes
 // per repeat) and take P straight from the Exp; only the row sums go through fp32, from P as the cube gets it.
-// Other chunks are widened by one Cast and take the fp32 path.
+// Other chunks are widened by one Cast and take the fp32 path. With the tiling's outResidual, a task's end also
+// writes attention_out's rounding error (fp32 out - out in T, rounded to T; opart is its fp32 scratch; it waits
+// for its copy out after the output rows in the probability buffers, or where UB is short in opart) for the
+// backward's D (issue 26).
 #ifndef NPU_FA_KERNEL_FWD_VECTOR_H
 #define NPU_FA_KERNEL_FWD_VECTOR_H
 
@@ -37,13 +40,17 @@ public:
         maxGm_.SetGlobalBuffer((__gm__ float*)gm.softmaxMax);
         sumGm_.SetGlobalBuffer((__gm__ float*)gm.softmaxSum);
         if (p_->sinkMode != 0) sinkGm_.SetGlobalBuffer((__gm__ float*)gm.in.sink);
+        residual_ = p_->outResidual != 0;
+        if (residual_) residualGm_.SetGlobalBuffer((__gm__ T*)gm.attentionOutResidual);
         ws_.Init(gm.workspace, t, core_);
         w_ = t->s2Block;
         dvPad_ = p_->dvPad;
         rowsMax_ = CeilDiv(t->s1Block, 2);
         chunk_ = t->vecRows;
         halfChain_ = FaIsHalf<T>::kValue && t->halfSoftmax != 0;
-        const FaFwdUbSizes u = FwdUbSizes(rowsMax_, chunk_, w_, dvPad_, TilingVecFeatures(*p_, t->bandTiles != 0));
+        FaVecFeatures features = TilingVecFeatures(*p_, t->bandTiles != 0);
+        features.residual = t->residualInProbs != 0;
+        const FaFwdUbSizes u = FwdUbSizes(rowsMax_, chunk_, w_, dvPad_, features);
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(sBuf_, u.s);
         if (u.dmat != 0) pipe->InitBuffer(dmatBuf_, u.dmat);
@@ -118,6 +125,7 @@ private:
     static constexpr int32_t kIdPse = Io::kIdFree;   // V_MTE2 / MTE2_V pairs around an outer pse tile's load
     static constexpr int32_t kIdDrop = kIdPse + 1;   // V_MTE2 / MTE2_V pairs around a user dropout mask's load
     static_assert(kIdDrop < 8, "V_MTE2 event IDs overlap");
+    static constexpr int32_t kIdResidual = Io::kIdFree;  // MTE3_V: a residual copied out of opart has left it
     // Statistic buffers inside statBuf_ (FaOnlineSoftmax's, kFwdStepSlots tasks and steps in flight until their
     // output fold).
     using Softmax = FaOnlineSoftmax<kFwdStepSlots>;
@@ -249,7 +257,7 @@ private:
         const AscendC::LocalTensor<float> opart =
             io_.LoadOutput(ws_.Output(slot), (uint64_t)s.mine.first * dvPad_, s.mine.count * dvPad_);
         softmax_.Fold(accBuf_.Get<float>(), opart, slot, s.mine.count, dvPad_, s.first);
-        io_.ReleaseOutput();
+        if (!(s.last && residual_)) io_.ReleaseOutput();  // else Finalize borrows opart as scratch and releases it
         if (s.last) Finalize(s);
     }
 
@@ -287,8 +295,26 @@ private:
         if (dropping_) AscendC::Muls(acc, acc, p_->drop.keepInv, (int32_t)(rows * dvPad_));  // kept P count 1 / keep_prob
         AscendC::LocalTensor<T> o = pBuf_.Get<T>();
         io_.WaitProbBuffers();
-        AscendC::Cast(o, acc, AscendC::RoundMode::CAST_RINT, rows * dvPad_);
-        WriteRows(s.task, s.mine);
+        const int32_t n = (int32_t)(rows * dvPad_);
+        AscendC::Cast(o, acc, AscendC::RoundMode::CAST_RINT, n);
+        if (!residual_) {
+            WriteRows(s.task, s.mine, o);
+            return;
+        }
+        // residual = acc - out in fp32 (exact: out is acc rounded), then rounded to T
+        const AscendC::LocalTensor<float> back = io_.OutputBuffer();
+        AscendC::Cast(back, o, AscendC::RoundMode::CAST_NONE, n);
+        AscendC::Sub(acc, acc, back, n);
+        const bool inProbs = t_->residualInProbs != 0;
+        if (inProbs) io_.ReleaseOutput();
+        const AscendC::LocalTensor<T> r = inProbs ? o[rows * dvPad_] : back.template ReinterpretCast<T>();
+        AscendC::Cast(r, acc, AscendC::RoundMode::CAST_RINT, n);
+        WriteRows(s.task, s.mine, r);
+        if (!inProbs) {  // opart is free once the residual has left it
+            AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdResidual);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdResidual);
+            io_.ReleaseOutput();
+        }
     }
 
     // Rows of a task that sees no key at all: zero output, max = -FLT_MAX, sum = FLT_MAX; with a sink logit z
@@ -302,12 +328,13 @@ private:
         AscendC::Duplicate(Stat(kStatSumOut), sink ? 1.0f : kFltMax, (int32_t)statN);
         io_.WaitProbBuffers();
         AscendC::Duplicate(pBuf_.Get<T>(), (T)0.0f, (int32_t)(mine.count * dvPad_));
-        WriteRows(task, mine);
+        WriteRows(task, mine, pBuf_.Get<T>());  // the residual of a zero row is zero
     }
 
-    // Output rows (pBuf_) and statistics (kStatMaxOut/kStatSumOut) -> GM. Expects io_.WaitProbBuffers() and the
-    // kIdStats MTE3_V event waited.
-    __aicore__ inline void WriteRows(const FaFwdTask& task, const FaAivRows& mine) {
+    // Output rows (pBuf_), with outResidual their residual (`residual`), and statistics (kStatMaxOut/kStatSumOut)
+    // -> GM. Expects io_.WaitProbBuffers() and the kIdStats MTE3_V event waited.
+    __aicore__ inline void WriteRows(const FaFwdTask& task, const FaAivRows& mine,
+                                     const AscendC::LocalTensor<T>& residual) {
         const int64_t row = task.row0 + mine.first;
         AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(Io::kIdProbs[0]);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(Io::kIdProbs[0]);
@@ -315,6 +342,7 @@ private:
                                       (uint32_t)((p_->oStride.s - p_->dv) * sizeof(T)), 0);
         const uint64_t out0 = TokenOffset(*p_, kGmOut, task.batch, task.seq, task.head, row);
         AscendC::DataCopyPad(outGm_[out0], pBuf_.Get<T>(), op);
+        if (residual_) AscendC::DataCopyPad(residualGm_[out0], residual, op);
         io_.ReleaseProbBuffers();
         AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdStats);
@@ -335,7 +363,8 @@ private:
     FaDropout drop_;
     bool dropping_ = false;
     bool halfChain_ = false;  // the tiling's halfSoftmax: plain chunks take HalfSoftmaxRows
-    AscendC::GlobalTensor<T> outGm_;
+    bool residual_ = false;   // the tiling's outResidual
+    AscendC::GlobalTensor<T> outGm_, residualGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_, sinkGm_;
     FaFwdWorkspace ws_;
     uint32_t w_ = 0, dvPad_ = 0, rowsMax_ = 0, chunk_ = 0, statElems_ = 0;

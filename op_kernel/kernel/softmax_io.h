@@ -122,6 +122,8 @@ public:
         return opart_;
     }
     __aicore__ inline void ReleaseOutput() { AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput); }
+    // opart itself, for an owner that holds it (after its load, before ReleaseOutput) and uses it as scratch.
+    __aicore__ inline AscendC::LocalTensor<float> OutputBuffer() const { return opart_; }
 
     // The output rows take the space of both probability buffers: wait until both are written out, and hand them
     // back after the rows' copy out (MTE3).

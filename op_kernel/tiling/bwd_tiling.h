@@ -48,7 +48,7 @@ struct FlashAttentionGradTilingData {
 };
 static_assert(sizeof(FlashAttentionGradTilingData) ==
                   sizeof(FaProblemTiling) + 9 * sizeof(uint64_t) + (9 + kMaxCores + 1) * sizeof(uint32_t) &&
-              sizeof(FlashAttentionGradTilingData) == 664,  // the size the recorded trace digests saw
+              sizeof(FlashAttentionGradTilingData) == 672,  // the size the recorded trace digests saw
               "FlashAttentionGradTilingData must have no implicit padding");
 
 // The output columns a pass sums for gradient `part` (kBwdPartDk: of dK, width d; kBwdPartDv: of dV, width dv), as

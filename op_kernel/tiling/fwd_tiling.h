@@ -49,13 +49,13 @@ struct FlashAttentionTilingData {
     uint32_t coreTaskStart[kMaxCores + 1];
     uint32_t lowScores;   // 1: S leaves Fixpipe in the input dtype, not fp32 (inner_precise bit 0: high performance)
     uint32_t halfSoftmax; // 1 (fp16 lowScores): chunks with nothing but the softmax to do run it in half
-    // Keeps the struct at the 688 bytes the recorded trace digests saw (the twin's GET_TILING_DATA record carries the
-    // size) with an even number of 32-bit fields.
-    uint32_t reserved;
+    // With problem.outResidual: 1 = the output residual waits in the probability buffers after the output rows (UB
+    // allows it at the chosen blocks), 0 = in the partial-output buffer, whose reuse then waits for its copy out.
+    uint32_t residualInProbs;
 };
 static_assert(sizeof(FlashAttentionTilingData) ==
                   sizeof(FaProblemTiling) + 6 * sizeof(uint64_t) + (18 + kMaxCores + 1 + 2 + 1) * sizeof(uint32_t) &&
-              sizeof(FlashAttentionTilingData) == 688,
+              sizeof(FlashAttentionTilingData) == 696,
               "FlashAttentionTilingData must have no implicit padding");
 
 }  // namespace npu_fa

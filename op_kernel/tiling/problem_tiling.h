@@ -51,9 +51,12 @@ struct FaProblemTiling {
     uint32_t pseMode;         // FaPseMode
     uint32_t partialKeys;     // backward only, 1: the call holds part of each row's keys (context parallelism);
                               // the statistics and attention_in are the whole rows'
+    uint32_t outResidual;     // 1: the forward also writes attention_out_residual (attention_out's rounding error,
+                              // in the input dtype), the backward reads it: D = rowsum(dO * (O + residual))
+    uint32_t reserved;
 };
 static_assert(sizeof(FaProblemTiling) == 4 * sizeof(FaStrides) + 8 * sizeof(uint64_t) + sizeof(FaDropoutParams) +
-                                             24 * sizeof(uint32_t),
+                                             26 * sizeof(uint32_t),
               "FaProblemTiling must have no implicit padding");
 
 }  // namespace npu_fa

@@ -16,6 +16,7 @@ struct FaVecFeatures {
     bool alibi = false;      // in-kernel ALiBi
     bool pse = false;        // an outer pse tensor
     bool dropout = false;    // keep_prob < 1 or a dropout mask
+    bool residual = false;   // the forward's output residual waits in the probability buffers (residualInProbs)
 };
 
 // The features a tiling's problem asks of the vector cores (`band`: the kernel keeps a band pattern).
@@ -39,6 +40,7 @@ struct FaFwdUbSizes {
     uint32_t bits;   // compare bit mask over [chunk, w] (only with bands or a dense mask)
     uint32_t fold;   // row-reduction scratch [chunk, 64] fp32, also the masks' [chunk, w] half scratch
     uint32_t p;      // probabilities in half precision, two [chunk, w] buffers; the output [rows, dvPad] at the end
+                     // (with the residual: the output, then the residual)
     uint32_t opart;  // partial output P*V of one step, fp32 [rows, dvPad]
     uint32_t acc;    // running output, fp32 [rows, dvPad]
     uint32_t stat;   // one row statistic broadcast to a 32 B block per row [rows8, 8] fp32
@@ -64,7 +66,8 @@ FA_INLINE FaFwdUbSizes FwdUbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uin
     u.pse = pse ? c * w * 2 : 0;
     u.bits = masks ? AlignUp(c * w / 8, 32) : 0;
     u.fold = c * (masks && w * 2 > 256 ? w * 2 : 256);
-    u.p = 2 * c * w * 2 > r * dvPad * 2 ? 2 * c * w * 2 : r * dvPad * 2;
+    const uint32_t outputs = (f.residual ? 2 : 1) * r * dvPad * 2;
+    u.p = 2 * c * w * 2 > outputs ? 2 * c * w * 2 : outputs;
     u.opart = r * dvPad * 4;
     u.acc = r * dvPad * 4;
     u.stat = r8 * 8 * 4;

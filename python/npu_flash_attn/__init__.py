@@ -31,7 +31,7 @@ from . import ops  # noqa: F401  (registers torch.ops.npu.flash_attention)
 from . import backward  # noqa: F401  (registers torch.ops.npu.flash_attention_grad and the autograd)
 from .backward import flash_attention_grad
 from .chip import available_chips, get_chip, set_chip
-from .ops import flash_attention, precompute_block_mask
+from .ops import flash_attention, precompute_block_mask, set_output_residual
 from .twin import TwinError, TwinWarning
 from .twin_backend import block_mask_cache_info, clear_block_mask_cache, last_launch_info
 from .interfaces import (flash_attn_func, flash_attn_kvpacked_func, flash_attn_qkvpacked_func,
@@ -43,7 +43,8 @@ from . import npu
 npu.status()  # after the schemas exist: loads the NPU adapter library when torch_npu and the library are there
 
 __version__ = "0.1.0"
-__all__ = ["flash_attention", "flash_attention_grad", "precompute_block_mask", "block_mask_cache_info",
+__all__ = ["flash_attention", "flash_attention_grad", "precompute_block_mask", "set_output_residual",
+           "block_mask_cache_info",
            "clear_block_mask_cache", "set_chip", "get_chip", "available_chips", "last_launch_info", "TwinError",
            "TwinWarning", "npu_fusion_attention", "npu_fusion_attention_grad", "flash_attn_func",
            "flash_attn_kvpacked_func", "flash_attn_qkvpacked_func", "flash_attn_varlen_func",

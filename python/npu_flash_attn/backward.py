@@ -9,7 +9,7 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
         SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0,
         Tensor? sink=None, bool deterministic=False, float? softcap=None, int pse_type=1,
         SymInt[]? q_start_idx=None, SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None,
-        SymInt[]? dropout_origin=None, bool partial_keys=False)
+        SymInt[]? dropout_origin=None, bool partial_keys=False, Tensor? attention_in_residual=None)
       -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, Tensor dsink)
 
 * The shared arguments are checked by `problem.validate_flash_attention` (same rules, same messages); every mask the
@@ -19,7 +19,13 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
   are required; `dy` has the forward output's shape and the query's dtype.
 * dq/dk/dv have the shapes and dtype of query/key/value; dpse as below. P is
   recomputed from the saved statistics (P = exp(scale * S - max) / sum), D = rowsum(dy * attention_in),
-  dS = P * (dP - D); every sum accumulates in fp32, P and dS enter the cube's products in the input dtype. Rows
+  dS = P * (dP - D); every sum accumulates in fp32, P and dS enter the cube's products in the input dtype.
+  `attention_in_residual` (not in the built-in; attention_in's shape and dtype): the forward's
+  attention_out_residual (`npu::flash_attention_fwd` with output_residual=True), its output's rounding error;
+  D is then rowsum(dy * (attention_in + attention_in_residual)) in fp32, the unrounded output's to about 2^-16.
+  In a row whose exact gradient vanishes (one dominant key) dS is about P (dP - D) with dP - D near 0, so the
+  rounding of attention_in would be the whole result there (docs/performance.md, "Rows whose exact gradient
+  vanishes"); the autograd passes it whenever the forward kept it (`set_output_residual`). Rows
   that see no key (softmax_max = -FLT_MAX) get P = 0, so zero dq and no contribution to dk/dv. `inner_precise`
   is accepted as in the forward; the backward's scores are always float32 (its high-performance mode is not built
   yet), which is at least as accurate.
@@ -50,8 +56,9 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
   with it only a step holding at least 1 - 2^-12 of a row's probability (from the full rows' statistics) does.
   dsink of such a call counts D (1 - ps) once per call (the caller corrects the sum).
 
-Autograd: `torch.ops.npu.flash_attention` gets a backward through this op (saving query, key, value, the output
-and the two statistics; never P); softmax_max/softmax_sum are not differentiable. The same registration serves
+Autograd: `torch.ops.npu.flash_attention` is a composite of `torch.ops.npu.flash_attention_fwd`, which gets a
+backward through this op (saving query, key, value, the output, the two statistics and, when the forward kept it,
+the output's residual; never P); softmax_max/softmax_sum and the residual are not differentiable. The same registration serves
 NPU tensors, whose kernels come from the torch_npu adapter (`npu.py`); the checks run before dispatch on both.
 """
 from __future__ import annotations
@@ -76,7 +83,8 @@ GRAD_SCHEMA = (
     "SymInt[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, int offset=0, Tensor? sink=None, "
     "bool deterministic=False, float? softcap=None, int pse_type=1, SymInt[]? q_start_idx=None, "
     "SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None, SymInt[]? dropout_origin=None, "
-    "bool partial_keys=False) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dpse, Tensor dsink)"
+    "bool partial_keys=False, Tensor? attention_in_residual=None) -> (Tensor dq, Tensor dk, Tensor dv, "
+    "Tensor dpse, Tensor dsink)"
 )
 
 
@@ -93,7 +101,8 @@ def _check_call(**a):
     require_device(query.device, "npu::flash_attention_grad")
     if values:
         check_input_values(p, query, a["key"], a["value"])
-        check_finite("flash_attention_grad", dy=a["dy"], attention_in=a["attention_in"])
+        extra = {} if a["attention_in_residual"] is None else {"attention_in_residual": a["attention_in_residual"]}
+        check_finite("flash_attention_grad", dy=a["dy"], attention_in=a["attention_in"], **extra)
 
 
 def _grad_impl(*args, **kwargs):
@@ -118,13 +127,13 @@ def _grad_fake(*args, **kwargs):
     return (query.new_empty(query.shape), key.new_empty(key.shape), value.new_empty(value.shape), dpse, dsink)
 
 # ----------------------------------------------------------------------------------------------------------------
-# autograd of npu::flash_attention
+# autograd of npu::flash_attention_fwd (npu::flash_attention is its composite)
 # ----------------------------------------------------------------------------------------------------------------
 
 
 def _forward_arg_names() -> list[str]:
     """Argument names of the forward schema, in order (the autograd reads `inputs` by these positions)."""
-    schema = torch._C.parse_schema("npu::flash_attention" + ops.SCHEMA)
+    schema = torch._C.parse_schema("npu::flash_attention_fwd" + ops.FWD_SCHEMA)
     return [a.name for a in schema.arguments]
 
 
@@ -137,16 +146,17 @@ _NON_TENSOR = ("head_num", "input_layout", "scale", "keep_prob", "pre_tokens", "
 
 def _setup_context(ctx, inputs, output):
     args = dict(zip(_FWD_NAMES, inputs))
-    out, smax, ssum = output
+    out, smax, ssum, residual = output
+    kept = bool(args.get("output_residual", False))
     ctx.save_for_backward(args["query"], args["key"], args["value"], out, smax, ssum, args["atten_mask"], args["sink"],
-                          args["pse"], args["dropout_mask"])
+                          args["pse"], args["dropout_mask"], residual if kept else None)
     ctx.fwd_args = {n: args[n] for n in _NON_TENSOR}
     ctx.num_inputs = len(inputs)
-    ctx.mark_non_differentiable(smax, ssum)
+    ctx.mark_non_differentiable(smax, ssum, residual)
 
 
-def _backward(ctx, d_out, _d_max, _d_sum):
-    query, key, value, out, smax, ssum, atten_mask, sink, pse, dropout_mask = ctx.saved_tensors
+def _backward(ctx, d_out, _d_max, _d_sum, _d_residual):
+    query, key, value, out, smax, ssum, atten_mask, sink, pse, dropout_mask, residual = ctx.saved_tensors
     if d_out is None:
         d_out = torch.zeros_like(out)
     a = ctx.fwd_args
@@ -163,7 +173,7 @@ def _backward(ctx, d_out, _d_max, _d_sum):
     dq, dk, dv, dpse, dsink = torch.ops.npu.flash_attention_grad(
         query, key, value, d_out, a["head_num"], a["input_layout"], atten_mask=atten_mask, softmax_max=smax,
         softmax_sum=ssum, attention_in=out, sink=sink if want_dsink else None, pse=pse, dropout_mask=dropout_mask,
-        deterministic=torch.are_deterministic_algorithms_enabled(), **shared)
+        deterministic=torch.are_deterministic_algorithms_enabled(), attention_in_residual=residual, **shared)
     grads = [dq, dk, dv] + [None] * (ctx.num_inputs - 3)
     if want_dsink:
         grads[sink_at] = dsink
@@ -186,7 +196,7 @@ def _register():
     # CPU only: NPU tensors dispatch to the adapter's PrivateUse1 kernel (npu.py); both are checked first.
     define_op("npu::flash_attention_grad", GRAD_SCHEMA, _grad_impl, _grad_fake, __doc__)
     check_before_dispatch("npu::flash_attention_grad", _check_call)
-    torch.library.register_autograd("npu::flash_attention", _backward, setup_context=_setup_context)
+    torch.library.register_autograd("npu::flash_attention_fwd", _backward, setup_context=_setup_context)
     torch.library.register_autograd("npu::flash_attention_grad", _no_double_backward)
 
 

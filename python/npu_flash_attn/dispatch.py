@@ -21,7 +21,7 @@ import torch
 
 from . import npu
 
-__all__ = ["define_op", "bind_arguments", "check_scalar_types", "require_device", "check_before_dispatch",
+__all__ = ["define_op", "define_composite", "bind_arguments", "check_scalar_types", "require_device", "check_before_dispatch",
            "value_checks", "is_fake"]
 
 _libs: dict[str, torch.library.Library] = {}  # kept alive: dropping a Library removes its registrations
@@ -45,6 +45,17 @@ def define_op(qualname: str, schema: str, cpu_kernel: Callable[..., Any], fake_k
     lib.define(name + schema)
     lib.impl(name, cpu_kernel, "CPU")
     torch.library.register_fake(qualname, fake_kernel, lib=lib)
+    packet = getattr(getattr(torch.ops, ns), name)
+    packet.__doc__ = packet.default.__doc__ = doc
+
+
+def define_composite(qualname: str, schema: str, kernel: Callable[..., Any], doc: str) -> None:
+    """Defines `qualname` with `schema` as a composite of other ops (`kernel` calls them): it runs above autograd
+    for every device and mode, and the ops it calls carry the autograd formula, the checks and the kernels."""
+    ns, name = qualname.split("::")
+    lib = _lib(ns)
+    lib.define(name + schema)
+    lib.impl(name, kernel, "CompositeImplicitAutograd")
     packet = getattr(getattr(torch.ops, ns), name)
     packet.__doc__ = packet.default.__doc__ = doc
 

@@ -1,7 +1,7 @@
 """NPU tensors: finding and loading the torch_npu adapter library (csrc/npu/npu_adapter.cpp). Not yet run on hardware.
 
-The adapter registers the PrivateUse1 (NPU) kernels of `torch.ops.npu.flash_attention` and
-`torch.ops.npu.flash_attention_grad`; the Python package keeps the schemas, the CPU (twin) kernels, the autograd and
+The adapter registers the PrivateUse1 (NPU) kernels of `torch.ops.npu.flash_attention_fwd` (which the composite
+`torch.ops.npu.flash_attention` calls) and `torch.ops.npu.flash_attention_grad`; the Python package keeps the schemas, the CPU (twin) kernels, the autograd and
 the argument checks (`ops.py` / `backward.py`), so NPU and CPU calls are validated by the same code and
 differentiated by the same registration.
 

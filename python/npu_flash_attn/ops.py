@@ -45,6 +45,12 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   scores' rounding (relative ~2^-11). With float16 inputs the mode needs every unscaled |q.k| <= 65504 (ValueError
   naming inner_precise otherwise). The backward always computes at full precision (its high-performance mode is
   not built yet).
+* Training: when autograd records the call (grad mode on and query/key/value/pse/sink requiring grad), the op
+  runs `npu::flash_attention_fwd(..., output_residual=True)`, which also returns attention_out's rounding error
+  (attention_out_residual: the output's shape and dtype, fp32 output minus the rounded one), and the autograd
+  saves it for the backward's D (`backward`): one more output-sized tensor per call, which makes the gradients
+  exact in rows with one dominant key. `set_output_residual(False)` turns it off (D from the rounded output, as in
+  flash_attn and the built-in).
 * TND varlen: the lists are cumulative (lengths 2,3,4 -> [2,5,9]), equal length (= number of batches), start >= 0,
   non-decreasing, last value <= T1 (resp. T2). Repeated values are zero-length sequences. Trailing zeros after a
   positive value disable the remaining batches (built-in convention: [2,5,9,0,0] = 3 batches); a batch disabled in
@@ -108,21 +114,41 @@ import torch
 
 from . import twin_backend
 from .chip import get_chip
-from .dispatch import (bind_arguments, check_before_dispatch, check_scalar_types, define_op, require_device,
-                       value_checks)
+from .dispatch import (bind_arguments, check_before_dispatch, check_scalar_types, define_composite, define_op,
+                       require_device, value_checks)
 from .problem import FAProblem, check_input_values, in_place_device, validate_flash_attention
 
-__all__ = ["flash_attention", "precompute_block_mask", "SCHEMA"]
+__all__ = ["flash_attention", "precompute_block_mask", "set_output_residual", "SCHEMA", "FWD_SCHEMA"]
 
-SCHEMA = (
+_ARGS = (
     "(Tensor query, Tensor key, Tensor value, SymInt head_num, str input_layout, Tensor? pse=None, "
     "Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1.0, float keep_prob=1.0, "
     "int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, SymInt[]? prefix=None, "
     "SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, int sparse_mode=0, int seed=0, "
     "int offset=0, Tensor? sink=None, float? softcap=None, int pse_type=1, SymInt[]? q_start_idx=None, "
-    "SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None, SymInt[]? dropout_origin=None) -> (Tensor attention_out, Tensor softmax_max, "
-    "Tensor softmax_sum)"
+    "SymInt[]? kv_start_idx=None, Tensor? dropout_mask=None, SymInt[]? dropout_origin=None"
 )
+SCHEMA = _ARGS + ") -> (Tensor attention_out, Tensor softmax_max, Tensor softmax_sum)"
+# The kernel op behind it: the same arguments, and the output's rounding error when output_residual is set.
+FWD_SCHEMA = (_ARGS + ", bool output_residual=False) -> (Tensor attention_out, Tensor softmax_max, "
+              "Tensor softmax_sum, Tensor attention_out_residual)")
+
+_output_residual = True
+
+
+def set_output_residual(enabled: bool) -> None:
+    """Whether a forward that autograd records keeps attention_out's rounding error for the backward (default on):
+    one more tensor of attention_out's shape and dtype saved per call, which makes the gradients exact in rows whose
+    exact gradient vanishes (one dominant key, docs/performance.md "Rows whose exact gradient vanishes"). Off: the
+    backward takes D from the rounded output, as flash_attn and the built-in do."""
+    if not isinstance(enabled, bool):
+        raise TypeError(f"enabled must be a bool, got {type(enabled).__name__}")
+    global _output_residual
+    _output_residual = enabled
+
+
+def output_residual_enabled() -> bool:
+    return _output_residual
 
 
 def _bind(args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -134,13 +160,17 @@ def _op_schema() -> torch._C.FunctionSchema:
     return torch.ops.npu.flash_attention.default._schema
 
 
-def check_call(query, key, value, head_num, input_layout, **kwargs) -> FAProblem:
+def _bind_fwd(args: tuple, kwargs: dict) -> dict[str, Any]:
+    return bind_arguments(torch.ops.npu.flash_attention_fwd.default._schema, args, kwargs)
+
+
+def check_call(query, key, value, head_num, input_layout, output_residual=False, **kwargs) -> FAProblem:
     """Every check of a call on real tensors, run before dispatch on every device (`dispatch.py`): the argument and
     mask rules, the device (CPU, or NPU with the adapter loaded), and the data checks (finite q/k/v, scale; on NPU
     only with NPU_FA_CHECK_VALUES=1, see dispatch.value_checks)."""
     values = value_checks(query.device)
     p = validate_flash_attention(query, key, value, head_num, input_layout, **kwargs, check_values=values,
-                                 drop_mask_device=in_place_device(query.device))
+                                 drop_mask_device=in_place_device(query.device), out_residual=output_residual)
     require_device(query.device, "npu::flash_attention")
     sink, pse = kwargs.get("sink"), kwargs.get("pse")
     if values:
@@ -156,34 +186,53 @@ def check_call(query, key, value, head_num, input_layout, **kwargs) -> FAProblem
     return p
 
 
+def _wants_residual(a: dict) -> bool:
+    """Autograd will record this call (grad mode on, a differentiable input requires grad) and the residual is on."""
+    if not (_output_residual and torch.is_grad_enabled()):
+        return False
+    return any(isinstance(a[n], torch.Tensor) and a[n].requires_grad for n in ("query", "key", "value", "pse", "sink"))
+
+
+def _flash_attention_composite(*args, **kwargs):
+    """npu::flash_attention: npu::flash_attention_fwd, with the residual when autograd records the call."""
+    out, smax, ssum, _ = torch.ops.npu.flash_attention_fwd(*args, **kwargs,
+                                                           output_residual=_wants_residual(_bind(args, kwargs)))
+    return out, smax, ssum
+
+
 def _flash_attention_impl(*args, **kwargs):
-    """The CPU (twin) kernel. `check_call` ran before dispatch; this re-derives the problem without the data
-    checks."""
-    a = _bind(args, kwargs)
-    p = validate_flash_attention(**a, check_values=False)
+    """The CPU (twin) kernel of npu::flash_attention_fwd. `check_call` ran before dispatch; this re-derives the
+    problem without the data checks."""
+    a = _bind_fwd(args, kwargs)
+    residual = a.pop("output_residual")
+    p = validate_flash_attention(**a, check_values=False, out_residual=residual)
     return twin_backend.forward(p, a, get_chip())
 
 
 def _flash_attention_fake(*args, **kwargs):
-    a = _bind(args, kwargs)
-    p = validate_flash_attention(**a, check_values=False)
+    a = _bind_fwd(args, kwargs)
+    residual = a.pop("output_residual")
+    p = validate_flash_attention(**a, check_values=False, out_residual=residual)
     query = a["query"]
     out = query.new_empty(p.out_shape)
     smax = query.new_empty(p.stats_shape, dtype=torch.float32)
     ssum = query.new_empty(p.stats_shape, dtype=torch.float32)
-    return out, smax, ssum
+    return out, smax, ssum, query.new_empty(p.out_shape if residual else (0,))
 
 
 def _register():
-    ns_op = "npu::flash_attention"
     try:
         existing = torch.ops.npu.flash_attention  # noqa: F841 - already registered (module reloaded)
         return
     except (AttributeError, RuntimeError):
         pass
     # CPU only: NPU tensors dispatch to the adapter's PrivateUse1 kernel (npu.py); both are checked first.
-    define_op(ns_op, SCHEMA, _flash_attention_impl, _flash_attention_fake, __doc__)
-    check_before_dispatch(ns_op, check_call)
+    define_op("npu::flash_attention_fwd", FWD_SCHEMA, _flash_attention_impl, _flash_attention_fake,
+              "npu::flash_attention with `output_residual`: also returns attention_out's rounding error "
+              "(attention_out_residual, the output's shape and dtype; empty when off), which the backward takes "
+              "as attention_in_residual.\n\n" + __doc__)
+    check_before_dispatch("npu::flash_attention_fwd", check_call)
+    define_composite("npu::flash_attention", SCHEMA, _flash_attention_composite, __doc__)
 
 
 _register()

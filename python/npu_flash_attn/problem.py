@@ -82,6 +82,7 @@ class FAProblem:
     pse: PseArgs = PseArgs()   # in-kernel ALiBi or an outer bias tensor
     drop: DropArgs = DropArgs()
     high_performance: bool = False  # inner_precise bit 0 (forward only): the scores leave the cube in the input dtype
+    out_residual: bool = False  # the forward writes attention_out_residual / the backward reads it (issue 26)
     post: Optional[dict] = None  # what every backend does around the kernels (has_work, padding, row groups, dpse)
 
     def flops(self) -> float:
@@ -157,7 +158,8 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
                              pse_type=1, q_start_idx=None, kv_start_idx=None, dropout_mask=None,
                              dropout_origin=None, *,
                              check_values: bool = True, grad: Optional[dict] = None,
-                             drop_mask_device: str = "", partial_keys: bool = False) -> FAProblem:
+                             drop_mask_device: str = "", partial_keys: bool = False,
+                             out_residual: bool = False) -> FAProblem:
     """Checks every argument of npu::flash_attention (raising ValueError/TypeError naming the argument, the value and
     the rule, or NotImplementedError for features not built yet) and returns the validated problem. Python checks
     the Python types and the devices; the shape and attribute rules are the extension's problem module's, the one
@@ -165,7 +167,8 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
     built-in's compressed mask, on its device; skipped when check_values is False, as in the fake kernel). `grad`:
     the backward's dy/attention_in/softmax_max/softmax_sum, checked against the forward's shapes.
     `drop_mask_device`: a device that reads a user dropout mask in place (no repacking). `partial_keys`: the grad
-    op's flag (the call holds part of each row's keys)."""
+    op's flag (the call holds part of each row's keys). `out_residual`: the forward also writes attention_out's
+    rounding error (the grad's is set by its attention_in_residual)."""
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -201,6 +204,7 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
                                               ("sink", sink), ("dropout_mask", dropout_mask), *(grad or {}).items())}
     call = native.ext().Call(**tensors, **ints, **lists, input_layout=input_layout, scale=scale, keep_prob=keep_prob,
                              softcap=softcap, grad=grad is not None, partial_keys=partial_keys,
+                             out_residual=out_residual or (grad or {}).get("attention_in_residual") is not None,
                              drop_mask_device=drop_mask_device)
     info = native.ext().flash_attention_problem(call)
     if info["compressed_mask"] and check_values and not is_fake(atten_mask):
@@ -220,7 +224,8 @@ def validate_flash_attention(query, key, value, head_num, input_layout, pse=None
                      stats_shape=_dims(info["stats_dims"], sizes), prefix=info["prefix"],
                      dense_mask=info["dense_mask"], mask_tnd_global=info["mask_tnd_global"],
                      mask_view=info["mask_view"], sink=info["sink"], softcap=info["softcap"], pse=pse_args,
-                     drop=drop, high_performance=info["high_performance"], post=info)
+                     drop=drop, high_performance=info["high_performance"], out_residual=info["out_residual"],
+                     post=info)
 
 
 def check_input_values(p: FAProblem, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
@@ -273,7 +278,8 @@ def _max_abs_score(p: FAProblem, query: torch.Tensor, key: torch.Tensor) -> floa
     return peak
 
 
-_GRAD_ONLY = ("dy", "softmax_max", "softmax_sum", "attention_in", "deterministic", "partial_keys")
+_GRAD_ONLY = ("dy", "softmax_max", "softmax_sum", "attention_in", "attention_in_residual", "deterministic",
+              "partial_keys")
 
 
 def validate_grad(a: dict, check_values: bool = True, drop_mask_device: str = "") -> FAProblem:
@@ -283,7 +289,7 @@ def validate_grad(a: dict, check_values: bool = True, drop_mask_device: str = ""
     for flag in ("deterministic", "partial_keys"):
         if not isinstance(a[flag], bool):
             raise TypeError(f"{flag} must be a bool, got {type(a[flag]).__name__}")
-    saved = {n: a[n] for n in ("dy", "attention_in", "softmax_max", "softmax_sum")}
+    saved = {n: a[n] for n in ("dy", "attention_in", "softmax_max", "softmax_sum", "attention_in_residual")}
     return validate_flash_attention(**fwd, check_values=check_values, grad=saved, drop_mask_device=drop_mask_device,
                                     partial_keys=a["partial_keys"])
 

@@ -116,11 +116,13 @@ def drop_mask_input(p: FAProblem, mask: Optional[torch.Tensor]) -> Optional[torc
 
 def forward(p: FAProblem, a: dict, chip: str):
     """Runs the forward kernel for the validated problem `p` (`a`: the op's arguments by name) on the twin of
-    `chip`; returns (attention_out, softmax_max, softmax_sum)."""
+    `chip`; returns (attention_out, softmax_max, softmax_sum, attention_out_residual): the last empty unless
+    p.out_residual, zero in rows no kernel writes."""
     query, sink = a["query"], a["sink"]
     out = torch.empty(p.out_shape, dtype=query.dtype)
     smax = torch.empty(p.stats_shape, dtype=torch.float32)
     ssum = torch.empty(p.stats_shape, dtype=torch.float32)
+    residual = torch.zeros(p.out_shape if p.out_residual else (0,), dtype=query.dtype)
     if not p.has_work():
         # No query row sees a key (or there are no rows): every row is invalid (with sinks: the sink is the only
         # term of its softmax, max = sink, sum = 1); no launch needed.
@@ -128,14 +130,15 @@ def forward(p: FAProblem, a: dict, chip: str):
         out.zero_()
         postprocess.fill_rows_without_keys(p, sink, smax, ssum)
         postprocess.fill_padding(p, out, smax, ssum)
-        return out, smax, ssum
+        return out, smax, ssum, residual
     # contiguous copies keep the pointers valid for the duration of the call
     q, k, v = (a[n].detach().contiguous() for n in ("query", "key", "value"))
     sk = None if sink is None else sink.detach().contiguous()
-    info = _launch(p, chip, q, k, v, a["atten_mask"], sk, pse_input(p, a["pse"]), a["dropout_mask"], out, smax, ssum)
+    info = _launch(p, chip, q, k, v, a["atten_mask"], sk, pse_input(p, a["pse"]), a["dropout_mask"], out, smax, ssum,
+                   residual)
     postprocess.fill_padding(p, out, smax, ssum)
     record_launch(info)
-    return out, smax, ssum
+    return out, smax, ssum, residual
 
 
 _infer_splits = 0
@@ -170,7 +173,7 @@ def infer(call, chip: str, query: torch.Tensor, key: torch.Tensor, value: torch.
     return info
 
 
-def _launch(p: FAProblem, chip: str, q, k, v, atten_mask, sink, pse, drop_mask, out, smax, ssum) -> dict:
+def _launch(p: FAProblem, chip: str, q, k, v, atten_mask, sink, pse, drop_mask, out, smax, ssum, residual) -> dict:
     call = _with_blocks(p)
     view = kernel_mask(p, atten_mask) if p.dense_mask else None
     drop_rows = drop_mask_input(p, drop_mask)
@@ -185,7 +188,8 @@ def _launch(p: FAProblem, chip: str, q, k, v, atten_mask, sink, pse, drop_mask, 
                                               mask_bytes, map_ptr, map_bytes, 0 if sink is None else sink.data_ptr(),
                                               0 if pse is None else pse.data_ptr(),
                                               0 if drop_rows is None else drop_rows.data_ptr(), out.data_ptr(),
-                                              smax.data_ptr(), ssum.data_ptr(), _count_ops))
+                                              smax.data_ptr(), ssum.data_ptr(), _count_ops,
+                                              residual.data_ptr() if p.out_residual else 0))
     if block is not None:
         shared = view.untyped_storage().data_ptr() == atten_mask.untyped_storage().data_ptr()
         info.update(tiles_masked=block.tiles_masked, tiles_mixed=block.tiles_mixed, tiles_visible=block.tiles_visible,
@@ -213,13 +217,14 @@ def backward(p: FAProblem, a: dict, chip: str):
     view = kernel_mask(p, a["atten_mask"]) if p.dense_mask else None
     mask_ptr, mask_bytes = (view.data_ptr(), p.mask_view["extent"]) if view is not None else (0, 0)
     drop_rows = drop_mask_input(p, a["dropout_mask"])
+    res = a["attention_in_residual"].detach().contiguous() if p.out_residual else None
     with progress.launch(f"twin backward launches on {chip}", 2.5 * p.flops(), "backward"):
         info = ext().flash_attention_grad(
             _with_blocks(p), chip, bool(a["deterministic"]), q.data_ptr(), k.data_ptr(), v.data_ptr(), do.data_ptr(),
             o.data_ptr(), smax.data_ptr(), ssum.data_ptr(), mask_ptr, mask_bytes, 0 if sk is None else sk.data_ptr(),
             0 if pse is None else pse.data_ptr(), 0 if drop_rows is None else drop_rows.data_ptr(), dq.data_ptr(),
             dk.data_ptr(), dv.data_ptr(), 0 if dsink_rows is None else dsink_rows.data_ptr(),
-            0 if dpse_rows is None else dpse_rows.data_ptr())
+            0 if dpse_rows is None else dpse_rows.data_ptr(), 0 if res is None else res.data_ptr())
     postprocess.zero_padding(p, dq, dk, dv)
     record_launch(dict(info, op="flash_attention_grad"))
     dsink = empty.clone() if sink is None else -postprocess.sum_rows_per_head(p, dsink_rows)

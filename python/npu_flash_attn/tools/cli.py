@@ -76,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--scale", type=float, default=None, help="softmax scale (default head_dim^-0.5)")
     pr.add_argument("--inner-precise", type=int, default=0,
                     help="the op's inner_precise (1: high-performance mode, the forward's scores in the input dtype)")
+    pr.add_argument("--residual", choices=("on", "off"), default=None,
+                    help="the forward's output residual (written by the forward, read by the backward; default: on "
+                         "with --backward, as the autograd runs it, off for the forward alone)")
     pr.add_argument("--model-only", action="store_true",
                     help="run the kernels without their arithmetic: the same trace, seconds instead of minutes")
     pr.add_argument("--sample-blocks", type=int, default=0, metavar="K",
@@ -298,7 +301,8 @@ def _profile(a) -> int:
                                    seqlen=a.seqlen or 2048, head_dim=a.head_dim, dtype=a.dtype, causal=a.causal,
                                    backward=a.backward, deterministic=a.deterministic, keep_prob=a.keep_prob,
                                    inner_precise=a.inner_precise, scale=a.scale, overrides=overrides, model_only=a.model_only, sample_blocks=a.sample_blocks,
-                                   ranges=not a.no_range)
+                                   ranges=not a.no_range,
+                                   residual=None if a.residual is None else a.residual == "on")
     except NotImplementedError as e:
         print(f"error: NotImplementedError: {e}", file=sys.stderr)
         return 2

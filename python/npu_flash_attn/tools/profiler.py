@@ -10,7 +10,6 @@ from typing import Optional
 
 from .. import twin_backend
 from ..chip import get_chip, set_chip
-from ..ops import flash_attention
 from ..problem import INT32_MAX
 
 AIC_PIPES = ("S", "MTE1", "MTE2", "MTE3", "M", "FIX")
@@ -112,7 +111,8 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
             causal: bool = False, backward: bool = False, deterministic: bool = False, keep_prob: float = 1.0,
             inner_precise: int = 0, scale: Optional[float] = None, bins: int = 400, keep_blocks: int = 1, overrides: Optional[dict] = None,
             seed: int = 0, model_only: bool = False, sample_blocks: int = 0, ranges=False,
-            band: Optional[tuple[int, int]] = None, partial_keys: bool = False) -> dict:
+            band: Optional[tuple[int, int]] = None, partial_keys: bool = False,
+            residual: Optional[bool] = None) -> dict:
     """Runs the forward op (or, with backward=True, the forward unmodelled and then the backward op, fast or
     deterministic schedule, its launches modelled one after the other) on the twin (BNSD, random inputs) and
     returns the modeled time and its breakdown:
@@ -132,7 +132,9 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
     evenly spaced AI cores of each launch instead of all: each stands for numBlocks/k cores in the shared HBM bandwidth
     and the totals; exact for balanced launches, see docs/cost_model.md.
     band=(pre_tokens, next_tokens) instead of causal: sparse_mode 4 (the calls context parallelism issues);
-    partial_keys=True: the backward as a context-parallel call runs it (its rows' other keys elsewhere)."""
+    partial_keys=True: the backward as a context-parallel call runs it (its rows' other keys elsewhere).
+    residual: the forward writes its output residual and the backward reads it (what the autograd does, issue 26);
+    None = on for backward=True (the training path), off for the forward alone (a call autograd does not record)."""
     import torch
     kv_heads = heads if kv_heads is None else kv_heads
     s2 = seqlen if seqlen_kv is None else seqlen_kv
@@ -156,24 +158,27 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
     common = dict(scale=scale, sparse_mode=3 if causal else 0, keep_prob=keep_prob, inner_precise=inner_precise)
     if band is not None:
         common.update(sparse_mode=4, pre_tokens=band[0], next_tokens=band[1])
+    residual = backward if residual is None else bool(residual)
+    forward_op = torch.ops.npu.flash_attention_fwd
     try:
         if backward:  # the forward runs unmodelled; the backward's launches are modelled one after the other
             twin_backend.ext().set_cost_model(False, 0, 0, {}, model_only, sample_blocks)
             try:
-                out, smax, ssum = flash_attention(q, k, v, heads, "BNSD", **common)
+                out, smax, ssum, res = forward_op(q, k, v, heads, "BNSD", **common, output_residual=residual)
             finally:
                 twin_backend.ext().set_cost_model(False)
             if model_only:  # a model-only forward leaves its outputs undefined; the backward checks they are finite
-                out.zero_(), smax.zero_(), ssum.fill_(1.0)
+                out.zero_(), smax.zero_(), ssum.fill_(1.0), res.zero_()
             dy = rand(*out.shape)
         twin_backend.ext().set_cost_model(True, keep_blocks, bins, overrides or {}, model_only, sample_blocks, ranges)
         try:
             if backward:
                 torch.ops.npu.flash_attention_grad(q, k, v, dy, heads, "BNSD", softmax_max=smax, softmax_sum=ssum,
                                                    attention_in=out, deterministic=deterministic,
-                                                   partial_keys=partial_keys, **common)
+                                                   partial_keys=partial_keys,
+                                                   attention_in_residual=res if residual else None, **common)
             else:
-                flash_attention(q, k, v, heads, "BNSD", **common)
+                forward_op(q, k, v, heads, "BNSD", **common, output_residual=residual)
             info = twin_backend.last_launch_info()
         finally:
             twin_backend.ext().set_cost_model(False)
@@ -190,6 +195,7 @@ def profile(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, kv_hea
     rep.update(problem=dict(batch=batch, heads=heads, kv_heads=kv_heads, seqlen=seqlen, seqlen_kv=s2,
                             head_dim=head_dim, dtype=dtype, causal=causal, backward=backward,
                             deterministic=deterministic, keep_prob=keep_prob, inner_precise=inner_precise, scale=scale,
+                            residual=residual,
                             model_only=model_only, sample_blocks=sample_blocks),
                block_dim=info.get("block_dim", info.get("block_dim_dkv")), twin_seconds=info["twin_seconds"], model=cm)
     return rep
