@@ -45,6 +45,11 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     pt.maskStrideS = p.maskStrideS;
     pt.maskColStep = p.maskColStep;
     pt.scale = p.scale;
+    pt.softcap = p.softcap;
+    pt.alibiMode = p.alibi ? kAlibiLinear : kAlibiNone;
+    pt.alibiPerBatch = p.alibiPerBatch ? 1 : 0;
+    pt.pseMode = p.pse ? kPseAdd : kPseNone;
+    pt.pseStrideB = p.pseStride.b, pt.pseStrideN = p.pseStride.n, pt.pseStrideS = p.pseStride.s;
     pt.qStride = p.q, pt.kStride = p.k, pt.vStride = p.v, pt.oStride = p.out;
     t.lseStrideB = p.lseB, t.lseStrideN = p.lseN, t.lseStrideS = p.lseS;
     t.lseFlag = p.lse ? 1 : 0;
@@ -64,7 +69,7 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
             if (InferL1Bytes(mBlock, w, pt.dPad, pt.dvPad) > l1) continue;
             const uint32_t half = CeilDiv(mBlock, 2);
             for (uint32_t c = AlignUp(half, 8); c >= 8; c -= 8) {
-                if (InferUbSizes(half, c, w, pt.dvPad, p.denseMask).total <= ub) {
+                if (InferUbSizes(half, c, w, pt.dvPad, TilingVecFeatures(pt, false)).total <= ub) {
                     t.s2Block = w, t.mBlock = mBlock, t.vecRows = c;
                     found = true;
                     break;
@@ -153,7 +158,7 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
         if (t.combineRows == 0) return "the combine pass of " + std::to_string(t.splits) + " splits does not fit UB";
         t.combineCores = std::max<uint32_t>(1, std::min<uint32_t>(chip.aivNum, t.taskTotal / t.splits));
     }
-    out.ubBytes = InferUbSizes(CeilDiv(t.mBlock, 2), t.vecRows, t.s2Block, pt.dvPad, p.denseMask).total;
+    out.ubBytes = InferUbSizes(CeilDiv(t.mBlock, 2), t.vecRows, t.s2Block, pt.dvPad, TilingVecFeatures(pt, false)).total;
     out.l1Bytes = InferL1Bytes(t.mBlock, t.s2Block, pt.dPad, pt.dvPad);
     return "";
 }

@@ -84,8 +84,8 @@ def test_cache_batch_idx_and_int_seqlens():
 
 @pytest.mark.parametrize("kw,exc,pattern", [
     (dict(cache_seqlens=torch.tensor([59, 0], dtype=torch.int32)), ValueError, r"cache_seqlens\[0\]=59 must be in \[0, 58\]"),
-    (dict(window_size=(4, 0)), NotImplementedError, r"window_size=\(4, 0\)"),
-    (dict(softcap=30.0), NotImplementedError, r"softcap=30.0"),
+    (dict(softcap=-2.0), ValueError, r"softcap=-2(\.0)? must be a finite number >= 0"),
+    (dict(alibi_slopes=torch.rand(5)), ValueError, r"alibi_slopes must be \[nheads=4\]"),
     (dict(v=None), ValueError, r"k and v must be given together"),
     (dict(causal=1), TypeError, r"causal must be a bool"),
 ])
