@@ -229,3 +229,20 @@ def test_kvcache_prologue_errors_write_nothing():
     with pytest.raises(TypeError, match=r"window_size\[0\] must be an int"):
         flash_attn_with_kvcache(q, k_cache, v_cache, window_size=(1.5, 0), **kw)
     assert torch.equal(k_cache, before)
+
+
+@pytest.mark.parametrize("group,force", [(1, 1), (4, 2)])
+def test_prefill_wide_key_steps(group, force, splits):
+    """Prefill without a dense mask takes 256 keys per step: several steps per task over a long paged cache, with the
+    causal band, a pse_shift and ragged lengths."""
+    splits(force)
+    b, n2, d, bs, dtype = 2, 2, 64, 128, torch.bfloat16
+    n1 = n2 * group
+    q_lens, kv_lens = [30, 11], [700, 300]
+    k, v, table = _paged(b, n2, d, kv_lens, bs, True, dtype)
+    q = torch.randn(b, n1, max(q_lens), d, dtype=dtype)
+    pse = torch.randn(1, n1, max(q_lens), table.shape[1] * bs, dtype=dtype)
+    info = _check_fia(q, k, v, pse_shift=pse, num_heads=n1, num_key_value_heads=n2, input_layout="BNSD",
+                      scale=0.125, block_table=table, block_size=bs, actual_seq_lengths=q_lens,
+                      actual_seq_lengths_kv=kv_lens, sparse_mode=3)
+    assert info["s2_block"] == 256 and info["steps"] > info["tasks"]
