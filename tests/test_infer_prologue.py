@@ -10,11 +10,8 @@ import torch
 
 from npu_flash_attn import flash_attn_with_kvcache, last_launch_info, npu_fused_infer_attention_score
 from npu_flash_attn.criterion import assert_close_fa
-from npu_flash_attn.reference import (FLT_MAX, flash_attention_lowprec, flash_attention_reference,
-                                      fused_infer_lowprec, fused_infer_reference)
+from npu_flash_attn.reference import fused_infer_lowprec, fused_infer_reference, kvcache_reference
 from npu_flash_attn.twin_backend import set_infer_split_override
-
-INT32_MAX = 2147483647
 
 
 @pytest.fixture
@@ -118,33 +115,6 @@ def test_pse_shift_errors():
                                         input_layout="TND", actual_seq_lengths=[3], actual_seq_lengths_kv=[5])
 
 
-def _kvcache_expected(q, keys, values, causal, window, softcap, slopes):
-    """float64 (out [B, Sq, N1, D], lse [B, N1, Sq]) and the low-precision baseline, per sequence over its keys, by
-    the training model: the window as sparse_mode 4's bottom-right band, ALiBi as pse_type 2 with q_start = Sk - Sq."""
-    b, sq, n1, d = q.shape
-    out = torch.zeros(b, sq, n1, d, dtype=torch.float64)
-    low = torch.zeros(b, sq, n1, d, dtype=q.dtype)
-    lse = torch.empty(b, n1, sq, dtype=torch.float64)
-    left, right = window
-    if causal:
-        right = 0
-    windowed = left >= 0 or right >= 0
-    for i in range(b):
-        k, v = keys[i][None], values[i][None]
-        kw = dict(scale=1 / math.sqrt(d), sparse_mode=4 if windowed else 3 if causal else 0,
-                  pre_tokens=left if left >= 0 else INT32_MAX, next_tokens=right if right >= 0 else INT32_MAX,
-                  softcap=softcap or None)
-        if slopes is not None:
-            kw.update(pse=slopes[i] if slopes.dim() == 2 else slopes, pse_type=2, q_start_idx=[k.shape[1] - sq],
-                      kv_start_idx=[0])
-        o, m, l = flash_attention_reference(q[i:i + 1].double(), k.double(), v.double(), n1, "BSND", **kw)
-        out[i] = o[0]
-        low[i] = flash_attention_lowprec(q[i:i + 1], k, v, n1, "BSND", **kw)[0]
-        m, l = m[0, ..., 0], l[0, ..., 0]
-        lse[i] = torch.where(m == -FLT_MAX, torch.full_like(m, math.inf), m + torch.log(l))
-    return out, low, lse
-
-
 def _kvcache_case(paged, group, dtype, sq, s_new, seqlens):
     b, n2, d, page = len(seqlens), 2, 64, 32
     n1 = n2 * group
@@ -193,7 +163,9 @@ def test_kvcache_window_softcap_alibi(paged, group, dtype, sq, s_new, causal, wi
                                        cache_seqlens=torch.tensor(seqlens, dtype=torch.int32), block_table=table,
                                        causal=causal, window_size=window, softcap=softcap, alibi_slopes=slopes,
                                        return_softmax_lse=True)
-    ref, low, ref_lse = _kvcache_expected(q, keys, values, causal, window, softcap, slopes)
+    kw = dict(causal=causal, window_size=window, softcap=softcap, alibi_slopes=slopes)
+    ref, ref_lse = kvcache_reference(q, keys, values, **kw)
+    low = kvcache_reference(q, keys, values, lowprec=True, **kw)
     assert_close_fa(out, ref, low)
     _assert_lse(lse, ref_lse)
     info = last_launch_info()

@@ -593,6 +593,38 @@ def _infer_dense_mask(q, k, v, cu_q, cu_kv, mask, kw: dict, lay: str, prefill: b
     return o, (None if lowprec else torch.cat(lses))
 
 
+def kvcache_reference(q: torch.Tensor, keys: Sequence[torch.Tensor], values: Sequence[torch.Tensor], *,
+                      causal: bool = False, window_size=(-1, -1), softcap: float = 0.0,
+                      alibi_slopes: Optional[torch.Tensor] = None, lowprec: bool = False):
+    """flash_attn_with_kvcache's attention, per sequence over its keys: q [B, Sq, N1, D], keys[b] / values[b]
+    [Sk_b, N2, D] (the cache after the append). Bottom-right causal and window_size (left, right; negative:
+    unbounded; causal makes right 0) as sparse_mode 4's band, softcap, and ALiBi -slope * |i + Sk - Sq - j| (pse_type
+    2 with q_start = Sk - Sq). Returns (out [B, Sq, N1, D] float64, lse [B, N1, Sq] float64 with +inf for rows
+    without a key), or with `lowprec` the output computed like plain torch in q's dtype (the criterion's baseline)."""
+    b, sq, n1, d = q.shape
+    left, right = window_size
+    right = 0 if causal else right
+    windowed = left >= 0 or right >= 0
+    kw = dict(scale=1 / math.sqrt(d), sparse_mode=4 if windowed else 3 if causal else 0,
+              pre_tokens=left if left >= 0 else _INT32_MAX, next_tokens=right if right >= 0 else _INT32_MAX,
+              softcap=softcap or None)
+    out = torch.zeros(b, sq, n1, d, dtype=q.dtype if lowprec else torch.float64)
+    lse = torch.empty(b, n1, sq, dtype=torch.float64)
+    for i in range(b):
+        k, v = keys[i][None], values[i][None]
+        if alibi_slopes is not None:
+            kw.update(pse=alibi_slopes[i] if alibi_slopes.dim() == 2 else alibi_slopes, pse_type=2,
+                      q_start_idx=[k.shape[1] - sq], kv_start_idx=[0])
+        if lowprec:
+            out[i] = flash_attention_lowprec(q[i:i + 1], k, v, n1, "BSND", **kw)[0]
+            continue
+        o, m, l = flash_attention_reference(q[i:i + 1].double(), k.double(), v.double(), n1, "BSND", **kw)
+        out[i] = o[0]
+        m, l = m[0, ..., 0], l[0, ..., 0]
+        lse[i] = torch.where(m == -FLT_MAX, torch.full_like(m, math.inf), m + torch.log(l))
+    return out if lowprec else (out, lse)
+
+
 def fused_infer_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, **kw):
     """float64 (attention_out, softmax_lse) of `npu_fused_infer_attention_score(query, key, value, **kw)` (the
     arguments of its first stage: num_heads, num_key_value_heads, input_layout, scale, actual_seq_lengths,

@@ -36,7 +36,7 @@ padding sizes: the next stage). Runs on CPU tensors (the twin); results are "twi
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional
 
 import torch
 
