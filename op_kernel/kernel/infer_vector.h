@@ -1,9 +1,10 @@
 // Vector (AIV) half of the inference kernel: each AIV owns half of a task's packed rows and walks them in chunks of
-// vecRows per step: scale or soft-cap, the positional bias (ALiBi: one distance row per query token and one slope per
-// head; pse_shift: each run of rows one DMA), the sequence's band (row r sees keys [token(r) + lo, token(r) + hi], BandOfMode), the
-// dense mask (infer_mask.h) and the key tail masked, the online softmax (tile/online_softmax.h) in fp32, P back to the cube in the input dtype,
-// then the cube's P*V folded into the running output. At the task's end: the output and softmax_lse (no split), or
-// the split's normalised output and log-sum-exp as fp32 partials for the combine pass.
+// vecRows per step: scale or soft-cap, the positional bias (ALiBi: one distance row per query token and one slope
+// per head; pse_shift: one DMA per run of rows), the sequence's band (row r sees keys [token(r) + lo, token(r) + hi],
+// BandOfMode), the dense mask (infer_mask.h) and the key tail masked, the online softmax (tile/online_softmax.h) in
+// fp32, P back to the cube in the input dtype, then the cube's P*V folded into the running output. At the task's
+// end: the output and softmax_lse (no split), or the split's normalised output and log-sum-exp as fp32 partials for
+// the combine pass.
 #ifndef NPU_FA_KERNEL_INFER_VECTOR_H
 #define NPU_FA_KERNEL_INFER_VECTOR_H
 
