@@ -45,6 +45,11 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     pt.maskStrideS = p.maskStrideS;
     pt.maskColStep = p.maskColStep;
     pt.scale = p.scale;
+    pt.softcap = p.softcap;
+    pt.alibiMode = p.alibi ? kAlibiLinear : kAlibiNone;
+    pt.alibiPerBatch = p.alibiPerBatch ? 1 : 0;
+    pt.pseMode = p.pse ? kPseAdd : kPseNone;
+    pt.pseStrideB = p.pseStride.b, pt.pseStrideN = p.pseStride.n, pt.pseStrideS = p.pseStride.s;
     pt.qStride = p.q, pt.kStride = p.k, pt.vStride = p.v, pt.oStride = p.out;
     t.lseStrideB = p.lseB, t.lseStrideN = p.lseN, t.lseStrideS = p.lseS;
     t.lseFlag = p.lse ? 1 : 0;
@@ -52,19 +57,24 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     t.maxPages = p.maxPages;
 
     // Blocks: the widest key step, then the most packed rows (up to 128, the cube's best M) whose L1 tiles and
-    // AIV half fit. On 910B2 with 128 rows wanted: D 64 and 128 take 128 keys x 128 rows, D 256 128 x 112 (UB: the
+    // AIV half fit (decode figures below). On 910B2 with 128 rows wanted: D 64 and 128 take 128 keys x 128 rows, D 256 128 x 112 (UB: the
     // running and partial fp32 outputs of an AIV's 56 rows), D 512 64 x 64 (L1: K and V ping-pong 2 x 64 KB each;
     // UB: 2 x 64 KB of outputs for 32 rows).
     const uint32_t rowsWanted = (uint32_t)std::max<int64_t>(1, std::min<int64_t>(128, s1max * pt.group));
     const uint32_t ub = UsableUb(chip), l1 = UsableL1(chip);
+    // Prefill (more than one query token) first tries 256 keys per step: each step's fp32 P*V partial goes through
+    // the workspace and back, so wider steps halve that traffic, which binds L2 at 128 on long prefills. Decode
+    // keeps at most 128 (its steps are few; the split-KV balance is tuned on them), and so does a dense mask
+    // (kernel/infer_mask.h widens a mask row in one repeat of at most 128 halves).
     bool found = false;
-    for (uint32_t w : {128u, 64u}) {
+    for (uint32_t w : {256u, 128u, 64u}) {
+        if (w > 128 && (s1max <= 1 || p.denseMask)) continue;
         for (uint32_t m = AlignUp(rowsWanted, 16); m >= 16 && !found; m -= 16) {
             const uint32_t mBlock = std::min(m, rowsWanted);
             if (InferL1Bytes(mBlock, w, pt.dPad, pt.dvPad) > l1) continue;
             const uint32_t half = CeilDiv(mBlock, 2);
             for (uint32_t c = AlignUp(half, 8); c >= 8; c -= 8) {
-                if (InferUbSizes(half, c, w, pt.dvPad, p.denseMask).total <= ub) {
+                if (InferUbSizes(half, c, w, pt.dvPad, TilingVecFeatures(pt, false)).total <= ub) {
                     t.s2Block = w, t.mBlock = mBlock, t.vecRows = c;
                     found = true;
                     break;
@@ -153,7 +163,7 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
         if (t.combineRows == 0) return "the combine pass of " + std::to_string(t.splits) + " splits does not fit UB";
         t.combineCores = std::max<uint32_t>(1, std::min<uint32_t>(chip.aivNum, t.taskTotal / t.splits));
     }
-    out.ubBytes = InferUbSizes(CeilDiv(t.mBlock, 2), t.vecRows, t.s2Block, pt.dvPad, p.denseMask).total;
+    out.ubBytes = InferUbSizes(CeilDiv(t.mBlock, 2), t.vecRows, t.s2Block, pt.dvPad, TilingVecFeatures(pt, false)).total;
     out.l1Bytes = InferL1Bytes(t.mBlock, t.s2Block, pt.dPad, pt.dvPad);
     return "";
 }

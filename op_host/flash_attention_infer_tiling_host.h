@@ -16,7 +16,7 @@ struct FaInferProblem {
     FaDtype dtype = kFp16;
     uint32_t batch = 1, n1 = 1, n2 = 1, d = 64, dv = 64;
     float scale = 1.0f;
-    uint32_t sparseMode = 0;          // 0-4 (0 with one query token, as the built-in); bands by BandOfMode
+    uint32_t sparseMode = 0;          // 0-4 (0 with one query token, as the built-in, unless a window); BandOfMode
     int64_t preTokens = kUnbounded, nextTokens = kUnbounded;  // the bands of modes 4 and 0 (with a dense mask)
     // A dense atten_mask (bytes, nonzero = masked) read in place (rules::MaskView): byte strides per batch, query
     // head and query token (0 = broadcast), maskColStep 0 for a column-broadcast mask widened to rows of equal
@@ -25,6 +25,10 @@ struct FaInferProblem {
     uint64_t maskStrideB = 0, maskStrideN = 0, maskStrideS = 0, maskBytes = 0;
     uint32_t maskColStep = 1;
     bool lse = false;                 // softmax_lse_flag
+    float softcap = 0.0f;             // > 0: the scaled scores x become softcap * tanh(x / softcap)
+    bool alibi = false, alibiPerBatch = false;  // flash_attn's ALiBi slopes [N1] or [B, N1] fp32 (bottom-right)
+    bool pse = false;                 // pse_shift [B or 1, N1, Q_S, KV_S] in the input dtype, added after the scale
+    FaStrides pseStride{};            // its element strides per batch (0: broadcast), head, query token
     std::vector<int64_t> qLen, kvLen; // per batch
     std::vector<int64_t> qTok, kvTok; // TND: each batch's first query / key token (a contiguous TND cache), else 0
     FaStrides q{}, out{}, k{}, v{};   // element strides per batch (a paged cache: per page), head, token
@@ -32,6 +36,7 @@ struct FaInferProblem {
     uint32_t pageSize = 0, maxPages = 0;  // a paged cache: block_size and the block table's columns
     // Elements the kernels may touch in each tensor (the twin checks every GM range against them).
     uint64_t queryElems = 0, keyElems = 0, valueElems = 0, outElems = 0, lseElems = 0, tableElems = 0;
+    uint64_t pseElems = 0, alibiElems = 0;
     uint32_t forceSplits = 0;         // 0 = the tiling's choice
 };
 

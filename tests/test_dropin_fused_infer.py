@@ -47,7 +47,7 @@ def test_default_call_bsh_matches_reference():
     assert_close_fa(out, fused_infer_reference(q, k, v, num_heads=1)[0], fused_infer_lowprec(q, k, v, num_heads=1))
 
 
-@pytest.mark.parametrize("name", ["pse_shift", "dequant_scale1", "quant_scale2", "antiquant_scale",
+@pytest.mark.parametrize("name", ["dequant_scale1", "quant_scale2", "antiquant_scale",
                                   "key_antiquant_scale", "value_antiquant_offset", "key_shared_prefix", "query_rope",
                                   "query_padding_size", "kv_padding_size"])
 def test_later_stage_tensors_refused_by_name(name):

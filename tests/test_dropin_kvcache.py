@@ -1,31 +1,19 @@
 """flash_attn_with_kvcache: new keys appended into the cache in place (contiguous rows, cache_batch_idx, or pages
 through block_table), attention over the grown cache against the float64 model (FlashAttention criterion),
 bottom-right causal, the LSE, and refused arguments that leave the cache untouched."""
-import math
 
 import pytest
 import torch
 
 from npu_flash_attn import flash_attn_with_kvcache
 from npu_flash_attn.criterion import assert_close_fa
-from npu_flash_attn.reference import flash_attention_lowprec, flash_attention_reference, FLT_MAX
+from npu_flash_attn.reference import kvcache_reference
 
 
 def _expected(q, keys, values, causal):
     """float64 (out [B, Sq, N1, D], lse [B, N1, Sq]) and the low-precision baseline, per sequence over its keys."""
-    b, sq, n1, d = q.shape
-    out = torch.zeros(b, sq, n1, d, dtype=torch.float64)
-    low = torch.zeros(b, sq, n1, d, dtype=q.dtype)
-    lse = torch.empty(b, n1, sq, dtype=torch.float64)
-    for i in range(b):
-        k, v = keys[i][None], values[i][None]
-        kw = dict(scale=1 / math.sqrt(d), sparse_mode=3 if causal else 0)
-        o, m, l = flash_attention_reference(q[i:i + 1].double(), k.double(), v.double(), n1, "BSND", **kw)
-        out[i] = o[0]
-        low[i] = flash_attention_lowprec(q[i:i + 1], k, v, n1, "BSND", **kw)[0]
-        m, l = m[0, ..., 0], l[0, ..., 0]
-        lse[i] = torch.where(m == -FLT_MAX, torch.full_like(m, math.inf), m + torch.log(l))
-    return out, low, lse
+    out, lse = kvcache_reference(q, keys, values, causal=causal)
+    return out, kvcache_reference(q, keys, values, causal=causal, lowprec=True), lse
 
 
 @pytest.mark.parametrize("paged,causal,s_new", [(False, False, 1), (True, True, 1), (True, True, 5),
@@ -84,8 +72,8 @@ def test_cache_batch_idx_and_int_seqlens():
 
 @pytest.mark.parametrize("kw,exc,pattern", [
     (dict(cache_seqlens=torch.tensor([59, 0], dtype=torch.int32)), ValueError, r"cache_seqlens\[0\]=59 must be in \[0, 58\]"),
-    (dict(window_size=(4, 0)), NotImplementedError, r"window_size=\(4, 0\)"),
-    (dict(softcap=30.0), NotImplementedError, r"softcap=30.0"),
+    (dict(softcap=-2.0), ValueError, r"softcap=-2(\.0)? must be a finite number >= 0"),
+    (dict(alibi_slopes=torch.rand(5)), ValueError, r"alibi_slopes must be \[nheads=4\]"),
     (dict(v=None), ValueError, r"k and v must be given together"),
     (dict(causal=1), TypeError, r"causal must be a bool"),
 ])

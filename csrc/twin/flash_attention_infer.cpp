@@ -21,19 +21,21 @@ using twin_bindings::IntList;
 using twin_bindings::TensorArg;
 
 npu_fa::FaInferCall MakeCall(const py::object& query, const py::object& key, const py::object& value,
-                             const py::object& blockTable, const py::object& attenMask,
+                             const py::object& blockTable, const py::object& attenMask, const py::object& pseShift,
                              const py::object& actualSeqLengths, const py::object& actualSeqLengthsKv,
                              int64_t numHeads, double scale, int64_t preTokens, int64_t nextTokens,
                              const std::string& inputLayout, int64_t numKeyValueHeads, int64_t sparseMode,
-                             int64_t innerPrecise, int64_t blockSize, bool softmaxLseFlag, uint32_t forceSplits,
+                             int64_t innerPrecise, int64_t blockSize, bool softmaxLseFlag, int64_t windowLeft,
+                             int64_t windowRight, double softcap, const py::object& alibiSlopes, uint32_t forceSplits,
                              const std::vector<std::string>& laterArgs) {
     npu_fa::FaInferCall c;
     c.query = TensorArg(query), c.key = TensorArg(key), c.value = TensorArg(value), c.blockTable = TensorArg(blockTable);
-    c.attenMask = TensorArg(attenMask);
+    c.attenMask = TensorArg(attenMask), c.pseShift = TensorArg(pseShift), c.alibiSlopes = TensorArg(alibiSlopes);
     c.actualSeqLengths = IntList(actualSeqLengths), c.actualSeqLengthsKv = IntList(actualSeqLengthsKv);
     c.numHeads = numHeads, c.scale = scale, c.preTokens = preTokens, c.nextTokens = nextTokens;
     c.inputLayout = inputLayout, c.numKeyValueHeads = numKeyValueHeads, c.sparseMode = sparseMode;
     c.innerPrecise = innerPrecise, c.blockSize = blockSize, c.softmaxLseFlag = softmaxLseFlag;
+    c.windowLeft = windowLeft, c.windowRight = windowRight, c.softcap = softcap;
     c.forceSplits = forceSplits;
     c.laterArgs = laterArgs;
     return c;
@@ -106,7 +108,8 @@ py::dict InferPlan(const npu_fa::FaInferCall& call, const std::string& chipName)
 }
 
 py::dict Infer(const npu_fa::FaInferCall& call, const std::string& chipName, uintptr_t q, uintptr_t k, uintptr_t v,
-               uintptr_t blockTable, uintptr_t mask, uintptr_t out, uintptr_t lse, bool trace) {
+               uintptr_t blockTable, uintptr_t mask, uintptr_t pse, uintptr_t alibiSlopes, uintptr_t out, uintptr_t lse,
+               bool trace) {
     Plan plan = MakePlan(call, chipName);
     const npu_fa::FaInferProblem& p = plan.p;
     const uint64_t esize = 2;
@@ -126,14 +129,16 @@ py::dict Infer(const npu_fa::FaInferCall& call, const std::string& chipName, uin
     o.gm.push_back({(const uint8_t*)v, p.valueElems * esize, "value"});
     if (p.tableElems != 0) o.gm.push_back({(const uint8_t*)blockTable, p.tableElems * 4, "block_table"});
     if (p.denseMask) o.gm.push_back({(const uint8_t*)mask, p.maskBytes, "atten_mask"});
+    if (p.pse) o.gm.push_back({(const uint8_t*)pse, p.pseElems * esize, "pse_shift"});
+    if (p.alibi) o.gm.push_back({(const uint8_t*)alibiSlopes, p.alibiElems * 4, "alibi_slopes"});
     auto start = std::chrono::steady_clock::now();
     twin::LaunchResult r;
     py::dict info = PlanInfo(plan);
     {
         py::gil_scoped_release release;
         r = twin::LaunchKernel(&flash_attention_infer, o, (uint8_t*)q, (uint8_t*)k, (uint8_t*)v, (uint8_t*)blockTable,
-                               (uint8_t*)mask, (uint8_t*)seqInfo.data(), (uint8_t*)out, (uint8_t*)lse, wsMem.get(),
-                               (uint8_t*)&tiling);
+                               (uint8_t*)mask, (uint8_t*)pse, (uint8_t*)alibiSlopes, (uint8_t*)seqInfo.data(),
+                               (uint8_t*)out, (uint8_t*)lse, wsMem.get(), (uint8_t*)&tiling);
     }
     twin_bindings::RequireNoWarnings(r.warnings);
     if (o.trace) info["trace_digest"] = twin::TraceDigest(r, o.gm);
@@ -175,19 +180,22 @@ py::dict Infer(const npu_fa::FaInferCall& call, const std::string& chipName, uin
 void RegisterFlashAttentionInfer(py::module_& m) {
     py::class_<npu_fa::FaInferCall>(m, "InferCall", "One call of the inference op (npu_fused_infer_attention_score): "
                                                     "tensors as None or (shape, strides, dtype name), attributes by "
-                                                    "torch_npu's names")
+                                                    "torch_npu's names (window_left/right, softcap, alibi_slopes: "
+                                                    "flash_attn_with_kvcache's)")
         .def(py::init(&MakeCall), py::arg("query"), py::arg("key"), py::arg("value"),
-             py::arg("block_table") = py::none(), py::arg("atten_mask") = py::none(),
+             py::arg("block_table") = py::none(), py::arg("atten_mask") = py::none(), py::arg("pse_shift") = py::none(),
              py::arg("actual_seq_lengths") = py::none(), py::arg("actual_seq_lengths_kv") = py::none(),
              py::arg("num_heads") = 1, py::arg("scale") = 1.0, py::arg("pre_tokens") = npu_fa::kInt32Max,
              py::arg("next_tokens") = npu_fa::kInt32Max, py::arg("input_layout") = "BSH",
              py::arg("num_key_value_heads") = 0, py::arg("sparse_mode") = 0, py::arg("inner_precise") = 0,
-             py::arg("block_size") = 0, py::arg("softmax_lse_flag") = false, py::arg("force_splits") = 0,
+             py::arg("block_size") = 0, py::arg("softmax_lse_flag") = false, py::arg("window_left") = -1,
+             py::arg("window_right") = -1, py::arg("softcap") = 0.0, py::arg("alibi_slopes") = py::none(),
+             py::arg("force_splits") = 0,
              py::arg("later_args") = std::vector<std::string>{});
     m.def("flash_attention_infer_problem", &Problem, py::arg("call"),
           "The problem of an inference call (ValueError / TypeError / NotImplementedError naming the rule it breaks)");
     m.def("flash_attention_infer_plan", &InferPlan, py::arg("call"), py::arg("chip"));
     m.def("flash_attention_infer", &Infer, py::arg("call"), py::arg("chip"), py::arg("q"), py::arg("k"), py::arg("v"),
-          py::arg("block_table"), py::arg("atten_mask"), py::arg("out"), py::arg("softmax_lse"),
-          py::arg("trace") = false);
+          py::arg("block_table"), py::arg("atten_mask"), py::arg("pse_shift"), py::arg("alibi_slopes"), py::arg("out"),
+          py::arg("softmax_lse"), py::arg("trace") = false);
 }

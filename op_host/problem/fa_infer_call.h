@@ -1,6 +1,7 @@
 // One call of the inference op (torch_npu's npu_fused_infer_attention_score, the arguments the kernels take) as
 // every backend receives it: tensors as shapes and dtypes, attributes by the built-in's names and defaults, and
-// which arguments of later stages (pse, quantisation, antiquant, shared prefix, rope, padding sizes) the caller gave.
+// which arguments of later stages (quantisation, antiquant, shared prefix, rope, padding sizes) the caller gave; and
+// flash_attn_with_kvcache's arguments the built-in lacks (window, softcap, ALiBi), which its drop-in fills.
 // fa_infer_problem.h turns it into the problem.
 #pragma once
 #include <cstdint>
@@ -15,6 +16,7 @@ struct FaInferCall {
     FaTensorArg query, key, value;
     FaTensorArg blockTable;    // int32 [B, max pages]: a paged cache
     FaTensorArg attenMask;     // dense (modes 0/1, any broadcastable shape) or the compressed one of modes 2-4
+    FaTensorArg pseShift;      // [B or 1, N1, Q_S >= S1, KV_S >= S2], the query's dtype
     FaIntList actualSeqLengths, actualSeqLengthsKv;
     int64_t numHeads = 1;
     double scale = 1.0;
@@ -25,6 +27,11 @@ struct FaInferCall {
     int64_t innerPrecise = 0;
     int64_t blockSize = 0;
     bool softmaxLseFlag = false;
+    // flash_attn's window_size (left, right; negative: unbounded): the bottom-right band of sparse mode 4, applied
+    // with one query token too; both negative: no window.
+    int64_t windowLeft = -1, windowRight = -1;
+    double softcap = 0.0;      // flash_attn's softcap (0: none)
+    FaTensorArg alibiSlopes;   // flash_attn's alibi_slopes: fp32 [N1] or [B, N1]
     // Arguments of later stages the caller gave, as "name" (a tensor) or "name=value" (a nonzero mode).
     std::vector<std::string> laterArgs;
     // Twin tuning: this many KV splits instead of the tiling's choice (0 = choose).

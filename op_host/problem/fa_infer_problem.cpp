@@ -125,6 +125,29 @@ uint64_t Numel(const std::vector<int64_t>& shape) {
     return n;
 }
 
+// pse_shift: [B or 1, N1, Q_S, KV_S] in the query's dtype with Q_S >= S1 and KV_S >= the key's S (a paged cache:
+// block_table columns x block_size), read contiguously; not with TND (the built-in's shape has no token axis).
+FaError PseShift(const FaInferCall& c, bool tnd, int64_t b, int64_t n1, int64_t s1, int64_t s2, FaInferProblem& p) {
+    if (tnd) {
+        return NotImplemented("pse_shift with input_layout='TND' is not supported (pse_shift is [B or 1, N1, Q_S, "
+                              "KV_S]); use BSH, BSND, BNSD or BNSD_BSND");
+    }
+    if (c.pseShift.dtype != c.query.dtype) {
+        return Type("pse_shift dtype " + c.pseShift.dtype + " must equal the query dtype " + c.query.dtype);
+    }
+    const std::vector<int64_t>& e = c.pseShift.shape;
+    if (e.size() != 4 || (e[0] != b && e[0] != 1) || e[1] != n1 || e[2] < s1 || e[3] < s2) {
+        return Value("pse_shift must be [B=" + I(b) + " or 1, N1=" + I(n1) + ", Q_S >= " + I(s1) + ", KV_S >= " +
+                     I(s2) + "] (Q_S at least the query's S, KV_S at least the key's S" +
+                     (c.blockTable.present ? std::string(": block_table columns x block_size") : std::string()) +
+                     "), got shape " + Tuple(e));
+    }
+    p.pse = true;
+    p.pseStride = FaStrides{e[0] == 1 ? 0 : (uint64_t)(e[1] * e[2] * e[3]), (uint64_t)(e[2] * e[3]), (uint64_t)e[3]};
+    p.pseElems = Numel(e);
+    return {};
+}
+
 }  // namespace
 
 FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
@@ -141,8 +164,8 @@ FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
     }
     out.layoutName = c.inputLayout;
     if (!c.laterArgs.empty()) {
-        return NotImplemented("npu_fused_infer_attention_score: " + c.laterArgs.front() + " is not supported yet (pse, "
-                              "quantisation, KV antiquant, shared prefix, rope and padding sizes come in a later "
+        return NotImplemented("npu_fused_infer_attention_score: " + c.laterArgs.front() + " is not supported yet "
+                              "(quantisation, KV antiquant, shared prefix, rope and padding sizes come in a later "
                               "stage: leave it at its default)");
     }
     const bool tnd = li == 4, bnsd = li == 2 || li == 3;
@@ -330,7 +353,12 @@ FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
         kvLen.assign((size_t)b, s2);
     }
     // Mask modes.
-    const bool decode = s1 <= 1;
+    const bool window = c.windowLeft >= 0 || c.windowRight >= 0;
+    if (window && (c.sparseMode != 0 || c.attenMask.present)) {
+        return Value("window_size=(" + I(c.windowLeft) + ", " + I(c.windowRight) + ") takes no sparse_mode (got " +
+                     I(c.sparseMode) + ") and no atten_mask: causal is window_size[1]=0");
+    }
+    const bool decode = s1 <= 1 && !window;
     if (c.sparseMode < 0 || c.sparseMode > 4) {
         return Value("sparse_mode=" + I(c.sparseMode) + " is not supported; the built-in takes 0-4");
     }
@@ -364,9 +392,15 @@ FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
         const FaError e = rules::BandMode4(c.preTokens, c.nextTokens, shape, seqs);
         if (e) return e;
     }
-    p.sparseMode = decode ? 0 : (uint32_t)c.sparseMode;
-    p.preTokens = decode ? kInt32Max : c.preTokens;
-    p.nextTokens = decode ? kInt32Max : c.nextTokens;
+    if (window) {  // flash_attn's sliding window: sparse mode 4's bottom-right band
+        p.sparseMode = 4;
+        p.preTokens = c.windowLeft < 0 ? kInt32Max : c.windowLeft;
+        p.nextTokens = c.windowRight < 0 ? kInt32Max : c.windowRight;
+    } else {
+        p.sparseMode = decode ? 0 : (uint32_t)c.sparseMode;
+        p.preTokens = decode ? kInt32Max : c.preTokens;
+        p.nextTokens = decode ? kInt32Max : c.nextTokens;
+    }
     if (c.innerPrecise == 1 || c.innerPrecise == 3) {
         return NotImplemented("inner_precise=" + I(c.innerPrecise) + " (high-performance mode) is not supported; use "
                               "0 or 2 (high precision; invalid rows are always corrected here)");
@@ -384,6 +418,29 @@ FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
                              I(c.blockSize) + ")");
             }
         }
+    }
+    // Positional bias and soft-cap.
+    if (c.pseShift.present) {
+        const FaError e = PseShift(c, tnd, b, n1, s1, s2, p);
+        if (e) return e;
+    }
+    if (!(c.softcap >= 0.0) || c.softcap > 3.0e38) {
+        return Value("softcap=" + text::Float(c.softcap) + " must be a finite number >= 0 (0: no soft-cap)");
+    }
+    p.softcap = (float)c.softcap;
+    if (c.alibiSlopes.present) {
+        const std::vector<int64_t>& a = c.alibiSlopes.shape;
+        if (c.alibiSlopes.dtype != "torch.float32") {
+            return Type("alibi_slopes dtype " + c.alibiSlopes.dtype + " must be torch.float32");
+        }
+        const bool perBatch = a.size() == 2 && a[0] == b && a[1] == n1;
+        if (!perBatch && !(a.size() == 1 && a[0] == n1)) {
+            return Value("alibi_slopes must be [nheads=" + I(n1) + "] or [batch_size=" + I(b) + ", nheads=" + I(n1) +
+                         "], got shape " + Tuple(a));
+        }
+        p.alibi = true;
+        p.alibiPerBatch = perBatch;
+        p.alibiElems = Numel(a);
     }
     // The problem.
     p.batch = (uint32_t)b, p.n1 = (uint32_t)n1, p.n2 = (uint32_t)n2, p.d = (uint32_t)d, p.dv = (uint32_t)d;

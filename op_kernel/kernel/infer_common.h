@@ -31,6 +31,8 @@ struct FaInferGmArgs {
     GM_ADDR value;
     GM_ADDR blockTable;   // int32 [B, maxPages], paged caches only
     GM_ADDR attenMask;    // bytes, a dense mask only (maskMode 1)
+    GM_ADDR pseShift;     // the input dtype [B or 1, N1, S1, S2] (pseMode kPseAdd only)
+    GM_ADDR alibiSlopes;  // fp32 [N1] or [B, N1] (alibiMode only)
     GM_ADDR seqInfo;      // the seq table: q/kv lengths, first tasks, bands
     GM_ADDR attentionOut;
     GM_ADDR softmaxLse;   // fp32, lseFlag only
@@ -100,26 +102,33 @@ private:
     FaTaskCursor cursor_;
 };
 
-// A run of packed rows that sit at one stride in GM: the heads [head0, head0 + count) of one query token.
+// A run of packed rows that sit at one stride in GM: the heads [head0, head0 + count) of one query token, or, with
+// one query head per KV head (tokens runs), the tokens [token, token + count) of head `head`.
 struct FaInferRun {
     uint32_t tileRow;  // first row of the run inside the rows walked
-    int64_t token;     // query token inside the sequence
-    uint32_t head;     // first query head
+    int64_t token;     // (first) query token inside the sequence
+    uint32_t head;     // (first) query head
     uint32_t count;
+    bool tokens;       // the rows are consecutive tokens (GM stride: the token's), else consecutive heads
+    __aicore__ inline uint64_t Stride(uint64_t tokenStride, uint64_t headStride) const {
+        return tokens ? tokenStride : headStride;
+    }
 };
 
-// The runs of packed rows [r0, r0 + n) of KV head kvHead, in order.
+// The runs of packed rows [r0, r0 + n) of KV head kvHead, in order. With `tokenRuns` and a group of 1 (MHA) the
+// rows' consecutive tokens make one run (one DMA for all of them); else each token's heads do.
 class FaInferRuns {
 public:
-    __aicore__ inline FaInferRuns(int64_t r0, uint32_t n, uint32_t group, uint32_t kvHead)
-        : r_(r0), end_(r0 + n), r0_(r0), group_(group), kvHead_(kvHead) {}
+    __aicore__ inline FaInferRuns(int64_t r0, uint32_t n, uint32_t group, uint32_t kvHead, bool tokenRuns = false)
+        : r_(r0), end_(r0 + n), r0_(r0), group_(group), kvHead_(kvHead), tokenRuns_(tokenRuns && group == 1) {}
     __aicore__ inline bool Next(FaInferRun& run) {
         if (r_ >= end_) return false;
         const int64_t token = r_ / group_, g = r_ % group_;
         run.tileRow = (uint32_t)(r_ - r0_);
         run.token = token;
         run.head = kvHead_ * group_ + (uint32_t)g;
-        run.count = (uint32_t)FaMin(end_ - r_, (int64_t)group_ - g);
+        run.count = (uint32_t)(tokenRuns_ ? end_ - r_ : FaMin(end_ - r_, (int64_t)group_ - g));
+        run.tokens = tokenRuns_;
         r_ += run.count;
         return true;
     }
@@ -127,6 +136,7 @@ public:
 private:
     int64_t r_, end_, r0_;
     uint32_t group_, kvHead_;
+    bool tokenRuns_;
 };
 
 // Element offset of (batch, query token, head) in a tensor of q/out strides (TND: tokens counted from qTok, no
@@ -198,11 +208,11 @@ public:
     }
     __aicore__ inline void Out(const AscendC::LocalTensor<T>& rows, const FaInferTask& task, int64_t r0, uint32_t n) {
         const FaProblemTiling& p = t_->problem;
-        FaInferRuns runs(r0, n, p.group, task.kvHead);
+        FaInferRuns runs(r0, n, p.group, task.kvHead, true);
         FaInferRun run;
         while (runs.Next(run)) {
             AscendC::DataCopyExtParams cp((uint16_t)run.count, p.dv * (uint32_t)sizeof(T), 0,
-                                          (uint32_t)((p.oStride.n - p.dv) * sizeof(T)), 0);
+                                          (uint32_t)((run.Stride(p.oStride.s, p.oStride.n) - p.dv) * sizeof(T)), 0);
             const uint64_t off = InferTokenOffset(p.oStride, task.batch, task.seq, run.token, run.head);
             AscendC::DataCopyPad(outGm_[off], rows[run.tileRow * p.dvPad], cp);
         }
@@ -211,10 +221,11 @@ public:
                                uint32_t n) {
         if (t_->lseFlag == 0) return;
         const FaProblemTiling& p = t_->problem;
-        FaInferRuns runs(r0, n, p.group, task.kvHead);
+        FaInferRuns runs(r0, n, p.group, task.kvHead, true);
         FaInferRun run;
         while (runs.Next(run)) {
-            AscendC::DataCopyExtParams cp((uint16_t)run.count, 4, 0, (uint32_t)((t_->lseStrideN - 1) * 4), 0);
+            const uint64_t stride = run.Stride(t_->lseStrideS, t_->lseStrideN);
+            AscendC::DataCopyExtParams cp((uint16_t)run.count, 4, 0, (uint32_t)((stride - 1) * 4), 0);
             const uint64_t off = task.batch * t_->lseStrideB + (uint64_t)(task.seq.qTok + run.token) * t_->lseStrideS +
                                  run.head * t_->lseStrideN;
             AscendC::DataCopyPad(lseGm_[off], stat[run.tileRow * 8], cp);

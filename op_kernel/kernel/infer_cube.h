@@ -87,16 +87,17 @@ private:
         uint32_t step;  // the core's step number: workspace slot InferSlot(step), flag IDs FlagOf(., step)
     };
 
-    // The task's packed rows -> L1 Nz (m16 rows per 16-column block), one DMA per query token.
+    // The task's packed rows -> L1 Nz (m16 rows per 16-column block), one DMA per query token (MHA: one for all).
     __aicore__ inline void LoadQ(const FaInferTask& task) {
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
-        FaInferRuns runs(task.row0, task.rows, p_->group, task.kvHead);
+        FaInferRuns runs(task.row0, task.rows, p_->group, task.kvHead, true);
         FaInferRun run;
         bool more = false;
         while (runs.Next(run)) {
             if (more) AscendC::PipeBarrier<PIPE_MTE2>();  // the runs' 32 B pieces interleave in the Nz tile
             const uint64_t off = InferTokenOffset(p_->qStride, task.batch, task.seq, run.token, run.head);
-            FaLoadNz(qL1_.Get<T>()[run.tileRow * 16], q_[off], run.count, p_->d, p_->qStride.n, m16_);
+            FaLoadNz(qL1_.Get<T>()[run.tileRow * 16], q_[off], run.count, p_->d,
+                     run.Stride(p_->qStride.s, p_->qStride.n), m16_);
             more = true;
         }
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);

@@ -1,8 +1,10 @@
 // Vector (AIV) half of the inference kernel: each AIV owns half of a task's packed rows and walks them in chunks of
-// vecRows per step: scale, the sequence's band (row r sees keys [token(r) + lo, token(r) + hi], BandOfMode), the
-// dense mask (infer_mask.h) and the key tail masked, the online softmax (tile/online_softmax.h) in fp32, P back to the cube in the input dtype,
-// then the cube's P*V folded into the running output. At the task's end: the output and softmax_lse (no split), or
-// the split's normalised output and log-sum-exp as fp32 partials for the combine pass.
+// vecRows per step: scale or soft-cap, the positional bias (ALiBi: one distance row per query token and one slope
+// per head; pse_shift: one DMA per run of rows), the sequence's band (row r sees keys [token(r) + lo, token(r) + hi],
+// BandOfMode), the dense mask (infer_mask.h) and the key tail masked, the online softmax (tile/online_softmax.h) in
+// fp32, P back to the cube in the input dtype, then the cube's P*V folded into the running output. At the task's
+// end: the output and softmax_lse (no split), or the split's normalised output and log-sum-exp as fp32 partials for
+// the combine pass.
 #ifndef NPU_FA_KERNEL_INFER_VECTOR_H
 #define NPU_FA_KERNEL_INFER_VECTOR_H
 
@@ -11,7 +13,7 @@
 #include "softmax_io.h"
 #include "../tiling/ub_budget.h"
 #include "../common/step_ring.h"
-#include "../tile/mask.h"
+#include "../tile/score_prologue.h"
 #include "../tile/online_softmax.h"
 
 namespace npu_fa {
@@ -30,7 +32,7 @@ public:
         w_ = t->s2Block;
         dvPad_ = p_->dvPad;
         chunk_ = t->vecRows;
-        const FaInferUbSizes u = InferUbSizes(CeilDiv(t->mBlock, 2), chunk_, w_, dvPad_, p_->maskMode != 0);
+        const FaInferUbSizes u = InferUbSizes(CeilDiv(t->mBlock, 2), chunk_, w_, dvPad_, TilingVecFeatures(*p_, false));
         pipe->InitBuffer(sBuf_, u.s);
         pipe->InitBuffer(foldBuf_, u.fold);
         pipe->InitBuffer(pBuf_, u.p);
@@ -47,6 +49,21 @@ public:
             pipe->InitBuffer(maskBitsBuf_, u.maskBits);
             mask_.Init(t, gm.attenMask, maskBytesBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(),
                        maskBitsBuf_.Get<uint8_t>(), kIdMask);
+        }
+        // The soft-cap's numerator block is fold's first 32 B (fold is free until the softmax of the same chunk).
+        // Without ALiBi or pse_shift the prologue never touches its pattern and bias buffers (fold stands in).
+        if (u.dmat != 0) {
+            pipe->InitBuffer(dmatBuf_, u.dmat);
+            AscendC::LocalTensor<float> cols = dmatBuf_.Get<float>();
+            for (uint32_t c = 0; c < w_; ++c) cols.SetValue(c, (float)c);
+        }
+        if (u.bias != 0) pipe->InitBuffer(biasBuf_, u.bias);
+        prologue_.Init(p_, w_, gm.alibiSlopes, foldBuf_.Get<float>(),
+                       u.dmat != 0 ? dmatBuf_.Get<float>() : foldBuf_.Get<float>(),
+                       u.bias != 0 ? biasBuf_.Get<float>() : foldBuf_.Get<float>());
+        if (u.pse != 0) {
+            pipe->InitBuffer(pseBuf_, u.pse);
+            prologue_.OuterPse().Init(p_, w_, gm.pseShift, pseBuf_.Get<T>(), biasBuf_.Get<float>(), kIdPse);
         }
     }
 
@@ -80,6 +97,7 @@ private:
     using Io = FaSoftmaxIo<T>;
     static constexpr int32_t kIdOutput = Io::kIdOutput, kIdStats = Io::kIdStats;
     static constexpr int32_t kIdMask = Io::kIdFree + 1;  // the dense mask's V_MTE2 / MTE2_V pairs
+    static constexpr int32_t kIdPse = Io::kIdFree + 2;   // pse_shift's
     using Softmax = FaOnlineSoftmax<kInferStepSlots>;
 
     struct Pending {
@@ -123,7 +141,9 @@ private:
                                        const FaAivRows& mine) {
         const uint32_t n = rows * w_;
         AscendC::LocalTensor<float> s = io_.NextScores();
-        AscendC::Muls(s, s, p_->scale, (int32_t)n);
+        prologue_.Scale(s, n);
+        if (p_->alibiMode != kAlibiNone) AddAlibiRows(s, task, row, rows, c0);
+        if (p_->pseMode != kPseNone) AddPseRows(s, task, row, rows, c0, cols);
         FaMaskColumnsFrom(s, cols, rows, w_);
         // The band (its origin is the row's query token): rows whose first or last visible key falls inside this
         // step.
@@ -138,6 +158,39 @@ private:
         io_.StoreProbs(s, ws_.template Probs<T>(slot), mine.first + r0, n);
         softmax_.AddRowSums(s, rows, r0, taskSlot, slot, first);
         io_.ReleaseScores();
+    }
+
+    // ALiBi of flash_attn (bottom-right): row r of query token i and head h gets -slope[h] * |j - (i + Skv - Sq)|.
+    // The rows of one token share the distance row.
+    __aicore__ inline void AddAlibiRows(const AscendC::LocalTensor<float>& s, const FaInferTask& task, int64_t row,
+                                        uint32_t rows, int64_t c0) {
+        AscendC::LocalTensor<float> dist = biasBuf_.Get<float>();
+        const int64_t shift = task.seq.s2 - task.seq.s1;
+        FaInferRuns runs(row, rows, p_->group, task.kvHead);
+        FaInferRun run;
+        while (runs.Next(run)) {
+            AlibiDistance(dist, dmatBuf_.Get<float>(), p_->alibiMode, c0 - run.token - shift, w_);
+            for (uint32_t i = 0; i < run.count; ++i) {
+                const float slope = prologue_.AlibiSlope(task.batch, run.head + i);
+                AscendC::Axpy(s[(run.tileRow + i) * w_], dist, -slope, (int32_t)w_);
+            }
+        }
+    }
+
+    // pse_shift [B or 1, N1, S1, S2] at (batch, head, token, key), a DMA per run of rows, added to the scaled scores.
+    __aicore__ inline void AddPseRows(const AscendC::LocalTensor<float>& s, const FaInferTask& task, int64_t row,
+                                      uint32_t rows, int64_t c0, uint32_t cols) {
+        FaOuterPse<T>& pse = prologue_.OuterPse();
+        const uint64_t base = task.batch * p_->pseStrideB + (uint64_t)c0;
+        pse.BeginLoad();
+        FaInferRuns runs(row, rows, p_->group, task.kvHead, true);
+        FaInferRun run;
+        while (runs.Next(run)) {
+            pse.Load(base + run.head * p_->pseStrideN + (uint64_t)run.token * p_->pseStrideS, run.count,
+                     run.Stride(p_->pseStrideS, p_->pseStrideN), cols, run.tileRow);
+        }
+        pse.EndLoad();
+        pse.AddLoaded(s, rows, false);
     }
 
     __aicore__ inline void OutputStep(const Pending& s) {
@@ -236,6 +289,10 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> maskHalfBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> maskBitsBuf_;
     FaInferMask mask_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> dmatBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> biasBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> pseBuf_;
+    FaScorePrologue<T> prologue_;
 };
 
 }  // namespace npu_fa

@@ -30,20 +30,36 @@ public:
     // columns past `cols` get whatever the buffer held (the masks overwrite them).
     __aicore__ inline void Add(const AscendC::LocalTensor<float>& s, const FaScoreTile& tile) {
         const FaProblemTiling* p = p_;
-        const uint32_t rows = tile.rows, cols = tile.cols;
         const uint64_t off =
             tile.batch * p->pseStrideB + tile.head * p->pseStrideN + (uint64_t)tile.r0 * p->pseStrideS + tile.c0;
         const bool sameRows = p->pseStrideS == 0;
-        const uint32_t rowBytes = cols * (uint32_t)sizeof(T);
-        const uint32_t gap = (w_ * (uint32_t)sizeof(T) - AlignUp(rowBytes, 32)) / 32;
-        AscendC::DataCopyExtParams cp((uint16_t)(sameRows ? 1 : rows), rowBytes,
-                                      sameRows ? 0 : (uint32_t)((p->pseStrideS - cols) * sizeof(T)), gap, 0);
+        BeginLoad();
+        Load(off, sameRows ? 1 : tile.rows, sameRows ? tile.cols : p->pseStrideS, tile.cols, 0);
+        EndLoad();
+        AddLoaded(s, tile.rows, sameRows);
+    }
+
+    // The pieces of Add for rows that sit at several strides in GM (the inference kernel's packed rows): BeginLoad,
+    // one Load per run of rows, EndLoad, AddLoaded.
+    __aicore__ inline void BeginLoad() {
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(event_);  // the previous tile's reads of half_ are done
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(event_);
-        AscendC::DataCopyPad(half_, gm_[off], cp, AscendC::DataCopyPadExtParams<T>(false, 0, 0, (T)0.0f));
+    }
+    // Bias rows [at, at + rows) of the tile <- `rows` rows of `cols` elements from GM element `off`, `rowStride`
+    // (>= cols) elements apart.
+    __aicore__ inline void Load(uint64_t off, uint32_t rows, uint64_t rowStride, uint32_t cols, uint32_t at) {
+        const uint32_t rowBytes = cols * (uint32_t)sizeof(T);
+        const uint32_t gap = (w_ * (uint32_t)sizeof(T) - AlignUp(rowBytes, 32)) / 32;
+        AscendC::DataCopyExtParams cp((uint16_t)rows, rowBytes, (uint32_t)((rowStride - cols) * sizeof(T)), gap, 0);
+        AscendC::DataCopyPad(half_[at * w_], gm_[off], cp, AscendC::DataCopyPadExtParams<T>(false, 0, 0, (T)0.0f));
+    }
+    __aicore__ inline void EndLoad() {
         AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(event_);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(event_);
-        const float f = p->pseMode == kPseScaled ? p->scale : 1.0f;
+    }
+    // s[rows, w] += f * the loaded bias rows (`sameRows`: its row 0 for every row).
+    __aicore__ inline void AddLoaded(const AscendC::LocalTensor<float>& s, uint32_t rows, bool sameRows) {
+        const float f = p_->pseMode == kPseScaled ? p_->scale : 1.0f;
         if (sameRows) {  // one row of bias for every score row (source repeat stride 0)
             AscendC::Cast(bias_, half_, AscendC::RoundMode::CAST_NONE, w_);
             const AscendC::UnaryRepeatParams p(1, 1, (uint8_t)(w_ / 8), 0);

@@ -145,12 +145,17 @@ struct FaInferUbSizes {
     uint32_t stat;   // one statistic buffer, a 32 B block per row [rows8, 8] fp32 (FaOnlineSoftmax::kBuffers of them)
     uint32_t row;    // one fp32 per row [rows8] (the block-reduce result; also the rows' valid bits)
     uint32_t maskBytes, maskHalf, maskBits;  // a dense mask: a chunk's mask rows [chunk, w] as bytes, half, bits
+    uint32_t dmat;   // ALiBi: the column pattern [w] fp32 (0 without)
+    uint32_t bias;   // pse_shift: a chunk's bias in fp32 [chunk, w]; ALiBi alone: one distance row [w] (0 without)
+    uint32_t pse;    // pse_shift: a chunk's bias as read, [chunk, w] of the input dtype (0 without)
     uint32_t total;
 };
 constexpr uint32_t kInferStatBuffers = 3 * kInferStepSlots + 4;  // FaOnlineSoftmax<kInferStepSlots>::kBuffers
 
-FA_INLINE FaInferUbSizes InferUbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t dvPad, bool mask) {
+// `f`: denseMask, alibi and pse are read (bands need no buffer here).
+FA_INLINE FaInferUbSizes InferUbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t dvPad, const FaVecFeatures& f) {
     FaInferUbSizes u;
+    const bool mask = f.denseMask;
     const uint32_t r = rows == 0 ? 1 : rows, c = chunk == 0 ? 1 : chunk, r8 = AlignUp(r, 8);
     u.s = 2 * c * w * 4;
     u.fold = c * 256;
@@ -163,8 +168,11 @@ FA_INLINE FaInferUbSizes InferUbSizes(uint32_t rows, uint32_t chunk, uint32_t w,
     u.maskBytes = mask ? c2 * w : 0;
     u.maskHalf = mask ? c2 * w * 2 : 0;
     u.maskBits = mask ? AlignUp(c2 * w / 8, 32) : 0;
+    u.dmat = f.alibi ? w * 4 : 0;
+    u.bias = f.pse ? c * w * 4 : (f.alibi ? w * 4 : 0);
+    u.pse = f.pse ? c * w * 2 : 0;
     u.total = u.s + u.fold + u.p + u.opart + u.acc + kInferStatBuffers * u.stat + 2 * u.row + u.maskBytes +
-              u.maskHalf + u.maskBits + 32;
+              u.maskHalf + u.maskBits + u.dmat + u.bias + u.pse + 32;
     return u;
 }
 

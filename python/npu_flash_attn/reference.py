@@ -263,7 +263,7 @@ def _bias(pse_spec, b: int, sq: int, skv: int):
 
     pse_spec ("alibi", slopes [N1] or [B, N1], pse_type 2 or 3, q_start, kv_start): -slope * |(j + kv_start) -
     (i + q_start)| (type 3: its square root), positions inside the sequence; ("outer", pse [B or 1, N1, S1 or 1, S2],
-    factor): factor * pse[b]."""
+    factor): factor * pse[b] (its first Sq rows and Skv columns when larger: the inference op's pse_shift)."""
     if pse_spec is None:
         return None
     if pse_spec[0] == "outer":
@@ -271,7 +271,7 @@ def _bias(pse_spec, b: int, sq: int, skv: int):
         pb = pse[b if pse.shape[0] > 1 else 0].double()
 
         def outer_of(h0, h1):
-            return factor * pb[h0:h1]
+            return factor * pb[h0:h1, :sq, :skv]
         return outer_of
     _, slopes, pse_type, q_start, kv_start = pse_spec
     sl = (slopes[b] if slopes.dim() == 2 else slopes).double()
@@ -504,8 +504,9 @@ def _infer_run(query, key, value, kw: dict, lowprec: bool):
         res = o if lowprec else None
     else:
         ref = flash_attention_lowprec if lowprec else flash_attention_reference
+        pse = kw.get("pse_shift")  # [B or 1, N1, >= Sq, >= Skv], added after the scale (an outer pse as it is)
         res = ref(q, k, v, n1, "TND", scale=kw.get("scale", 1.0), sparse_mode=mode, actual_seq_qlen=cu_q,
-                  actual_seq_kvlen=cu_kv, **band)
+                  actual_seq_kvlen=cu_kv, pse=None if pse is None else pse.to(q.dtype), pse_type=0, **band)
     if res is None:
         pass
     elif lowprec:
@@ -547,8 +548,8 @@ def _infer_dense_mask(q, k, v, cu_q, cu_kv, mask, kw: dict, lay: str, prefill: b
     """(out [T, N1, D], lse [T, N1] or None) of sequences cut as TND with a dense atten_mask (nonzero = masked):
     non-TND masks broadcast to [B, N1, S1, S2] (a 3-D one is [B, S1, S2]) and read at [b, h, i, j]; TND masks are 2-D, read at the positions
     inside each sequence, or at global token positions when shaped [sum Sq, sum Skv] with B > 1. Mode 0 adds its band
-    j in [i - pre_tokens, i + next_tokens] (prefill only); mode 1 is the mask alone. Computed in float64, or in the
-    input dtype (`lowprec`: plain torch's baseline)."""
+    j in [i - pre_tokens, i + next_tokens] (prefill only); mode 1 is the mask alone; kw's pse_shift is added after
+    the scale. Computed in float64, or in the input dtype (`lowprec`: plain torch's baseline)."""
     n1, n2 = q.shape[1], k.shape[1]
     g = n1 // n2
     scale = kw.get("scale", 1.0)
@@ -578,6 +579,9 @@ def _infer_dense_mask(q, k, v, cu_q, cu_kv, mask, kw: dict, lay: str, prefill: b
         ki = k[k0:k1].transpose(0, 1).repeat_interleave(g, 0)
         vi = v[k0:k1].transpose(0, 1).repeat_interleave(g, 0)
         s = (qi @ ki.transpose(1, 2)) * scale
+        if kw.get("pse_shift") is not None:
+            pse = kw["pse_shift"]
+            s = s + pse[min(i, pse.shape[0] - 1), :, :sq, :skv].to(s.dtype)
         s = s.masked_fill(hidden, -math.inf)
         seen = ~hidden.all(-1, keepdim=True)  # [N1, Sq, 1]
         p = torch.softmax(torch.where(seen, s, torch.zeros_like(s)), -1) * seen
@@ -589,10 +593,42 @@ def _infer_dense_mask(q, k, v, cu_q, cu_kv, mask, kw: dict, lay: str, prefill: b
     return o, (None if lowprec else torch.cat(lses))
 
 
+def kvcache_reference(q: torch.Tensor, keys: Sequence[torch.Tensor], values: Sequence[torch.Tensor], *,
+                      causal: bool = False, window_size=(-1, -1), softcap: float = 0.0,
+                      alibi_slopes: Optional[torch.Tensor] = None, lowprec: bool = False):
+    """flash_attn_with_kvcache's attention, per sequence over its keys: q [B, Sq, N1, D], keys[b] / values[b]
+    [Sk_b, N2, D] (the cache after the append). Bottom-right causal and window_size (left, right; negative:
+    unbounded; causal makes right 0) as sparse_mode 4's band, softcap, and ALiBi -slope * |i + Sk - Sq - j| (pse_type
+    2 with q_start = Sk - Sq). Returns (out [B, Sq, N1, D] float64, lse [B, N1, Sq] float64 with +inf for rows
+    without a key), or with `lowprec` the output computed like plain torch in q's dtype (the criterion's baseline)."""
+    b, sq, n1, d = q.shape
+    left, right = window_size
+    right = 0 if causal else right
+    windowed = left >= 0 or right >= 0
+    kw = dict(scale=1 / math.sqrt(d), sparse_mode=4 if windowed else 3 if causal else 0,
+              pre_tokens=left if left >= 0 else _INT32_MAX, next_tokens=right if right >= 0 else _INT32_MAX,
+              softcap=softcap or None)
+    out = torch.zeros(b, sq, n1, d, dtype=q.dtype if lowprec else torch.float64)
+    lse = torch.empty(b, n1, sq, dtype=torch.float64)
+    for i in range(b):
+        k, v = keys[i][None], values[i][None]
+        if alibi_slopes is not None:
+            kw.update(pse=alibi_slopes[i] if alibi_slopes.dim() == 2 else alibi_slopes, pse_type=2,
+                      q_start_idx=[k.shape[1] - sq], kv_start_idx=[0])
+        if lowprec:
+            out[i] = flash_attention_lowprec(q[i:i + 1], k, v, n1, "BSND", **kw)[0]
+            continue
+        o, m, l = flash_attention_reference(q[i:i + 1].double(), k.double(), v.double(), n1, "BSND", **kw)
+        out[i] = o[0]
+        m, l = m[0, ..., 0], l[0, ..., 0]
+        lse[i] = torch.where(m == -FLT_MAX, torch.full_like(m, math.inf), m + torch.log(l))
+    return out if lowprec else (out, lse)
+
+
 def fused_infer_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, **kw):
     """float64 (attention_out, softmax_lse) of `npu_fused_infer_attention_score(query, key, value, **kw)` (the
     arguments of its first stage: num_heads, num_key_value_heads, input_layout, scale, actual_seq_lengths,
-    actual_seq_lengths_kv, sparse_mode 0-4 without a dense mask, pre_tokens/next_tokens, block_table, block_size),
+    actual_seq_lengths_kv, sparse_mode 0-4, atten_mask, pre_tokens/next_tokens, block_table, block_size, pse_shift),
     softmax_lse always in its flag's shape ([B, N1, S1, 1], TND [T, N1, 1]); rows that see no key (and rows past actual_seq_lengths) give 0 and +inf."""
     q, k, v = (t.double() for t in (query, key, value))
     return _infer_run(q, k, v, kw, False)

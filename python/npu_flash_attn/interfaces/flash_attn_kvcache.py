@@ -11,9 +11,13 @@ Semantics are flash_attn's:
   `cache_batch_idx` (int tensor [B]) picks the cache rows of a non-paged cache;
 * `softmax_scale` defaults to 1/sqrt(D); `causal` aligns the mask bottom-right (query i sees keys
   j <= i + Sk - Sq); rows that see no key give 0 (and LSE +inf);
+* `window_size=(left, right)`: query i sees keys i + Sk - Sq - left ... i + Sk - Sq + right (a negative side is
+  unbounded; with `causal`, right = 0), one query token included;
+* `softcap` > 0: the scaled scores x become softcap * tanh(x / softcap) before the bias and the masks;
+* `alibi_slopes` (float32 [N1] or [B, N1]): score (i, j) of head h gets -slope[h] * |i + Sk - Sq - j|;
 * `return_softmax_lse=True` returns (out, softmax_lse float32 [B, N1, Sq]).
-Not supported yet (NotImplementedError): `window_size` other than (-1, -1), `softcap` != 0, `alibi_slopes`.
-Runs on CPU tensors (the twin).
+The problem module (`op_host/problem/fa_infer_problem.cpp`) checks window_size, softcap and alibi_slopes with
+messages naming them. Runs on CPU tensors (the twin).
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from typing import Optional
 import torch
 
 from . import args
-from .fused_infer import npu_fused_infer_attention_score
+from . import fused_infer
 
 __all__ = ["flash_attn_with_kvcache"]
 
@@ -56,12 +60,13 @@ def flash_attn_with_kvcache(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
         args.optional_tensor(name, t, q, "q")
     causal = args.flag("causal", causal)
     return_softmax_lse = args.flag("return_softmax_lse", return_softmax_lse)
-    if tuple(window_size) != (-1, -1):
-        raise NotImplementedError(f"window_size={tuple(window_size)} is not supported yet (only (-1, -1))")
-    if args.real("softcap", softcap) != 0.0:
-        raise NotImplementedError(f"softcap={softcap} is not supported yet (only 0.0)")
-    if alibi_slopes is not None:
-        raise NotImplementedError("alibi_slopes is not supported yet (it must be None)")
+    if not isinstance(window_size, (tuple, list)) or len(window_size) != 2:
+        raise TypeError(f"window_size must be a pair of ints (left, right), got {window_size!r}")
+    left, right = (args.integer(f"window_size[{i}]", w) for i, w in enumerate(window_size))
+    windowed = left >= 0 or right >= 0
+    if causal and windowed:
+        right = 0
+    softcap = args.real("softcap", softcap)
     b, sq, n1, d = q.shape
     if q.dtype not in (torch.float16, torch.bfloat16):
         raise TypeError(f"q dtype {q.dtype} is not supported; use torch.float16 or torch.bfloat16")
@@ -127,18 +132,23 @@ def flash_attn_with_kvcache(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
                 j = int(bad.nonzero()[0, 0])
                 raise ValueError(f"block_table[{i}, {j}]={int(used[j])} must name a block of k_cache, in [0, {blocks})")
     scale = 1.0 / math.sqrt(d) if softmax_scale is None else args.real("softmax_scale", softmax_scale)
-    if k is not None:
-        _append(k_cache, v_cache, k, v, seqlens, rows, block_table)
     if paged:
         key = k_cache.reshape(k_cache.shape[0], page, n2 * d)
         value = v_cache.reshape(k_cache.shape[0], page, n2 * d)
         extra = dict(block_table=block_table, block_size=page)
     else:
-        key, value = k_cache[rows], v_cache[rows]
+        key, value = k_cache[rows], v_cache[rows]  # a copy: the new keys go into it too
         extra = {}
-    out, lse = npu_fused_infer_attention_score(
-        q, key, value, num_heads=n1, num_key_value_heads=n2, input_layout="BSND", scale=scale,
-        actual_seq_lengths_kv=kv_lens, sparse_mode=3 if causal else 0, softmax_lse_flag=return_softmax_lse, **extra)
+
+    def append() -> None:
+        _append(k_cache, v_cache, k, v, seqlens, rows, block_table)
+        if not paged:
+            _append(key, value, k, v, seqlens, list(range(b)), None)
+    out, lse = fused_infer.run(
+        q, key, value, [], num_heads=n1, num_key_value_heads=n2, input_layout="BSND", scale=scale,
+        actual_seq_lengths_kv=kv_lens, sparse_mode=3 if causal and not windowed else 0,
+        softmax_lse_flag=return_softmax_lse, window_size=(left, right), softcap=softcap, alibi_slopes=alibi_slopes,
+        on_valid=None if k is None else append, **extra)
     return (out, lse[..., 0]) if return_softmax_lse else out
 
 

@@ -24,17 +24,19 @@ Supported (the problem module, `op_host/problem/fa_infer_problem.cpp`, holds eve
   block_size); TND: a 2-D [R, C] mask read at the positions inside each sequence (R, C at least the longest query
   and key lengths), or [sum Sq, sum Skv] at global token positions. The kernel reads it in place through its
   strides (a column-broadcast mask is widened once); each packed GQA row reads its query token's mask row;
+* `pse_shift` [B or 1, N1, Q_S, KV_S] in the query's dtype (Q_S at least S1, KV_S at least the key S; with a block
+  table, its columns x block_size), added to the scaled scores; not with TND;
 * `inner_precise` 0 and 2 (high precision; rows without a visible key are always corrected here: output 0);
 * `softmax_lse_flag`: softmax_lse float32 [B, N1, S1, 1] (TND [T, N1, 1]), +inf for rows without a key; else a
   one-element zero tensor.
 Rows past `actual_seq_lengths`, and rows whose band misses every key, give 0 (and lse +inf). Every other argument
-given a non-default value raises NotImplementedError naming it (pse_shift, quantisation, KV antiquant, shared
-prefix, rope, padding sizes: the next stage). Runs on CPU tensors (the twin); results are "twin".
+given a non-default value raises NotImplementedError naming it (quantisation, KV antiquant, shared prefix, rope,
+padding sizes: the next stage). Runs on CPU tensors (the twin); results are "twin".
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -48,7 +50,7 @@ from . import args
 __all__ = ["npu_fused_infer_attention_score"]
 
 # The arguments of later stages, by torch_npu's names: given (not None / not 0), the problem module refuses them.
-_LATER_TENSORS = ("pse_shift", "dequant_scale1", "quant_scale1", "dequant_scale2", "quant_scale2", "quant_offset2",
+_LATER_TENSORS = ("dequant_scale1", "quant_scale1", "dequant_scale2", "quant_scale2", "quant_offset2",
                   "antiquant_scale", "antiquant_offset", "query_padding_size", "kv_padding_size",
                   "key_antiquant_scale", "key_antiquant_offset", "value_antiquant_scale", "value_antiquant_offset",
                   "key_shared_prefix", "value_shared_prefix", "actual_shared_prefix_len", "query_rope", "key_rope",
@@ -85,34 +87,55 @@ def npu_fused_infer_attention_score(
     given = locals()
     later = [name for name in _LATER_TENSORS if given[name] is not None]
     later += [f"{name}={given[name]}" for name in _LATER_MODES if args.integer(name, given[name]) != 0]
+    return run(query, key, value, later, pse_shift=pse_shift, atten_mask=atten_mask,
+               actual_seq_lengths=actual_seq_lengths, actual_seq_lengths_kv=actual_seq_lengths_kv,
+               block_table=block_table, num_heads=num_heads, scale=scale, pre_tokens=pre_tokens,
+               next_tokens=next_tokens, input_layout=input_layout, num_key_value_heads=num_key_value_heads,
+               sparse_mode=sparse_mode, inner_precise=inner_precise, block_size=block_size,
+               softmax_lse_flag=softmax_lse_flag)
+
+
+def run(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, later: list, *, pse_shift=None,
+        atten_mask=None, actual_seq_lengths=None, actual_seq_lengths_kv=None, block_table=None, num_heads: int = 1,
+        scale: float = 1.0, pre_tokens: int = INT32_MAX, next_tokens: int = INT32_MAX, input_layout: str = "BSH",
+        num_key_value_heads: int = 0, sparse_mode: int = 0, inner_precise: int = 0, block_size: int = 0,
+        softmax_lse_flag: bool = False, window_size=(-1, -1), softcap: float = 0.0,
+        alibi_slopes: Optional[torch.Tensor] = None, on_valid: Optional[Callable[[], None]] = None):
+    """One call of the inference kernel: FIA's arguments (`later`: the refused ones it was given) and
+    flash_attn_with_kvcache's window_size, softcap and alibi_slopes (its drop-in's; the problem module checks them
+    all). `on_valid` runs once every rule has passed, before the kernel reads its inputs (the kvcache drop-in appends
+    its new keys there, so that a refused call writes nothing)."""
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if query.device.type != "cpu":
         raise NotImplementedError(f"npu_fused_infer_attention_score runs on CPU tensors (the twin) only so far; query "
                                   f"is on {query.device}")
-    args.optional_tensor("key", key, query, "query")
-    args.optional_tensor("value", value, query, "query")
-    args.optional_tensor("block_table", block_table, query, "query")
-    args.optional_tensor("atten_mask", atten_mask, query, "query")
+    for name, t in (("key", key), ("value", value), ("block_table", block_table), ("atten_mask", atten_mask),
+                    ("pse_shift", pse_shift), ("alibi_slopes", alibi_slopes)):
+        args.optional_tensor(name, t, query, "query")
     if not isinstance(input_layout, str):
         raise TypeError(f"input_layout must be a str, got {type(input_layout).__name__} {input_layout!r}")
     scale = args.real("scale", scale)
+    left, right = (args.integer(f"window_size[{i}]", w) for i, w in enumerate(window_size))
     call = ext().InferCall(
         _desc(query), _desc(key), _desc(value), block_table=_desc(block_table), atten_mask=_desc(atten_mask),
-        actual_seq_lengths=_lengths("actual_seq_lengths", actual_seq_lengths),
+        pse_shift=_desc(pse_shift), actual_seq_lengths=_lengths("actual_seq_lengths", actual_seq_lengths),
         actual_seq_lengths_kv=_lengths("actual_seq_lengths_kv", actual_seq_lengths_kv),
         num_heads=args.integer("num_heads", num_heads), scale=scale,
         pre_tokens=args.integer("pre_tokens", pre_tokens), next_tokens=args.integer("next_tokens", next_tokens),
         input_layout=input_layout, num_key_value_heads=args.integer("num_key_value_heads", num_key_value_heads),
         sparse_mode=args.integer("sparse_mode", sparse_mode), inner_precise=args.integer("inner_precise", inner_precise),
         block_size=args.integer("block_size", block_size), softmax_lse_flag=args.flag("softmax_lse_flag", softmax_lse_flag),
-        force_splits=twin_backend.infer_split_override(), later_args=later)
+        window_left=left, window_right=right, softcap=args.real("softcap", softcap),
+        alibi_slopes=_desc(alibi_slopes), force_splits=twin_backend.infer_split_override(), later_args=later)
     p = ext().flash_attention_infer_problem(call)
     if p["compressed_mask"]:
         check_compressed_mask(atten_mask.reshape(2048, 2048), sparse_mode)
     if block_table is not None:
         _check_block_ids(block_table, p)
+    if on_valid is not None:
+        on_valid()
     out = torch.zeros(p["out_shape"], dtype=query.dtype)
     lse = torch.full(p["lse_shape"], math.inf if softmax_lse_flag else 0.0, dtype=torch.float32)
     work = sum(a * b for a, b in zip(p["q_lens"], p["kv_lens"]))
@@ -121,7 +144,9 @@ def npu_fused_infer_attention_score(
         table = None if block_table is None else block_table.detach().contiguous()
         view = p["mask_view"]
         mask = None if view is None else twin_backend.mask_bytes_view(atten_mask, view, p["layout"], batch_major3=True)
-        twin_backend.infer(call, get_chip(), q, k, v, table, mask, out, lse, 4.0 * p["N1"] * p["D"] * work)
+        pse, slopes = (None if t is None else t.detach().contiguous() for t in (pse_shift, alibi_slopes))
+        twin_backend.infer(call, get_chip(), q, k, v, table, mask, pse, slopes, out, lse,
+                           4.0 * p["N1"] * p["D"] * work)
     return out, lse
 
 
