@@ -16,31 +16,49 @@ uint32_t StoredKvL1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t d
     return 2 * slots * m16 * (dPad + dvPad + 2 * w);
 }
 
+// The tiling with 64 x 128 tiles whose dK/dV sums ([128, dPad + dvPad] fp32) fill all of L0C, which only the
+// stored-tile dK/dV pass (no S or dP in L0C) can hold: it loads Q and dO once per 128 keys instead of per 64. Empty
+// when the tiles are stored; else what is wrong, and the caller takes the standard tiling.
+std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut& out, bool wideStored);
+
 }  // namespace
 
 std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut& out) {
+    if (GradTiling(p, chip, out, true).empty()) return "";
+    return GradTiling(p, chip, out, false);
+}
+
+namespace {
+
+std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut& out, bool wideStored) {
     FlashAttentionGradTilingData t{};
     const uint32_t dPad = AlignUp(p.d, 16), dvPad = AlignUp(p.dv, 16);
 
-    // Blocks: the largest tile whose S and dP fit a quarter of L0C each, whose sums fit half of L0C, whose AIV
-    // buffers fit UB and whose L1 tiles fit L1. Both dK and dV summed in one dK/dV pass when they fit, else (large
-    // head dims) one pass for each, and for each as many passes as its columns need.
+    // Blocks: the largest tile whose S and dP fit a quarter of L0C each, whose sums fit half of L0C (the
+    // stored-tile dK/dV pass's: all of it), whose AIV buffers fit UB and whose L1 tiles fit L1. Both dK and dV
+    // summed in one dK/dV pass when they fit, else (large head dims) one pass for each, and for each as many passes
+    // as its columns need.
     const uint32_t ub = UsableUb(chip), l1 = UsableL1(chip);
     const FaVecFeatures features = VecFeaturesOf(p, true);
     struct Shape {
         uint32_t s1b, w;
     };
     static const Shape kShapes[] = {{128, 64}, {64, 128}, {64, 64}, {32, 64}, {16, 64}};
+    static const Shape kWide[] = {{64, 128}};
+    const Shape* shapes = wideStored ? kWide : kShapes;
+    const uint32_t shapeCount = wideStored ? 1 : sizeof(kShapes) / sizeof(kShapes[0]);
+    const uint32_t sumsL0c = wideStored ? 2 * kL0cHalfBytes : kL0cHalfBytes;
     bool found = false;
     uint32_t kvParts = kBwdPartsBoth;
     // Tiers: both sums in one pass; one pass per gradient; one gradient's columns over several passes.
     const uint32_t tierCols[] = {dPad + dvPad, std::max(dPad, dvPad), 16};
-    for (uint32_t tier = 0; tier < 3 && !found; ++tier) {
+    for (uint32_t tier = 0; tier < (wideStored ? 1u : 3u) && !found; ++tier) {
         const uint32_t parts = tier == 0 ? (uint32_t)kBwdPartsBoth : (uint32_t)kBwdPartDk;
-        for (const Shape& sh : kShapes) {
+        for (uint32_t i = 0; i < shapeCount; ++i) {
+            const Shape& sh = shapes[i];
             const uint32_t m16 = AlignUp(sh.s1b, 16);
             const bool l0c = m16 * sh.w * 4 <= kL0cHalfBytes / 2 && m16 * dPad * 4 <= kL0cHalfBytes &&
-                             sh.w * tierCols[tier] * 4 <= kL0cHalfBytes;
+                             sh.w * tierCols[tier] * 4 <= sumsL0c;
             if (l0c &&
                 BwdUbSizes(CeilDiv(sh.s1b, 2), sh.w, CeilDiv(sh.w, 2), dPad, dvPad, parts, features).total <= ub &&
                 GradL1Bytes(sh.s1b, sh.w, dPad, dvPad, 3) <= l1) {
@@ -93,6 +111,7 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
         }
     }
     t.storeTiles = t.headCount != 0 ? 1 : 0;
+    if (wideStored && t.storeTiles == 0) return "the tiles are not stored";  // the caller takes the standard tiling
     if (t.headCount == 0) t.headCount = p.n2;
     t.tileBytes = (uint32_t)tileBytes;
     const uint32_t chunks = p.n2 / t.headCount;
@@ -182,4 +201,5 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     return "";
 }
 
+}  // namespace
 }  // namespace npu_fa
