@@ -13,7 +13,8 @@
 // MTE1 feeds steps c-1 ... c-3; MTE1 waits (MTE2_MTE1) for a group of loads just before it reads them.
 //
 // L0C (two 64 KB halves): half 0 holds the task's sums (dQ [s1Block, dPad], or dK [s2Block, dPad] then dV
-// [s2Block, dvPad]); half 1 holds S and dP of one step, 32 KB each. FIX_M event 0 guards the sums, 1 and 2 S and dP:
+// [s2Block, dvPad]; the stored-tile dK/dV pass, which computes no S or dP, lets them run into half 1); half 1 holds S
+// and dP of one step, 32 KB each. FIX_M event 0 guards the sums, 1 and 2 S and dP:
 // a region is written again only after Fixpipe has read it out.
 #ifndef NPU_FA_KERNEL_BWD_CUBE_H
 #define NPU_FA_KERNEL_BWD_CUBE_H
