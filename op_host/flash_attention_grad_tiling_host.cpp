@@ -10,32 +10,55 @@ uint32_t GradL1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad
     const uint32_t m16 = AlignUp(s1Block, 16);
     return 2 * (slots * (m16 + w) * (dPad + dvPad) + 2 * 2 * m16 * w);
 }
+// The stored-tile dK/dV pass: Q, dO, P, dS x `slots`; 16-bit.
+uint32_t StoredKvL1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad, uint32_t slots) {
+    const uint32_t m16 = AlignUp(s1Block, 16);
+    return 2 * slots * m16 * (dPad + dvPad + 2 * w);
+}
+
+// The tiling with 64 x 128 tiles whose dK/dV sums ([128, dPad + dvPad] fp32) fill all of L0C, which only the
+// stored-tile dK/dV pass (no S or dP in L0C) can hold: it loads Q and dO once per 128 keys instead of per 64. Empty
+// when the tiles are stored; else what is wrong, and the caller takes the standard tiling.
+std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut& out, bool wideStored);
 
 }  // namespace
 
 std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut& out) {
+    if (GradTiling(p, chip, out, true).empty()) return "";
+    return GradTiling(p, chip, out, false);
+}
+
+namespace {
+
+std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut& out, bool wideStored) {
     FlashAttentionGradTilingData t{};
     const uint32_t dPad = AlignUp(p.d, 16), dvPad = AlignUp(p.dv, 16);
 
-    // Blocks: the largest tile whose S and dP fit a quarter of L0C each, whose sums fit half of L0C, whose AIV
-    // buffers fit UB and whose L1 tiles fit L1. Both dK and dV summed in one dK/dV pass when they fit, else (large
-    // head dims) one pass for each, and for each as many passes as its columns need.
+    // Blocks: the largest tile whose S and dP fit a quarter of L0C each, whose sums fit half of L0C (the
+    // stored-tile dK/dV pass's: all of it), whose AIV buffers fit UB and whose L1 tiles fit L1. Both dK and dV
+    // summed in one dK/dV pass when they fit, else (large head dims) one pass for each, and for each as many passes
+    // as its columns need.
     const uint32_t ub = UsableUb(chip), l1 = UsableL1(chip);
     const FaVecFeatures features = VecFeaturesOf(p, true);
     struct Shape {
         uint32_t s1b, w;
     };
     static const Shape kShapes[] = {{128, 64}, {64, 128}, {64, 64}, {32, 64}, {16, 64}};
+    static const Shape kWide[] = {{64, 128}};
+    const Shape* shapes = wideStored ? kWide : kShapes;
+    const uint32_t shapeCount = wideStored ? 1 : sizeof(kShapes) / sizeof(kShapes[0]);
+    const uint32_t sumsL0c = wideStored ? 2 * kL0cHalfBytes : kL0cHalfBytes;
     bool found = false;
     uint32_t kvParts = kBwdPartsBoth;
     // Tiers: both sums in one pass; one pass per gradient; one gradient's columns over several passes.
     const uint32_t tierCols[] = {dPad + dvPad, std::max(dPad, dvPad), 16};
-    for (uint32_t tier = 0; tier < 3 && !found; ++tier) {
+    for (uint32_t tier = 0; tier < (wideStored ? 1u : 3u) && !found; ++tier) {
         const uint32_t parts = tier == 0 ? (uint32_t)kBwdPartsBoth : (uint32_t)kBwdPartDk;
-        for (const Shape& sh : kShapes) {
+        for (uint32_t i = 0; i < shapeCount; ++i) {
+            const Shape& sh = shapes[i];
             const uint32_t m16 = AlignUp(sh.s1b, 16);
             const bool l0c = m16 * sh.w * 4 <= kL0cHalfBytes / 2 && m16 * dPad * 4 <= kL0cHalfBytes &&
-                             sh.w * tierCols[tier] * 4 <= kL0cHalfBytes;
+                             sh.w * tierCols[tier] * 4 <= sumsL0c;
             if (l0c &&
                 BwdUbSizes(CeilDiv(sh.s1b, 2), sh.w, CeilDiv(sh.w, 2), dPad, dvPad, parts, features).total <= ub &&
                 GradL1Bytes(sh.s1b, sh.w, dPad, dvPad, 3) <= l1) {
@@ -68,21 +91,50 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     out.mapSeqInfo = ft.seqInfo;
     out.l1Bytes = GradL1Bytes(t.s1Block, t.s2Block, dPad, dvPad, t.l1Slots);
 
-    // Tasks of both passes, sequence-major; a task costs its tiles plus a fixed overhead.
+    // Stored tiles (bwd_tiling.h): every s1 x s2 block of every sequence, P and dS, per query head; chunks of
+    // headCount kv heads, the largest divisor of N2 whose tiles fit the limit; none fit: recompute, one chunk.
+    auto align512 = [](uint64_t v) { return (v + 511) / 512 * 512; };
+    const uint64_t tileBytes = align512((uint64_t)t.s1Block * t.s2Block * 2);
+    uint64_t tilesPerHead = 0;
+    for (uint32_t b = 0; b < p.batch; ++b) {
+        FaSeq s;
+        FaBand band;
+        ReadSeqRow(&ft.seqInfo[(size_t)b * kSeqInfoFields], s, band);
+        tilesPerHead += (uint64_t)CeilDiv((uint32_t)s.s1, t.s1Block) * CeilDiv((uint32_t)s.s2, t.s2Block);
+    }
+    const uint64_t perKvHead = tilesPerHead * t.problem.group * 2 * tileBytes;
+    const uint64_t limit = p.bwdStoreLimit != 0 ? p.bwdStoreLimit : kBwdStoreLimitBytes;
+    t.headCount = 0;
+    if (StoredKvL1Bytes(t.s1Block, t.s2Block, dPad, dvPad, t.l1Slots) <= l1) {
+        for (uint32_t hc = p.n2; hc >= 1 && t.headCount == 0; --hc) {
+            if (p.n2 % hc == 0 && hc * perKvHead <= limit) t.headCount = hc;
+        }
+    }
+    t.storeTiles = t.headCount != 0 ? 1 : 0;
+    if (wideStored && t.storeTiles == 0) return "the tiles are not stored";  // the caller takes the standard tiling
+    if (t.headCount == 0) t.headCount = p.n2;
+    t.tileBytes = (uint32_t)tileBytes;
+    const uint32_t chunks = p.n2 / t.headCount;
+
+    // Tasks of both passes of one chunk of heads, sequence-major; a task costs its tiles plus a fixed overhead.
     std::vector<uint64_t> costQ, costKv;
     out.seqInfo.assign((size_t)p.batch * kBwdSeqFields, 0);
     out.tiles = 0;
+    int64_t tileBase = 0;
     for (uint32_t b = 0; b < p.batch; ++b) {
         int64_t* si = &out.seqInfo[(size_t)b * kBwdSeqFields];
         const int64_t* fwd = &ft.seqInfo[(size_t)b * kSeqInfoFields];
         FaSeq s;
         FaBand band;
         ReadSeqRow(fwd, s, band);
-        for (uint32_t f = 0; f < kSeqInfoFields; ++f) si[f] = fwd[f];  // kSeqFirstTask: the dQ tasks are the forward's
+        for (uint32_t f = 0; f < kSeqInfoFields; ++f) si[f] = fwd[f];
         si[kBwdSeqFirstKvTask] = (int64_t)costKv.size();
+        si[kBwdSeqFirstDqTask] = (int64_t)costQ.size();
+        si[kBwdSeqTileBase] = tileBase;
         const uint32_t kBlocks = CeilDiv((uint32_t)s.s2, t.s2Block);
-        out.tiles += AddQueryBlockTasks(s, band, p.n1, t.s1Block, t.s2Block, costQ);
-        for (uint32_t n = 0; n < p.n2; ++n) {
+        tileBase += (int64_t)CeilDiv((uint32_t)s.s1, t.s1Block) * kBlocks;
+        out.tiles += chunks * AddQueryBlockTasks(s, band, t.headCount * t.problem.group, t.s1Block, t.s2Block, costQ);
+        for (uint32_t n = 0; n < t.headCount; ++n) {
             for (uint32_t blk = 0; blk < kBlocks; ++blk) {
                 const int64_t c0 = (int64_t)blk * t.s2Block, c1 = std::min<int64_t>(s.s2, c0 + t.s2Block);
                 const FaStepRange r = QueryBlocksOf(band, c0, c1, s.s1, t.s1Block);
@@ -93,17 +145,17 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     }
     if (costQ.size() > 0xFFFFFFFFull || costKv.size() > 0xFFFFFFFFull) return "too many tasks for one launch";
 
-    // Workspace: D for every query row ([rows, 8] fp32), then per core S, dP (fp32), P, dS (16-bit) tiles,
-    // kBwdSlots slots each, and a task's sums (dS K or dS^T Q: [max(s1Block, s2Block), dPad]; P^T dO: [s2Block, dvPad]),
-    // 512 B aligned.
-    auto align512 = [](uint64_t v) { return (v + 511) / 512 * 512; };
+    // Workspace: D for every query row ([rows, 8] fp32), the stored tiles of a chunk, then per core S, dP (fp32), P,
+    // dS (16-bit) tiles, kBwdSlots slots each, and a task's sums (dS K or dS^T Q: [max(s1Block, s2Block), dPad];
+    // P^T dO: [s2Block, dvPad]), 512 B aligned.
     const uint64_t qRows = varlen ? p.t1 : (uint64_t)p.batch * p.s1;
     const uint64_t tile32 = align512((uint64_t)t.s1Block * t.s2Block * 4);
     const uint64_t tile16 = align512((uint64_t)t.s1Block * t.s2Block * 2);
     const uint64_t partA = align512((uint64_t)std::max(t.s1Block, t.s2Block) * dPad * 4);
     const uint64_t partB = align512((uint64_t)t.s2Block * dvPad * 4);
     t.wsOffsetD = 0;
-    t.wsOffsetCore = align512(qRows * p.n1 * 8 * 4);
+    t.wsOffsetTiles = align512(qRows * p.n1 * 8 * 4);
+    t.wsOffsetCore = t.wsOffsetTiles + (t.storeTiles != 0 ? t.headCount * perKvHead : 0);
     const uint64_t n = kBwdSlots;
     t.wsOffsetS = 0;
     t.wsOffsetDp = n * tile32;
@@ -113,9 +165,10 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     t.wsOffsetSumB = t.wsOffsetSumA + partA;
     t.wsPerCore = t.wsOffsetSumB + partB;
 
-    auto launch = [&](FaBwdPass pass, const std::vector<uint64_t>& cost, uint32_t parts, uint32_t col0 = 0,
-                      uint32_t cols = 0) {
+    auto launch = [&](uint32_t chunk, FaBwdPass pass, const std::vector<uint64_t>& cost, uint32_t parts,
+                      uint32_t col0 = 0, uint32_t cols = 0) {
         FlashAttentionGradTilingData l = t;
+        l.headFirst = chunk * t.headCount;
         l.pass = pass;
         l.kvParts = parts;
         l.sumCol0 = col0;
@@ -124,17 +177,22 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
         l.taskTotal = (uint32_t)cost.size();
         out.launches.push_back(l);
     };
-    // The dQ pass (kvParts only sizes its UB alike), then one dK/dV pass for both gradients, or (kvParts = dK
-    // only) dV passes and dK passes of at most colsMax columns each (the sums of s2Block rows in half of L0C).
+    // Per chunk of heads: the dQ pass (kvParts only sizes its UB alike), then one dK/dV pass for both gradients,
+    // or (kvParts = dK only) dV passes and dK passes of at most colsMax columns each (the sums of s2Block rows in
+    // half of L0C).
     out.launches.clear();
-    launch(kBwdPassDq, costQ, kvParts);
-    if (kvParts == kBwdPartsBoth) {
-        launch(kBwdPassDkv, costKv, kBwdPartsBoth);
-    } else {
-        const uint32_t colsMax = kL0cHalfBytes / (t.s2Block * 4) / 16 * 16;
-        for (uint32_t part : {(uint32_t)kBwdPartDv, (uint32_t)kBwdPartDk}) {
-            const uint32_t width = part == kBwdPartDv ? p.dv : p.d;
-            for (uint32_t c0 = 0; c0 < width; c0 += colsMax) launch(kBwdPassDkv, costKv, part, c0, std::min(colsMax, width - c0));
+    for (uint32_t chunk = 0; chunk < chunks; ++chunk) {
+        launch(chunk, kBwdPassDq, costQ, kvParts);
+        if (kvParts == kBwdPartsBoth) {
+            launch(chunk, kBwdPassDkv, costKv, kBwdPartsBoth);
+        } else {
+            const uint32_t colsMax = kL0cHalfBytes / (t.s2Block * 4) / 16 * 16;
+            for (uint32_t part : {(uint32_t)kBwdPartDv, (uint32_t)kBwdPartDk}) {
+                const uint32_t width = part == kBwdPartDv ? p.dv : p.d;
+                for (uint32_t c0 = 0; c0 < width; c0 += colsMax) {
+                    launch(chunk, kBwdPassDkv, costKv, part, c0, std::min(colsMax, width - c0));
+                }
+            }
         }
     }
     uint32_t cores = 1;
@@ -143,4 +201,5 @@ std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& 
     return "";
 }
 
+}  // namespace
 }  // namespace npu_fa

@@ -63,6 +63,8 @@ struct FaProblem {
     // (the tiling decides: LowScoresPay); forceLowScores >= 0 (twin tuning) decides instead.
     bool highPerformance = false;
     int32_t forceLowScores = -1;
+    // Backward: stored tiles per chunk of heads at most (bytes; 0 = kBwdStoreLimitBytes), FaCall::bwdStoreLimit.
+    uint64_t bwdStoreLimit = 0;
 };
 
 // The vector features of a problem (`band`: some tile is cut by a band), as the kernels derive them from the tiling.

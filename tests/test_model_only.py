@@ -81,9 +81,11 @@ def test_sampled_blocks_match_full_model():
         assert full["modeled_time_us"] <= part["modeled_time_us"] <= 1.15 * full["modeled_time_us"]
         assert part["cube_macs"] == pytest.approx(full["cube_macs"], rel=1e-6)
         assert len(part["cores"]) == 3 * k
-    kw = dict(heads=12, seqlen=1024, head_dim=128, model_only=True, backward=True, bins=0)  # 4 and 8 tasks per core
+    kw = dict(heads=12, seqlen=1024, head_dim=128, model_only=True, backward=True, bins=0)  # 8 and 4 tasks per core
     back, back_part = profiler.profile(**kw), profiler.profile(**kw, sample_blocks=2)
-    assert back_part["modeled_time_us"] == pytest.approx(back["modeled_time_us"], rel=0.03)
+    # 6 % over: the dK/dV pass reads the P/dS tiles the dQ pass stored (48 MB here), from L2 in the full model; the
+    # sampled cores read tiles that unsampled cores wrote, which the model then takes from HBM
+    assert back["modeled_time_us"] <= back_part["modeled_time_us"] <= 1.10 * back["modeled_time_us"]
 
 
 def test_bad_settings():

@@ -1,6 +1,7 @@
 """Regression floor on modeled utilisation (model-only, 2 sampled AI cores, Ascend910B2): a change that loses the
 forward's 512-key steps, the L0C accumulation of P*V, the backward's L0C gradient sums and steps in flight, the
-load/compute overlap, the dropout generator's economy or the high-performance mode's fp16 chain drops below these
+load/compute overlap, the backward's stored P/dS tiles, the dropout generator's economy or the high-performance
+mode's fp16 chain drops below these
 and fails. The floors sit a few points under what the kernels reach (docs/performance.md has the figures)."""
 import pytest
 
@@ -16,10 +17,11 @@ CASES = [  # (problem, floor on utilisation); figures under the round-2 model (d
     (dict(seqlen=4096, dtype="fp16", inner_precise=1, scale=0.125), 0.52),  # 54.7 %: the high-performance mode's
                                                        # fp16 scores and softmax chain (48.2 % without)
     (dict(seqlen=4096, dtype="fp16", inner_precise=1, head_dim=64), 0.33),  # 35.5 % (Fixpipe-bound)
-    (dict(seqlen=2048, backward=True), 0.21),          # 23.4 % (deterministic=True: the same schedule)
-    (dict(seqlen=2048, backward=True, causal=True), 0.17),  # 18.9 %
+    (dict(seqlen=2048, backward=True), 0.27),          # 29.5 % with stored P/dS tiles (23.4 % recomputing them;
+                                                       # deterministic=True: the same schedule)
+    (dict(seqlen=2048, backward=True, causal=True), 0.20),  # 22.2 % (18.9 %)
     (dict(seqlen=4096, keep_prob=0.9), 0.10),          # 12.6 % (dropout: the bit generator is a dependent chain)
-    (dict(seqlen=2048, backward=True, keep_prob=0.9), 0.07),  # 8.1 %
+    (dict(seqlen=2048, backward=True, keep_prob=0.9), 0.14),  # 16.1 % (8.1 % when the dK/dV pass regenerated the bits)
 ]
 
 

@@ -130,6 +130,9 @@ py::dict FlashAttentionGrad(const npu_fa::FaCall& call, const std::string& chipN
     info["tasks_dq"] = dqPass.taskTotal;
     info["tasks_dkv"] = dkvPass.taskTotal;
     info["tiles"] = t.tiles;
+    // stored P and dS (the dK/dV pass does not recompute them), in chunks of this many kv heads
+    info["stored_tiles"] = dqPass.storeTiles != 0;
+    info["head_chunk"] = dqPass.headCount;
     if (p.denseMask) {
         uint64_t masked = 0;
         for (uint64_t i = 0; i < plan.map.tiling.mapEntries; ++i) masked += map[i] == npu_fa::kTileMasked ? 1 : 0;

@@ -122,7 +122,8 @@ void RegisterProblem(py::module_& m) {
              py::arg("contiguous_mask") = false)
         .def_readwrite("force_s1_block", &npu_fa::FaCall::forceS1Block)
         .def_readwrite("force_s2_block", &npu_fa::FaCall::forceS2Block)
-        .def_readwrite("force_low_scores", &npu_fa::FaCall::forceLowScores);
+        .def_readwrite("force_low_scores", &npu_fa::FaCall::forceLowScores)
+        .def_readwrite("bwd_store_limit", &npu_fa::FaCall::bwdStoreLimit);
     m.def("flash_attention_problem", &Problem, py::arg("call"),
           "The problem of a call (ValueError / TypeError / NotImplementedError naming the rule it breaks)");
 }

@@ -68,6 +68,9 @@ struct FaCall {
     // Twin tuning (twin_backend.set_score_override): the forward's scores in the input dtype (1) or fp32 (0) instead
     // of the tiling's choice (-1).
     int32_t forceLowScores = -1;
+    // Twin tuning (twin_backend.set_bwd_store_limit): the backward's stored tiles may take this many bytes of
+    // workspace per chunk of heads instead of kBwdStoreLimitBytes (0 = that default).
+    uint64_t bwdStoreLimit = 0;
 };
 
 }  // namespace npu_fa

@@ -20,6 +20,9 @@ constexpr uint16_t kFwdFlagProbs = 6;    // AIV -> AIC: both halves of P are in 
 constexpr uint16_t kBwdFlagScores = 0;   // AIC -> AIV: S and dP of a step are in the workspace
 constexpr uint16_t kBwdFlagProbs = 3;    // AIV -> AIC: both halves of P and dS are in the workspace
 constexpr uint16_t kBwdFlagSums = 6;     // AIC -> AIV: a task's sums are in the workspace (rotates by task)
+// AIV -> AIC: a task's sums are read and their workspace may be rewritten; only the stored-tile dK/dV pass needs it
+// (elsewhere the next task's P/dS hand-over orders it) and that pass hands over no P/dS: their IDs.
+constexpr uint16_t kBwdFlagSumsRead = kBwdFlagProbs;
 
 // True when the signals' ID ranges lie below kFlagIdEnd and do not overlap.
 constexpr bool FlagRangesDisjoint(uint16_t a, uint16_t b, uint16_t c) {

@@ -34,6 +34,7 @@ struct FaBwdTask {
     int64_t mapEntry0; // dense masks: block-map entry of the sequence's (mask head 0, s1 block 0, s2 block 0)
     int64_t qBlocks;   // s1 and s2 blocks of the sequence (the block map's rows per head and columns)
     int64_t kBlocks;
+    int64_t tileBase;  // stored tiles: the sequence's first, per query head of the launch
 };
 
 // One tile: query rows [q0, q0 + qRows) of query head qHead against key rows [k0, k0 + kRows).
@@ -49,7 +50,7 @@ public:
                                 uint32_t core) {
         t_ = t;
         cursor_.Init(&t->problem, seqInfo, blockMap, kBwdSeqFields,
-                     t->pass == kBwdPassDq ? (uint32_t)kSeqFirstTask : kBwdSeqFirstKvTask);
+                     t->pass == kBwdPassDq ? kBwdSeqFirstDqTask : kBwdSeqFirstKvTask);
         cursor_.SetRange(t->coreTaskStart[core], t->coreTaskStart[core + 1]);
     }
 
@@ -58,7 +59,8 @@ public:
         const FaProblemTiling& p = t->problem;
         const bool dq = t->pass == kBwdPassDq;
         const int64_t ownBlock = dq ? t->s1Block : t->s2Block;
-        const uint32_t perSeq = (dq ? p.n1 : p.n2) * CeilDiv(dq ? p.s1 : p.s2, (uint32_t)ownBlock);
+        const uint32_t heads = dq ? t->headCount * p.group : t->headCount;  // the launch's heads of this pass's kind
+        const uint32_t perSeq = heads * CeilDiv(dq ? p.s1 : p.s2, (uint32_t)ownBlock);
         uint32_t batch;
         int64_t local;
         if (!cursor_.Next(perSeq, batch, local)) return false;
@@ -67,10 +69,11 @@ public:
         task.mapEntry0 = cursor_.Field(batch, kSeqMapEntry0);
         task.qBlocks = (task.seq.s1 + t->s1Block - 1) / t->s1Block;
         task.kBlocks = (task.seq.s2 + t->s2Block - 1) / t->s2Block;
+        task.tileBase = cursor_.Field(batch, kBwdSeqTileBase);
         const int64_t ownLen = dq ? task.seq.s1 : task.seq.s2;
         const int64_t blocks = (ownLen + ownBlock - 1) / ownBlock;
         task.batch = batch;
-        task.head = (uint32_t)(local / blocks);
+        task.head = (dq ? t->headFirst * p.group : t->headFirst) + (uint32_t)(local / blocks);
         task.first = (local % blocks) * ownBlock;
         task.rows = FaMin(ownLen - task.first, ownBlock);
         const int64_t end = task.first + task.rows;
@@ -118,8 +121,8 @@ private:
     FaTaskCursor cursor_;
 };
 
-// The backward's workspace: D for every query row (shared by the cores), and per core S and dP (fp32), P and dS
-// (input dtype) in slot step % kBwdSlots, and a task's sums.
+// The backward's workspace: D for every query row and the stored tiles (shared by the cores), and per core S and dP
+// (fp32), P and dS (input dtype) in slot step % kBwdSlots, and a task's sums.
 class FaBwdWorkspace {
 public:
     __aicore__ inline void Init(GM_ADDR workspace, const FlashAttentionGradTilingData* t, uint32_t core) {
@@ -137,6 +140,20 @@ public:
     __aicore__ inline __gm__ T* Probs(uint32_t slot) const { return ws_.Slot<T>(t_->wsOffsetP, slot, Tile()); }
     template <typename T>
     __aicore__ inline __gm__ T* DScores(uint32_t slot) const { return ws_.Slot<T>(t_->wsOffsetDs, slot, Tile()); }
+    // Stored tiles (storeTiles): step s's P [s1Block, s2Block], followed by its dS, written by the dQ pass and read
+    // by the dK/dV pass of the same chunk of heads. Sequence-major, then query head of the chunk, s1 block, s2 block.
+    template <typename T>
+    __aicore__ inline __gm__ T* StoredProbs(const FaBwdTask& task, const FaBwdStep& s) const {
+        const uint64_t qHeads = (uint64_t)t_->headCount * t_->problem.group;
+        const uint64_t head = s.qHead - (uint64_t)t_->headFirst * t_->problem.group;
+        const uint64_t tile = (uint64_t)task.tileBase * qHeads + (head * task.qBlocks + s.q0 / t_->s1Block) *
+                              task.kBlocks + s.k0 / t_->s2Block;
+        return ws_.Shared<T>(t_->wsOffsetTiles + tile * 2 * t_->tileBytes);
+    }
+    template <typename T>
+    __aicore__ inline __gm__ T* StoredDScores(const FaBwdTask& task, const FaBwdStep& s) const {
+        return StoredProbs<T>(task, s) + t_->tileBytes / sizeof(T);
+    }
     // A task's sums: dQ pass sum dS K [qRows, dPad]; dKV pass sum dS^T Q [kRows, dPad].
     __aicore__ inline __gm__ float* SumA() const { return ws_.At<float>(t_->wsOffsetSumA); }
     // dKV pass: sum P^T dO [kRows, dvPad].

@@ -4,13 +4,17 @@
 // and dS^T Q (the transposed A operand is loaded with a per-fractal transpose, LoadData2D ifTranspose). At the
 // task's last step the sums leave through Fixpipe once. Order per core (lag 2): S(0), S(1), S(2), products(0),
 // S(3), products(1), ... so the vector cores' P/dS of step j overlap the cube's S/dP of steps j+1 and j+2.
+// Stored tiles (tiling storeTiles): the dQ pass's products read dS where the AIVs stored it for the dK/dV pass, and
+// the dK/dV pass computes no S or dP: its steps load Q, dO and the stored P and dS (l1Slots slots each, K and V
+// unneeded) and multiply them, the same lag apart, with no hand-over to the vector cores.
 //
 // L1 hand-overs: a step's loads wait (MTE1_MTE2) only for the LoadData reads of the step l1Slots before it, whose
 // slots they reuse (released after its products, two event IDs by step parity), so the loads of step c run while
 // MTE1 feeds steps c-1 ... c-3; MTE1 waits (MTE2_MTE1) for a group of loads just before it reads them.
 //
 // L0C (two 64 KB halves): half 0 holds the task's sums (dQ [s1Block, dPad], or dK [s2Block, dPad] then dV
-// [s2Block, dvPad]); half 1 holds S and dP of one step, 32 KB each. FIX_M event 0 guards the sums, 1 and 2 S and dP:
+// [s2Block, dvPad]; the stored-tile dK/dV pass, which computes no S or dP, lets them run into half 1); half 1 holds S
+// and dP of one step, 32 KB each. FIX_M event 0 guards the sums, 1 and 2 S and dP:
 // a region is written again only after Fixpipe has read it out.
 #ifndef NPU_FA_KERNEL_BWD_CUBE_H
 #define NPU_FA_KERNEL_BWD_CUBE_H
@@ -37,16 +41,21 @@ public:
         m16_ = AlignUp(t->s1Block, 16);
         w_ = t->s2Block;
         // One L1 buffer, carved: Q [m16, dPad], dO [m16, dvPad], K [w, dPad], V [w, dvPad] l1Slots slots each, then
-        // P and dS [m16, w] two slots each (step parity).
-        const uint32_t sizes[kTiles] = {m16_ * p_->dPad, m16_ * p_->dvPad, w_ * p_->dPad, w_ * p_->dvPad, m16_ * w_, m16_ * w_};
+        // P and dS [m16, w] two slots each (step parity). The stored-tile dK/dV pass: no K and V, P and dS l1Slots
+        // slots each (they load with the step's Q and dO).
+        storedKv_ = t->storeTiles != 0 && t->pass == kBwdPassDkv;
+        const uint32_t kvRows = storedKv_ ? 0 : w_;
+        const uint32_t sizes[kTiles] = {m16_ * p_->dPad, m16_ * p_->dvPad, kvRows * p_->dPad, kvRows * p_->dvPad,
+                                        m16_ * w_, m16_ * w_};
         uint32_t off = 0;
         for (int32_t i = 0; i < kTiles; ++i) {
             offs_[i] = off;
             sizes_[i] = sizes[i];
-            off += (i < kSlotted ? t->l1Slots : 2) * sizes[i];
+            slots_[i] = i < kSlotted || storedKv_ ? t->l1Slots : 2;
+            off += slots_[i] * sizes[i];
+            slot_[i] = slots_[i] - 1;
         }
         pipe->InitBuffer(l1_, off * sizeof(T));
-        for (int32_t id = 0; id < kSlotted; ++id) slot_[id] = t->l1Slots - 1;
         // The dK/dV pass's columns of each gradient; dV's sum follows dK's in the sums region (fractal rows of
         // s2Block, as Mmad leaves them).
         BwdSumColumns(t, kBwdPartDk, dkCol0_, dkCols_);
@@ -83,11 +92,12 @@ public:
                 cur.last = false;
                 AcquireSlots(cur.step);
                 if (!any || !dq) LoadQuerySide(cur);
-                if (!any || dq) LoadKeySide(cur);
+                if ((!any || dq) && !storedKv_) LoadKeySide(cur);
+                if (storedKv_) LoadStoredTiles(cur);
                 LoadsDone(kEvLoads);
                 any = true;
-                for (int32_t id = 0; id < kSlotted; ++id) cur.slot[id] = slot_[id];
-                ScoresStep(cur);
+                for (int32_t id = 0; id < kTiles; ++id) cur.slot[id] = slot_[id];
+                if (!storedKv_) ScoresStep(cur);
                 if (ring.Full()) ProductStep(ring.Oldest());
                 ring.Push(cur);
             }
@@ -101,6 +111,7 @@ public:
         for (int32_t id = 0; id < 2; ++id) {
             if (released_[id]) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
         }
+        if (storedKv_ && sumsOut_ > 0) AscendC::CrossCoreWaitFlag(FlagOf(kBwdFlagSumsRead, sumsOut_ - 1));
         AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kEvDp);
         mm_.End();
     }
@@ -120,7 +131,7 @@ private:
         FaBwdStep s;
         uint32_t step;               // the core's step number: flag IDs FlagOf(., step), workspace slot step % kBwdSlots
         bool first, last;            // the task's first / last computed step: starts / flushes the sums
-        uint8_t slot[kSlotted];      // the L1 slots of its Q, dO, K, V (P and dS: step parity)
+        uint8_t slot[kTiles];        // the L1 slots of its Q, dO, K, V (and the stored P and dS; else step parity)
     };
 
     using Operand = typename FaCubeMatmul<T>::Operand;
@@ -136,7 +147,7 @@ private:
         FaLoadNz(Tile(id, slot), src, rows, cols, srcPitch, c0Stride);
     }
     __aicore__ inline uint32_t NextSlot(int32_t id) {
-        slot_[id] = (slot_[id] + 1) % t_->l1Slots;  // the slot after its previous load's
+        slot_[id] = (slot_[id] + 1) % slots_[id];  // the slot after its previous load's
         return slot_[id];
     }
     __aicore__ inline static void LoadsDone(int32_t ev) {
@@ -177,6 +188,18 @@ private:
         LoadNz(kV, NextSlot(kV), qkv_.v[v0], rows, p_->dv, p_->vStride.s, w_);
     }
 
+    // The stored-tile dK/dV pass: the step's P and dS as the dQ pass left them.
+    __aicore__ inline void LoadStoredTiles(const Pending& p) {
+        const uint32_t rows = (uint32_t)p.s.qRows;
+        if (t_->kvParts & kBwdPartDv) LoadNz(kP, NextSlot(kP), Gm(ws_.template StoredProbs<T>(p.task, p.s)), rows, w_, w_, m16_);
+        LoadNz(kDs, NextSlot(kDs), Gm(ws_.template StoredDScores<T>(p.task, p.s)), rows, w_, w_, m16_);
+    }
+    __aicore__ inline static AscendC::GlobalTensor<T> Gm(__gm__ T* ptr) {
+        AscendC::GlobalTensor<T> g;
+        g.SetGlobalBuffer(ptr);
+        return g;
+    }
+
     __aicore__ inline Operand Slotted(const Pending& p, int32_t id, bool transposed) {
         return Operand{Tile(id, p.slot[id]), id == kQ || id == kDo ? m16_ : w_, transposed, 0};
     }
@@ -199,22 +222,27 @@ private:
         AscendC::SetFlag<AscendC::HardEvent::FIX_M>(ev);
     }
 
-    // Once the vector cores' P and dS are in: the pass's products into the L0C sums; at the task's last step the
-    // sums -> workspace, and the vector cores are told.
+    // Once the vector cores' P and dS are in (the stored-tile dK/dV pass loaded them with the step): the pass's
+    // products into the L0C sums; at the task's last step the sums -> workspace, and the vector cores are told.
     __aicore__ inline void ProductStep(const Pending& p) {
         const uint32_t qRows = (uint32_t)p.s.qRows, kRows = (uint32_t)p.s.kRows, ws = p.step % kBwdSlots;
-        const uint32_t pSlot = p.step % 2;
-        AscendC::CrossCoreWaitFlag(FlagOf(kBwdFlagProbs, p.step));
-        AscendC::GlobalTensor<T> ds, probs;
-        ds.SetGlobalBuffer(ws_.template DScores<T>(ws));
-        probs.SetGlobalBuffer(ws_.template Probs<T>(ws));
-        LoadNz(kDs, pSlot, ds, qRows, w_, w_, m16_);
         const bool dv = t_->pass == kBwdPassDkv && (t_->kvParts & kBwdPartDv);
-        if (dv) LoadNz(kP, pSlot, probs, qRows, w_, w_, m16_);
-        LoadsDone(kEvProbsLoads);
-        const Operand dsTile{Tile(kDs, pSlot), m16_, false, 0}, dsT{Tile(kDs, pSlot), m16_, true, 0};
+        uint32_t pSlot = p.slot[kP], dsSlot = p.slot[kDs];
+        if (!storedKv_) {
+            pSlot = dsSlot = p.step % 2;
+            AscendC::CrossCoreWaitFlag(FlagOf(kBwdFlagProbs, p.step));
+            const bool stored = t_->storeTiles != 0;
+            LoadNz(kDs, dsSlot, Gm(stored ? ws_.template StoredDScores<T>(p.task, p.s) : ws_.template DScores<T>(ws)),
+                   qRows, w_, w_, m16_);
+            if (dv) LoadNz(kP, pSlot, Gm(ws_.template Probs<T>(ws)), qRows, w_, w_, m16_);
+            LoadsDone(kEvProbsLoads);
+        }
+        const Operand dsTile{Tile(kDs, dsSlot), m16_, false, 0}, dsT{Tile(kDs, dsSlot), m16_, true, 0};
         const AscendC::LocalTensor<float> sums = mm_.L0c(kL0cSums);
         if (p.first) AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kEvSums);  // the previous task's sums are out
+        // The stored-tile dK/dV pass runs ahead of its vector cores: the previous task's sums must be read before
+        // this one's overwrite them.
+        if (p.last && storedKv_ && sumsOut_ > 0) AscendC::CrossCoreWaitFlag(FlagOf(kBwdFlagSumsRead, sumsOut_ - 1));
         if (t_->pass == kBwdPassDq) {
             Mma(dsTile, Slotted(p, kK, true), qRows, kRows, 0, p_->d, sums, p.first);
             if (p.last) mm_.Store(sums, qRows, p_->d, ws_.SumA(), p_->dPad, kEvSums);
@@ -256,7 +284,9 @@ private:
     uint32_t m16_ = 0, w_ = 0;
     uint32_t offs_[kTiles] = {0, 0, 0, 0, 0, 0};
     uint32_t sizes_[kTiles] = {0, 0, 0, 0, 0, 0};
-    uint32_t slot_[kSlotted] = {0, 0, 0, 0};  // slot of each tile's latest load (Init: l1Slots - 1, the first goes to 0)
+    uint32_t slots_[kTiles] = {0, 0, 0, 0, 0, 0};  // slots of each tile
+    uint32_t slot_[kTiles] = {0, 0, 0, 0, 0, 0};   // slot of each tile's latest load (Init: the last, the first goes to 0)
+    bool storedKv_ = false;                        // the stored-tile dK/dV pass
     bool released_[2] = {false, false};       // MTE1_MTE2 ID set by ReleaseSlots and not yet waited
     uint32_t dkCol0_ = 0, dkCols_ = 0, dvCol0_ = 0, dvCols_ = 0, dvOffset_ = 0;
     uint32_t sumsOut_ = 0;                     // tasks whose sums have left: the flag ID of the next

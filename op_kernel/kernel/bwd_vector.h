@@ -7,6 +7,9 @@
 //             end the cube's sum dS K -> dq = scale * sum, and D stored to the workspace for the dKV pass.
 //   dKV pass: per step the statistics of the tile's query rows (max, sum from the forward, D from the dQ pass),
 //             P and dS as above; at the end the cube's sums -> dk = scale * sum dS^T Q, dv = sum P^T dO.
+// Stored tiles (tiling storeTiles): the dQ pass writes each step's P (dropped, for dV) and final dS to the tile's
+// place in the workspace, where the cube reads dS for dQ and the dK/dV pass reads both; that pass's AIVs then only
+// write the task's sums.
 // Masked entries (band, key columns past the sequence end) get P = 0 and dS = 0; so do rows that see no key
 // (max = -FLT_MAX). A step's rows go in two chunks with their own buffers and events, so one chunk's loads and
 // stores (and the next step's first loads) overlap the other's vector work; the task-level work (D, the sums, the
@@ -111,17 +114,24 @@ public:
             const int64_t steps = FaBwdTaskIterator::StepCount(task);
             exactAll_ = steps == 1 && p_->partialKeys == 0;  // partial keys: other calls hold the rest
             bool any = false;
+            const bool storedKv = !dq && t_->storeTiles != 0;  // the cube multiplies the dQ pass's tiles alone
             for (int64_t i = 0; i < steps; ++i) {
                 const FaBwdStep s = FaBwdTaskIterator::StepOf(t_, task, i);
                 const uint8_t state = it.TileState(task, s);
                 if (state == kTileMasked) continue;  // the block map: nothing to compute (the cube skips it too)
+                any = true;
+                if (storedKv) continue;
                 const FaAivRows q = AivRowsOf(s.qRows, sub_);
                 if (!dq) StepStatistics(task, s, q, step);
                 ScoreStep(task, s, q, step++, state);
-                any = true;
             }
             if (dq) StoreD(task, own);
-            if (any) LoadSums(own, sumsIn++);
+            if (any) {
+                LoadSums(own, sumsIn);
+                // the stored-tile dK/dV pass's cube waits for it before the next task's sums
+                if (storedKv) AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(FlagOf(kBwdFlagSumsRead, sumsIn));
+                ++sumsIn;
+            }
             WriteTask(task, own, any);
             if (sinkRows_) SinkRows(task, own);
         }
@@ -243,7 +253,7 @@ private:
     // the whole rows' statistics, so m is the step's share of the whole row and the keys of other calls hold 1 - m.
     // Run only where such a row can exist: one-step tasks, dense masks, or a band that fits the step for some row
     // (SomeRowInsideBlock), so full attention over several key blocks pays nothing.
-    // x: P, free afterwards in the dQ pass; set 1 of the statistics is scratch (the dQ pass uses set 0 only).
+    // x: P; set 1 of the statistics is scratch (the dQ pass uses set 0 only).
     __aicore__ inline void ExactRowD(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& ds,
                                      uint32_t r0, uint32_t rows) {
         const AscendC::LocalTensor<float> sum = Stat(kStatMax, 1)[r0 * 8], part = sum[chunk_];
@@ -266,8 +276,8 @@ private:
         AscendC::Mins(mass, mass, 1.0f, n8);
         AscendC::Mul(corr, corr, mass, n8);
         AscendC::Add(d, d, corr, n8);
-        RowMul(x, corr, rows, w_);
-        AscendC::Sub(ds, ds, x, (int32_t)(rows * w_));
+        AscendC::Muls(corr, corr, -1.0f, n8);
+        RowMulAdd(ds, x, corr, rows, w_);  // x (P) stays: the stored tiles keep it
     }
 
     // dKV pass: the statistics of this AIV's query rows of the step's tile, into set step % 2 once the step two
@@ -304,6 +314,8 @@ private:
         }
         const uint32_t slot = step % kBwdSlots;
         const bool dkv = t_->pass == kBwdPassDkv;
+        const bool stored = t_->storeTiles != 0;  // dQ pass: P and dS to the tile's stored place
+        const bool keepP = dkv || stored;
         for (uint32_t c = 0; c < 2; ++c) {
             const uint32_t r0 = c * chunk_, rows = ChunkRows(q.count, c);
             if (rows == 0) continue;
@@ -359,15 +371,17 @@ private:
             } else {
                 AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdChunk + c);
             }
-            if (dkv && dropping_) drop_.Apply(x, rows);  // dV = sum of the dropped P^T dO, / keep_prob at the end
-            if (dkv) AscendC::Cast(hp, x, AscendC::RoundMode::CAST_RINT, n);
+            if (keepP && dropping_) drop_.Apply(x, rows);  // dV = sum of the dropped P^T dO, / keep_prob at the end
+            if (keepP) AscendC::Cast(hp, x, AscendC::RoundMode::CAST_RINT, n);
             AscendC::Cast(hds, dp, AscendC::RoundMode::CAST_RINT, n);
             AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdChunk + c);
             AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdChunk + c);
             AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdChunk + c);
             const uint64_t off = (uint64_t)(q.first + r0) * w_;
-            if (dkv) AscendC::DataCopy(Gm(ws_.template Probs<T>(slot) + off), hp, n);
-            AscendC::DataCopy(Gm(ws_.template DScores<T>(slot) + off), hds, n);
+            __gm__ T* probs = stored ? ws_.template StoredProbs<T>(task, s) : ws_.template Probs<T>(slot);
+            __gm__ T* dscores = stored ? ws_.template StoredDScores<T>(task, s) : ws_.template DScores<T>(slot);
+            if (keepP) AscendC::DataCopy(Gm(probs + off), hp, n);
+            AscendC::DataCopy(Gm(dscores + off), hds, n);
             AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdChunk + c);
         }
         if (dkv) AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdStats + set);

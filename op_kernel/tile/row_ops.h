@@ -43,6 +43,16 @@ __aicore__ inline void RowMul(const AscendC::LocalTensor<float>& x, const Ascend
                               uint32_t cols) {
     RowBroadcastOp<FaRowOp::kMul>(x, b, rows, cols);
 }
+// y[r][c] += x[r][c] * b[r] (one rounding: MulAddDst).
+__aicore__ inline void RowMulAdd(const AscendC::LocalTensor<float>& y, const AscendC::LocalTensor<float>& x,
+                                 const AscendC::LocalTensor<float>& b, uint32_t rows, uint32_t cols) {
+    const uint8_t rep = (uint8_t)(cols / 8);
+    const AscendC::BinaryRepeatParams p(1, 1, 0, rep, rep, 1);
+    for (uint32_t c = 0; c < cols; c += 64) {
+        const uint64_t mask = cols - c < 64 ? cols - c : 64;
+        AscendC::MulAddDst(y[c], x[c], b, mask, (uint8_t)rows, p);
+    }
+}
 // x[r][c] /= b[r] (normalise by the row sum).
 __aicore__ inline void RowDiv(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& b, uint32_t rows,
                               uint32_t cols) {

@@ -1,13 +1,19 @@
-// Tiling data of the backward kernel. The backward runs as two launches of one mix kernel (three or more when the
-// head dims need dK and dV in separate passes), each with its own copy of this struct:
+// Tiling data of the backward kernel. The backward runs as launches of one mix kernel, each with its own copy of
+// this struct:
 //   pass kBwdPassDq:  tasks (sequence, query head, s1 block); D = rowsum(dO * O) into the workspace, then
 //                     dQ = scale * sum_j dS_ij K_j over the visible s2 blocks, summed in L0C;
 //   pass kBwdPassDkv: tasks (sequence, kv head, s2 block); dV = sum P^T dO and dK = scale * sum dS^T Q over the
 //                     query heads of the group and the s1 blocks that see the kv block, summed in L0C.
 // Every output row is owned by exactly one task, whose sum runs in a fixed order, so the result does not depend on
-// the core count or on timing (no atomics): the op's `deterministic` flag changes nothing. Each pass recomputes S
-// and dP; keeping the sums in L0C is what that buys (a fused single pass would move every tile's dQ, or dK and dV,
-// through Fixpipe: docs/performance.md, "Backward").
+// the core count or on timing (no atomics): the op's `deterministic` flag changes nothing. Keeping the sums in L0C
+// is what two passes buy (a fused single pass would move every tile's dQ, or dK and dV, through Fixpipe:
+// docs/performance.md, "Backward").
+// Stored tiles (storeTiles = 1): the dQ pass writes each tile's P and dS (input dtype) to the workspace once and the
+// dK/dV pass multiplies them as they are: no second S, dP, Fixpipe or vector work. Their workspace grows with
+// S1 x S2 per head, so the launches go in chunks of kv heads, [headFirst, headFirst + headCount) (all batches): dQ
+// then dK/dV per chunk, headCount the largest divisor of N2 whose tiles (every s1 x s2 block of each sequence,
+// 2 x s1Block x s2Block x 2 B each, per query head of the chunk) fit kBwdStoreLimitBytes. Where one kv head's tiles
+// do not fit, the dK/dV pass recomputes S and dP as before (storeTiles = 0, one chunk of every head).
 #ifndef NPU_FA_TILING_BWD_TILING_H
 #define NPU_FA_TILING_BWD_TILING_H
 
@@ -22,17 +28,25 @@ enum FaBwdPart : uint32_t { kBwdPartDk = 1, kBwdPartDv = 2, kBwdPartsBoth = 3 };
 // work. Workspace slots of S, dP, P, dS: step % kBwdSlots.
 constexpr uint32_t kBwdSlots = 3;
 constexpr uint32_t kBwdMaxLag = 2;
+// Stored tiles of one chunk at most (bytes of workspace; FaProblem::bwdStoreLimit replaces it in tests and tuning).
+constexpr uint64_t kBwdStoreLimitBytes = 1ull << 30;
 
 // The operator's registered tiling struct (the entry's GET_TILING_DATA names it).
 struct FlashAttentionGradTilingData {
     FaProblemTiling problem;
-    // Workspace (bytes): D = rowsum(dO * O) per query row ([rows, 8] fp32, statistic layout) at wsOffsetD, then per
-    // core at wsOffsetCore + core * wsPerCore: S and dP (fp32), P and dS (input dtype), kBwdSlots slots each, and a
-    // task's sums as Fixpipe leaves them (fp32).
+    // Workspace (bytes): D = rowsum(dO * O) per query row ([rows, 8] fp32, statistic layout) at wsOffsetD, the stored
+    // tiles at wsOffsetTiles (P then dS, tileBytes each, per tile), then per core at wsOffsetCore + core *
+    // wsPerCore: S and dP (fp32), P and dS (input dtype), kBwdSlots slots each, and a task's sums as Fixpipe leaves
+    // them (fp32).
     uint64_t wsOffsetD;
+    uint64_t wsOffsetTiles;
     uint64_t wsOffsetCore;
     uint64_t wsPerCore;
     uint64_t wsOffsetS, wsOffsetDp, wsOffsetP, wsOffsetDs, wsOffsetSumA, wsOffsetSumB;
+    uint32_t tileBytes;      // one stored P or dS tile, [s1Block, s2Block] of the input dtype, 512 B aligned
+    uint32_t storeTiles;     // 1: the dQ pass stores P and dS, the dK/dV pass reads them (no recompute)
+    uint32_t headFirst;      // the launch's kv heads [headFirst, headFirst + headCount) (query heads: times group)
+    uint32_t headCount;
     uint32_t pass;           // FaBwdPass
     uint32_t s1Block;        // query rows of a tile (the two AIVs take half each)
     uint32_t s2Block;        // key rows of a tile (multiple of 64)
@@ -40,15 +54,16 @@ struct FlashAttentionGradTilingData {
                              // one dK/dV pass per gradient so that the sum fits half of L0C)
     uint32_t sumCol0;        // a single-gradient pass sums its columns [sumCol0, sumCol0 + sumCols) (head dims
     uint32_t sumCols;        // above 256 take several passes); both-gradient passes sum every column
-    uint32_t l1Slots;        // L1 slots of Q, dO, K, V (4 or 3): a step loads while the 3 (or 2) before it compute
+    uint32_t l1Slots;        // L1 slots of Q, dO, K, V (the stored-tile dK/dV pass: Q, dO, P, dS) (4 or 3): a step
+                             // loads while the 3 (or 2) before it compute
     // Work split: core c runs tasks [coreTaskStart[c], coreTaskStart[c + 1]).
     uint32_t blockDim;
     uint32_t taskTotal;
     uint32_t coreTaskStart[kMaxCores + 1];
 };
 static_assert(sizeof(FlashAttentionGradTilingData) ==
-                  sizeof(FaProblemTiling) + 9 * sizeof(uint64_t) + (9 + kMaxCores + 1) * sizeof(uint32_t) &&
-              sizeof(FlashAttentionGradTilingData) == 672,  // the size the recorded trace digests saw
+                  sizeof(FaProblemTiling) + 10 * sizeof(uint64_t) + (13 + kMaxCores + 1) * sizeof(uint32_t) &&
+              sizeof(FlashAttentionGradTilingData) == 696,  // the size the recorded trace digests saw
               "FlashAttentionGradTilingData must have no implicit padding");
 
 // The output columns a pass sums for gradient `part` (kBwdPartDk: of dK, width d; kBwdPartDv: of dV, width dv), as

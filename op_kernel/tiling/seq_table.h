@@ -20,9 +20,13 @@ enum FaSeqField : uint32_t {
     kSeqMaskBase = 10, // dense masks: byte offset of this sequence's (head 0, row 0, column 0) mask element
     kSeqInfoFields = 11
 };
-// The backward's rows extend the forward's (for the backward's blocks) by the first dK/dV task.
+// The backward's rows extend the forward's (for the backward's blocks) by the first dK/dV task and the first dQ task
+// of the sequence among one launch's heads (bwd_tiling.h: a launch walks kv heads [headFirst, headFirst +
+// headCount)), and the sequence's first stored tile per query head (the s1 x s2 blocks of the sequences before it).
 constexpr uint32_t kBwdSeqFirstKvTask = kSeqInfoFields;
-constexpr uint32_t kBwdSeqFields = kSeqInfoFields + 1;
+constexpr uint32_t kBwdSeqFirstDqTask = kSeqInfoFields + 1;
+constexpr uint32_t kBwdSeqTileBase = kSeqInfoFields + 2;
+constexpr uint32_t kBwdSeqFields = kSeqInfoFields + 3;
 
 // Block-map entry states (one byte per (mask group, head, s1 block, s2 block) tile of a dense mask).
 enum FaTileState : uint8_t { kTileMasked = 0, kTileMixed = 1, kTileVisible = 2 };

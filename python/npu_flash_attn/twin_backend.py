@@ -21,7 +21,7 @@ from .problem import FAProblem, sequence_shapes
 
 __all__ = ["TwinError", "ext", "forward", "backward", "infer", "last_launch_info", "record_launch", "set_op_counting", "set_infer_split_override",
            "infer_split_override",
-           "set_block_override", "set_score_override", "kernel_mask", "BlockMaskInfo", "build_block_map", "block_mask_cache_info",
+           "set_block_override", "set_score_override", "set_bwd_store_limit", "kernel_mask", "BlockMaskInfo", "build_block_map", "block_mask_cache_info",
            "clear_block_mask_cache"]
 
 try:
@@ -91,10 +91,24 @@ def set_score_override(low: Optional[bool] = None) -> None:
     _score_override = -1 if low is None else int(bool(low))
 
 
+_bwd_store_limit = 0
+
+
+def set_bwd_store_limit(limit_bytes: Optional[int] = None) -> None:
+    """Tuning / test knob: the backward's stored P and dS tiles may take at most this many bytes of workspace per
+    chunk of kv heads (op_kernel/tiling/bwd_tiling.h; smaller means more chunks, and where one kv head's tiles do
+    not fit, the dK/dV pass recomputes them); None restores the default (kBwdStoreLimitBytes)."""
+    global _bwd_store_limit
+    if limit_bytes is not None and (not isinstance(limit_bytes, int) or limit_bytes < 1):
+        raise ValueError(f"set_bwd_store_limit: limit_bytes must be a positive int or None, got {limit_bytes!r}")
+    _bwd_store_limit = 0 if limit_bytes is None else limit_bytes
+
+
 def _with_blocks(p: FAProblem):
-    """The problem's call with the tuning knobs of set_block_override / set_score_override."""
+    """The problem's call with the tuning knobs of set_block_override / set_score_override / set_bwd_store_limit."""
     p.call.force_s1_block, p.call.force_s2_block = _block_override or (0, 0)
     p.call.force_low_scores = _score_override
+    p.call.bwd_store_limit = _bwd_store_limit
     return p.call
 
 

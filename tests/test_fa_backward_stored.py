@@ -1,0 +1,95 @@
+"""The backward's stored tiles (op_kernel/tiling/bwd_tiling.h): the dQ pass stores P and dS and the dK/dV pass
+multiplies them, in chunks of kv heads whose tiles fit a workspace limit; where one kv head's tiles do not fit, the
+dK/dV pass recomputes them. The rest of the suite runs the default (every problem there fits in one chunk); here the
+limit is lowered (twin_backend.set_bwd_store_limit) to run the chunked and the recompute schedules against float64
+(FA criterion, 3x for gradients) and the chunked one bitwise against one chunk."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from npu_flash_attn import twin_backend
+from feature_problems import CASES, case_id, check_grads, fwd, problem
+
+grad_op = torch.ops.npu.flash_attention_grad
+
+
+def _stored_bytes_per_kv_head(args, kw, info) -> int:
+    """P and dS of every s1 x s2 block of every sequence, per query head of one kv head's group (512 B aligned)."""
+    q, k, _, n1, layout = args
+    s1b, s2b = info["s1_block"], info["s2_block"]
+    if layout == "TND":
+        cq, ck = kw["actual_seq_qlen"], kw["actual_seq_kvlen"]
+        lens = [(a - b, c - d) for a, b, c, d in zip(cq, [0] + cq[:-1], ck, [0] + ck[:-1])]
+        n2 = k.shape[1]
+    else:
+        axis = {"BSH": 1, "SBH": 0, "BSND": 1, "BNSD": 2}[layout]
+        batch = q.shape[1] if layout == "SBH" else q.shape[0]
+        lens = [(q.shape[axis], k.shape[axis])] * batch
+        n2 = k.shape[2] // (q.shape[2] // n1) if layout in ("BSH", "SBH") else k.shape[{"BSND": 2, "BNSD": 1}[layout]]
+    tiles = sum(-(-a // s1b) * -(-b // s2b) for a, b in lens)
+    tile_bytes = -(-s1b * s2b * 2 // 512) * 512
+    return tiles * (n1 // n2) * 2 * tile_bytes, n2
+
+
+@pytest.fixture
+def store_limit():
+    yield twin_backend.set_bwd_store_limit
+    twin_backend.set_bwd_store_limit(None)
+
+
+def _run_modes(args, kw, gen, store_limit, train=()):
+    check_grads(args, kw, gen, train=train)  # the default: one chunk of every head
+    info = twin_backend.last_launch_info()
+    assert info["stored_tiles"]
+    one_chunk = info["launches"]
+    per_head, n2 = _stored_bytes_per_kv_head(args, kw, info)
+    store_limit(per_head)  # exactly one kv head's tiles: a chunk per kv head
+    check_grads(args, kw, gen, train=train)
+    info = twin_backend.last_launch_info()
+    assert info["stored_tiles"] and info["head_chunk"] == 1 and info["launches"] == n2 * one_chunk
+    store_limit(1)  # no kv head's tiles fit: the dK/dV pass recomputes S and dP
+    check_grads(args, kw, gen, train=train)
+    info = twin_backend.last_launch_info()
+    assert not info["stored_tiles"] and info["launches"] == one_chunk
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_chunked_and_recomputed_grads_match_float64(case, gen, store_limit):
+    args, kw = problem(case, gen)
+    _run_modes(args, kw, gen, store_limit)
+
+
+def test_chunked_and_recomputed_with_softcap_sink_gqa(gen, store_limit):
+    args, kw = problem(("BSND", "bf16", 2, 150, 333, 6, 2, 72, dict(sparse_mode=3)), gen, q_gain=4.0)
+    kw.update(softcap=20.0 + 10.0 * torch.rand((), generator=gen).item(), sink=1.0 + torch.randn(6, generator=gen))
+    _run_modes(args, kw, gen, store_limit, train=("sink",))
+
+
+def test_chunks_match_one_chunk_bitwise(gen, store_limit):
+    # the same tiles and sums in the same order, only launched per kv head
+    B, S1, S2, N1, N2, D = 2, 200, 270, 6, 3, 64
+    q = torch.randn(B, S1, N1, D, generator=gen).to(torch.float16)
+    k, v = (torch.randn(B, S2, N2, D, generator=gen).to(torch.float16) for _ in range(2))
+    kw = dict(scale=1 / math.sqrt(D), sparse_mode=4, pre_tokens=120, next_tokens=10)
+    out, smax, ssum = fwd(q, k, v, N1, "BSND", **kw)
+    dy = torch.randn(out.shape, generator=gen).to(out.dtype)
+
+    def run():
+        return grad_op(q, k, v, dy, N1, "BSND", softmax_max=smax, softmax_sum=ssum, attention_in=out, **kw)[:3]
+    whole = run()
+    info = twin_backend.last_launch_info()
+    assert info["stored_tiles"] and info["head_chunk"] == N2
+    store_limit(_stored_bytes_per_kv_head((q, k, v, N1, "BSND"), kw, info)[0])
+    chunked = run()
+    info = twin_backend.last_launch_info()
+    assert info["stored_tiles"] and info["head_chunk"] == 1 and info["launches"] == 2 * N2
+    assert all(torch.equal(a, b) for a, b in zip(whole, chunked)), "chunked and one-chunk gradients differ"
+
+
+@pytest.mark.parametrize("bad", [0, -5, 1.5, "1"])
+def test_store_limit_rejects_bad_values(bad):
+    with pytest.raises(ValueError, match="limit_bytes must be a positive int"):
+        twin_backend.set_bwd_store_limit(bad)
