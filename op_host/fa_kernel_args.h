@@ -58,6 +58,7 @@
     NPU_FA_QKV_INPUTS(X)                             \
     X(block_table, BlockTable, kI32, OPTIONAL)       \
     X(atten_mask, AttenMask, kMask, OPTIONAL)        \
+    X(antiquant, Antiquant, kF32, OPTIONAL)          \
     X(seq_info, SeqInfo, kI64, REQUIRED)
 
 #define NPU_FA_INFER_OUTPUTS(X)                      \

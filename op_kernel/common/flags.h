@@ -20,6 +20,11 @@ constexpr uint16_t kFwdFlagProbs = 6;    // AIV -> AIC: both halves of P are in 
 constexpr uint16_t kBwdFlagScores = 0;   // AIC -> AIV: S and dP of a step are in the workspace
 constexpr uint16_t kBwdFlagProbs = 3;    // AIV -> AIC: both halves of P and dS are in the workspace
 constexpr uint16_t kBwdFlagSums = 6;     // AIC -> AIV: a task's sums are in the workspace (rotates by task)
+// Inference over an int8 cache (kernel/infer_dequant.h), one ID (a counter: the AIVs run at most a step ahead):
+// AIV -> AIC, both halves of a step's dequantised K and V are in the workspace.
+constexpr uint16_t kInferFlagKv = 9;
+static_assert(kInferFlagKv >= kFwdFlagProbs + kFlagRing && kInferFlagKv < kFlagIdEnd,
+              "the inference K/V flag overlaps the forward's or reaches the reserved IDs");
 
 // True when the signals' ID ranges lie below kFlagIdEnd and do not overlap.
 constexpr bool FlagRangesDisjoint(uint16_t a, uint16_t b, uint16_t c) {

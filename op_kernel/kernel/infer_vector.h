@@ -1,5 +1,6 @@
-// Vector (AIV) half of the inference kernel: each AIV owns half of a task's packed rows and walks them in chunks of
-// vecRows per step: scale, the sequence's band (row r sees keys [token(r) + lo, token(r) + hi], BandOfMode), the
+// Vector (AIV) half of the inference kernel: over an int8 cache, each AIV first dequantises half of the step's keys
+// (kernel/infer_dequant.h); each AIV owns half of a task's packed rows and walks them in chunks of vecRows per step:
+// scale, the sequence's band (row r sees keys [token(r) + lo, token(r) + hi], BandOfMode), the
 // dense mask (infer_mask.h) and the key tail masked, the online softmax (tile/online_softmax.h) in fp32, P back to the cube in the input dtype,
 // then the cube's P*V folded into the running output. At the task's end: the output and softmax_lse (no split), or
 // the split's normalised output and log-sum-exp as fp32 partials for the combine pass.
@@ -7,6 +8,7 @@
 #define NPU_FA_KERNEL_INFER_VECTOR_H
 
 #include "infer_common.h"
+#include "infer_dequant.h"
 #include "infer_mask.h"
 #include "softmax_io.h"
 #include "../tiling/ub_budget.h"
@@ -48,6 +50,7 @@ public:
             mask_.Init(t, gm.attenMask, maskBytesBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(),
                        maskBitsBuf_.Get<uint8_t>(), kIdMask);
         }
+        if (t->kvQuant != 0) dequant_.Init(t, gm, &ws_, sub_, pipe);
     }
 
     __aicore__ inline void Process() {
@@ -65,6 +68,9 @@ public:
             }
             for (int64_t c0 = task.keyFirst; c0 < task.keyLast; c0 += w_) {
                 const bool first = c0 == task.keyFirst, last = c0 + w_ >= task.keyLast;
+                // The step's slot was last read by the cube's P*V of step - kInferStepSlots, whose output the ring
+                // has folded.
+                if (t_->kvQuant != 0) dequant_.Step(task, c0, (uint32_t)FaMin(task.keyLast - c0, (int64_t)w_), step);
                 SoftmaxStep(task, mine, c0, step, taskSlot, first);
                 if (ring.Full()) OutputStep(ring.Oldest());
                 ring.Push(Pending{task, mine, step, taskSlot, first, last});
@@ -74,6 +80,7 @@ public:
         }
         for (uint32_t i = 0; i < ring.Count(); ++i) OutputStep(ring.FromOldest(i));
         io_.End();
+        if (t_->kvQuant != 0) dequant_.End();
     }
 
 private:
@@ -236,6 +243,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> maskHalfBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> maskBitsBuf_;
     FaInferMask mask_;
+    FaInferDequant<T> dequant_;
 };
 
 }  // namespace npu_fa

@@ -30,6 +30,9 @@ struct FaInferTilingData {
     uint64_t wsOffsetO;
     uint64_t wsPartO;
     uint64_t wsPartLse;
+    // An int8 cache (kvQuant): per core, kInferStepSlots slots each of dequantised K and V (input dtype [s2Block, d]).
+    uint64_t wsOffsetKq;
+    uint64_t wsOffsetVq;
     uint32_t pageSize;   // block_size of a paged cache (keys per page); 0: no block table
     uint32_t maxPages;   // block_table columns
     uint32_t mBlock;     // packed query rows per task: rows (s, g) = (query token, head of the KV group), s-major
@@ -41,6 +44,14 @@ struct FaInferTilingData {
     uint32_t partRows;   // rows of one split's partials: B * N2 * group * s1
     uint32_t combineRows;  // rows per combine chunk (a multiple of 8)
     uint32_t combineCores; // vector cores of the combine pass
+    // An int8 K/V cache dequantised on the vector cores (kernel/infer_dequant.h): value = scale * (x + offset), the
+    // antiquant GM argument fp32 [K scale | K offset | V scale | V offset], each per channel [n2, d] (mode 0) or
+    // per token [batch, quantTokens] (mode 1, by the key's position in its sequence); quantOffset 0: offsets all zero.
+    uint32_t kvQuant;
+    uint32_t keyQuantMode, valueQuantMode;
+    uint32_t quantTokens;
+    uint32_t quantOffset;
+    uint32_t quantRows;    // keys per dequantisation chunk of an AIV (a multiple of 8)
     // Work split of the main pass: core c runs tasks [coreTaskStart[c], coreTaskStart[c + 1]).
     uint32_t blockDim;
     uint32_t taskTotal;
@@ -48,7 +59,7 @@ struct FaInferTilingData {
     uint32_t reserved;   // an even number of 32-bit fields
 };
 static_assert(sizeof(FaInferTilingData) ==
-                  sizeof(FaProblemTiling) + 9 * sizeof(uint64_t) + (16 + kMaxCores + 1 + 1) * sizeof(uint32_t),
+                  sizeof(FaProblemTiling) + 11 * sizeof(uint64_t) + (22 + kMaxCores + 1 + 1) * sizeof(uint32_t),
               "FaInferTilingData must have no implicit padding");
 
 // The task's rows per (batch, KV head): group * q length; tasks per (batch, KV head): query tiles times splits.

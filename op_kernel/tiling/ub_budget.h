@@ -165,6 +165,28 @@ FA_INLINE FaInferUbSizes InferUbSizes(uint32_t rows, uint32_t chunk, uint32_t w,
     return u;
 }
 
+// Inference over an int8 cache (kernel/infer_dequant.h): UB of one AIV (bytes) for chunks of `rows` keys (a
+// multiple of 8) of d columns; in, half and param are per buffer (two of each), the others single.
+struct FaDequantUbSizes {
+    uint32_t in;     // the int8 rows [rows, d]
+    uint32_t half;   // the rows widened to half, then rounded to the input dtype [rows, d]
+    uint32_t f32;    // the rows in fp32 [rows, d]
+    uint32_t param;  // scale and offset, each max(d, rows) fp32 (per channel: d; per token: rows)
+    uint32_t bcast;  // per token: scale and offset as one 32 B block per key [rows, 8] fp32 each
+    uint32_t total;
+};
+
+FA_INLINE FaDequantUbSizes DequantUbSizes(uint32_t rows, uint32_t d) {
+    FaDequantUbSizes u;
+    u.in = AlignUp(rows * d, 32);
+    u.half = rows * d * 2;
+    u.f32 = rows * d * 4;
+    u.param = 2 * AlignUp(rows > d ? rows : d, 8) * 4;
+    u.bcast = 2 * rows * 8 * 4;
+    u.total = 2 * (u.in + u.half + u.param) + u.f32 + u.bcast;
+    return u;
+}
+
 // The split-KV combine pass: UB of one AIV (bytes) for chunks of `rows` packed rows.
 struct FaCombineUbSizes {
     uint32_t lse;    // every split's lse rows, fp32 [splits, rows8, 8]

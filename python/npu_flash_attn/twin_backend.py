@@ -156,14 +156,16 @@ def infer_split_override() -> int:
 
 def infer(call, chip: str, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
           block_table: Optional[torch.Tensor], mask: Optional[torch.Tensor], out: torch.Tensor, lse: torch.Tensor,
-          flops: float) -> dict:
+          flops: float, antiquant: Optional[torch.Tensor] = None) -> dict:
     """Runs the inference kernel (and, with split keys, its combine pass) of a validated `_C.InferCall` on the twin of
     `chip`, writing `out` and (softmax_lse_flag) `lse` in place; the tensors are contiguous and stay alive. `flops`:
-    the problem's matmul work (progress reports); `mask`: a dense mask's kernel view (mask_bytes_view)."""
+    the problem's matmul work (progress reports); `mask`: a dense mask's kernel view (mask_bytes_view);
+    `antiquant`: an int8 cache's scales and offsets as the kernel reads them (fused_infer.antiquant_params)."""
     table = 0 if block_table is None else block_table.data_ptr()
     with progress.launch(f"twin inference launch on {chip}", flops, "forward"):
         info = dict(ext().flash_attention_infer(call, chip, query.data_ptr(), key.data_ptr(), value.data_ptr(),
-                                                table, 0 if mask is None else mask.data_ptr(), out.data_ptr(),
+                                                table, 0 if mask is None else mask.data_ptr(),
+                                                0 if antiquant is None else antiquant.data_ptr(), out.data_ptr(),
                                                 lse.data_ptr()))
     info["op"] = "npu_fused_infer_attention_score"
     record_launch(info)

@@ -26,10 +26,15 @@ Supported (the problem module, `op_host/problem/fa_infer_problem.cpp`, holds eve
   strides (a column-broadcast mask is widened once); each packed GQA row reads its query token's mask row;
 * `inner_precise` 0 and 2 (high precision; rows without a visible key are always corrected here: output 0);
 * `softmax_lse_flag`: softmax_lse float32 [B, N1, S1, 1] (TND [T, N1, 1]), +inf for rows without a key; else a
-  one-element zero tensor.
+  one-element zero tensor;
+* an int8 cache (key and value int8, D a multiple of 32): value = scale * (int8 + offset), dequantised on the vector
+  cores, from `antiquant_scale`/`antiquant_offset` (K at index 0, V at 1) with `antiquant_mode`, or the separate
+  `key_/value_antiquant_scale/offset` with `key_/value_antiquant_mode`: mode 0 per channel (or per tensor) in the
+  query's dtype, mode 1 per token float32 [B, S] (key 0 with value 1 too), for any query length, layout and cache;
+  modes 2-5 raise NotImplementedError (antiquant_params gives the kernel's fp32 form).
 Rows past `actual_seq_lengths`, and rows whose band misses every key, give 0 (and lse +inf). Every other argument
-given a non-default value raises NotImplementedError naming it (pse_shift, quantisation, KV antiquant, shared
-prefix, rope, padding sizes: the next stage). Runs on CPU tensors (the twin); results are "twin".
+given a non-default value raises NotImplementedError naming it (pse_shift, quantisation, shared prefix, rope,
+padding sizes: the next stage). Runs on CPU tensors (the twin); results are "twin".
 """
 from __future__ import annotations
 
@@ -49,11 +54,10 @@ __all__ = ["npu_fused_infer_attention_score"]
 
 # The arguments of later stages, by torch_npu's names: given (not None / not 0), the problem module refuses them.
 _LATER_TENSORS = ("pse_shift", "dequant_scale1", "quant_scale1", "dequant_scale2", "quant_scale2", "quant_offset2",
-                  "antiquant_scale", "antiquant_offset", "query_padding_size", "kv_padding_size",
-                  "key_antiquant_scale", "key_antiquant_offset", "value_antiquant_scale", "value_antiquant_offset",
-                  "key_shared_prefix", "value_shared_prefix", "actual_shared_prefix_len", "query_rope", "key_rope",
-                  "key_rope_antiquant_scale")
-_LATER_MODES = ("antiquant_mode", "key_antiquant_mode", "value_antiquant_mode")
+                  "query_padding_size", "kv_padding_size", "key_shared_prefix", "value_shared_prefix",
+                  "actual_shared_prefix_len", "query_rope", "key_rope", "key_rope_antiquant_scale")
+_ANTIQUANT = ("antiquant_scale", "antiquant_offset", "key_antiquant_scale", "key_antiquant_offset",
+              "value_antiquant_scale", "value_antiquant_offset")
 
 
 def _lengths(name: str, v: Any) -> Optional[list[int]]:
@@ -84,7 +88,6 @@ def npu_fused_infer_attention_score(
     """torch_npu.npu_fused_infer_attention_score (see the module docstring): returns (attention_out, softmax_lse)."""
     given = locals()
     later = [name for name in _LATER_TENSORS if given[name] is not None]
-    later += [f"{name}={given[name]}" for name in _LATER_MODES if args.integer(name, given[name]) != 0]
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -95,6 +98,8 @@ def npu_fused_infer_attention_score(
     args.optional_tensor("value", value, query, "query")
     args.optional_tensor("block_table", block_table, query, "query")
     args.optional_tensor("atten_mask", atten_mask, query, "query")
+    for name in _ANTIQUANT:
+        args.optional_tensor(name, given[name], query, "query")
     if not isinstance(input_layout, str):
         raise TypeError(f"input_layout must be a str, got {type(input_layout).__name__} {input_layout!r}")
     scale = args.real("scale", scale)
@@ -107,7 +112,11 @@ def npu_fused_infer_attention_score(
         input_layout=input_layout, num_key_value_heads=args.integer("num_key_value_heads", num_key_value_heads),
         sparse_mode=args.integer("sparse_mode", sparse_mode), inner_precise=args.integer("inner_precise", inner_precise),
         block_size=args.integer("block_size", block_size), softmax_lse_flag=args.flag("softmax_lse_flag", softmax_lse_flag),
-        force_splits=twin_backend.infer_split_override(), later_args=later)
+        force_splits=twin_backend.infer_split_override(), later_args=later,
+        **{name: _desc(given[name]) for name in _ANTIQUANT},
+        antiquant_mode=args.integer("antiquant_mode", antiquant_mode),
+        key_antiquant_mode=args.integer("key_antiquant_mode", key_antiquant_mode),
+        value_antiquant_mode=args.integer("value_antiquant_mode", value_antiquant_mode))
     p = ext().flash_attention_infer_problem(call)
     if p["compressed_mask"]:
         check_compressed_mask(atten_mask.reshape(2048, 2048), sparse_mode)
@@ -121,8 +130,32 @@ def npu_fused_infer_attention_score(
         table = None if block_table is None else block_table.detach().contiguous()
         view = p["mask_view"]
         mask = None if view is None else twin_backend.mask_bytes_view(atten_mask, view, p["layout"], batch_major3=True)
-        twin_backend.infer(call, get_chip(), q, k, v, table, mask, out, lse, 4.0 * p["N1"] * p["D"] * work)
+        params = None if p["antiquant"] is None else antiquant_params(p, **{n: given[n] for n in _ANTIQUANT})
+        twin_backend.infer(call, get_chip(), q, k, v, table, mask, out, lse, 4.0 * p["N1"] * p["D"] * work, params)
     return out, lse
+
+
+def antiquant_params(p: dict, antiquant_scale=None, antiquant_offset=None, key_antiquant_scale=None,
+                     key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None) -> torch.Tensor:
+    """An int8 cache's validated antiquant arguments as the kernel reads them: fp32 [K scale | K offset | V scale |
+    V offset], each per channel [N2 * D] (a per-tensor value repeated) or per token [B, S] (zeros for absent
+    offsets). The widening to fp32 is exact for every documented dtype."""
+    q = p["antiquant"]
+    n = p["N2"] * p["D"]
+    parts = []
+    for i, (mode, scale, offset) in enumerate(((q["key_mode"], key_antiquant_scale, key_antiquant_offset),
+                                               (q["value_mode"], value_antiquant_scale, value_antiquant_offset))):
+        if antiquant_scale is not None:
+            scale = antiquant_scale[i]
+            offset = None if antiquant_offset is None else antiquant_offset[i]
+        else:
+            scale = scale[0]
+            offset = None if offset is None else offset[0]
+        for t in (scale, offset):
+            t = torch.zeros_like(scale) if t is None else t
+            flat = t.detach().float().reshape(-1)
+            parts.append(flat.expand(n) if mode == 0 and flat.numel() == 1 else flat)
+    return torch.cat(parts).contiguous()
 
 
 def _check_block_ids(block_table: torch.Tensor, p: dict) -> None:
