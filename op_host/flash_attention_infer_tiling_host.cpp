@@ -15,9 +15,9 @@ uint32_t InferL1Bytes(uint32_t mBlock, uint32_t w, uint32_t dPad, uint32_t dvPad
 
 uint64_t Align512(uint64_t v) { return (v + 511) / 512 * 512; }
 
-// Keys per dequantisation chunk of an AIV over an int8 cache: about 4K elements (D 128: 32 keys), at most its half of
-// a step, a multiple of 8.
-uint32_t QuantRows(uint32_t w, uint32_t d) { return std::max<uint32_t>(8, std::min<uint32_t>(w / 2, 4096 / d) / 8 * 8); }
+// Keys per dequantisation chunk of an AIV over an int8 cache: up to 8K elements (D 128: its 64 keys of a 128-key
+// step), a multiple of 8.
+uint32_t QuantRows(uint32_t w, uint32_t d) { return std::max<uint32_t>(8, std::min<uint32_t>(w / 2, 8192 / d) / 8 * 8); }
 
 }  // namespace
 
@@ -143,8 +143,8 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     if (p.kvQuant) {
         const uint64_t kvBytes = Align512((uint64_t)t.s2Block * p.d * 2);
         t.wsOffsetKq = t.wsPerCore;
-        t.wsOffsetVq = t.wsOffsetKq + kInferStepSlots * kvBytes;
-        t.wsPerCore = t.wsOffsetVq + kInferStepSlots * kvBytes;
+        t.wsOffsetVq = t.wsOffsetKq + kInferKvSlots * kvBytes;
+        t.wsPerCore = t.wsOffsetVq + kInferKvSlots * kvBytes;
         t.kvQuant = 1;
         t.keyQuantMode = p.keyQuantMode;
         t.valueQuantMode = p.valueQuantMode;

@@ -175,10 +175,10 @@ public:
         kv_.Init(workspace, 0, t->wsPerCore, core);
         t_ = t;
     }
-    // Step slot `slot` of the dequantised K (which 0) or V (1): [s2Block, d] in the input dtype.
+    // The dequantised K (which 0) or V (1) of a step: [s2Block, d] in the input dtype.
     template <typename T>
-    __aicore__ inline __gm__ T* Dequantized(uint32_t which, uint32_t slot) const {
-        return kv_.Slot<T>(which == 0 ? t_->wsOffsetKq : t_->wsOffsetVq, slot,
+    __aicore__ inline __gm__ T* Dequantized(uint32_t which, uint32_t step) const {
+        return kv_.Slot<T>(which == 0 ? t_->wsOffsetKq : t_->wsOffsetVq, step % kInferKvSlots,
                            (uint64_t)t_->s2Block * t_->problem.d);
     }
     __aicore__ inline uint64_t PartRow(const FaInferTask& task, uint32_t split, int64_t row) const {

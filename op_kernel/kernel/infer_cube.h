@@ -109,7 +109,7 @@ private:
         const uint32_t dim = which == 0 ? p_->d : p_->dv;
         if (t_->kvQuant != 0) {
             AscendC::GlobalTensor<T> rows;
-            rows.SetGlobalBuffer(ws_.template Dequantized<T>(which, InferSlot(s.step)));
+            rows.SetGlobalBuffer(ws_.template Dequantized<T>(which, s.step));
             FaLoadNz(dst, rows, s.cols, dim, dim, w_);
             return;
         }

@@ -60,6 +60,11 @@ public:
         FaStepRing<Pending, kInferStepSlots - 1> ring;  // steps whose output fold is still to do
         ring.Init(kInferStepSlots - 1);
         uint32_t step = 0, taskSlot = 0;
+        // Over an int8 cache the softmax trails the dequantisation by one step, so the cube's scores of step j
+        // overlap this AIV's softmax of step j - 1 and dequantisation of step j + 1.
+        const bool lag = t_->kvQuant != 0;
+        Pending held{};
+        bool holding = false;
         while (it.Next(task, t_->splits)) {
             const FaAivRows mine = AivRowsOf(task.rows, sub_);
             if (task.keyFirst >= task.keyLast) {
@@ -68,16 +73,22 @@ public:
             }
             for (int64_t c0 = task.keyFirst; c0 < task.keyLast; c0 += w_) {
                 const bool first = c0 == task.keyFirst, last = c0 + w_ >= task.keyLast;
-                // The step's slot was last read by the cube's P*V of step - kInferStepSlots, whose output the ring
+                // The step's K/V slot was last read by the cube's P*V of step - kInferKvSlots, whose output the ring
                 // has folded.
-                if (t_->kvQuant != 0) dequant_.Step(task, c0, (uint32_t)FaMin(task.keyLast - c0, (int64_t)w_), step);
-                SoftmaxStep(task, mine, c0, step, taskSlot, first);
-                if (ring.Full()) OutputStep(ring.Oldest());
-                ring.Push(Pending{task, mine, step, taskSlot, first, last});
+                if (lag) dequant_.Step(task, c0, (uint32_t)FaMin(task.keyLast - c0, (int64_t)w_), step);
+                const Pending cur{task, mine, c0, step, taskSlot, first, last};
+                if (holding) Advance(held, ring);
+                if (lag) {
+                    held = cur;
+                    holding = true;
+                } else {
+                    Advance(cur, ring);
+                }
                 ++step;
             }
             taskSlot = (taskSlot + 1) % kInferStepSlots;  // a task's statistics live until its last output fold
         }
+        if (holding) Advance(held, ring);
         for (uint32_t i = 0; i < ring.Count(); ++i) OutputStep(ring.FromOldest(i));
         io_.End();
         if (t_->kvQuant != 0) dequant_.End();
@@ -92,11 +103,19 @@ private:
     struct Pending {
         FaInferTask task;
         FaAivRows mine;
+        int64_t c0;
         uint32_t step;
         uint32_t taskSlot;
         bool first;
         bool last;
     };
+
+    // A step's softmax, then the oldest pending output fold once kInferStepSlots - 1 are pending.
+    __aicore__ inline void Advance(const Pending& s, FaStepRing<Pending, kInferStepSlots - 1>& ring) {
+        SoftmaxStep(s.task, s.mine, s.c0, s.step, s.taskSlot, s.first);
+        if (ring.Full()) OutputStep(ring.Oldest());
+        ring.Push(s);
+    }
 
     __aicore__ inline void SoftmaxStep(const FaInferTask& task, const FaAivRows& mine, int64_t c0, uint32_t step,
                                        uint32_t taskSlot, bool first) {

@@ -10,9 +10,9 @@ namespace npu_fa {
 enum class FaRowOp { kSub, kMul, kDiv, kAdd };
 
 // x = x op b over `repeats` repeats of `mask` lanes, strides as `p` gives them.
-template <FaRowOp kOp>
-__aicore__ inline void FaRowApply(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& b,
-                                  uint64_t mask, uint8_t repeats, const AscendC::BinaryRepeatParams& p) {
+template <FaRowOp kOp, typename E>
+__aicore__ inline void FaRowApply(const AscendC::LocalTensor<E>& x, const AscendC::LocalTensor<E>& b, uint64_t mask,
+                                  uint8_t repeats, const AscendC::BinaryRepeatParams& p) {
     if (kOp == FaRowOp::kSub) AscendC::Sub(x, x, b, mask, repeats, p);
     if (kOp == FaRowOp::kMul) AscendC::Mul(x, x, b, mask, repeats, p);
     if (kOp == FaRowOp::kDiv) AscendC::Div(x, x, b, mask, repeats, p);

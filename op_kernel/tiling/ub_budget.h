@@ -168,11 +168,12 @@ FA_INLINE FaInferUbSizes InferUbSizes(uint32_t rows, uint32_t chunk, uint32_t w,
 // Inference over an int8 cache (kernel/infer_dequant.h): UB of one AIV (bytes) for chunks of `rows` keys (a
 // multiple of 8) of d columns; in, half and param are per buffer (two of each), the others single.
 struct FaDequantUbSizes {
-    uint32_t in;     // the int8 rows [rows, d]
-    uint32_t half;   // the rows widened to half, then rounded to the input dtype [rows, d]
-    uint32_t f32;    // the rows in fp32 [rows, d]
-    uint32_t param;  // scale and offset, each max(d, rows) fp32 (per channel: d; per token: rows)
-    uint32_t bcast;  // per token: scale and offset as one 32 B block per key [rows, 8] fp32 each
+    uint32_t in;       // the int8 rows [rows, d]
+    uint32_t half;     // the rows widened to half, then in the input dtype [rows, d]
+    uint32_t f32;      // the rows in fp32 [rows, d]
+    uint32_t param;    // per token: the keys' (scale, offset) pairs, fp32 [rows, 2]
+    uint32_t calc;     // per token: the pairs as one 32 B block per value [2 rows, 8] fp32, and as half [2 rows]
+    uint32_t channel;  // per channel: both sides' [scale d | offset d] in fp32, then in half
     uint32_t total;
 };
 
@@ -181,9 +182,10 @@ FA_INLINE FaDequantUbSizes DequantUbSizes(uint32_t rows, uint32_t d) {
     u.in = AlignUp(rows * d, 32);
     u.half = rows * d * 2;
     u.f32 = rows * d * 4;
-    u.param = 2 * AlignUp(rows > d ? rows : d, 8) * 4;
-    u.bcast = 2 * rows * 8 * 4;
-    u.total = 2 * (u.in + u.half + u.param) + u.f32 + u.bcast;
+    u.param = AlignUp(2 * rows, 8) * 4;
+    u.calc = 2 * rows * 32 + AlignUp(2 * rows, 16) * 2;
+    u.channel = 4 * d * 4 + 4 * d * 2;
+    u.total = 2 * (u.in + u.half + u.param) + u.f32 + u.calc + u.channel;
     return u;
 }
 

@@ -137,9 +137,9 @@ def npu_fused_infer_attention_score(
 
 def antiquant_params(p: dict, antiquant_scale=None, antiquant_offset=None, key_antiquant_scale=None,
                      key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None) -> torch.Tensor:
-    """An int8 cache's validated antiquant arguments as the kernel reads them: fp32 [K scale | K offset | V scale |
-    V offset], each per channel [N2 * D] (a per-tensor value repeated) or per token [B, S] (zeros for absent
-    offsets). The widening to fp32 is exact for every documented dtype."""
+    """An int8 cache's validated antiquant arguments as the kernel reads them: fp32 [K's | V's], each per channel
+    [N2, 2, D] (scales, offsets; a per-tensor value repeated) or per token [B, S, 2] ((scale, offset) per key); absent
+    offsets are zeros. The widening to fp32 is exact for every documented dtype."""
     q = p["antiquant"]
     n = p["N2"] * p["D"]
     parts = []
@@ -151,10 +151,11 @@ def antiquant_params(p: dict, antiquant_scale=None, antiquant_offset=None, key_a
         else:
             scale = scale[0]
             offset = None if offset is None else offset[0]
+        pair = []
         for t in (scale, offset):
-            t = torch.zeros_like(scale) if t is None else t
-            flat = t.detach().float().reshape(-1)
-            parts.append(flat.expand(n) if mode == 0 and flat.numel() == 1 else flat)
+            flat = (torch.zeros_like(scale) if t is None else t).detach().float().reshape(-1)
+            pair.append(flat.expand(n).reshape(p["N2"], p["D"]) if mode == 0 else flat.reshape(p["B"], -1))
+        parts.append(torch.stack(pair, 1 if mode == 0 else -1).reshape(-1))
     return torch.cat(parts).contiguous()
 
 
