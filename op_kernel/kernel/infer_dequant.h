@@ -6,10 +6,12 @@
 //
 // Why the vector cores: dav-2201's cube multiplies like types only (fp16/bf16 pairs or int8 x int8), so int8 K
 // against a 16-bit query needs a widened copy either way. The cube route (int8 K times an int8 identity, the Fixpipe
-// dequantising int32 -> fp16 into L1) costs keys x keys x D MACs a step (128 keys: 8x the scores of 16 packed rows)
-// and takes one scale per output column with no fractional offset, so per-token scales and offsets would still need
-// the vector. Here it is five vector passes over a step's elements, spread over both AIVs and double-buffered
-// against their int8 reads; the modeled decode (docs/performance.md) shows the cube waiting on HBM, not on them.
+// dequantising int32 -> fp16 into L1) costs keys x keys x D MACs a step (128 keys: 8x the scores of 16 packed rows;
+// estimated, not modeled), has no bf16 output and takes one scale per output column with no fractional offset, so
+// per-token scales and offsets would still need the vector; the vector route is the one built. Its cost, modeled
+// (docs/performance.md, int8 rows): the AIVs' int8 reads, their three (fp16) or five (bf16) passes over each element
+// and the 16-bit copy's round trip through L2 bound the step, 1.7-2.1x the bf16 cache's time, not the 0.6x of the
+// target; folding per-channel scales into Q and the output would leave only the widening on the vector.
 #ifndef NPU_FA_KERNEL_INFER_DEQUANT_H
 #define NPU_FA_KERNEL_INFER_DEQUANT_H
 
