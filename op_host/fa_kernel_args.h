@@ -62,6 +62,7 @@
     X(atten_mask, AttenMask, kMask, OPTIONAL)        \
     X(pse_shift, PseShift, kQkv, OPTIONAL)           \
     X(alibi_slopes, AlibiSlopes, kF32, OPTIONAL)     \
+    X(antiquant, Antiquant, kF32, OPTIONAL)          \
     X(seq_info, SeqInfo, kI64, REQUIRED)
 
 #define NPU_FA_INFER_OUTPUTS(X)                      \

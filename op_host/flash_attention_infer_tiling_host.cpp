@@ -15,6 +15,10 @@ uint32_t InferL1Bytes(uint32_t mBlock, uint32_t w, uint32_t dPad, uint32_t dvPad
 
 uint64_t Align512(uint64_t v) { return (v + 511) / 512 * 512; }
 
+// Keys per dequantisation chunk of an AIV over an int8 cache: up to 8K elements (D 128: its 64 keys of a 128-key
+// step), a multiple of 8.
+uint32_t QuantRows(uint32_t w, uint32_t d) { return std::max<uint32_t>(8, std::min<uint32_t>(w / 2, 8192 / d) / 8 * 8); }
+
 }  // namespace
 
 std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, FaInferTilingOut& out) {
@@ -74,7 +78,8 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
             if (InferL1Bytes(mBlock, w, pt.dPad, pt.dvPad) > l1) continue;
             const uint32_t half = CeilDiv(mBlock, 2);
             for (uint32_t c = AlignUp(half, 8); c >= 8; c -= 8) {
-                if (InferUbSizes(half, c, w, pt.dvPad, TilingVecFeatures(pt, false)).total <= ub) {
+                const uint32_t quant = p.kvQuant ? DequantUbSizes(QuantRows(w, p.d), p.d).total : 0;
+                if (InferUbSizes(half, c, w, pt.dvPad, TilingVecFeatures(pt, false)).total + quant <= ub) {
                     t.s2Block = w, t.mBlock = mBlock, t.vecRows = c;
                     found = true;
                     break;
@@ -145,6 +150,18 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     t.wsOffsetP = kInferStepSlots * sBytes;
     t.wsOffsetO = t.wsOffsetP + kInferStepSlots * pBytes;
     t.wsPerCore = t.wsOffsetO + kInferStepSlots * oBytes;
+    if (p.kvQuant) {
+        const uint64_t kvBytes = Align512((uint64_t)t.s2Block * p.d * 2);
+        t.wsOffsetKq = t.wsPerCore;
+        t.wsOffsetVq = t.wsOffsetKq + kInferKvSlots * kvBytes;
+        t.wsPerCore = t.wsOffsetVq + kInferKvSlots * kvBytes;
+        t.kvQuant = 1;
+        t.keyQuantMode = p.keyQuantMode;
+        t.valueQuantMode = p.valueQuantMode;
+        t.quantTokens = p.quantTokens;
+        t.quantOffset = p.quantOffset ? 1 : 0;
+        t.quantRows = QuantRows(t.s2Block, p.d);
+    }
     t.partRows = p.batch * p.n2 * pt.group * pt.s1;
     t.wsPartO = t.wsPerCore * t.blockDim;
     const uint64_t partRows = t.splits > 1 ? (uint64_t)t.splits * t.partRows : 0;
@@ -163,7 +180,8 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
         if (t.combineRows == 0) return "the combine pass of " + std::to_string(t.splits) + " splits does not fit UB";
         t.combineCores = std::max<uint32_t>(1, std::min<uint32_t>(chip.aivNum, t.taskTotal / t.splits));
     }
-    out.ubBytes = InferUbSizes(CeilDiv(t.mBlock, 2), t.vecRows, t.s2Block, pt.dvPad, TilingVecFeatures(pt, false)).total;
+    out.ubBytes = InferUbSizes(CeilDiv(t.mBlock, 2), t.vecRows, t.s2Block, pt.dvPad, TilingVecFeatures(pt, false)).total +
+                  (p.kvQuant ? DequantUbSizes(t.quantRows, p.d).total : 0);
     out.l1Bytes = InferL1Bytes(t.mBlock, t.s2Block, pt.dPad, pt.dvPad);
     return "";
 }

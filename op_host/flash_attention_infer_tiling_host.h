@@ -38,6 +38,11 @@ struct FaInferProblem {
     uint64_t queryElems = 0, keyElems = 0, valueElems = 0, outElems = 0, lseElems = 0, tableElems = 0;
     uint64_t pseElems = 0, alibiElems = 0;
     uint32_t forceSplits = 0;         // 0 = the tiling's choice
+    // An int8 K/V cache (keyElems/valueElems are then bytes): each side's antiquant mode (0 per channel [n2, d],
+    // 1 per token [batch, quantTokens]), whether offsets are given, and the fp32 elements of the antiquant argument.
+    bool kvQuant = false, quantOffset = false;
+    uint32_t keyQuantMode = 0, valueQuantMode = 0, quantTokens = 0;
+    uint64_t antiquantElems = 0;
 };
 
 struct FaInferTilingOut {

@@ -9,7 +9,7 @@ extern "C" __global__ __aicore__ void flash_attention_infer_combine(GM_ADDR seqI
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     REGISTER_TILING_DEFAULT(npu_fa::FaInferTilingData);
     GET_TILING_DATA_WITH_STRUCT(npu_fa::FaInferTilingData, tilingData, tiling);
-    const npu_fa::FaInferGmArgs gm{nullptr, nullptr,      nullptr,    nullptr, nullptr, nullptr, nullptr,
+    const npu_fa::FaInferGmArgs gm{nullptr, nullptr, nullptr,      nullptr,    nullptr, nullptr, nullptr, nullptr,
                                    seqInfo, attentionOut, softmaxLse, AscendC::GetUserWorkspace(workspace)};
     AscendC::TPipe pipe;
     if (tilingData.problem.dtype == npu_fa::kBf16) {

@@ -74,6 +74,37 @@ def test_target_lines_follow_from_the_rows():
         assert f"lowest {min(r[3] for r in sel):.1f} %" in line
 
 
+INT8_ROW = re.compile(rf"\| int8 \| (\d+) \| (\d+)K \| (\d+):(\d+) \| (\d+) \| {NUM} µs \({NUM} - {NUM}\) \| {NUM} % "
+                      rf"\({NUM} - {NUM}\) \| {NUM} µs \| {NUM}x \|")
+
+
+def test_int8_rows_are_consistent():
+    """The int8 rows: the target's grid, the HBM figure from int8 K/V bytes (plus per-channel scales and offsets)
+    by hand, the bf16 time equal to the bf16 table's row of the same problem, the ratio and the target line."""
+    block = _block()
+    lines = [x for x in block.splitlines() if x.startswith("| int8 |")]
+    rows = [INT8_ROW.fullmatch(x) for x in lines]
+    assert rows and all(rows), lines
+    assert [(int(m[1]), int(m[2]) * 1024, int(m[3]) // int(m[4])) for m in rows] == \
+        [(b, kv, g) for b, kv in decode_table.int8_cases() for g in decode_table.GROUPS]
+    bf16 = {(int(m[1]), int(m[2]), int(m[3])): float(m[6]) for m in _rows()}
+    bw = next(c for c in profiler.twin_backend.ext().chips() if c["name"] == decode_table.CHIP)["hbm_gbps"] * 1e9
+    D, block_size = decode_table.HEAD_DIM, decode_table.BLOCK
+    ratios = []
+    for m in rows:
+        b, kv, n1, n2 = int(m[1]), int(m[2]) * 1024, int(m[3]), int(m[4])
+        t, pct, ref, ratio = float(m[6]), float(m[9]), float(m[12]), float(m[13])
+        required = 2 * b * n1 * D * 2 + 2 * b * n2 * kv * D + b * (kv // block_size) * 4 + 2 * 2 * n2 * D * 2
+        exact = 100 * required / (t * 1e-6 * bw)
+        assert abs(pct - exact) <= 0.05 + exact * 0.05 / t + 1e-9, (m[0], pct, exact)
+        assert ref == bf16[(b, int(m[2]), n1)], m[0]
+        assert abs(ratio - t / ref) <= 0.005 + 0.05 / ref + 0.05 * t / ref ** 2, m[0]
+        ratios.append(ratio)
+    line = next(x for x in block.splitlines() if x.startswith("- int8 KV cache"))
+    assert ("met (" in line) == all(x <= decode_table.INT8_RATIO for x in ratios), line
+    assert f"highest {max(ratios):.2f}x" in line
+
+
 @pytest.mark.slow
 def test_block_is_up_to_date():
     assert subprocess.run([sys.executable, str(ROOT / "scripts" / "decode_table.py"), "--check"]).returncode == 0

@@ -47,8 +47,7 @@ def test_default_call_bsh_matches_reference():
     assert_close_fa(out, fused_infer_reference(q, k, v, num_heads=1)[0], fused_infer_lowprec(q, k, v, num_heads=1))
 
 
-@pytest.mark.parametrize("name", ["dequant_scale1", "quant_scale2", "antiquant_scale",
-                                  "key_antiquant_scale", "value_antiquant_offset", "key_shared_prefix", "query_rope",
+@pytest.mark.parametrize("name", ["dequant_scale1", "quant_scale2", "key_shared_prefix", "query_rope",
                                   "query_padding_size", "kv_padding_size"])
 def test_later_stage_tensors_refused_by_name(name):
     q, k, v = _decode()
@@ -57,9 +56,9 @@ def test_later_stage_tensors_refused_by_name(name):
 
 
 @pytest.mark.parametrize("name", ["antiquant_mode", "key_antiquant_mode", "value_antiquant_mode"])
-def test_antiquant_modes_refused(name):
+def test_antiquant_modes_need_an_int8_cache(name):
     q, k, v = _decode()
-    with pytest.raises(NotImplementedError, match=f"{name}=1"):
+    with pytest.raises(ValueError, match=f"{name}=1 needs an int8 cache"):
         fia(q, k, v, num_heads=4, num_key_value_heads=2, input_layout="BNSD", **{name: 1})
 
 
@@ -128,11 +127,11 @@ def test_band_mode_errors():
 
 def test_dtype_errors():
     q, k, v = _decode()
-    with pytest.raises(NotImplementedError, match=r"key dtype torch.int8 .*antiquant"):
+    with pytest.raises(ValueError, match=r"an int8 key/value cache needs antiquant_scale"):
         fia(q, k.to(torch.int8), v.to(torch.int8), num_heads=4, num_key_value_heads=2, input_layout="BNSD")
     with pytest.raises(TypeError, match=r"query dtype torch.float32"):
         fia(q.float(), k.float(), v.float(), num_heads=4, num_key_value_heads=2, input_layout="BNSD")
-    with pytest.raises(TypeError, match=r"value dtype torch.bfloat16 must equal the query dtype torch.float16"):
+    with pytest.raises(TypeError, match=r"value dtype torch.bfloat16 must be the query dtype torch.float16"):
         fia(q, k, v.bfloat16(), num_heads=4, num_key_value_heads=2, input_layout="BNSD")
 
 

@@ -25,9 +25,18 @@ def test_cli_infer_json(capsys):
     assert rep["problem"]["infer"] and rep["problem"]["seqlen"] == 1 and 0 < rep["hbm_utilization"] < 1
 
 
-def test_cli_infer_int8_is_next_stage(capsys):
-    assert cli.main(["profile", "--infer", "--kv-dtype", "int8", "--model-only", "--no-range"]) == 2
-    assert "int8 KV cache" in capsys.readouterr().err
+def test_int8_cache_counts_its_bytes(capsys):
+    rep = profiler.profile_infer(batch=2, heads=8, kv_heads=2, kv_seqlen=300, block_size=128, head_dim=64,
+                                 kv_dtype="int8", model_only=True, bins=0)
+    # q and out: 2 x 8 x 64 bf16 each; K and V: 2 x 2 heads x 300 keys x 64 int8 each; the table: 2 x 3 int32;
+    # antiquant_scale and antiquant_offset: (2, 2, 1, 64) bf16 each
+    required = 2 * 2 * 8 * 64 * 2 + 2 * 2 * 2 * 300 * 64 + 2 * 3 * 4 + 2 * 2 * 2 * 64 * 2
+    assert rep["hbm_bytes_required"] == required and rep["problem"]["kv_dtype"] == "int8"
+    hbm = next(c for c in profiler.twin_backend.ext().chips() if c["name"] == rep["chip"])["hbm_gbps"]
+    assert abs(rep["hbm_utilization"] - required / (rep["modeled_time_us"] * 1e-6 * hbm * 1e9)) < 1e-12
+    assert cli.main(["profile", "--infer", "--kv-dtype", "int8", "--kv-seqlen", "256", "--model-only", "--no-range",
+                     "--baseline"]) == 2
+    assert "16-bit cache" in capsys.readouterr().err
 
 
 def test_cli_infer_baseline_json(capsys):

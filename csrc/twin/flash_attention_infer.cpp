@@ -27,7 +27,11 @@ npu_fa::FaInferCall MakeCall(const py::object& query, const py::object& key, con
                              const std::string& inputLayout, int64_t numKeyValueHeads, int64_t sparseMode,
                              int64_t innerPrecise, int64_t blockSize, bool softmaxLseFlag, int64_t windowLeft,
                              int64_t windowRight, double softcap, const py::object& alibiSlopes, uint32_t forceSplits,
-                             const std::vector<std::string>& laterArgs) {
+                             const std::vector<std::string>& laterArgs, const py::object& antiquantScale,
+                             const py::object& antiquantOffset, const py::object& keyAntiquantScale,
+                             const py::object& keyAntiquantOffset, const py::object& valueAntiquantScale,
+                             const py::object& valueAntiquantOffset, int64_t antiquantMode, int64_t keyAntiquantMode,
+                             int64_t valueAntiquantMode) {
     npu_fa::FaInferCall c;
     c.query = TensorArg(query), c.key = TensorArg(key), c.value = TensorArg(value), c.blockTable = TensorArg(blockTable);
     c.attenMask = TensorArg(attenMask), c.pseShift = TensorArg(pseShift), c.alibiSlopes = TensorArg(alibiSlopes);
@@ -38,6 +42,10 @@ npu_fa::FaInferCall MakeCall(const py::object& query, const py::object& key, con
     c.windowLeft = windowLeft, c.windowRight = windowRight, c.softcap = softcap;
     c.forceSplits = forceSplits;
     c.laterArgs = laterArgs;
+    c.antiquantScale = TensorArg(antiquantScale), c.antiquantOffset = TensorArg(antiquantOffset);
+    c.keyAntiquantScale = TensorArg(keyAntiquantScale), c.keyAntiquantOffset = TensorArg(keyAntiquantOffset);
+    c.valueAntiquantScale = TensorArg(valueAntiquantScale), c.valueAntiquantOffset = TensorArg(valueAntiquantOffset);
+    c.antiquantMode = antiquantMode, c.keyAntiquantMode = keyAntiquantMode, c.valueAntiquantMode = valueAntiquantMode;
     return c;
 }
 
@@ -58,6 +66,14 @@ py::dict Problem(const npu_fa::FaInferCall& call) {
     d["sparse_mode"] = p.sparseMode, d["paged"] = o.paged, d["num_blocks"] = o.numBlocks, d["block_size"] = p.pageSize;
     d["out_shape"] = py::tuple(py::cast(o.outShape)), d["lse_shape"] = py::tuple(py::cast(o.lseShape));
     d["compressed_mask"] = o.compressedMask;
+    if (p.kvQuant) {
+        py::dict q;
+        q["key_mode"] = p.keyQuantMode, q["value_mode"] = p.valueQuantMode, q["tokens"] = p.quantTokens;
+        q["offset"] = p.quantOffset, q["elems"] = p.antiquantElems;
+        d["antiquant"] = q;
+    } else {
+        d["antiquant"] = py::none();
+    }
     if (p.denseMask) {
         const npu_fa::FaMaskView& v = o.mask;
         py::dict m;
@@ -108,11 +124,11 @@ py::dict InferPlan(const npu_fa::FaInferCall& call, const std::string& chipName)
 }
 
 py::dict Infer(const npu_fa::FaInferCall& call, const std::string& chipName, uintptr_t q, uintptr_t k, uintptr_t v,
-               uintptr_t blockTable, uintptr_t mask, uintptr_t pse, uintptr_t alibiSlopes, uintptr_t out, uintptr_t lse,
-               bool trace) {
+               uintptr_t blockTable, uintptr_t mask, uintptr_t pse, uintptr_t alibiSlopes, uintptr_t antiquant,
+               uintptr_t out, uintptr_t lse, bool trace) {
     Plan plan = MakePlan(call, chipName);
     const npu_fa::FaInferProblem& p = plan.p;
-    const uint64_t esize = 2;
+    const uint64_t esize = 2, kvSize = p.kvQuant ? 1 : esize;
     const uint64_t wsBytes = plan.plan.launch.workspaceBytes;
     auto wsMem = twin_bindings::PoisonedWorkspace(wsBytes);
     npu_fa::FaInferTilingData tiling = plan.plan.launch.data;
@@ -125,8 +141,9 @@ py::dict Infer(const npu_fa::FaInferCall& call, const std::string& chipName, uin
     twin::LaunchOptions o = twin_bindings::MixLaunch(tiling.blockDim, plan.chip, trace);
     o.gm = gm;
     o.gm.push_back({(const uint8_t*)q, p.queryElems * esize, "query"});
-    o.gm.push_back({(const uint8_t*)k, p.keyElems * esize, "key"});
-    o.gm.push_back({(const uint8_t*)v, p.valueElems * esize, "value"});
+    o.gm.push_back({(const uint8_t*)k, p.keyElems * kvSize, "key"});
+    o.gm.push_back({(const uint8_t*)v, p.valueElems * kvSize, "value"});
+    if (p.kvQuant) o.gm.push_back({(const uint8_t*)antiquant, p.antiquantElems * 4, "antiquant"});
     if (p.tableElems != 0) o.gm.push_back({(const uint8_t*)blockTable, p.tableElems * 4, "block_table"});
     if (p.denseMask) o.gm.push_back({(const uint8_t*)mask, p.maskBytes, "atten_mask"});
     if (p.pse) o.gm.push_back({(const uint8_t*)pse, p.pseElems * esize, "pse_shift"});
@@ -137,8 +154,8 @@ py::dict Infer(const npu_fa::FaInferCall& call, const std::string& chipName, uin
     {
         py::gil_scoped_release release;
         r = twin::LaunchKernel(&flash_attention_infer, o, (uint8_t*)q, (uint8_t*)k, (uint8_t*)v, (uint8_t*)blockTable,
-                               (uint8_t*)mask, (uint8_t*)pse, (uint8_t*)alibiSlopes, (uint8_t*)seqInfo.data(),
-                               (uint8_t*)out, (uint8_t*)lse, wsMem.get(), (uint8_t*)&tiling);
+                               (uint8_t*)mask, (uint8_t*)pse, (uint8_t*)alibiSlopes, (uint8_t*)antiquant,
+                               (uint8_t*)seqInfo.data(), (uint8_t*)out, (uint8_t*)lse, wsMem.get(), (uint8_t*)&tiling);
     }
     twin_bindings::RequireNoWarnings(r.warnings);
     if (o.trace) info["trace_digest"] = twin::TraceDigest(r, o.gm);
@@ -190,12 +207,15 @@ void RegisterFlashAttentionInfer(py::module_& m) {
              py::arg("num_key_value_heads") = 0, py::arg("sparse_mode") = 0, py::arg("inner_precise") = 0,
              py::arg("block_size") = 0, py::arg("softmax_lse_flag") = false, py::arg("window_left") = -1,
              py::arg("window_right") = -1, py::arg("softcap") = 0.0, py::arg("alibi_slopes") = py::none(),
-             py::arg("force_splits") = 0,
-             py::arg("later_args") = std::vector<std::string>{});
+             py::arg("force_splits") = 0, py::arg("later_args") = std::vector<std::string>{},
+             py::arg("antiquant_scale") = py::none(), py::arg("antiquant_offset") = py::none(),
+             py::arg("key_antiquant_scale") = py::none(), py::arg("key_antiquant_offset") = py::none(),
+             py::arg("value_antiquant_scale") = py::none(), py::arg("value_antiquant_offset") = py::none(),
+             py::arg("antiquant_mode") = 0, py::arg("key_antiquant_mode") = 0, py::arg("value_antiquant_mode") = 0);
     m.def("flash_attention_infer_problem", &Problem, py::arg("call"),
           "The problem of an inference call (ValueError / TypeError / NotImplementedError naming the rule it breaks)");
     m.def("flash_attention_infer_plan", &InferPlan, py::arg("call"), py::arg("chip"));
     m.def("flash_attention_infer", &Infer, py::arg("call"), py::arg("chip"), py::arg("q"), py::arg("k"), py::arg("v"),
-          py::arg("block_table"), py::arg("atten_mask"), py::arg("pse_shift"), py::arg("alibi_slopes"), py::arg("out"),
-          py::arg("softmax_lse"), py::arg("trace") = false);
+          py::arg("block_table"), py::arg("atten_mask"), py::arg("pse_shift"), py::arg("alibi_slopes"),
+          py::arg("antiquant"), py::arg("out"), py::arg("softmax_lse"), py::arg("trace") = false);
 }

@@ -1,6 +1,6 @@
 // One call of the inference op (torch_npu's npu_fused_infer_attention_score, the arguments the kernels take) as
 // every backend receives it: tensors as shapes and dtypes, attributes by the built-in's names and defaults, and
-// which arguments of later stages (quantisation, antiquant, shared prefix, rope, padding sizes) the caller gave; and
+// which arguments of later stages (quantisation, shared prefix, rope, padding sizes) the caller gave; and
 // flash_attn_with_kvcache's arguments the built-in lacks (window, softcap, ALiBi), which its drop-in fills.
 // fa_infer_problem.h turns it into the problem.
 #pragma once
@@ -32,6 +32,11 @@ struct FaInferCall {
     int64_t windowLeft = -1, windowRight = -1;
     double softcap = 0.0;      // flash_attn's softcap (0: none)
     FaTensorArg alibiSlopes;   // flash_attn's alibi_slopes: fp32 [N1] or [B, N1]
+    // An int8 K/V cache: antiquant_scale/offset (K at index 0, V at 1) with antiquant_mode, or the separate key_/
+    // value_antiquant_scale/offset with key_/value_antiquant_mode.
+    FaTensorArg antiquantScale, antiquantOffset;
+    FaTensorArg keyAntiquantScale, keyAntiquantOffset, valueAntiquantScale, valueAntiquantOffset;
+    int64_t antiquantMode = 0, keyAntiquantMode = 0, valueAntiquantMode = 0;
     // Arguments of later stages the caller gave, as "name" (a tensor) or "name=value" (a nonzero mode).
     std::vector<std::string> laterArgs;
     // Twin tuning: this many KV splits instead of the tiling's choice (0 = choose).

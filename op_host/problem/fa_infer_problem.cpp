@@ -148,6 +148,167 @@ FaError PseShift(const FaInferCall& c, bool tnd, int64_t b, int64_t n1, int64_t 
     return {};
 }
 
+// An antiquant mode: 0 (per channel, per tensor included) and 1 (per token) are built; 2-5 are documented for
+// key_/value_antiquant_mode (`perSide`).
+FaError AntiquantMode(const char* name, int64_t mode, bool perSide) {
+    const char* const documented[] = {"per tensor and per head", "per token and per head",
+                                      "per token managed by page attention",
+                                      "per token and per head managed by page attention"};
+    if (perSide && mode >= 2 && mode <= 5) {
+        return NotImplemented(std::string(name) + "=" + I(mode) + " (" + documented[mode - 2] + ") is not supported; "
+                              "use 0 (per channel or per tensor) or 1 (per token)");
+    }
+    if (mode != 0 && mode != 1) {
+        return Value(std::string(name) + "=" + I(mode) + " must be 0 (per channel) or 1 (per token)" +
+                     (perSide ? " (2-5: the built-in's per-head and page-managed modes)" : ""));
+    }
+    return {};
+}
+
+// The scale (or offset) of one antiquant argument: `lead` = 2 for antiquant_scale/offset (K then V), 1 for the
+// separate ones. Per channel: (lead,), (lead, H), (lead, N2, D) or (lead, N2, 1, D), the query's dtype; per token:
+// (lead, B, S) float32 with S the cache's S (a contiguous BSH/BSND/BNSD cache) or at least the longest key length.
+FaError AntiquantTensor(const FaTensorArg& a, const char* name, int64_t lead, int64_t mode, const std::string& qDtype,
+                        int64_t n2, int64_t d, int64_t b, int64_t cacheS, int64_t maxKv, int64_t& tokens) {
+    const std::vector<int64_t>& s = a.shape;
+    const std::string l = I(lead);
+    if (mode == 0) {
+        const bool ok = !s.empty() && s[0] == lead &&
+                        (s.size() == 1 || (s.size() == 2 && s[1] == n2 * d) ||
+                         (s.size() == 3 && s[1] == n2 && s[2] == d) ||
+                         (s.size() == 4 && s[1] == n2 && s[2] == 1 && s[3] == d));
+        if (!ok) {
+            return Value(std::string(name) + " shape " + Tuple(s) + " must be (" + l + ",) (per tensor), (" + l +
+                         ", H), (" + l + ", N2, D) or (" + l + ", N2, 1, D) per channel, with N2=" + I(n2) + ", D=" +
+                         I(d) + ", H=" + I(n2 * d));
+        }
+        if (a.dtype != qDtype) {
+            return Type(std::string(name) + " dtype " + a.dtype + " must equal the query dtype " + qDtype +
+                        " per channel or per tensor");
+        }
+        return {};
+    }
+    if (s.size() != 3 || s[0] != lead || s[1] != b) {
+        return Value(std::string(name) + " shape " + Tuple(s) + " must be (" + l + ", B=" + I(b) + ", S) per token");
+    }
+    if (cacheS > 0 ? s[2] != cacheS : s[2] < maxKv) {
+        return Value(std::string(name) + " shape " + Tuple(s) + ": per token its S=" + I(s[2]) + " must " +
+                     (cacheS > 0 ? "equal the key cache's S=" + I(cacheS)
+                                 : "cover the longest key length " + I(maxKv) + " (actual_seq_lengths_kv)"));
+    }
+    if (a.dtype != "torch.float32") {
+        return Type(std::string(name) + " dtype " + a.dtype + " must be torch.float32 per token");
+    }
+    tokens = s[2];
+    return {};
+}
+
+// The antiquant arguments of an int8 cache (or their absence with a 16-bit one) into p's kvQuant fields.
+FaError Antiquant(const FaInferCall& c, bool kvInt8, int64_t n2, int64_t d, int64_t b, int64_t cacheS,
+                  int64_t maxKv, FaInferProblem& p) {
+    const bool combined = c.antiquantScale.present || c.antiquantOffset.present;
+    const bool separate = c.keyAntiquantScale.present || c.keyAntiquantOffset.present ||
+                          c.valueAntiquantScale.present || c.valueAntiquantOffset.present;
+    if (!kvInt8) {
+        if (combined || separate) {
+            return Value(std::string(combined ? "antiquant_scale/antiquant_offset" : "key_/value_antiquant_scale/"
+                         "offset") + " given but key and value are " + c.key.dtype + "; antiquant needs an int8 "
+                         "cache (key and value torch.int8)");
+        }
+        for (auto m : {std::make_pair("antiquant_mode", c.antiquantMode),
+                       std::make_pair("key_antiquant_mode", c.keyAntiquantMode),
+                       std::make_pair("value_antiquant_mode", c.valueAntiquantMode)}) {
+            if (m.second != 0) {
+                return Value(std::string(m.first) + "=" + I(m.second) + " needs an int8 cache; key and value are " +
+                             c.key.dtype);
+            }
+        }
+        return {};
+    }
+    if (combined && separate) {
+        return Value("give antiquant_scale/antiquant_offset or key_/value_antiquant_scale/offset, not both");
+    }
+    if (!c.antiquantScale.present && !(c.keyAntiquantScale.present || c.valueAntiquantScale.present)) {
+        return Value("an int8 key/value cache needs antiquant_scale (K and V stacked) or key_antiquant_scale and "
+                     "value_antiquant_scale (value = scale * (int8 + offset))");
+    }
+    if (d % 32 != 0) return Value("an int8 key/value cache needs D a multiple of 32, got D=" + I(d));
+    if (c.blockTable.present && c.blockSize % 32 != 0) {
+        return Value("block_size=" + I(c.blockSize) + " must be a multiple of 32 for an int8 key/value cache");
+    }
+    int64_t tokens[2] = {0, 0};
+    if (combined) {
+        if (!c.antiquantScale.present) return Value("antiquant_offset needs antiquant_scale");
+        if (c.keyAntiquantMode != 0 || c.valueAntiquantMode != 0) {
+            return Value("key_antiquant_mode=" + I(c.keyAntiquantMode) + " / value_antiquant_mode=" +
+                         I(c.valueAntiquantMode) + " apply to key_/value_antiquant_scale; with antiquant_scale use "
+                         "antiquant_mode");
+        }
+        FaError e = AntiquantMode("antiquant_mode", c.antiquantMode, false);
+        if (e) return e;
+        e = AntiquantTensor(c.antiquantScale, "antiquant_scale", 2, c.antiquantMode, c.query.dtype, n2, d, b, cacheS,
+                            maxKv, tokens[0]);
+        if (e) return e;
+        if (c.antiquantOffset.present) {
+            if (c.antiquantOffset.shape != c.antiquantScale.shape || c.antiquantOffset.dtype != c.antiquantScale.dtype) {
+                return Value("antiquant_offset " + Tuple(c.antiquantOffset.shape) + " " + c.antiquantOffset.dtype +
+                             " must have antiquant_scale's shape " + Tuple(c.antiquantScale.shape) + " and dtype " +
+                             c.antiquantScale.dtype);
+            }
+        }
+        p.keyQuantMode = p.valueQuantMode = (uint32_t)c.antiquantMode;
+        p.quantOffset = c.antiquantOffset.present;
+        tokens[1] = tokens[0];
+    } else {
+        if (c.antiquantMode != 0) {
+            return Value("antiquant_mode=" + I(c.antiquantMode) + " applies to antiquant_scale; with key_/value_"
+                         "antiquant_scale use key_antiquant_mode and value_antiquant_mode");
+        }
+        if (c.keyAntiquantScale.present != c.valueAntiquantScale.present) {
+            return Value("key_antiquant_scale and value_antiquant_scale must be given together");
+        }
+        if (c.keyAntiquantOffset.present != c.valueAntiquantOffset.present) {
+            return Value("key_antiquant_offset and value_antiquant_offset must be given together");
+        }
+        FaError e = AntiquantMode("key_antiquant_mode", c.keyAntiquantMode, true);
+        if (e) return e;
+        e = AntiquantMode("value_antiquant_mode", c.valueAntiquantMode, true);
+        if (e) return e;
+        if (c.keyAntiquantMode != c.valueAntiquantMode && !(c.keyAntiquantMode == 0 && c.valueAntiquantMode == 1)) {
+            return Value("key_antiquant_mode=" + I(c.keyAntiquantMode) + " and value_antiquant_mode=" +
+                         I(c.valueAntiquantMode) + " must be equal, except key 0 (per channel) with value 1 (per "
+                         "token)");
+        }
+        const FaTensorArg* args[] = {&c.keyAntiquantScale, &c.keyAntiquantOffset, &c.valueAntiquantScale,
+                                     &c.valueAntiquantOffset};
+        const char* names[] = {"key_antiquant_scale", "key_antiquant_offset", "value_antiquant_scale",
+                               "value_antiquant_offset"};
+        for (int i = 0; i < 4; ++i) {
+            if (!args[i]->present) continue;
+            const int64_t mode = i < 2 ? c.keyAntiquantMode : c.valueAntiquantMode;
+            e = AntiquantTensor(*args[i], names[i], 1, mode, c.query.dtype, n2, d, b, cacheS, maxKv, tokens[i / 2]);
+            if (e) return e;
+            if (i % 2 == 1 && (args[i]->shape != args[i - 1]->shape || args[i]->dtype != args[i - 1]->dtype)) {
+                return Value(std::string(names[i]) + " " + Tuple(args[i]->shape) + " " + args[i]->dtype +
+                             " must have " + names[i - 1] + "'s shape " + Tuple(args[i - 1]->shape) + " and dtype " +
+                             args[i - 1]->dtype);
+            }
+        }
+        if (c.keyAntiquantMode == c.valueAntiquantMode && c.keyAntiquantScale.shape != c.valueAntiquantScale.shape) {
+            return Value("key_antiquant_scale " + Tuple(c.keyAntiquantScale.shape) + " and value_antiquant_scale " +
+                         Tuple(c.valueAntiquantScale.shape) + " must have the same shape in the same mode");
+        }
+        p.keyQuantMode = (uint32_t)c.keyAntiquantMode;
+        p.valueQuantMode = (uint32_t)c.valueAntiquantMode;
+        p.quantOffset = c.keyAntiquantOffset.present;
+    }
+    p.kvQuant = true;
+    p.quantTokens = (uint32_t)std::max(tokens[0], tokens[1]);
+    const uint64_t perChannel = (uint64_t)(n2 * d), perToken = (uint64_t)b * p.quantTokens;
+    p.antiquantElems = 2 * ((p.keyQuantMode == 0 ? perChannel : perToken) + (p.valueQuantMode == 0 ? perChannel : perToken));
+    return {};
+}
+
 }  // namespace
 
 FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
@@ -165,8 +326,8 @@ FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
     out.layoutName = c.inputLayout;
     if (!c.laterArgs.empty()) {
         return NotImplemented("npu_fused_infer_attention_score: " + c.laterArgs.front() + " is not supported yet "
-                              "(quantisation, KV antiquant, shared prefix, rope and padding sizes come in a later "
-                              "stage: leave it at its default)");
+                              "(quantisation, shared prefix, rope and padding sizes come in a later stage: leave it "
+                              "at its default)");
     }
     const bool tnd = li == 4, bnsd = li == 2 || li == 3;
     // Dtypes.
@@ -179,14 +340,18 @@ FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
     }
     const FaTensorArg* kv[] = {&c.key, &c.value};
     const char* kvNames[] = {"key", "value"};
+    const bool kvInt8 = c.key.dtype == "torch.int8";
     for (int i = 0; i < 2; ++i) {
-        if (kv[i]->dtype == "torch.int8" || kv[i]->dtype == "torch.int32") {
-            return NotImplemented(std::string(kvNames[i]) + " dtype " + kv[i]->dtype + " (an int8/int4 KV cache with "
-                                  "antiquant) is not supported yet; use the query's dtype " + c.query.dtype);
+        if (kv[i]->dtype == "torch.int32") {
+            return NotImplemented(std::string(kvNames[i]) + " dtype torch.int32 (an int4 KV cache, 8 values packed per "
+                                  "int32) is not supported; use int8 with antiquant or the query's dtype " +
+                                  c.query.dtype);
         }
-        if (kv[i]->dtype != c.query.dtype) {
-            return Type(std::string(kvNames[i]) + " dtype " + kv[i]->dtype + " must equal the query dtype " +
-                        c.query.dtype);
+        if (kvInt8 ? kv[i]->dtype != "torch.int8" : kv[i]->dtype != c.query.dtype) {
+            return Type(std::string(kvNames[i]) + " dtype " + kv[i]->dtype + " must be " +
+                        (kvInt8 ? "torch.int8 like key (an int8 cache)"
+                                : "the query dtype " + c.query.dtype + " (or key and value both torch.int8 with "
+                                  "antiquant)"));
         }
     }
     p.dtype = c.query.dtype == "torch.bfloat16" ? kBf16 : kFp16;
@@ -351,6 +516,11 @@ FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
         if (e) return e;
     } else {
         kvLen.assign((size_t)b, s2);
+    }
+    {
+        const int64_t maxKv = kvLen.empty() ? 0 : *std::max_element(kvLen.begin(), kvLen.end());
+        const FaError e = Antiquant(c, kvInt8, n2, d, b, paged || tnd ? 0 : s2, maxKv, p);
+        if (e) return e;
     }
     // Mask modes.
     const bool window = c.windowLeft >= 0 || c.windowRight >= 0;

@@ -33,6 +33,7 @@ struct FaInferGmArgs {
     GM_ADDR attenMask;    // bytes, a dense mask only (maskMode 1)
     GM_ADDR pseShift;     // the input dtype [B or 1, N1, S1, S2] (pseMode kPseAdd only)
     GM_ADDR alibiSlopes;  // fp32 [N1] or [B, N1] (alibiMode only)
+    GM_ADDR antiquant;    // fp32 scales and offsets, an int8 cache only (kvQuant)
     GM_ADDR seqInfo;      // the seq table: q/kv lengths, first tasks, bands
     GM_ADDR attentionOut;
     GM_ADDR softmaxLse;   // fp32, lseFlag only
@@ -173,14 +174,22 @@ private:
     __gm__ int32_t* table_ = nullptr;
 };
 
-// The workspace: per core, the step slots of S, P and P*V (FaStepSlots, mBlock rows); shared, the split partials
-// (packed row R of (batch, KV head) at (batch * n2 + kvHead) * group * s1 + R).
+// The workspace: per core, the step slots of S, P and P*V (FaStepSlots, mBlock rows) and, over an int8 cache, of
+// the dequantised K and V; shared, the split partials (packed row R of (batch, KV head) at
+// (batch * n2 + kvHead) * group * s1 + R).
 class FaInferWorkspace : public FaStepSlots {
 public:
     __aicore__ inline void Init(GM_ADDR workspace, const FaInferTilingData* t, uint32_t core) {
         FaStepSlots::Init(workspace, t->wsPerCore, core, t->wsOffsetS, t->wsOffsetP, t->wsOffsetO, t->mBlock,
                           t->s2Block, t->problem.dvPad);
+        kv_.Init(workspace, 0, t->wsPerCore, core);
         t_ = t;
+    }
+    // The dequantised K (which 0) or V (1) of a step: [s2Block, d] in the input dtype.
+    template <typename T>
+    __aicore__ inline __gm__ T* Dequantized(uint32_t which, uint32_t step) const {
+        return kv_.Slot<T>(which == 0 ? t_->wsOffsetKq : t_->wsOffsetVq, step % kInferKvSlots,
+                           (uint64_t)t_->s2Block * t_->problem.d);
     }
     __aicore__ inline uint64_t PartRow(const FaInferTask& task, uint32_t split, int64_t row) const {
         const FaProblemTiling& p = t_->problem;
@@ -194,6 +203,7 @@ public:
 
 private:
     const FaInferTilingData* t_ = nullptr;
+    FaCoreWorkspace kv_;
 };
 
 // Writes packed rows to attention_out (the input dtype, [rows, dvPad] in UB) and softmax_lse (one fp32 per row as

@@ -1,5 +1,6 @@
 // Cube (AIC) half of the inference kernel: a task's packed query rows stay in L1; each step takes s2Block keys of
-// the task's split, K and V loaded through the block table run by run (FaKvCache) into L1 Nz tiles (ping-pong),
+// the task's split, K and V loaded through the block table run by run (FaKvCache), or over an int8 cache from the
+// vector cores' dequantised copy in the workspace (kernel/infer_dequant.h), into L1 Nz tiles (ping-pong),
 // S = Q * K^T and, kInferStepSlots - 1 steps later, O_part = P * V, both through L0 into the GM workspace as fp32,
 // so the vector cores' softmax of step j overlaps the cube's scores of steps j + 1 and j + 2.
 #ifndef NPU_FA_KERNEL_INFER_CUBE_H
@@ -103,9 +104,18 @@ private:
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
     }
 
-    // Keys [c0, c0 + cols) of the task's KV head -> an L1 Nz tile of w_ rows per 16-column block, run by run.
-    __aicore__ inline void LoadKeys(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<T>& src,
-                                    const FaStrides& st, uint32_t dim, const Pending& s) {
+    // Keys [c0, c0 + cols) of the task's KV head (K: which 0, V: 1) -> an L1 Nz tile of w_ rows per 16-column block,
+    // run by run; over an int8 cache, the vector cores' dequantised rows of the step (one run of pitch d).
+    __aicore__ inline void LoadKeys(const AscendC::LocalTensor<T>& dst, uint32_t which, const Pending& s) {
+        const uint32_t dim = which == 0 ? p_->d : p_->dv;
+        if (t_->kvQuant != 0) {
+            AscendC::GlobalTensor<T> rows;
+            rows.SetGlobalBuffer(ws_.template Dequantized<T>(which, s.step));
+            FaLoadNz(dst, rows, s.cols, dim, dim, w_);
+            return;
+        }
+        const AscendC::GlobalTensor<T>& src = which == 0 ? k_ : v_;
+        const FaStrides& st = which == 0 ? p_->kStride : p_->vStride;
         for (uint32_t r = 0; r < s.cols;) {
             uint32_t run = 0;
             const uint64_t off = kv_.Offset(st, s.task, s.c0 + r, s.cols - r, run);
@@ -119,7 +129,8 @@ private:
         const uint32_t slot = kLoads_++ & 1;
         const AscendC::LocalTensor<T> kTile = kL1_.Get<T>()[slot * kElems_];
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
-        LoadKeys(kTile, k_, p_->kStride, p_->d, s);
+        if (t_->kvQuant != 0) AscendC::CrossCoreWaitFlag(kInferFlagKv);  // the step's K and V, dequantised
+        LoadKeys(kTile, 0, s);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         Operand a{qL1_.Get<T>(), m16_, false, 0};
@@ -134,7 +145,7 @@ private:
         const AscendC::LocalTensor<T> vTile = vL1_.Get<T>()[slot * vElems_];
         const AscendC::LocalTensor<T> pTile = pL1_.Get<T>()[slot * pElems_];
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
-        LoadKeys(vTile, v_, p_->vStride, p_->dv, s);
+        LoadKeys(vTile, 1, s);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
         AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagProbs, s.step));
         AscendC::GlobalTensor<T> probs;

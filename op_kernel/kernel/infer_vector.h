@@ -1,6 +1,7 @@
-// Vector (AIV) half of the inference kernel: each AIV owns half of a task's packed rows and walks them in chunks of
-// vecRows per step: scale or soft-cap, the positional bias (ALiBi: one distance row per query token and one slope
-// per head; pse_shift: one DMA per run of rows), the sequence's band (row r sees keys [token(r) + lo, token(r) + hi],
+// Vector (AIV) half of the inference kernel: over an int8 cache, each AIV first dequantises half of the step's keys
+// (kernel/infer_dequant.h); each AIV owns half of a task's packed rows and walks them in chunks of vecRows per step:
+// scale or soft-cap, the positional bias (ALiBi: one distance row per query token and one slope per head;
+// pse_shift: one DMA per run of rows), the sequence's band (row r sees keys [token(r) + lo, token(r) + hi],
 // BandOfMode), the dense mask (infer_mask.h) and the key tail masked, the online softmax (tile/online_softmax.h) in
 // fp32, P back to the cube in the input dtype, then the cube's P*V folded into the running output. At the task's
 // end: the output and softmax_lse (no split), or the split's normalised output and log-sum-exp as fp32 partials for
@@ -9,6 +10,7 @@
 #define NPU_FA_KERNEL_INFER_VECTOR_H
 
 #include "infer_common.h"
+#include "infer_dequant.h"
 #include "infer_mask.h"
 #include "softmax_io.h"
 #include "../tiling/ub_budget.h"
@@ -65,6 +67,7 @@ public:
             pipe->InitBuffer(pseBuf_, u.pse);
             prologue_.OuterPse().Init(p_, w_, gm.pseShift, pseBuf_.Get<T>(), biasBuf_.Get<float>(), kIdPse);
         }
+        if (t->kvQuant != 0) dequant_.Init(t, gm, &ws_, sub_, pipe);
     }
 
     __aicore__ inline void Process() {
@@ -74,6 +77,11 @@ public:
         FaStepRing<Pending, kInferStepSlots - 1> ring;  // steps whose output fold is still to do
         ring.Init(kInferStepSlots - 1);
         uint32_t step = 0, taskSlot = 0;
+        // Over an int8 cache the softmax trails the dequantisation by one step, so the cube's scores of step j
+        // overlap this AIV's softmax of step j - 1 and dequantisation of step j + 1.
+        const bool lag = t_->kvQuant != 0;
+        Pending held{};
+        bool holding = false;
         while (it.Next(task, t_->splits)) {
             const FaAivRows mine = AivRowsOf(task.rows, sub_);
             if (task.keyFirst >= task.keyLast) {
@@ -82,15 +90,25 @@ public:
             }
             for (int64_t c0 = task.keyFirst; c0 < task.keyLast; c0 += w_) {
                 const bool first = c0 == task.keyFirst, last = c0 + w_ >= task.keyLast;
-                SoftmaxStep(task, mine, c0, step, taskSlot, first);
-                if (ring.Full()) OutputStep(ring.Oldest());
-                ring.Push(Pending{task, mine, step, taskSlot, first, last});
+                // The step's K/V slot was last read by the cube's P*V of step - kInferKvSlots, whose output the ring
+                // has folded.
+                if (lag) dequant_.Step(task, c0, (uint32_t)FaMin(task.keyLast - c0, (int64_t)w_), step);
+                const Pending cur{task, mine, c0, step, taskSlot, first, last};
+                if (holding) Advance(held, ring);
+                if (lag) {
+                    held = cur;
+                    holding = true;
+                } else {
+                    Advance(cur, ring);
+                }
                 ++step;
             }
             taskSlot = (taskSlot + 1) % kInferStepSlots;  // a task's statistics live until its last output fold
         }
+        if (holding) Advance(held, ring);
         for (uint32_t i = 0; i < ring.Count(); ++i) OutputStep(ring.FromOldest(i));
         io_.End();
+        if (t_->kvQuant != 0) dequant_.End();
     }
 
 private:
@@ -103,11 +121,19 @@ private:
     struct Pending {
         FaInferTask task;
         FaAivRows mine;
+        int64_t c0;
         uint32_t step;
         uint32_t taskSlot;
         bool first;
         bool last;
     };
+
+    // A step's softmax, then the oldest pending output fold once kInferStepSlots - 1 are pending.
+    __aicore__ inline void Advance(const Pending& s, FaStepRing<Pending, kInferStepSlots - 1>& ring) {
+        SoftmaxStep(s.task, s.mine, s.c0, s.step, s.taskSlot, s.first);
+        if (ring.Full()) OutputStep(ring.Oldest());
+        ring.Push(s);
+    }
 
     __aicore__ inline void SoftmaxStep(const FaInferTask& task, const FaAivRows& mine, int64_t c0, uint32_t step,
                                        uint32_t taskSlot, bool first) {
@@ -293,6 +319,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> biasBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> pseBuf_;
     FaScorePrologue<T> prologue_;
+    FaInferDequant<T> dequant_;
 };
 
 }  // namespace npu_fa

@@ -7,7 +7,17 @@
 
 namespace npu_fa {
 
-enum class FaRowOp { kSub, kMul, kDiv };
+enum class FaRowOp { kSub, kMul, kDiv, kAdd };
+
+// x = x op b over `repeats` repeats of `mask` lanes, strides as `p` gives them.
+template <FaRowOp kOp, typename E>
+__aicore__ inline void FaRowApply(const AscendC::LocalTensor<E>& x, const AscendC::LocalTensor<E>& b, uint64_t mask,
+                                  uint8_t repeats, const AscendC::BinaryRepeatParams& p) {
+    if (kOp == FaRowOp::kSub) AscendC::Sub(x, x, b, mask, repeats, p);
+    if (kOp == FaRowOp::kMul) AscendC::Mul(x, x, b, mask, repeats, p);
+    if (kOp == FaRowOp::kDiv) AscendC::Div(x, x, b, mask, repeats, p);
+    if (kOp == FaRowOp::kAdd) AscendC::Add(x, x, b, mask, repeats, p);
+}
 
 // One repeat per row (src1 block stride 0: the row's statistic block), 64 columns per call.
 template <FaRowOp kOp>
@@ -17,9 +27,7 @@ __aicore__ inline void RowBroadcastOp(const AscendC::LocalTensor<float>& x, cons
     AscendC::BinaryRepeatParams p(1, 1, 0, rep, rep, 1);
     for (uint32_t c = 0; c < cols; c += 64) {
         const uint64_t mask = cols - c < 64 ? cols - c : 64;
-        if (kOp == FaRowOp::kSub) AscendC::Sub(x[c], x[c], b, mask, (uint8_t)rows, p);
-        if (kOp == FaRowOp::kMul) AscendC::Mul(x[c], x[c], b, mask, (uint8_t)rows, p);
-        if (kOp == FaRowOp::kDiv) AscendC::Div(x[c], x[c], b, mask, (uint8_t)rows, p);
+        FaRowApply<kOp>(x[c], b, mask, (uint8_t)rows, p);
     }
 }
 

@@ -176,6 +176,30 @@ FA_INLINE FaInferUbSizes InferUbSizes(uint32_t rows, uint32_t chunk, uint32_t w,
     return u;
 }
 
+// Inference over an int8 cache (kernel/infer_dequant.h): UB of one AIV (bytes) for chunks of `rows` keys (a
+// multiple of 8) of d columns; in, half and param are per buffer (two of each), the others single.
+struct FaDequantUbSizes {
+    uint32_t in;       // the int8 rows [rows, d]
+    uint32_t half;     // the rows widened to half, then in the input dtype [rows, d]
+    uint32_t f32;      // the rows in fp32 [rows, d]
+    uint32_t param;    // per token: the keys' (scale, offset) pairs, fp32 [rows, 2]
+    uint32_t calc;     // per token: the pairs as one 32 B block per value [2 rows, 8] fp32, and as half [2 rows]
+    uint32_t channel;  // per channel: both sides' [scale d | offset d] in fp32, then in half
+    uint32_t total;
+};
+
+FA_INLINE FaDequantUbSizes DequantUbSizes(uint32_t rows, uint32_t d) {
+    FaDequantUbSizes u;
+    u.in = AlignUp(rows * d, 32);
+    u.half = rows * d * 2;
+    u.f32 = rows * d * 4;
+    u.param = AlignUp(2 * rows, 8) * 4;
+    u.calc = 2 * rows * 32 + AlignUp(2 * rows, 16) * 2;
+    u.channel = 4 * d * 4 + 4 * d * 2;
+    u.total = 2 * (u.in + u.half + u.param) + u.f32 + u.calc + u.channel;
+    return u;
+}
+
 // The split-KV combine pass: UB of one AIV (bytes) for chunks of `rows` packed rows.
 struct FaCombineUbSizes {
     uint32_t lse;    // every split's lse rows, fp32 [splits, rows8, 8]

@@ -48,7 +48,7 @@ import torch
 from . import dropout
 from .layouts import from_bnsd, to_bnsd
 
-__all__ = ["flash_attention_reference", "flash_attention_lowprec", "fused_infer_reference", "fused_infer_lowprec", "visible_mask", "enabled_sequences", "band_sequence_index", "FLT_MAX"]
+__all__ = ["flash_attention_reference", "flash_attention_lowprec", "fused_infer_reference", "fused_infer_lowprec", "dequantize_kv_cache", "visible_mask", "enabled_sequences", "band_sequence_index", "FLT_MAX"]
 
 FLT_MAX = 3.4028234663852886e38
 _INT32_MAX = 2147483647
@@ -628,12 +628,79 @@ def kvcache_reference(q: torch.Tensor, keys: Sequence[torch.Tensor], values: Seq
 def fused_infer_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, **kw):
     """float64 (attention_out, softmax_lse) of `npu_fused_infer_attention_score(query, key, value, **kw)` (the
     arguments of its first stage: num_heads, num_key_value_heads, input_layout, scale, actual_seq_lengths,
-    actual_seq_lengths_kv, sparse_mode 0-4, atten_mask, pre_tokens/next_tokens, block_table, block_size, pse_shift),
-    softmax_lse always in its flag's shape ([B, N1, S1, 1], TND [T, N1, 1]); rows that see no key (and rows past actual_seq_lengths) give 0 and +inf."""
+    actual_seq_lengths_kv, sparse_mode 0-4, atten_mask, pre_tokens/next_tokens, block_table, block_size, pse_shift;
+    an int8 cache with its antiquant arguments, dequantised by dequantize_kv_cache), softmax_lse always in its flag's
+    shape ([B, N1, S1, 1], TND [T, N1, 1]); rows that see no key (and rows past actual_seq_lengths) give 0 and +inf."""
+    if key.dtype == torch.int8:
+        key, value = dequantize_kv_cache(key, value, **kw)
     q, k, v = (t.double() for t in (query, key, value))
     return _infer_run(q, k, v, kw, False)
 
 
 def fused_infer_lowprec(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, **kw) -> torch.Tensor:
-    """attention_out of the same call computed like plain torch in the input dtype: the criterion's baseline."""
+    """attention_out of the same call computed like plain torch in the input dtype (an int8 cache dequantised in
+    float64, then rounded to it): the criterion's baseline."""
+    if key.dtype == torch.int8:
+        key, value = (t.to(query.dtype) for t in dequantize_kv_cache(key, value, **kw))
     return _infer_run(query, key, value, kw, True)[0]
+
+
+def dequantize_kv_cache(key: torch.Tensor, value: torch.Tensor, **kw) -> tuple:
+    """float64 K and V of an int8 cache in its own shape, value = scale * (x + offset) (torch_npu's antiquant): from
+    antiquant_scale/antiquant_offset (index 0 K, 1 V) with antiquant_mode, or key_/value_antiquant_scale/offset with
+    key_/value_antiquant_mode; mode 0 per channel ([N2 * D] values, or one per tensor), mode 1 per token ([B, S]: key
+    t of batch b, found through block_table when paged, TND at its cumulative position). Cache slots no sequence
+    reaches keep x (they are never read)."""
+    n1 = kw["num_heads"]
+    n2 = kw.get("num_key_value_heads", 0) or n1
+    lay, table = kw.get("input_layout", "BSH"), kw.get("block_table")
+    out = []
+    for i, name in enumerate(("key", "value")):
+        if kw.get("antiquant_scale") is not None:
+            mode, scale, offset = kw.get("antiquant_mode", 0), kw["antiquant_scale"][i], kw.get("antiquant_offset")
+            offset = None if offset is None else offset[i]
+        else:
+            mode, scale = kw.get(f"{name}_antiquant_mode", 0), kw[f"{name}_antiquant_scale"][0]
+            offset = kw.get(f"{name}_antiquant_offset")
+            offset = None if offset is None else offset[0]
+        x = (key, value)[i].double()
+        scale = scale.double()
+        offset = torch.zeros_like(scale) if offset is None else offset.double()
+        # The cache as [pages or batches, tokens, N2, D] (a view of x's storage).
+        if table is not None:
+            rows = x.view(x.shape[0], x.shape[1], n2, -1) if x.dim() == 3 else x.transpose(1, 2)
+        elif lay == "TND":
+            rows = x.unsqueeze(0)
+        elif lay == "BSH":
+            rows = x.view(x.shape[0], x.shape[1], n2, -1)
+        else:
+            rows = x if lay == "BSND" else x.transpose(1, 2)
+        d = rows.shape[-1]
+        if mode == 0:
+            s, o = (t.reshape(-1).expand(n2 * d) if t.numel() == 1 else t.reshape(-1) for t in (scale, offset))
+            rows.copy_(s.view(n2, d) * (rows + o.view(n2, d)))
+            out.append(x)
+            continue
+        scale, offset = scale.reshape(scale.shape[-2], -1), offset.reshape(offset.shape[-2], -1)  # [B, S]
+        if table is None and lay != "TND":
+            rows.copy_(scale[:, :rows.shape[1], None, None] * (rows + offset[:, :rows.shape[1], None, None]))
+            out.append(x)
+            continue
+        lens = _per_batch(kw["actual_seq_lengths_kv"], scale.shape[0])
+        starts = [0] * len(lens)
+        if table is None:  # TND: cumulative key lengths
+            cu = list(kw["actual_seq_lengths_kv"])
+            lens, starts = [c - p for p, c in zip([0] + cu[:-1], cu)], [0] + cu[:-1]
+        size = rows.shape[1]
+        for b, n in enumerate(lens):
+            for t in range(n):
+                page, r = (int(table[b, t // size]), t % size) if table is not None else (0, starts[b] + t)
+                rows[page, r] = scale[b, t] * (rows[page, r] + offset[b, t])
+        out.append(x)
+    return out[0], out[1]
+
+
+def _per_batch(lengths, b: int) -> list:
+    """A per-batch length list of the built-in: one value for every batch, or the first B values."""
+    lengths = [int(v) for v in lengths]
+    return lengths * b if len(lengths) == 1 else lengths[:b]

@@ -173,16 +173,18 @@ def infer_split_override() -> int:
 
 def infer(call, chip: str, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
           block_table: Optional[torch.Tensor], mask: Optional[torch.Tensor], pse_shift: Optional[torch.Tensor],
-          alibi_slopes: Optional[torch.Tensor], out: torch.Tensor, lse: torch.Tensor, flops: float) -> dict:
+          alibi_slopes: Optional[torch.Tensor], out: torch.Tensor, lse: torch.Tensor, flops: float,
+          antiquant: Optional[torch.Tensor] = None) -> dict:
     """Runs the inference kernel (and, with split keys, its combine pass) of a validated `_C.InferCall` on the twin of
     `chip`, writing `out` and (softmax_lse_flag) `lse` in place; the tensors are contiguous and stay alive. `flops`:
-    the problem's matmul work (progress reports); `mask`: a dense mask's kernel view (mask_bytes_view)."""
+    the problem's matmul work (progress reports); `mask`: a dense mask's kernel view (mask_bytes_view);
+    `antiquant`: an int8 cache's scales and offsets as the kernel reads them (fused_infer.antiquant_params)."""
     def ptr(t):
         return 0 if t is None else t.data_ptr()
     with progress.launch(f"twin inference launch on {chip}", flops, "forward"):
         info = dict(ext().flash_attention_infer(call, chip, query.data_ptr(), key.data_ptr(), value.data_ptr(),
                                                 ptr(block_table), ptr(mask), ptr(pse_shift), ptr(alibi_slopes),
-                                                out.data_ptr(), lse.data_ptr()))
+                                                ptr(antiquant), out.data_ptr(), lse.data_ptr()))
     info["op"] = "npu_fused_infer_attention_score"
     record_launch(info)
     return info

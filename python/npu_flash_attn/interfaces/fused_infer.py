@@ -28,9 +28,14 @@ Supported (the problem module, `op_host/problem/fa_infer_problem.cpp`, holds eve
   table, its columns x block_size), added to the scaled scores; not with TND;
 * `inner_precise` 0 and 2 (high precision; rows without a visible key are always corrected here: output 0);
 * `softmax_lse_flag`: softmax_lse float32 [B, N1, S1, 1] (TND [T, N1, 1]), +inf for rows without a key; else a
-  one-element zero tensor.
+  one-element zero tensor;
+* an int8 cache (key and value int8, D a multiple of 32): value = scale * (int8 + offset), dequantised on the vector
+  cores, from `antiquant_scale`/`antiquant_offset` (K at index 0, V at 1) with `antiquant_mode`, or the separate
+  `key_/value_antiquant_scale/offset` with `key_/value_antiquant_mode`: mode 0 per channel (or per tensor) in the
+  query's dtype, mode 1 per token float32 [B, S] (key 0 with value 1 too), for any query length, layout and cache;
+  modes 2-5 raise NotImplementedError (antiquant_params gives the kernel's fp32 form).
 Rows past `actual_seq_lengths`, and rows whose band misses every key, give 0 (and lse +inf). Every other argument
-given a non-default value raises NotImplementedError naming it (quantisation, KV antiquant, shared prefix, rope,
+given a non-default value raises NotImplementedError naming it (quantisation, shared prefix, rope,
 padding sizes: the next stage). Runs on CPU tensors (the twin); results are "twin".
 """
 from __future__ import annotations
@@ -51,11 +56,11 @@ __all__ = ["npu_fused_infer_attention_score"]
 
 # The arguments of later stages, by torch_npu's names: given (not None / not 0), the problem module refuses them.
 _LATER_TENSORS = ("dequant_scale1", "quant_scale1", "dequant_scale2", "quant_scale2", "quant_offset2",
-                  "antiquant_scale", "antiquant_offset", "query_padding_size", "kv_padding_size",
-                  "key_antiquant_scale", "key_antiquant_offset", "value_antiquant_scale", "value_antiquant_offset",
-                  "key_shared_prefix", "value_shared_prefix", "actual_shared_prefix_len", "query_rope", "key_rope",
-                  "key_rope_antiquant_scale")
-_LATER_MODES = ("antiquant_mode", "key_antiquant_mode", "value_antiquant_mode")
+                  "query_padding_size", "kv_padding_size", "key_shared_prefix", "value_shared_prefix",
+                  "actual_shared_prefix_len", "query_rope", "key_rope", "key_rope_antiquant_scale")
+_ANTIQUANT = ("antiquant_scale", "antiquant_offset", "key_antiquant_scale", "key_antiquant_offset",
+              "value_antiquant_scale", "value_antiquant_offset")
+_ANTIQUANT_MODES = ("antiquant_mode", "key_antiquant_mode", "value_antiquant_mode")
 
 
 def _lengths(name: str, v: Any) -> Optional[list[int]]:
@@ -86,13 +91,13 @@ def npu_fused_infer_attention_score(
     """torch_npu.npu_fused_infer_attention_score (see the module docstring): returns (attention_out, softmax_lse)."""
     given = locals()
     later = [name for name in _LATER_TENSORS if given[name] is not None]
-    later += [f"{name}={given[name]}" for name in _LATER_MODES if args.integer(name, given[name]) != 0]
     return run(query, key, value, later, pse_shift=pse_shift, atten_mask=atten_mask,
                actual_seq_lengths=actual_seq_lengths, actual_seq_lengths_kv=actual_seq_lengths_kv,
                block_table=block_table, num_heads=num_heads, scale=scale, pre_tokens=pre_tokens,
                next_tokens=next_tokens, input_layout=input_layout, num_key_value_heads=num_key_value_heads,
                sparse_mode=sparse_mode, inner_precise=inner_precise, block_size=block_size,
-               softmax_lse_flag=softmax_lse_flag)
+               softmax_lse_flag=softmax_lse_flag,
+               antiquant={name: given[name] for name in _ANTIQUANT + _ANTIQUANT_MODES})
 
 
 def run(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, later: list, *, pse_shift=None,
@@ -100,11 +105,13 @@ def run(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, later: list
         scale: float = 1.0, pre_tokens: int = INT32_MAX, next_tokens: int = INT32_MAX, input_layout: str = "BSH",
         num_key_value_heads: int = 0, sparse_mode: int = 0, inner_precise: int = 0, block_size: int = 0,
         softmax_lse_flag: bool = False, window_size=(-1, -1), softcap: float = 0.0,
-        alibi_slopes: Optional[torch.Tensor] = None, on_valid: Optional[Callable[[], None]] = None):
-    """One call of the inference kernel: FIA's arguments (`later`: the refused ones it was given) and
-    flash_attn_with_kvcache's window_size, softcap and alibi_slopes (its drop-in's; the problem module checks them
-    all). `on_valid` runs once every rule has passed, before the kernel reads its inputs (the kvcache drop-in appends
-    its new keys there, so that a refused call writes nothing)."""
+        alibi_slopes: Optional[torch.Tensor] = None, antiquant: Optional[dict] = None,
+        on_valid: Optional[Callable[[], None]] = None):
+    """One call of the inference kernel: FIA's arguments (`later`: the refused ones it was given; `antiquant`: its
+    antiquant tensors and modes by name) and flash_attn_with_kvcache's window_size, softcap and alibi_slopes (its
+    drop-in's; the problem module checks them all). `on_valid` runs once every rule has passed, before the kernel
+    reads its inputs (the kvcache drop-in appends its new keys there, so that a refused call writes nothing)."""
+    quant = dict.fromkeys(_ANTIQUANT) | dict.fromkeys(_ANTIQUANT_MODES, 0) | (antiquant or {})
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -112,7 +119,7 @@ def run(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, later: list
         raise NotImplementedError(f"npu_fused_infer_attention_score runs on CPU tensors (the twin) only so far; query "
                                   f"is on {query.device}")
     for name, t in (("key", key), ("value", value), ("block_table", block_table), ("atten_mask", atten_mask),
-                    ("pse_shift", pse_shift), ("alibi_slopes", alibi_slopes)):
+                    ("pse_shift", pse_shift), ("alibi_slopes", alibi_slopes), *((n, quant[n]) for n in _ANTIQUANT)):
         args.optional_tensor(name, t, query, "query")
     if not isinstance(input_layout, str):
         raise TypeError(f"input_layout must be a str, got {type(input_layout).__name__} {input_layout!r}")
@@ -128,7 +135,9 @@ def run(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, later: list
         sparse_mode=args.integer("sparse_mode", sparse_mode), inner_precise=args.integer("inner_precise", inner_precise),
         block_size=args.integer("block_size", block_size), softmax_lse_flag=args.flag("softmax_lse_flag", softmax_lse_flag),
         window_left=left, window_right=right, softcap=args.real("softcap", softcap),
-        alibi_slopes=_desc(alibi_slopes), force_splits=twin_backend.infer_split_override(), later_args=later)
+        alibi_slopes=_desc(alibi_slopes), force_splits=twin_backend.infer_split_override(), later_args=later,
+        **{name: _desc(quant[name]) for name in _ANTIQUANT},
+        **{name: args.integer(name, quant[name]) for name in _ANTIQUANT_MODES})
     p = ext().flash_attention_infer_problem(call)
     if p["compressed_mask"]:
         check_compressed_mask(atten_mask.reshape(2048, 2048), sparse_mode)
@@ -145,9 +154,34 @@ def run(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, later: list
         view = p["mask_view"]
         mask = None if view is None else twin_backend.mask_bytes_view(atten_mask, view, p["layout"], batch_major3=True)
         pse, slopes = (None if t is None else t.detach().contiguous() for t in (pse_shift, alibi_slopes))
+        params = None if p["antiquant"] is None else antiquant_params(p, **{n: quant[n] for n in _ANTIQUANT})
         twin_backend.infer(call, get_chip(), q, k, v, table, mask, pse, slopes, out, lse,
-                           4.0 * p["N1"] * p["D"] * work)
+                           4.0 * p["N1"] * p["D"] * work, params)
     return out, lse
+
+
+def antiquant_params(p: dict, antiquant_scale=None, antiquant_offset=None, key_antiquant_scale=None,
+                     key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None) -> torch.Tensor:
+    """An int8 cache's validated antiquant arguments as the kernel reads them: fp32 [K's | V's], each per channel
+    [N2, 2, D] (scales, offsets; a per-tensor value repeated) or per token [B, S, 2] ((scale, offset) per key); absent
+    offsets are zeros. The widening to fp32 is exact for every documented dtype."""
+    q = p["antiquant"]
+    n = p["N2"] * p["D"]
+    parts = []
+    for i, (mode, scale, offset) in enumerate(((q["key_mode"], key_antiquant_scale, key_antiquant_offset),
+                                               (q["value_mode"], value_antiquant_scale, value_antiquant_offset))):
+        if antiquant_scale is not None:
+            scale = antiquant_scale[i]
+            offset = None if antiquant_offset is None else antiquant_offset[i]
+        else:
+            scale = scale[0]
+            offset = None if offset is None else offset[0]
+        pair = []
+        for t in (scale, offset):
+            flat = (torch.zeros_like(scale) if t is None else t).detach().float().reshape(-1)
+            pair.append(flat.expand(n).reshape(p["N2"], p["D"]) if mode == 0 else flat.reshape(p["B"], -1))
+        parts.append(torch.stack(pair, 1 if mode == 0 else -1).reshape(-1))
+    return torch.cat(parts).contiguous()
 
 
 def _check_block_ids(block_table: torch.Tensor, p: dict) -> None:

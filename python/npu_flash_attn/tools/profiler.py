@@ -222,18 +222,23 @@ def profile_infer(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, 
     permuted block table, every batch kv_seqlen keys; `seqlen` query tokens per batch, causal bottom-right when more
     than one, BNSD): its launches (the kernel, and with split keys the combine pass) modelled one after the other.
     The report is profile()'s plus hbm_bytes_required (q, the K/V pages read, the block table, the output: what the
-    problem must move) and hbm_utilization = hbm_bytes_required / (modeled time x the chip's HBM bandwidth), with
+    problem must move; an int8 cache (kv_dtype "int8": per-channel antiquant_scale and antiquant_offset, K and V
+    one byte an element) adds its scales and offsets) and hbm_utilization = hbm_bytes_required / (modeled time x the
+    chip's HBM bandwidth), with
     ranges its ends hbm_utilization_low/_high (from the time's high/low ends). baseline (kv_seqlen a multiple of
     block_size): also the naive decode on the same cache and table (tools.baseline.naive_decode, fp16: the same bytes
     as bf16) as `baseline` (its report), baseline_time_us and speedup_vs_baseline (its time over ours)."""
     import torch
     from ..interfaces.fused_infer import npu_fused_infer_attention_score
     kv_heads = heads if kv_heads is None else kv_heads
-    if kv_dtype not in (None, dtype):
-        raise NotImplementedError(f"kv_dtype={kv_dtype!r}: an int8 KV cache (antiquant) is not supported yet")
+    if kv_dtype not in (None, dtype, "int8"):
+        raise ValueError(f"kv_dtype must be the query's dtype {dtype!r} or 'int8', got {kv_dtype!r}")
+    int8 = kv_dtype == "int8"
     tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(dtype)
     if tdt is None:
         raise ValueError(f"dtype must be fp16 or bf16, got {dtype!r}")
+    if baseline and int8:
+        raise ValueError("baseline=True models the naive decode on a 16-bit cache; use it without kv_dtype='int8'")
     if baseline and kv_seqlen % block_size:
         raise ValueError(f"baseline=True needs kv_seqlen a multiple of block_size (the naive decode reads whole "
                          f"pages), got kv_seqlen={kv_seqlen}, block_size={block_size}")
@@ -245,8 +250,18 @@ def profile_infer(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, 
 
     pages = (kv_seqlen + block_size - 1) // block_size
     q = rand(batch, heads, seqlen, head_dim)
-    k = rand(batch * pages, kv_heads, block_size, head_dim)
-    v = rand(batch * pages, kv_heads, block_size, head_dim)
+    if int8:
+        def cache():
+            shape = (batch * pages, kv_heads, block_size, head_dim)
+            return torch.zeros(shape, dtype=torch.int8) if model_only else \
+                torch.randint(-128, 128, shape, generator=gen, dtype=torch.int8)
+        k, v = cache(), cache()
+        antiquant = dict(antiquant_scale=torch.full((2, kv_heads, 1, head_dim), 1 / 64, dtype=tdt),
+                         antiquant_offset=rand(2, kv_heads, 1, head_dim))
+    else:
+        k = rand(batch * pages, kv_heads, block_size, head_dim)
+        v = rand(batch * pages, kv_heads, block_size, head_dim)
+        antiquant = {}
     table = torch.randperm(batch * pages, generator=gen).to(torch.int32).reshape(batch, pages)
     before = get_chip()
     set_chip(chip)
@@ -256,7 +271,7 @@ def profile_infer(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, 
             npu_fused_infer_attention_score(
                 q, k, v, num_heads=heads, num_key_value_heads=kv_heads, input_layout="BNSD",
                 scale=1.0 / math.sqrt(head_dim), sparse_mode=3 if seqlen > 1 else 0, block_table=table,
-                block_size=block_size, actual_seq_lengths_kv=[kv_seqlen] * batch)
+                block_size=block_size, actual_seq_lengths_kv=[kv_seqlen] * batch, **antiquant)
             info = twin_backend.last_launch_info()
         finally:
             twin_backend.ext().set_cost_model(False)
@@ -267,15 +282,15 @@ def profile_infer(*, chip: str = "Ascend910B2", batch: int = 1, heads: int = 8, 
         flops *= sum(min(kv_seqlen, max(0, kv_seqlen - seqlen + i + 1)) for i in range(seqlen)) / (seqlen * kv_seqlen)
     parts = [_summarize(cm, chip, 0.0) for cm in info["cost_model_launches"]]
     rep = _combine(parts, chip, flops) if len(parts) > 1 else _summarize(info["cost_model"], chip, flops)
-    esize = 2
+    esize, kv_esize = 2, 1 if int8 else 2
     required = (2 * batch * heads * seqlen * head_dim * esize  # q in, out
-                + 2 * batch * kv_heads * kv_seqlen * head_dim * esize  # K and V
-                + table.numel() * 4)
+                + 2 * batch * kv_heads * kv_seqlen * head_dim * kv_esize  # K and V
+                + table.numel() * 4 + sum(t.numel() * t.element_size() for t in antiquant.values()))
     rep.update(hbm_bytes_required=required,
                hbm_utilization=required / (rep["modeled_time_us"] * 1e-6 * row["hbm_gbps"] * 1e9),
                problem=dict(infer=True, batch=batch, heads=heads, kv_heads=kv_heads, seqlen=seqlen,
                             kv_seqlen=kv_seqlen, block_size=block_size, head_dim=head_dim, dtype=dtype,
-                            kv_dtype=dtype, model_only=model_only, sample_blocks=sample_blocks),
+                            kv_dtype="int8" if int8 else dtype, model_only=model_only, sample_blocks=sample_blocks),
                splits=info["splits"], block_dim=info["block_dim"], twin_seconds=info["twin_seconds"],
                model=info["cost_model"])
     if "modeled_time_us_low" in rep:

@@ -1,0 +1,235 @@
+// Dequantisation of an int8 K/V cache (tiling kvQuant) on the vector cores: each step, the two AIVs of a core split
+// the step's keys, read their int8 rows through the block table (FaKvCache), widen them exactly (int8 -> half),
+// apply value = scale * (x + offset) per channel or per token (fp16 queries: in half, the output's own precision;
+// bf16: in fp32, which bf16 is rounded from), and write them in the input dtype to the core's K/V slot of the step
+// in the workspace; the cube reads that slot as it reads a 16-bit cache, after the kInferFlagKv signal.
+//
+// Why the vector cores: dav-2201's cube multiplies like types only (fp16/bf16 pairs or int8 x int8), so int8 K
+// against a 16-bit query needs a widened copy either way. The cube route (int8 K times an int8 identity, the Fixpipe
+// dequantising int32 -> fp16 into L1) costs keys x keys x D MACs a step (128 keys: 8x the scores of 16 packed rows;
+// estimated, not modeled), has no bf16 output and takes one scale per output column with no fractional offset, so
+// per-token scales and offsets would still need the vector; the vector route is the one built. Its cost, modeled
+// (docs/performance.md, int8 rows): the AIVs' int8 reads, their three (fp16) or five (bf16) passes over each element
+// and the 16-bit copy's round trip through L2 bound the step, 1.7-2.1x the bf16 cache's time, not the 0.6x of the
+// target; folding per-channel scales into Q and the output would leave only the widening on the vector.
+#ifndef NPU_FA_KERNEL_INFER_DEQUANT_H
+#define NPU_FA_KERNEL_INFER_DEQUANT_H
+
+#include "infer_common.h"
+#include "../tiling/ub_budget.h"
+#include "../tile/row_ops.h"
+
+namespace npu_fa {
+
+// The dtype the dequantisation computes in: the output's for fp16, fp32 for bf16 (no bf16 vector arithmetic).
+template <typename T>
+struct FaDequantCalc {
+    using Type = float;
+};
+template <>
+struct FaDequantCalc<half> {
+    using Type = half;
+};
+
+template <typename T>
+class FaInferDequant {
+    using Calc = typename FaDequantCalc<T>::Type;
+
+public:
+    __aicore__ inline void Init(const FaInferTilingData* t, const FaInferGmArgs& gm, const FaInferWorkspace* ws,
+                                uint32_t sub, AscendC::TPipe* pipe) {
+        t_ = t;
+        p_ = &t->problem;
+        ws_ = ws;
+        sub_ = sub;
+        kv_.Init(t, gm.blockTable);
+        k_.SetGlobalBuffer((__gm__ int8_t*)gm.key);
+        v_.SetGlobalBuffer((__gm__ int8_t*)gm.value);
+        params_.SetGlobalBuffer((__gm__ float*)gm.antiquant);
+        rows_ = t->quantRows;
+        d_ = p_->d;
+        const FaDequantUbSizes u = DequantUbSizes(rows_, d_);
+        pipe->InitBuffer(inBuf_, 2 * u.in);
+        pipe->InitBuffer(halfBuf_, 2 * u.half);
+        pipe->InitBuffer(floatBuf_, u.f32);
+        pipe->InitBuffer(paramBuf_, 2 * u.param);
+        pipe->InitBuffer(calcBuf_, u.calc);
+        pipe->InitBuffer(channelBuf_, u.channel);
+        inElems_ = u.in;
+        halfElems_ = u.half / 2;
+        paramElems_ = u.param / 4;
+        const uint64_t perChannel = (uint64_t)p_->n2 * d_ * 2, perToken = (uint64_t)p_->batch * t->quantTokens * 2;
+        section_[1] = t->keyQuantMode == 0 ? perChannel : perToken;
+        for (int32_t b = 0; b < 2; ++b) {
+            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIds[b]);
+            AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIds[b]);
+        }
+    }
+
+    // This AIV's share of keys [c0, c0 + cols) of a step, K then V, into the step's slots; then the cube's signal
+    // (both AIVs set it, with or without keys: the cube's mode-2 wait takes one from each).
+    __aicore__ inline void Step(const FaInferTask& task, int64_t c0, uint32_t cols, uint32_t step) {
+        if (task.kvHead != channelHead_) LoadChannels(task.kvHead);
+        const uint32_t half = FaMin(AlignUp(CeilDiv(cols, 2), 8), cols);
+        const uint32_t first = sub_ == 0 ? 0 : half, end = sub_ == 0 ? half : cols;
+        for (uint32_t which = 0; which < 2; ++which) {
+            AscendC::GlobalTensor<T> dst;
+            dst.SetGlobalBuffer(ws_->template Dequantized<T>(which, step));
+            for (uint32_t r = first; r < end; r += rows_) {
+                Chunk(which, task, c0 + r, FaMin(end - r, rows_), dst[(uint64_t)r * d_]);
+            }
+        }
+        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(kInferFlagKv);
+    }
+
+    __aicore__ inline void End() {
+        for (int32_t b = 0; b < 2; ++b) {
+            AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIds[b]);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIds[b]);
+        }
+    }
+
+private:
+    // V_MTE2 / MTE2_V / V_MTE3 / MTE3_V IDs of the two chunk buffers (FaInferVector's other transfers use 0-2, the
+    // mask 4 and pse_shift 5).
+    static constexpr int32_t kIds[2] = {3, 6};
+    static constexpr uint32_t kNoHead = 0xFFFFFFFFu;
+
+    // The per-channel sides' scales and offsets of KV head `head` ([scale d | offset d] per side, fp32 rows of the
+    // antiquant argument's [N2, 2, D] sections), kept while the tasks stay on that head.
+    __aicore__ inline void LoadChannels(uint32_t head) {
+        channelHead_ = head;
+        if (t_->keyQuantMode != 0 && t_->valueQuantMode != 0) return;
+        AscendC::PipeBarrier<PIPE_ALL>();  // every chunk is done with the previous head's
+        const AscendC::LocalTensor<float> f = channelBuf_.Get<float>();
+        for (uint32_t which = 0; which < 2; ++which) {
+            if ((which == 0 ? t_->keyQuantMode : t_->valueQuantMode) != 0) continue;
+            AscendC::DataCopy(f[which * 2 * d_], params_[section_[which] + (uint64_t)head * 2 * d_], 2 * d_);
+        }
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIds[0]);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIds[0]);
+        Calc* calc = nullptr;
+        channel_ = InCalc(f, channelBuf_.Get<half>()[8 * d_], 4 * d_, calc);
+    }
+
+    // Keys [key, key + n) of K (which 0) or V (1) -> `dst` rows of d elements.
+    __aicore__ inline void Chunk(uint32_t which, const FaInferTask& task, int64_t key, uint32_t n,
+                                 const AscendC::GlobalTensor<T>& dst) {
+        const uint32_t b = chunks_++ & 1, elems = n * d_;
+        const bool perToken = (which == 0 ? t_->keyQuantMode : t_->valueQuantMode) != 0;
+        const AscendC::LocalTensor<int8_t> in = inBuf_.Get<int8_t>()[b * inElems_];
+        const AscendC::LocalTensor<half> wide = halfBuf_.Get<half>()[b * halfElems_];
+        const AscendC::LocalTensor<float> tokens = paramBuf_.Get<float>()[b * paramElems_];
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIds[b]);
+        LoadRows(which == 0 ? k_ : v_, which == 0 ? p_->kStride : p_->vStride, task, key, n, in);
+        if (perToken) {  // the n keys' (scale, offset) pairs, padded to a 32 B block
+            const uint64_t at = section_[which] + ((uint64_t)task.batch * t_->quantTokens + (uint64_t)key) * 2;
+            const AscendC::DataCopyExtParams cp(1, n * 2 * 4, 0, 0, 0);
+            const AscendC::DataCopyPadExtParams<float> pad(true, 0, (uint8_t)(AlignUp(2 * n, 8) - 2 * n), 0.0f);
+            AscendC::DataCopyPad(tokens, params_[at], cp, pad);
+        }
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIds[b]);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIds[b]);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIds[b]);
+        AscendC::Cast(wide, in, AscendC::RoundMode::CAST_NONE, elems);
+        Calc* calc = nullptr;  // picks the overloads of Working and InCalc
+        const AscendC::LocalTensor<Calc> x = Working(wide, floatBuf_.Get<float>(), elems, calc);
+        AscendC::LocalTensor<Calc> p;
+        uint32_t offsetAt = d_;  // per channel: the scale row, then the offset row
+        if (!perToken) {
+            p = channel_[which * 2 * d_];
+        } else {  // one 32 B block per value: scale and offset blocks alternate, a pair per key
+            const AscendC::LocalTensor<Calc> blocks = calcBuf_.Get<Calc>();
+            const AscendC::LocalTensor<Calc> pairs = InCalc(tokens, calcBuf_.Get<half>()[rows_ * 32], 2 * n, calc);
+            AscendC::Brcb(blocks, pairs, (uint8_t)(AlignUp(2 * n, 8) / 8), AscendC::BrcbRepeatParams(1, 8));
+            p = blocks;
+            offsetAt = 32 / sizeof(Calc);
+        }
+        if (t_->quantOffset != 0) Apply<FaRowOp::kAdd>(x, p[offsetAt], n, perToken);
+        Apply<FaRowOp::kMul>(x, p, n, perToken);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIds[b]);  // the int8 rows and the parameters are read
+        const AscendC::LocalTensor<T> out = wide.template ReinterpretCast<T>();
+        Narrow(out, x, elems);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIds[b]);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIds[b]);
+        AscendC::DataCopy(dst, out, elems);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIds[b]);
+    }
+
+    // The int8 rows of keys [key, key + n) of the task's KV head, run by run through the block table.
+    __aicore__ inline void LoadRows(const AscendC::GlobalTensor<int8_t>& src, const FaStrides& st,
+                                    const FaInferTask& task, int64_t key, uint32_t n,
+                                    const AscendC::LocalTensor<int8_t>& in) {
+        for (uint32_t i = 0; i < n;) {
+            uint32_t run = 0;
+            const uint64_t off = kv_.Offset(st, task, key + i, n - i, run);
+            // Rows at pitch d (a (blocks, N2, block_size, D) page, BNSD, TND) move as one burst.
+            const bool packed = st.s == d_;
+            AscendC::DataCopyExtParams cp(packed ? 1 : (uint16_t)run, packed ? run * d_ : d_,
+                                          packed ? 0 : (uint32_t)(st.s - d_), 0, 0);
+            AscendC::DataCopyPad(in[i * d_], src[off], cp, AscendC::DataCopyPadExtParams<int8_t>(false, 0, 0, 0));
+            i += run;
+        }
+    }
+
+    // The rows in the dtype of the arithmetic: half as widened, or fp32 (`f`).
+    __aicore__ inline AscendC::LocalTensor<half> Working(const AscendC::LocalTensor<half>& wide,
+                                                         const AscendC::LocalTensor<float>&, uint32_t, half*) {
+        return wide;
+    }
+    __aicore__ inline AscendC::LocalTensor<float> Working(const AscendC::LocalTensor<half>& wide,
+                                                          const AscendC::LocalTensor<float>& f, uint32_t elems, float*) {
+        AscendC::Cast(f, wide, AscendC::RoundMode::CAST_NONE, elems);
+        return f;
+    }
+    // The result in the input dtype (fp16: already there, in place).
+    __aicore__ inline void Narrow(const AscendC::LocalTensor<half>&, const AscendC::LocalTensor<half>&, uint32_t) {}
+    __aicore__ inline void Narrow(const AscendC::LocalTensor<bfloat16_t>& out, const AscendC::LocalTensor<float>& x,
+                                  uint32_t elems) {
+        AscendC::Cast(out, x, AscendC::RoundMode::CAST_RINT, elems);
+    }
+    // `count` fp32 parameters in the dtype of the arithmetic: as they are, or rounded to half into `h`.
+    __aicore__ inline AscendC::LocalTensor<float> InCalc(const AscendC::LocalTensor<float>& p,
+                                                         const AscendC::LocalTensor<half>&, uint32_t, float*) {
+        return p;
+    }
+    __aicore__ inline AscendC::LocalTensor<half> InCalc(const AscendC::LocalTensor<float>& p,
+                                                        const AscendC::LocalTensor<half>& h, uint32_t count, half*) {
+        AscendC::Cast(h, p, AscendC::RoundMode::CAST_RINT, AlignUp(count, 8));
+        return h;
+    }
+
+    // x[r][c] op= p[c] (per channel) or the block of row r (per token: every other 32 B block, from p), one call per
+    // 256 B of columns with a repeat per row.
+    template <FaRowOp kOp, typename E>
+    __aicore__ inline void Apply(const AscendC::LocalTensor<E>& x, const AscendC::LocalTensor<E>& p, uint32_t n,
+                                 bool perToken) {
+        const uint32_t lanes = 256 / sizeof(E);
+        const uint8_t rowBlocks = (uint8_t)(d_ * sizeof(E) / 32);
+        const AscendC::BinaryRepeatParams rp(1, 1, perToken ? 0 : 1, rowBlocks, rowBlocks, perToken ? 2 : 0);
+        for (uint32_t c = 0; c < d_; c += lanes) {
+            FaRowApply<kOp>(x[c], perToken ? p : p[c], (uint64_t)FaMin(d_ - c, lanes), (uint8_t)n, rp);
+        }
+    }
+
+    const FaInferTilingData* t_ = nullptr;
+    const FaProblemTiling* p_ = nullptr;
+    const FaInferWorkspace* ws_ = nullptr;
+    uint32_t sub_ = 0, rows_ = 0, d_ = 0, inElems_ = 0, halfElems_ = 0, paramElems_ = 0, chunks_ = 0;
+    uint32_t channelHead_ = kNoHead;
+    uint64_t section_[2] = {0, 0};  // element offsets of K's and V's parameters
+    FaKvCache kv_;
+    AscendC::GlobalTensor<int8_t> k_, v_;
+    AscendC::GlobalTensor<float> params_;
+    AscendC::LocalTensor<Calc> channel_;  // per side [scale d | offset d] of channelHead_, in Calc
+    AscendC::TBuf<AscendC::TPosition::VECIN> inBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECOUT> halfBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> floatBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> paramBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> calcBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> channelBuf_;
+};
+
+}  // namespace npu_fa
+
+#endif  // NPU_FA_KERNEL_INFER_DEQUANT_H
