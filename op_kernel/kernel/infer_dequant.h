@@ -37,8 +37,9 @@ class FaInferDequant {
 
 public:
     __aicore__ inline void Init(const FaInferTilingData* t, const FaInferGmArgs& gm, const FaInferWorkspace* ws,
-                                uint32_t sub, AscendC::TPipe* pipe) {
+                                uint32_t sub, AscendC::TPipe* pipe, int32_t id0, int32_t id1) {
         t_ = t;
+        ids_[0] = id0, ids_[1] = id1;
         p_ = &t->problem;
         ws_ = ws;
         sub_ = sub;
@@ -61,8 +62,8 @@ public:
         const uint64_t perChannel = (uint64_t)p_->n2 * d_ * 2, perToken = (uint64_t)p_->batch * t->quantTokens * 2;
         section_[1] = t->keyQuantMode == 0 ? perChannel : perToken;
         for (int32_t b = 0; b < 2; ++b) {
-            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIds[b]);
-            AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIds[b]);
+            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(ids_[b]);
+            AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(ids_[b]);
         }
     }
 
@@ -84,15 +85,14 @@ public:
 
     __aicore__ inline void End() {
         for (int32_t b = 0; b < 2; ++b) {
-            AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIds[b]);
-            AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIds[b]);
+            AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(ids_[b]);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(ids_[b]);
         }
     }
 
 private:
-    // V_MTE2 / MTE2_V / V_MTE3 / MTE3_V IDs of the two chunk buffers (FaInferVector's other transfers use 0-2, the
-    // mask 4 and pse_shift 5).
-    static constexpr int32_t kIds[2] = {3, 6};
+    // V_MTE2 / MTE2_V / V_MTE3 / MTE3_V IDs of the two chunk buffers, from the owner (0-5 only are free of TPipe's).
+    int32_t ids_[2] = {0, 0};
     static constexpr uint32_t kNoHead = 0xFFFFFFFFu;
 
     // The per-channel sides' scales and offsets of KV head `head` ([scale d | offset d] per side, fp32 rows of the
@@ -106,8 +106,8 @@ private:
             if ((which == 0 ? t_->keyQuantMode : t_->valueQuantMode) != 0) continue;
             AscendC::DataCopy(f[which * 2 * d_], params_[section_[which] + (uint64_t)head * 2 * d_], 2 * d_);
         }
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIds[0]);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIds[0]);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(ids_[0]);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(ids_[0]);
         Calc* calc = nullptr;
         channel_ = InCalc(f, channelBuf_.Get<half>()[8 * d_], 4 * d_, calc);
     }
@@ -120,7 +120,7 @@ private:
         const AscendC::LocalTensor<int8_t> in = inBuf_.Get<int8_t>()[b * inElems_];
         const AscendC::LocalTensor<half> wide = halfBuf_.Get<half>()[b * halfElems_];
         const AscendC::LocalTensor<float> tokens = paramBuf_.Get<float>()[b * paramElems_];
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIds[b]);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(ids_[b]);
         LoadRows(which == 0 ? k_ : v_, which == 0 ? p_->kStride : p_->vStride, task, key, n, in);
         if (perToken) {  // the n keys' (scale, offset) pairs, padded to a 32 B block
             const uint64_t at = section_[which] + ((uint64_t)task.batch * t_->quantTokens + (uint64_t)key) * 2;
@@ -128,9 +128,9 @@ private:
             const AscendC::DataCopyPadExtParams<float> pad(true, 0, (uint8_t)(AlignUp(2 * n, 8) - 2 * n), 0.0f);
             AscendC::DataCopyPad(tokens, params_[at], cp, pad);
         }
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIds[b]);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIds[b]);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIds[b]);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(ids_[b]);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(ids_[b]);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(ids_[b]);
         AscendC::Cast(wide, in, AscendC::RoundMode::CAST_NONE, elems);
         Calc* calc = nullptr;  // picks the overloads of Working and InCalc
         const AscendC::LocalTensor<Calc> x = Working(wide, floatBuf_.Get<float>(), elems, calc);
@@ -147,13 +147,13 @@ private:
         }
         if (t_->quantOffset != 0) Apply<FaRowOp::kAdd>(x, p[offsetAt], n, perToken);
         Apply<FaRowOp::kMul>(x, p, n, perToken);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIds[b]);  // the int8 rows and the parameters are read
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(ids_[b]);  // the int8 rows and the parameters are read
         const AscendC::LocalTensor<T> out = wide.template ReinterpretCast<T>();
         Narrow(out, x, elems);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIds[b]);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIds[b]);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(ids_[b]);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(ids_[b]);
         AscendC::DataCopy(dst, out, elems);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIds[b]);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(ids_[b]);
     }
 
     // The int8 rows of keys [key, key + n) of the task's KV head, run by run through the block table.

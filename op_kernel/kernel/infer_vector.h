@@ -67,7 +67,9 @@ public:
             pipe->InitBuffer(pseBuf_, u.pse);
             prologue_.OuterPse().Init(p_, w_, gm.pseShift, pseBuf_.Get<T>(), biasBuf_.Get<float>(), kIdPse);
         }
-        if (t->kvQuant != 0) dequant_.Init(t, gm, &ws_, sub_, pipe);
+        // The dequantiser's chunk IDs: Io's free one, and whichever of the mask's and pse_shift's this problem leaves
+        // free (the problem module refuses an int8 cache with both).
+        if (t->kvQuant != 0) dequant_.Init(t, gm, &ws_, sub_, pipe, Io::kIdFree, p_->maskMode != 0 ? kIdPse : kIdMask);
     }
 
     __aicore__ inline void Process() {
