@@ -68,7 +68,6 @@ def test_antiquant_modes_need_an_int8_cache(name):
     (dict(num_key_value_heads=3), ValueError, r"num_key_value_heads=3"),
     (dict(sparse_mode=2, num_heads=4, num_key_value_heads=2), None, None),  # one query token: the mode is ignored
     (dict(sparse_mode=7), ValueError, r"sparse_mode=7"),
-    (dict(inner_precise=1), NotImplementedError, r"inner_precise=1"),
     (dict(inner_precise=5), ValueError, r"inner_precise=5"),
     (dict(block_size=16), ValueError, r"block_size=16 is only valid with block_table"),
     (dict(actual_seq_lengths_kv=[41, 3]), ValueError, r"actual_seq_lengths_kv\[0\]=41 must be in \[0, key S=40\]"),
@@ -178,3 +177,13 @@ def test_tnd_needs_actual_seq_lengths():
         fia(q, k, k, num_heads=4, input_layout="TND", actual_seq_lengths=[2, 5])
     with pytest.raises(ValueError, match=r"actual_seq_lengths must be cumulative"):
         fia(q, k, k, num_heads=4, input_layout="TND", actual_seq_lengths=[3, 2], actual_seq_lengths_kv=[4, 9])
+
+
+def test_high_performance_bit_is_accepted_and_keeps_float32_scores(gen):
+    """inner_precise 1 and 3 (vLLM-ascend passes 1) run as 0 and 2: the same output, bit for bit."""
+    q, k, v = (torch.randn(2, 4, 1, 64, generator=gen).half(), torch.randn(2, 2, 70, 64, generator=gen).half(),
+               torch.randn(2, 2, 70, 64, generator=gen).half())
+    kw = dict(num_heads=4, num_key_value_heads=2, input_layout="BNSD", scale=0.125, softmax_lse_flag=True)
+    for hp, plain in ((1, 0), (3, 2)):
+        a, b = fia(q, k, v, inner_precise=hp, **kw), fia(q, k, v, inner_precise=plain, **kw)
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])

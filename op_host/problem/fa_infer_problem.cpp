@@ -571,11 +571,10 @@ FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
         p.preTokens = decode ? kInt32Max : c.preTokens;
         p.nextTokens = decode ? kInt32Max : c.nextTokens;
     }
-    if (c.innerPrecise == 1 || c.innerPrecise == 3) {
-        return NotImplemented("inner_precise=" + I(c.innerPrecise) + " (high-performance mode) is not supported; use "
-                              "0 or 2 (high precision; invalid rows are always corrected here)");
-    }
-    if (c.innerPrecise != 0 && c.innerPrecise != 2) {
+    // inner_precise bit 0 (high performance) permits 16-bit scores; the inference kernel keeps fp32 scores in every
+    // mode (decode is HBM-bound, where the mode's Fixpipe saving buys nothing), so 1 and 3 run as 0 and 2. Bit 1
+    // (invalid-row correction) is always on.
+    if (c.innerPrecise < 0 || c.innerPrecise > 3) {
         return Value("inner_precise=" + I(c.innerPrecise) + " must be 0, 1, 2 or 3");
     }
     // The block table covers every key.

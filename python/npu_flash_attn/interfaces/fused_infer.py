@@ -26,7 +26,9 @@ Supported (the problem module, `op_host/problem/fa_infer_problem.cpp`, holds eve
   strides (a column-broadcast mask is widened once); each packed GQA row reads its query token's mask row;
 * `pse_shift` [B or 1, N1, Q_S, KV_S] in the query's dtype (Q_S at least S1, KV_S at least the key S; with a block
   table, its columns x block_size), added to the scaled scores; not with TND;
-* `inner_precise` 0 and 2 (high precision; rows without a visible key are always corrected here: output 0);
+* `inner_precise` 0-3: rows without a visible key are always corrected here (output 0); the high-performance bit
+  (1, 3: vLLM-ascend's default) is accepted and the kernel keeps float32 scores anyway (decode is bound by HBM, where
+  16-bit scores save nothing), so 1 and 3 give the results of 0 and 2;
 * `softmax_lse_flag`: softmax_lse float32 [B, N1, S1, 1] (TND [T, N1, 1]), +inf for rows without a key; else a
   one-element zero tensor;
 * an int8 cache (key and value int8, D a multiple of 32): value = scale * (int8 + offset), dequantised on the vector
