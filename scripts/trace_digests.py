@@ -95,7 +95,7 @@ def digests() -> dict:
             _C.set_cost_model(False)
         result[name] = {"forward": fwd, "backward": bwd}
     # the training path's output residual (written by the forward, read by the backward), on one problem
-    args, kw = next(iter(_cases()))[1:]
+    first, args, kw = next(iter(_cases()))
     o, smax, ssum, res = torch.ops.npu.flash_attention_fwd(*args, **kw, output_residual=True)
     dy = torch.randn(o.shape, generator=g).to(o.dtype)
     _C.set_cost_model(True, 1, 0, {}, True)
@@ -107,7 +107,7 @@ def digests() -> dict:
         bwd = list(twin_backend.last_launch_info()["trace_digests"])
     finally:
         _C.set_cost_model(False)
-    result["residual_" + next(iter(_cases()))[0]] = {"forward": fwd, "backward": bwd}
+    result["residual_" + first] = {"forward": fwd, "backward": bwd}
     return result
 
 

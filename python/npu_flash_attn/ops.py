@@ -147,10 +147,6 @@ def set_output_residual(enabled: bool) -> None:
     _output_residual = enabled
 
 
-def output_residual_enabled() -> bool:
-    return _output_residual
-
-
 def _bind(args: tuple, kwargs: dict) -> dict[str, Any]:
     """The op's arguments by name, as the dispatcher passes them (trailing defaults may be left out)."""
     return bind_arguments(_op_schema(), args, kwargs)
