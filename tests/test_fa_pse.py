@@ -66,13 +66,14 @@ def test_grad_op_returns_dpse(gen):
     q = torch.randn(1, 40, 2, 64, generator=gen).half()
     k = torch.randn(1, 50, 2, 64, generator=gen).half()
     pse = torch.randn(1, 2, 1, 50, generator=gen).half()
-    out, smax, ssum = fwd(q, k, k, 2, "BSND", scale=0.125, pse=pse, pse_type=0)
+    out, smax, ssum, res = torch.ops.npu.flash_attention_fwd(q, k, k, 2, "BSND", scale=0.125, pse=pse, pse_type=0,
+                                                             output_residual=True)
     dy = torch.randn(out.shape, generator=gen).half()
     dq, dk, dv, dpse, dsink = torch.ops.npu.flash_attention_grad(
         q, k, k, dy, 2, "BSND", softmax_max=smax, softmax_sum=ssum, attention_in=out, scale=0.125, pse=pse,
-        pse_type=0)
+        pse_type=0, attention_in_residual=res)
     assert dpse.shape == pse.shape and dpse.dtype == pse.dtype and dsink.numel() == 0
-    # the autograd's gradient of pse is the grad op's dpse
+    # the autograd's gradient of pse is the grad op's dpse (the autograd keeps the forward's output residual)
     leaf = pse.clone().requires_grad_()
     fwd(q, k, k, 2, "BSND", scale=0.125, pse=leaf, pse_type=0)[0].backward(dy)
     assert torch.equal(leaf.grad, dpse)
