@@ -4,6 +4,7 @@ model-only mode and fed to the cycle model. Every number is "modeled (<chip>)", 
 
     python scripts/bench.py --quick --out bench_out
     python scripts/bench.py --seqlens 1K,4K --dims 128 --causal both --passes fwd --out bench_out
+    python scripts/bench.py --compare before/bench.csv after/bench.csv   (two sweeps' shared cases side by side)
 
 Per row: the case, modeled us, TFLOPS (4*B*N*S^2*D, times the visible fraction for causal; 2.5x for the backward),
 % of the cube peak, the binding bound (profiler.BOUNDS), the error bars (us and % of peak at the joint corners of the
@@ -148,6 +149,22 @@ def write_plot(rows: list[dict], path: Path, chip: str) -> bool:
     return True
 
 
+def compare(before: Path, after: Path) -> None:
+    """The markdown table of the cases two sweeps share (same pass, S, D, causal, N): modeled µs, % of peak and
+    binding bound of each, and the speedup (before's time over after's)."""
+    def load(path: Path) -> dict:
+        with open(path, newline="") as f:
+            return {(r["pass"], r["seqlen"], r["head_dim"], r["causal"], r["heads"]): r for r in csv.DictReader(f)}
+    old, new = load(before), load(after)
+    print(f"| pass | S | D | causal | N | before µs | % peak | bound | after µs | % peak | bound | speedup |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for key in (k for k in new if k in old):
+        b, a = old[key], new[key]
+        print(f"| {' | '.join(key)} | {_fmt(float(b['ours_us']))} | {_fmt(float(b['ours_pct_peak']))} | "
+              f"{b['ours_bound']} | {_fmt(float(a['ours_us']))} | {_fmt(float(a['ours_pct_peak']))} | {a['ours_bound']} | "
+              f"{float(b['ours_us']) / float(a['ours_us']):.2f}x |")
+
+
 def add_grid_args(ap: argparse.ArgumentParser) -> None:
     """The benchmark grid's options (also scripts/bench_npu.py's)."""
     ap.add_argument("--seqlens", default="1K,2K,4K,8K,16K,32K", help="comma list; 1K = 1024")
@@ -177,7 +194,12 @@ def main(argv=None) -> int:
     ap.add_argument("--no-naive", action="store_true", help="skip the naive baseline")
     ap.add_argument("--no-range", action="store_true", help="skip the error bars (extra model runs per launch)")
     ap.add_argument("--out", default="bench_out", help="directory for bench.csv / bench.png")
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE_CSV", "AFTER_CSV"),
+                    help="print the shared cases of two sweeps' bench.csv side by side and exit")
     a = ap.parse_args(argv)
+    if a.compare:
+        compare(Path(a.compare[0]), Path(a.compare[1]))
+        return 0
     cases = grid_cases(a)
     rows, t0, sweep = [], time.time(), progress.Sweep(len(cases), "bench")
     for s, d, c, bw in cases:

@@ -196,3 +196,23 @@ def test_profile_infer_reports_the_naive_decode():
     # P V at KV = 64K + 16: P's stored rows are longer than gemm.cpp's Nd2Nz loads can take
     with pytest.raises(ValueError, match="rows of 65552 elements"):
         baseline.gemm(np.zeros((1, 65552), np.float16), np.zeros((65552, 16), np.float16), model_only=True)
+
+
+def test_compare_prints_shared_cases(tmp_path, capsys):
+    # two hand-written sweeps: only the case both hold is printed, with each side's figures and before / after
+    def write(name, rows):
+        path = tmp_path / name
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=bench.COLUMNS, restval="")
+            w.writeheader()
+            w.writerows(rows)
+        return path
+    case = dict(label="modeled", seqlen=2048, head_dim=128, heads=8, causal=0)
+    before = write("b.csv", [{**case, "pass": "fwd", "ours_us": 300.0, "ours_pct_peak": 30.0, "ours_bound": "aiv.V"},
+                             {**case, "pass": "bwd", "ours_us": 900.0, "ours_pct_peak": 25.0, "ours_bound": "FIX"}])
+    after = write("a.csv", [{**case, "pass": "fwd", "ours_us": 200.0, "ours_pct_peak": 45.0, "ours_bound": "l2"},
+                            {**case, "seqlen": 4096, "pass": "fwd", "ours_us": 1.0, "ours_pct_peak": 1.0,
+                             "ours_bound": "l2"}])
+    assert bench.main(["--compare", str(before), str(after)]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| fwd")]
+    assert rows == ["| fwd | 2048 | 128 | 0 | 8 | 300.0 | 30.0 | aiv.V | 200.0 | 45.0 | l2 | 1.50x |"]
