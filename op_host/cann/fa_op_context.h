@@ -37,8 +37,16 @@ inline std::string DtypeName(ge::DataType t) {
         case ge::DT_FLOAT: return "torch.float32";
         case ge::DT_UINT8: return "torch.uint8";
         case ge::DT_BOOL: return "torch.bool";
+        case ge::DT_INT8: return "torch.int8";
+        case ge::DT_INT32: return "torch.int32";
         default: return "torch.other";
     }
+}
+
+// An InferShape output shape from the problem module's dims.
+inline void SetShape(gert::Shape* out, const std::vector<int64_t>& dims) {
+    out->SetDimNum(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i) out->SetDim(i, dims[i]);
 }
 
 // A CANN ListInt attribute: the schema's None arrives as an empty list.

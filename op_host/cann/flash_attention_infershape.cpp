@@ -10,11 +10,7 @@ namespace ops {
 namespace {
 
 namespace fa = npu_fa::op;
-
-void SetShape(gert::Shape* out, const std::vector<int64_t>& dims) {
-    out->SetDimNum(dims.size());
-    for (size_t i = 0; i < dims.size(); ++i) out->SetDim(i, dims[i]);
-}
+using fa::SetShape;
 
 // The problem of this call (the problem module's rules; its message names what is wrong).
 ge::graphStatus Problem(const gert::InferShapeContext* ctx, fa::FaOpKind kind, npu_fa::FaProblemInfo& info,

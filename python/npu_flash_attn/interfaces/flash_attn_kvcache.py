@@ -13,7 +13,7 @@ Semantics are flash_attn's:
   j <= i + Sk - Sq); rows that see no key give 0 (and LSE +inf);
 * `return_softmax_lse=True` returns (out, softmax_lse float32 [B, N1, Sq]).
 Not supported yet (NotImplementedError): `window_size` other than (-1, -1), `softcap` != 0, `alibi_slopes`.
-Runs on CPU tensors (the twin).
+Runs on CPU tensors (the twin) and, through `npu_fused_infer_attention_score`, on NPU tensors (the adapter).
 """
 from __future__ import annotations
 
@@ -147,7 +147,7 @@ def _append(k_cache, v_cache, k, v, seqlens, rows, block_table) -> None:
     """Writes k/v [B, S_new, N2, D] into the caches at positions seqlens[b] + t, in place."""
     s_new = k.shape[1]
     for i, start in enumerate(seqlens):
-        pos = torch.arange(start, start + s_new)
+        pos = torch.arange(start, start + s_new, device=k_cache.device)
         if block_table is None:
             k_cache[rows[i], pos] = k[i]
             v_cache[rows[i], pos] = v[i]
