@@ -48,7 +48,8 @@ ge::graphStatus InferDataTypeFlashAttentionNpuFaInfer(gert::InferDataTypeContext
 
 // The combine pass has no query input: the dtype attribute names it (0 fp16, 1 bf16).
 ge::graphStatus InferDataTypeFlashAttentionNpuFaInferCombine(gert::InferDataTypeContext* context) {
-    const int64_t* dtype = context->GetAttrs() == nullptr ? nullptr : context->GetAttrs()->GetInt(fa::kCombineAttrDtype);
+    const gert::RuntimeAttrs* attrs = context->GetAttrs();
+    const int64_t* dtype = attrs == nullptr ? nullptr : attrs->GetInt(fa::kCombineAttrDtype);
     return SetOutputTypes(context, dtype != nullptr && *dtype == 1 ? ge::DT_BF16 : ge::DT_FLOAT16);
 }
 

@@ -21,8 +21,8 @@ import torch
 
 from . import npu
 
-__all__ = ["define_op", "define_schema", "bind_arguments", "check_scalar_types", "require_device", "check_before_dispatch",
-           "value_checks", "is_fake"]
+__all__ = ["define_op", "define_schema", "bind_arguments", "check_scalar_types", "require_device",
+           "check_before_dispatch", "value_checks", "is_fake"]
 
 _libs: dict[str, torch.library.Library] = {}  # kept alive: dropping a Library removes its registrations
 

@@ -209,7 +209,8 @@ def generate_greedy(model, prompts: Sequence[Sequence[int]], max_new_tokens: int
                 cache.reserve(s, cache.lengths[s] + 1)
             ids = torch.tensor([[t] for _, t in still], device=device)
             pos = torch.tensor([[cache.lengths[s]] for s in active], device=device)
-            last = model(input_ids=ids, position_ids=pos, use_cache=False, paged_step=_Step(cache, active)).logits[:, -1]
+            step = _Step(cache, active)
+            last = model(input_ids=ids, position_ids=pos, use_cache=False, paged_step=step).logits[:, -1]
             for s in active:
                 cache.lengths[s] += 1
     finally:

@@ -118,8 +118,9 @@ def npu_fused_infer_attention_score(
         num_heads=args.integer("num_heads", num_heads), scale=args.real("scale", scale),
         pre_tokens=args.integer("pre_tokens", pre_tokens), next_tokens=args.integer("next_tokens", next_tokens),
         input_layout=input_layout, num_key_value_heads=args.integer("num_key_value_heads", num_key_value_heads),
-        sparse_mode=args.integer("sparse_mode", sparse_mode), inner_precise=args.integer("inner_precise", inner_precise),
-        block_size=args.integer("block_size", block_size), softmax_lse_flag=args.flag("softmax_lse_flag", softmax_lse_flag))
+        sparse_mode=args.integer("sparse_mode", sparse_mode),
+        inner_precise=args.integer("inner_precise", inner_precise), block_size=args.integer("block_size", block_size),
+        softmax_lse_flag=args.flag("softmax_lse_flag", softmax_lse_flag))
     call = ext().InferCall(_desc(query), _desc(key), _desc(value), block_table=_desc(block_table),
                            atten_mask=_desc(atten_mask), force_splits=twin_backend.infer_split_override(),
                            later_args=later, **attrs)
