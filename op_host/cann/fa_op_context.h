@@ -99,11 +99,12 @@ inline bool ReadAttrs(const gert::RuntimeAttrs* attrs, FaAttrs& a, FaOpBlocks& b
     return true;
 }
 
-// One input as the problem module takes it (absent when an optional input is not connected).
+// One input as the problem module takes it, by its position in the OpDef (absent when an optional input is not
+// connected: GetInputShape would count only the connected inputs).
 template <typename Context>
 inline FaTensorArg InputArg(const Context* ctx, uint32_t index, bool optional) {
-    const auto* shape = optional ? ctx->GetOptionalInputShape(index) : ctx->GetInputShape(index);
-    const auto* desc = optional ? ctx->GetOptionalInputDesc(index) : ctx->GetInputDesc(index);
+    const auto* shape = optional ? ctx->GetOptionalInputShape(index) : ctx->GetRequiredInputShape(index);
+    const auto* desc = optional ? ctx->GetOptionalInputDesc(index) : ctx->GetRequiredInputDesc(index);
     FaTensorArg t;
     if (shape == nullptr || desc == nullptr) return t;
     t.present = true;
@@ -164,7 +165,7 @@ inline bool ReadGradInputs(const Context* ctx, FaCall& c) {
 template <typename Context>
 inline bool ReadMapCall(const Context* ctx, FaCall& c, FaOpBlocks& blocks) {
     const gert::RuntimeAttrs* attrs = ctx->GetAttrs();
-    const auto* ms = ctx->GetInputShape(kMapAttenMask);
+    const auto* ms = ctx->GetRequiredInputShape(kMapAttenMask);
     if (!ReadAttrs(attrs, c.attrs, blocks) || ms == nullptr || attrs->GetInt(kMapAttrDtype) == nullptr) return false;
     const std::string dtype = *attrs->GetInt(kMapAttrDtype) == 1 ? "torch.bfloat16" : "torch.float16";
     const uint32_t shapes[] = {kMapAttrQueryShape, kMapAttrKeyShape, kMapAttrValueShape};

@@ -43,7 +43,7 @@ ge::graphStatus Prepare(gert::TilingContext* ctx, bool combine, InferOpCall& c) 
 // passes).
 ge::graphStatus CheckSizes(gert::TilingContext* ctx, const InferOpCall& c, uint32_t seqInfo, uint32_t out,
                            uint32_t lse) {
-    if (fa::CheckSize(ctx, ctx->GetInputShape(seqInfo), "seq_info", c.plan.launch.seqInfo.size()) !=
+    if (fa::CheckSize(ctx, ctx->GetRequiredInputShape(seqInfo), "seq_info", c.plan.launch.seqInfo.size()) !=
             ge::GRAPH_SUCCESS ||
         fa::CheckSize(ctx, ctx->GetOutputShape(out), "attention_out", fa::Elements(c.info.outShape)) !=
             ge::GRAPH_SUCCESS ||

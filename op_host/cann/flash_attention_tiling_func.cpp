@@ -65,7 +65,8 @@ ge::graphStatus TilingFlashAttentionNpuFa(gert::TilingContext* context) {
     const npu_fa::FaTilingOut& t = plan.launch;
     if (err.empty()) err = fa::CheckPlannedBlocks(c.blocks, t.data.s1Block, t.data.s2Block);
     if (!err.empty()) return fa::Refuse(context, err);
-    if (CheckSize(context, context->GetInputShape(fa::kFwdSeqInfo), "seq_info", t.seqInfo.size()) != ge::GRAPH_SUCCESS ||
+    if (CheckSize(context, context->GetRequiredInputShape(fa::kFwdSeqInfo), "seq_info", t.seqInfo.size()) !=
+            ge::GRAPH_SUCCESS ||
         (p.denseMask && CheckSize(context, context->GetOptionalInputShape(fa::kFwdBlockMap), "block_map",
                                   t.mapBytes) != ge::GRAPH_SUCCESS) ||
         CheckOutputs(context, info) != ge::GRAPH_SUCCESS) {
@@ -85,7 +86,7 @@ ge::graphStatus TilingFlashAttentionNpuFaBlockMap(gert::TilingContext* context) 
     if (!err.empty()) return fa::Refuse(context, err);
     const npu_fa::FaBlockMapPass& pass = plan.map;
     if (pass.tiling.mapRows == 0) return fa::Refuse(context, "the block map is empty: the caller skips the launch");
-    if (CheckSize(context, context->GetInputShape(fa::kMapSeqInfo), "seq_info", pass.seqInfo.size()) !=
+    if (CheckSize(context, context->GetRequiredInputShape(fa::kMapSeqInfo), "seq_info", pass.seqInfo.size()) !=
         ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;
     }
@@ -121,7 +122,7 @@ ge::graphStatus TilingFlashAttentionNpuFaGrad(gert::TilingContext* context) {
     }
     if (err.empty()) err = fa::CheckPlannedBlocks(c.blocks, t.launches[0].s1Block, t.launches[0].s2Block);
     if (!err.empty()) return fa::Refuse(context, err);
-    if (CheckSize(context, context->GetInputShape(fa::kGradSeqInfo), "seq_info", t.seqInfo.size()) !=
+    if (CheckSize(context, context->GetRequiredInputShape(fa::kGradSeqInfo), "seq_info", t.seqInfo.size()) !=
             ge::GRAPH_SUCCESS ||
         (p.denseMask && CheckSize(context, context->GetOptionalInputShape(fa::kGradBlockMap), "block_map",
                                   t.mapBytes) != ge::GRAPH_SUCCESS) ||
