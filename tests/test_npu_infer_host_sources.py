@@ -137,3 +137,22 @@ def test_adapter_runs_the_combine_pass_when_the_plan_splits():
     assert re.search(r"aclnnFlashAttentionNpuFaInferCombine, workspace, query, false\)", combine)
     func = (ROOT / "op_host" / "cann" / "flash_attention_infer_tiling_func.cpp").read_text()
     assert "if (!c.plan.combine)" in func and "t.combineCores" in func
+
+
+def test_npu_schema_matches_the_adapter_kernel():
+    """torch.ops.npu.fused_infer_attention (defined in Python, implemented only by the adapter): its arguments, in
+    order, are the adapter kernel's parameters."""
+    schema = torch.ops.npu.fused_infer_attention.default._schema
+    src = (ROOT / "csrc" / "npu" / "npu_infer_adapter.cpp").read_text()
+    params = re.search(r"FusedInferAttentionNpu\((.*?)\) \{", src, re.S).group(1)
+    names = [p.split()[-1] for p in params.split(",")]
+    assert names == [a.name for a in schema.arguments]
+    assert 'm.impl("fused_infer_attention"' in src
+
+
+def test_other_devices_are_refused_naming_the_device():
+    from npu_flash_attn import npu_fused_infer_attention_score
+    q = torch.empty(1, 1, 64, dtype=torch.float16, device="meta")
+    with pytest.raises(ValueError, match="query is on device meta; npu_fused_infer_attention_score runs on CPU "
+                                         r"tensors \(CPU twin\) or NPU tensors"):
+        npu_fused_infer_attention_score(q, q, q)
