@@ -10,21 +10,34 @@
 namespace npu_fa {
 namespace op {
 
+// A shape attribute (with a dtype) as the tensor it describes: absent when empty and `optional`.
+inline FaTensorArg ShapeArg(const gert::RuntimeAttrs* attrs, uint32_t index, const std::string& dtype, bool optional) {
+    FaTensorArg t;
+    t.shape = ListOf(attrs->GetListInt(index));
+    t.present = !optional || !t.shape.empty();
+    t.dtype = dtype;
+    return t;
+}
+
 // The attributes of both inference ops (InferAttr order); false when one is missing.
 inline bool ReadInferAttrs(const gert::RuntimeAttrs* attrs, FaInferCall& c) {
     if (attrs == nullptr) return false;
     const float* scale = attrs->GetFloat(kInferAttrScale);
+    const float* softcap = attrs->GetFloat(kInferAttrSoftcap);
     const char* layout = attrs->GetStr(kInferAttrInputLayout);
     const bool* lse = attrs->GetBool(kInferAttrSoftmaxLseFlag);
-    const int64_t* ints[] = {attrs->GetInt(kInferAttrNumHeads),         attrs->GetInt(kInferAttrPreTokens),
-                             attrs->GetInt(kInferAttrNextTokens),       attrs->GetInt(kInferAttrNumKeyValueHeads),
-                             attrs->GetInt(kInferAttrSparseMode),       attrs->GetInt(kInferAttrInnerPrecise),
-                             attrs->GetInt(kInferAttrBlockSize)};
-    if (scale == nullptr || layout == nullptr || lse == nullptr) return false;
+    const int64_t* ints[] = {attrs->GetInt(kInferAttrNumHeads),          attrs->GetInt(kInferAttrPreTokens),
+                             attrs->GetInt(kInferAttrNextTokens),        attrs->GetInt(kInferAttrNumKeyValueHeads),
+                             attrs->GetInt(kInferAttrSparseMode),        attrs->GetInt(kInferAttrInnerPrecise),
+                             attrs->GetInt(kInferAttrBlockSize),         attrs->GetInt(kInferAttrWindowLeft),
+                             attrs->GetInt(kInferAttrWindowRight),       attrs->GetInt(kInferAttrAntiquantMode),
+                             attrs->GetInt(kInferAttrKeyAntiquantMode),  attrs->GetInt(kInferAttrValueAntiquantMode)};
+    if (scale == nullptr || softcap == nullptr || layout == nullptr || lse == nullptr) return false;
     for (const int64_t* v : ints) {
         if (v == nullptr) return false;
     }
     c.scale = *scale;
+    c.softcap = *softcap;
     c.inputLayout = layout;
     c.softmaxLseFlag = *lse;
     c.numHeads = *ints[0];
@@ -34,12 +47,25 @@ inline bool ReadInferAttrs(const gert::RuntimeAttrs* attrs, FaInferCall& c) {
     c.sparseMode = *ints[4];
     c.innerPrecise = *ints[5];
     c.blockSize = *ints[6];
+    c.windowLeft = *ints[7];
+    c.windowRight = *ints[8];
+    c.antiquantMode = *ints[9];
+    c.keyAntiquantMode = *ints[10];
+    c.valueAntiquantMode = *ints[11];
     c.actualSeqLengths = IntsOf(attrs->GetListInt(kInferAttrActualSeqLengths));
     c.actualSeqLengthsKv = IntsOf(attrs->GetListInt(kInferAttrActualSeqLengthsKv));
+#define NPU_FA_READ_ANTIQUANT(name, Name, member)                                                  \
+    {                                                                                              \
+        const int64_t* dtype = attrs->GetInt(kInferAttr##Name##Dtype);                             \
+        if (dtype == nullptr) return false;                                                        \
+        c.member = ShapeArg(attrs, kInferAttr##Name##Shape, InferDtypeName(*dtype), true);         \
+    }
+    NPU_FA_INFER_ANTIQUANT_TENSORS(NPU_FA_READ_ANTIQUANT)
+#undef NPU_FA_READ_ANTIQUANT
     return true;
 }
 
-// The inference op: its tensors are inputs (block_table and atten_mask optional).
+// The inference op: its tensors are inputs (all but q/k/v optional), read by their OpDef position.
 template <typename Context>
 inline bool ReadInferInputs(const Context* ctx, FaInferCall& c) {
     c.query = InputArg(ctx, kInferQuery, false);
@@ -47,28 +73,25 @@ inline bool ReadInferInputs(const Context* ctx, FaInferCall& c) {
     c.value = InputArg(ctx, kInferValue, false);
     c.blockTable = InputArg(ctx, kInferBlockTable, true);
     c.attenMask = InputArg(ctx, kInferAttenMask, true);
+    c.pseShift = InputArg(ctx, kInferPseShift, true);
+    c.alibiSlopes = InputArg(ctx, kInferAlibiSlopes, true);
     return c.query.present && c.key.present && c.value.present;
 }
 
-// A shape attribute of the combine pass as the tensor it describes (absent when empty and `optional`).
-inline FaTensorArg ShapeArg(const gert::RuntimeAttrs* attrs, uint32_t index, const std::string& dtype, bool optional) {
-    FaTensorArg t;
-    t.shape = ListOf(attrs->GetListInt(index));
-    t.present = !optional || !t.shape.empty();
-    t.dtype = dtype;
-    return t;
-}
-
-// The combine pass: the main pass's tensors as shape attributes (the mask read as bytes, the table as int32).
+// The combine pass: the main pass's tensors as shape attributes (the mask read as bytes, the table as int32,
+// pse_shift in the query's dtype and alibi_slopes float32, the dtypes the main pass's rules required).
 inline bool ReadCombineShapes(const gert::RuntimeAttrs* attrs, FaInferCall& c) {
     const int64_t* dtype = attrs->GetInt(kCombineAttrDtype);
-    if (dtype == nullptr) return false;
-    const std::string qkv = *dtype == 1 ? "torch.bfloat16" : "torch.float16";
-    c.query = ShapeArg(attrs, kCombineAttrQueryShape, qkv, false);
-    c.key = ShapeArg(attrs, kCombineAttrKeyShape, qkv, false);
-    c.value = ShapeArg(attrs, kCombineAttrValueShape, qkv, false);
+    const int64_t* kvDtype = attrs->GetInt(kCombineAttrKvDtype);
+    if (dtype == nullptr || kvDtype == nullptr) return false;
+    const std::string q = InferDtypeName(*dtype), kv = InferDtypeName(*kvDtype);
+    c.query = ShapeArg(attrs, kCombineAttrQueryShape, q, false);
+    c.key = ShapeArg(attrs, kCombineAttrKeyShape, kv, false);
+    c.value = ShapeArg(attrs, kCombineAttrValueShape, kv, false);
     c.blockTable = ShapeArg(attrs, kCombineAttrBlockTableShape, "torch.int32", true);
     c.attenMask = ShapeArg(attrs, kCombineAttrAttenMaskShape, "torch.uint8", true);
+    c.pseShift = ShapeArg(attrs, kCombineAttrPseShiftShape, q, true);
+    c.alibiSlopes = ShapeArg(attrs, kCombineAttrAlibiSlopesShape, "torch.float32", true);
     return true;
 }
 

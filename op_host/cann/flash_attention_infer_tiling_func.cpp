@@ -58,11 +58,16 @@ uint64_t UserWorkspace(const InferOpCall& c) { return c.plan.launch.workspaceByt
 
 }  // namespace
 
-// The main pass: mix kernel on the plan's AI cores.
+// The main pass: mix kernel on the plan's AI cores. Over an int8 cache, the antiquant input must hold the fp32 form
+// of the scales and offsets its attributes describe.
 ge::graphStatus TilingFlashAttentionNpuFaInfer(gert::TilingContext* context) {
     InferOpCall c;
     if (Prepare(context, false, c) != ge::GRAPH_SUCCESS ||
         CheckSizes(context, c, fa::kInferSeqInfo, fa::kInferAttentionOut, fa::kInferSoftmaxLse) != ge::GRAPH_SUCCESS) {
+        return ge::GRAPH_FAILED;
+    }
+    if (c.info.p.kvQuant && fa::CheckSize(context, context->GetOptionalInputShape(fa::kInferAntiquant), "antiquant",
+                                          c.info.p.antiquantElems) != ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;
     }
     const npu_fa::FaInferTilingData& t = c.plan.launch.data;
