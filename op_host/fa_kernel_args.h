@@ -55,9 +55,12 @@
     X(dpse_rows, DpseRows, kF32, REQUIRED)
 
 // The inference kernel (flash_attention_infer.cpp) and its split-KV combine pass (flash_attention_infer_combine.cpp,
-// which reads the main pass's partials from the shared workspace).
+// which reads the main pass's partials from the shared workspace). key/value: the query's dtype or an int8 cache;
+// antiquant: an int8 cache's scales and offsets in the kernel's fp32 form (fused_infer.py's antiquant_params).
 #define NPU_FA_INFER_INPUTS(X)                       \
-    NPU_FA_QKV_INPUTS(X)                             \
+    X(query, Query, kQkv, REQUIRED)                  \
+    X(key, Key, kKv, REQUIRED)                       \
+    X(value, Value, kKv, REQUIRED)                   \
     X(block_table, BlockTable, kI32, OPTIONAL)       \
     X(atten_mask, AttenMask, kMask, OPTIONAL)        \
     X(pse_shift, PseShift, kQkv, OPTIONAL)           \

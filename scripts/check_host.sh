@@ -36,7 +36,8 @@ CHECK=("$PY" "$TOOL/check_host.py" --fetch-root "$FETCH" --mirror-root "$CANN_MI
        -I "$ROOT/chip" -I "$ROOT/op_host" -I "$ROOT/op_kernel")
 cd "$ROOT"
 "${CHECK[@]}" --mode cann op_host/cann/flash_attention_def.cpp op_host/cann/flash_attention_infershape.cpp \
-    op_host/cann/flash_attention_tiling_func.cpp
+    op_host/cann/flash_attention_tiling_func.cpp op_host/cann/flash_attention_infer_def.cpp \
+    op_host/cann/flash_attention_infer_infershape.cpp op_host/cann/flash_attention_infer_tiling_func.cpp
 rc=$?
 if [ "$ADAPTER" = 1 ]; then
   if [ -z "${TORCH_NPU_WHEEL:-}" ]; then
@@ -44,6 +45,6 @@ if [ "$ADAPTER" = 1 ]; then
     exit 2
   fi
   "${CHECK[@]}" --mode torch --torch-npu-wheel "$TORCH_NPU_WHEEL" --python "$PY" \
-      --prelude op_host/cann/aclnn_standin.h csrc/npu/npu_adapter.cpp || rc=1
+      --prelude op_host/cann/aclnn_standin.h csrc/npu/npu_adapter.cpp csrc/npu/npu_infer_adapter.cpp || rc=1
 fi
 exit $rc

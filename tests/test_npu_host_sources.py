@@ -190,10 +190,13 @@ def test_host_sources_pass_cann_host_check():
     r = subprocess.run(["bash", str(ROOT / "scripts" / "check_host.sh")] + args, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
-    for f in ("flash_attention_def.cpp", "flash_attention_infershape.cpp", "flash_attention_tiling_func.cpp"):
+    for f in ("flash_attention_def.cpp", "flash_attention_infershape.cpp", "flash_attention_tiling_func.cpp",
+              "flash_attention_infer_def.cpp", "flash_attention_infer_infershape.cpp",
+              "flash_attention_infer_tiling_func.cpp"):
         assert f"OK   op_host/cann/{f}" in r.stdout
     if not args:
         assert "OK   csrc/npu/npu_adapter.cpp [torch, prelude]" in r.stdout
+        assert "OK   csrc/npu/npu_infer_adapter.cpp [torch, prelude]" in r.stdout
 
 
 def _camel(snake):
@@ -214,24 +217,34 @@ def _kernel_args(macro):
 def test_kernel_argument_list_matches_kernel_entries():
     """The kernel argument list is declared once (op_host/fa_kernel_args.h): each entry's GM parameters in op_kernel/
     must be its inputs then outputs, then workspace and tiling; every user expands the list."""
-    entries = {"FWD": "flash_attention_fwd.cpp", "MAP": "flash_attention_block_map.cpp",
-               "GRAD": "flash_attention_bwd.cpp"}
-    for prefix, kernel in entries.items():
-        args = _kernel_args(f"NPU_FA_{prefix}_INPUTS") + _kernel_args(f"NPU_FA_{prefix}_OUTPUTS")
+    entries = {  # list prefix: (inputs, outputs, kernel)
+        "FWD": ("FWD_INPUTS", "FWD_OUTPUTS", "flash_attention_fwd.cpp"),
+        "MAP": ("MAP_INPUTS", "MAP_OUTPUTS", "flash_attention_block_map.cpp"),
+        "GRAD": ("GRAD_INPUTS", "GRAD_OUTPUTS", "flash_attention_bwd.cpp"),
+        "INFER": ("INFER_INPUTS", "INFER_OUTPUTS", "flash_attention_infer.cpp"),
+        "INFER_COMBINE": ("INFER_COMBINE_INPUTS", "INFER_OUTPUTS", "flash_attention_infer_combine.cpp")}
+    for inputs, outputs, kernel in entries.values():
+        args = _kernel_args(f"NPU_FA_{inputs}") + _kernel_args(f"NPU_FA_{outputs}")
         assert all(_camel(name)[0].upper() + _camel(name)[1:] == Name for name, Name in args), args
         ksrc = (ROOT / "op_kernel" / kernel).read_text()
         sig = re.search(r'extern "C" __global__ __aicore__ void %s\((.*?)\)' % kernel[:-4], ksrc, re.S).group(1)
         params = [p.split()[-1] for p in sig.split(",")]
         assert [_camel(name) for name, _ in args] + ["workspace", "tiling"] == params, (kernel, args, params)
-    users = {"op_host/cann/flash_attention_def.cpp": "_INPUTS(NPU_FA_OPDEF_INPUT)",
-             "op_host/cann/fa_op_args.h": "_INPUTS(NPU_FA_POSITION_",
-             "op_host/cann/aclnn_standin.h": "_INPUTS(NPU_FA_STANDIN_TENSOR)",
-             "csrc/twin/kernel_entries.h": "_INPUTS(NPU_FA_GM_PARAM)",
-             "csrc/npu/npu_adapter.cpp": "_INPUTS(NPU_FA_ACL_TENSOR)"}
-    for path, use in users.items():
-        src = (ROOT / path).read_text()
-        for prefix in ("FWD", "MAP", "GRAD"):
-            assert f"NPU_FA_{prefix}{use}" in src, (path, prefix)
+    training = {"op_host/cann/flash_attention_def.cpp": "_INPUTS(NPU_FA_OPDEF_INPUT)",
+                "op_host/cann/fa_op_args.h": "_INPUTS(NPU_FA_POSITION_",
+                "op_host/cann/aclnn_standin.h": "_INPUTS(NPU_FA_STANDIN_TENSOR)",
+                "csrc/twin/kernel_entries.h": "_INPUTS(NPU_FA_GM_PARAM)",
+                "csrc/npu/npu_adapter.cpp": "_INPUTS(NPU_FA_ACL_TENSOR)"}
+    inference = {"op_host/cann/flash_attention_infer_def.cpp": "_INPUTS(NPU_FA_OPDEF_INPUT)",
+                 "op_host/cann/fa_infer_op_args.h": "_INPUTS(NPU_FA_POSITION_",
+                 "op_host/cann/aclnn_standin.h": "_INPUTS(NPU_FA_STANDIN_TENSOR)",
+                 "csrc/twin/kernel_entries.h": "_INPUTS(NPU_FA_GM_PARAM)",
+                 "csrc/npu/npu_infer_adapter.cpp": "_INPUTS(NPU_FA_ACL_TENSOR)"}
+    for users, prefixes in ((training, ("FWD", "MAP", "GRAD")), (inference, ("INFER", "INFER_COMBINE"))):
+        for path, use in users.items():
+            src = (ROOT / path).read_text()
+            for prefix in prefixes:
+                assert f"NPU_FA_{prefix}{use}" in src, (path, prefix)
 
 
 def test_attr_order_matches_indices():

@@ -19,6 +19,7 @@
 #include "torch_npu/csrc/core/npu/NPUStream.h"
 #include "op_plugin/utils/op_api_common.h"
 
+#include "aclnn_call.h"
 #include "block_map_cache.h"
 #include "cann/fa_platform.h"
 #include "fa_kernel_args.h"
@@ -35,51 +36,13 @@
 namespace {
 
 namespace fa = npu_fa::op;
+using npu_fa_adapter::AclArgs;
+using npu_fa_adapter::Arg;
+using npu_fa_adapter::Ints;
+using npu_fa_adapter::Require;
+using npu_fa_adapter::RunAclnn;
 constexpr double kFltMax = 3.4028234663852886e38;  // invalid rows: softmax_max = -FLT_MAX, softmax_sum = +FLT_MAX
 
-// acl objects of one aclnn call, released when the call has been enqueued.
-class AclArgs {
-public:
-    ~AclArgs() {
-        for (aclTensor* t : tensors_) Release(t);
-        for (aclIntArray* a : arrays_) Release(a);
-    }
-    aclTensor* T(const at::Tensor& t) {
-        if (!t.defined()) return nullptr;
-        tensors_.push_back(ConvertType(t));
-        return tensors_.back();
-    }
-    aclIntArray* A(at::IntArrayRef v) {
-        arrays_.push_back(ConvertType(v));
-        return arrays_.back();
-    }
-
-private:
-    std::vector<aclTensor*> tensors_;
-    std::vector<aclIntArray*> arrays_;
-};
-
-// One operator call: phase 1 sizes the workspace, phase 2 enqueues on the current stream. `workspace` grows when
-// allowed; else (a later backward launch) it must already be large enough, because it carries state.
-template <typename Phase1, typename Phase2>
-void RunAclnn(const char* op, Phase1 phase1, Phase2 phase2, at::Tensor& workspace, const at::Tensor& like,
-              bool mayGrow) {
-    uint64_t size = 0;
-    aclOpExecutor* executor = nullptr;
-    aclnnStatus st = phase1(&size, &executor);
-    TORCH_CHECK(st == 0, op, "GetWorkspaceSize failed with aclnn status ", st, " (see the CANN log)");
-    const int64_t have = workspace.defined() ? workspace.numel() : 0;
-    if ((int64_t)size > have) {
-        TORCH_CHECK(mayGrow, op, ": launch asks for ", size, " workspace bytes, the shared workspace has ", have);
-        workspace = at::empty({(int64_t)size}, like.options().dtype(at::kByte));
-    }
-    st = phase2(size > 0 ? workspace.data_ptr() : nullptr, size, executor, c10_npu::getCurrentNPUStream().stream());
-    TORCH_CHECK(st == 0, op, " failed with aclnn status ", st, " (see the CANN log)");
-}
-
-// The operators' tensors by name, passed to aclnn in fa_kernel_args.h's order (absent optional ones undefined).
-#define NPU_FA_TENSOR_FIELD(name, Name, dtypes, presence) at::Tensor name;
-#define NPU_FA_ACL_TENSOR(name, Name, dtypes, presence) acl.T(args.name),
 // The attributes every operator takes (fa_op_args.h Attr order), for the aclnn call of `a` and its `acl` objects.
 #define NPU_FA_ACL_ATTRS(a, layout, seed, offset, s1Block, s2Block)                                                   \
     a.headNum, &layout[0], a.scale, a.keepProb, a.preTokens, a.nextTokens, a.innerPrecise, acl.A(a.prefix.values),     \
@@ -95,45 +58,6 @@ struct MapArgs {
 struct GradArgs {
     NPU_FA_GRAD_INPUTS(NPU_FA_TENSOR_FIELD) NPU_FA_GRAD_OUTPUTS(NPU_FA_TENSOR_FIELD)
 };
-
-std::vector<int64_t> Vec(at::OptionalIntArrayRef v) { return v.has_value() ? v->vec() : std::vector<int64_t>{}; }
-
-npu_fa::FaIntList Ints(at::OptionalIntArrayRef v) {
-    npu_fa::FaIntList l;
-    l.present = v.has_value();
-    l.values = Vec(v);
-    return l;
-}
-
-// torch's dtype names, as the problem module's rules spell them.
-std::string DtypeName(at::ScalarType t) {
-    switch (t) {
-        case at::kHalf: return "torch.float16";
-        case at::kBFloat16: return "torch.bfloat16";
-        case at::kFloat: return "torch.float32";
-        case at::kDouble: return "torch.float64";
-        case at::kByte: return "torch.uint8";
-        case at::kBool: return "torch.bool";
-        default: return std::string("torch.") + c10::toString(t);
-    }
-}
-
-npu_fa::FaTensorArg Arg(const c10::optional<at::Tensor>& t) {
-    npu_fa::FaTensorArg a;
-    if (!t.has_value() || !t->defined()) return a;
-    a.present = true;
-    a.shape = t->sizes().vec();
-    a.strides = t->strides().vec();
-    a.dtype = DtypeName(t->scalar_type());
-    return a;
-}
-
-// The problem module's refusal as the Python exception it names (c10::ValueError / TypeError / NotImplementedError).
-void Require(const npu_fa::FaError& e) {
-    TORCH_CHECK_VALUE(e.kind != npu_fa::FaErrorKind::kValue, e.message);
-    TORCH_CHECK_TYPE(e.kind != npu_fa::FaErrorKind::kType, e.message);
-    TORCH_CHECK_NOT_IMPLEMENTED(e.kind != npu_fa::FaErrorKind::kNotImplemented, e.message);
-}
 
 // The call as the operators see it: attributes, the problem, the mask in its kernel view, the chip.
 struct Call {

@@ -37,8 +37,16 @@ inline std::string DtypeName(ge::DataType t) {
         case ge::DT_FLOAT: return "torch.float32";
         case ge::DT_UINT8: return "torch.uint8";
         case ge::DT_BOOL: return "torch.bool";
+        case ge::DT_INT8: return "torch.int8";
+        case ge::DT_INT32: return "torch.int32";
         default: return "torch.other";
     }
+}
+
+// An InferShape output shape from the problem module's dims.
+inline void SetShape(gert::Shape* out, const std::vector<int64_t>& dims) {
+    out->SetDimNum(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i) out->SetDim(i, dims[i]);
 }
 
 // A CANN ListInt attribute: the schema's None arrives as an empty list.
@@ -91,11 +99,12 @@ inline bool ReadAttrs(const gert::RuntimeAttrs* attrs, FaAttrs& a, FaOpBlocks& b
     return true;
 }
 
-// One input as the problem module takes it (absent when an optional input is not connected).
+// One input as the problem module takes it, by its position in the OpDef (absent when an optional input is not
+// connected: GetInputShape would count only the connected inputs).
 template <typename Context>
 inline FaTensorArg InputArg(const Context* ctx, uint32_t index, bool optional) {
-    const auto* shape = optional ? ctx->GetOptionalInputShape(index) : ctx->GetInputShape(index);
-    const auto* desc = optional ? ctx->GetOptionalInputDesc(index) : ctx->GetInputDesc(index);
+    const auto* shape = optional ? ctx->GetOptionalInputShape(index) : ctx->GetRequiredInputShape(index);
+    const auto* desc = optional ? ctx->GetOptionalInputDesc(index) : ctx->GetRequiredInputDesc(index);
     FaTensorArg t;
     if (shape == nullptr || desc == nullptr) return t;
     t.present = true;
@@ -167,7 +176,7 @@ inline bool ReadFwdAttrs(const Context* ctx, FaCall& c) {
 template <typename Context>
 inline bool ReadMapCall(const Context* ctx, FaCall& c, FaOpBlocks& blocks) {
     const gert::RuntimeAttrs* attrs = ctx->GetAttrs();
-    const auto* ms = ctx->GetInputShape(kMapAttenMask);
+    const auto* ms = ctx->GetRequiredInputShape(kMapAttenMask);
     if (!ReadAttrs(attrs, c.attrs, blocks) || ms == nullptr || attrs->GetInt(kMapAttrDtype) == nullptr) return false;
     const std::string dtype = *attrs->GetInt(kMapAttrDtype) == 1 ? "torch.bfloat16" : "torch.float16";
     const uint32_t shapes[] = {kMapAttrQueryShape, kMapAttrKeyShape, kMapAttrValueShape};

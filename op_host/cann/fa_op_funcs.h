@@ -1,5 +1,6 @@
-// Host functions of the three FlashAttention operators (flash_attention_def.cpp binds them to the OpDefs):
-// TilingFuncs in flash_attention_tiling_func.cpp, InferShape/InferDataType in flash_attention_infershape.cpp.
+// Host functions of the FlashAttention operators (flash_attention_def.cpp and flash_attention_infer_def.cpp bind them
+// to the OpDefs): TilingFuncs in flash_attention[_infer]_tiling_func.cpp, InferShape/InferDataType in
+// flash_attention[_infer]_infershape.cpp.
 #pragma once
 #include "exe_graph/runtime/infer_datatype_context.h"
 #include "exe_graph/runtime/infer_shape_context.h"
@@ -10,6 +11,8 @@ namespace optiling {
 ge::graphStatus TilingFlashAttentionNpuFa(gert::TilingContext* context);
 ge::graphStatus TilingFlashAttentionNpuFaBlockMap(gert::TilingContext* context);
 ge::graphStatus TilingFlashAttentionNpuFaGrad(gert::TilingContext* context);
+ge::graphStatus TilingFlashAttentionNpuFaInfer(gert::TilingContext* context);
+ge::graphStatus TilingFlashAttentionNpuFaInferCombine(gert::TilingContext* context);
 }  // namespace optiling
 
 namespace ops {
@@ -19,4 +22,8 @@ ge::graphStatus InferShapeFlashAttentionNpuFaGrad(gert::InferShapeContext* conte
 ge::graphStatus InferDataTypeFlashAttentionNpuFa(gert::InferDataTypeContext* context);
 ge::graphStatus InferDataTypeFlashAttentionNpuFaBlockMap(gert::InferDataTypeContext* context);
 ge::graphStatus InferDataTypeFlashAttentionNpuFaGrad(gert::InferDataTypeContext* context);
+ge::graphStatus InferShapeFlashAttentionNpuFaInfer(gert::InferShapeContext* context);
+ge::graphStatus InferShapeFlashAttentionNpuFaInferCombine(gert::InferShapeContext* context);
+ge::graphStatus InferDataTypeFlashAttentionNpuFaInfer(gert::InferDataTypeContext* context);
+ge::graphStatus InferDataTypeFlashAttentionNpuFaInferCombine(gert::InferDataTypeContext* context);
 }  // namespace ops

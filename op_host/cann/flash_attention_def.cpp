@@ -9,11 +9,13 @@
 
 #include "cann/fa_op_args.h"
 #include "cann/fa_op_funcs.h"
+#include "cann/fa_opdef_parts.h"
 
 namespace ops {
 namespace {
 
 namespace fa = npu_fa::op;
+using fa_opdef::BindKernel;
 
 // The dtype combinations (position by position over all inputs and outputs): q/k/v dtype x mask dtype.
 const std::vector<ge::DataType> kQkv = {ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT16, ge::DT_BF16};
@@ -25,15 +27,6 @@ const std::vector<ge::DataType> kF32 = {ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT
 const std::vector<ge::DataType> kMapMask = {ge::DT_UINT8, ge::DT_BOOL};
 const std::vector<ge::DataType> kMapI64 = {ge::DT_INT64, ge::DT_INT64};
 const std::vector<ge::DataType> kMapU8 = {ge::DT_UINT8, ge::DT_UINT8};
-
-OpParamDef& Param(OpParamDef& def, Option type, const std::vector<ge::DataType>& dtypes) {
-    return def.ParamType(type).DataType(dtypes).Format(std::vector<ge::Format>(dtypes.size(), ge::FORMAT_ND));
-}
-
-// The kernels read dense row-major tensors: aclnn makes strided inputs contiguous first.
-void In(OpParamDef& def, Option type, const std::vector<ge::DataType>& dtypes) {
-    Param(def, type, dtypes).AutoContiguous();
-}
 
 // The torch schema's scalar arguments, then the blocks seq_info was built for (fa::Attr order).
 void CommonAttrs(OpDef& def) {
@@ -58,21 +51,6 @@ void CommonAttrs(OpDef& def) {
     def.Attr("s1_block").AttrType(OPTIONAL).Int(0);
     def.Attr("s2_block").AttrType(OPTIONAL).Int(0);
 }
-
-// Atlas A2 (ascend910b) and A3 (ascend910_93), bound to our kernel entry (file and function name differ from the
-// op type's snake case).
-void BindKernel(OpDef& def, gert::OpImplRegisterV2::TilingKernelFunc tiling, const char* entry) {
-    def.AICore().SetTiling(tiling);
-    for (const char* soc : {"ascend910b", "ascend910_93"}) {
-        OpAICoreConfig config(soc);
-        config.ExtendCfgInfo("opFile.value", entry).ExtendCfgInfo("opInterface.value", entry);
-        def.AICore().AddConfig(soc, config);
-    }
-}
-
-// Inputs then outputs, in the kernel entries' argument order (fa_kernel_args.h).
-#define NPU_FA_OPDEF_INPUT(name, Name, dtypes, presence) In(this->Input(#name), presence, dtypes);
-#define NPU_FA_OPDEF_OUTPUT(name, Name, dtypes, presence) Param(this->Output(#name), presence, dtypes);
 
 }  // namespace
 

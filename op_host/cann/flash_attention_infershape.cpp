@@ -10,11 +10,7 @@ namespace ops {
 namespace {
 
 namespace fa = npu_fa::op;
-
-void SetShape(gert::Shape* out, const std::vector<int64_t>& dims) {
-    out->SetDimNum(dims.size());
-    for (size_t i = 0; i < dims.size(); ++i) out->SetDim(i, dims[i]);
-}
+using fa::SetShape;
 
 // The problem of this call (the problem module's rules; its message names what is wrong).
 ge::graphStatus Problem(const gert::InferShapeContext* ctx, fa::FaOpKind kind, npu_fa::FaProblemInfo& info,
@@ -61,13 +57,13 @@ ge::graphStatus InferShapeFlashAttentionNpuFaGrad(gert::InferShapeContext* conte
     const uint32_t ins[] = {fa::kGradQuery, fa::kGradKey, fa::kGradValue};
     const uint32_t outs[] = {fa::kGradDq, fa::kGradDk, fa::kGradDv};
     for (int i = 0; i < 3; ++i) {
-        const gert::Shape* in = context->GetInputShape(ins[i]);
+        const gert::Shape* in = context->GetRequiredInputShape(ins[i]);
         gert::Shape* out = context->GetOutputShape(outs[i]);
         if (in == nullptr || out == nullptr) return fa::Refuse(context, "missing query/key/value or dq/dk/dv shapes");
         *out = *in;
     }
     // dsink_rows: the statistics' shape with a sink, else one 8-float block
-    const gert::Shape* stats = context->GetInputShape(fa::kGradSoftmaxMax);
+    const gert::Shape* stats = context->GetRequiredInputShape(fa::kGradSoftmaxMax);
     gert::Shape* rows = context->GetOutputShape(fa::kGradDsinkRows);
     if (stats == nullptr || rows == nullptr) return fa::Refuse(context, "missing softmax_max or dsink_rows shapes");
     if (context->GetOptionalInputShape(fa::kGradSink) != nullptr) {

@@ -6,11 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "tiling/platform/platform_ascendc.h"
-
 #include "cann/fa_op_context.h"
 #include "cann/fa_op_funcs.h"
-#include "cann/fa_platform.h"
+#include "cann/fa_tiling_steps.h"
 #include "plan/fa_launch_plan.h"
 #include "problem/fa_problem_build.h"
 
@@ -18,16 +16,9 @@ namespace optiling {
 namespace {
 
 namespace fa = npu_fa::op;
-
-ge::graphStatus Chip(gert::TilingContext* ctx, npu_fa::ChipSpec& chip, uint64_t& sysWorkspace) {
-    if (ctx->GetPlatformInfo() == nullptr) return fa::Refuse(ctx, "no platform info");
-    const platform_ascendc::PlatformAscendC plat(ctx->GetPlatformInfo());
-    chip = fa::ChipFromPlatform(plat);
-    const std::string err = fa::CheckPlatform(plat, chip);
-    if (!err.empty()) return fa::Refuse(ctx, err);
-    sysWorkspace = plat.GetLibApiWorkSpaceSize();
-    return ge::GRAPH_SUCCESS;
-}
+using fa::CheckSize;
+using fa::Elements;
+using fa::Emit;
 
 // One operator call: what it asks (the problem module's verdict on it) and the chip it runs on.
 struct OpCall {
@@ -41,35 +32,7 @@ struct OpCall {
 ge::graphStatus Prepare(gert::TilingContext* ctx, fa::FaOpKind kind, OpCall& c) {
     const std::string err = fa::ReadProblem(ctx, kind, c.call, c.blocks, c.info);
     if (!err.empty()) return fa::Refuse(ctx, err);
-    return Chip(ctx, c.chip, c.sysWorkspace);
-}
-
-// A tensor's element count must be what the tiling expects (seq_info rows, block-map bytes, geometry).
-ge::graphStatus CheckSize(gert::TilingContext* ctx, const gert::StorageShape* shape, const char* name, uint64_t want) {
-    const int64_t have = shape == nullptr ? -1 : shape->GetStorageShape().GetShapeSize();
-    if (have == (int64_t)want) return ge::GRAPH_SUCCESS;
-    return fa::Refuse(ctx, std::string(name) + " has " + std::to_string(have) + " elements, the tiling needs " +
-                               std::to_string(want));
-}
-
-// The tiling struct, the launch's blocks and the workspace: the user part after the library's system part.
-template <typename T>
-ge::graphStatus Emit(gert::TilingContext* ctx, const T& tiling, uint32_t blockDim, uint64_t userWorkspace,
-                     uint64_t sysWorkspace) {
-    T* t = ctx->GetTilingData<T>();
-    size_t* ws = ctx->GetWorkspaceSizes(1);
-    if (t == nullptr || ws == nullptr) return fa::Refuse(ctx, "no room for the tiling data or the workspace size");
-    *t = tiling;
-    ctx->SetBlockDim(blockDim);
-    ctx->SetTilingKey(0);
-    ws[0] = (size_t)(sysWorkspace + userWorkspace);
-    return ge::GRAPH_SUCCESS;
-}
-
-uint64_t Elements(const std::vector<int64_t>& dims) {
-    uint64_t n = 1;
-    for (int64_t d : dims) n *= (uint64_t)d;
-    return n;
+    return fa::Chip(ctx, c.chip, c.sysWorkspace);
 }
 
 // The forward's outputs must hold exactly the problem's output and statistics shapes' elements.
@@ -102,7 +65,8 @@ ge::graphStatus TilingFlashAttentionNpuFa(gert::TilingContext* context) {
     const npu_fa::FaTilingOut& t = plan.launch;
     if (err.empty()) err = fa::CheckPlannedBlocks(c.blocks, t.data.s1Block, t.data.s2Block);
     if (!err.empty()) return fa::Refuse(context, err);
-    if (CheckSize(context, context->GetInputShape(fa::kFwdSeqInfo), "seq_info", t.seqInfo.size()) != ge::GRAPH_SUCCESS ||
+    if (CheckSize(context, context->GetRequiredInputShape(fa::kFwdSeqInfo), "seq_info", t.seqInfo.size()) !=
+            ge::GRAPH_SUCCESS ||
         (p.denseMask && CheckSize(context, context->GetOptionalInputShape(fa::kFwdBlockMap), "block_map",
                                   t.mapBytes) != ge::GRAPH_SUCCESS) ||
         CheckOutputs(context, info) != ge::GRAPH_SUCCESS) {
@@ -122,7 +86,7 @@ ge::graphStatus TilingFlashAttentionNpuFaBlockMap(gert::TilingContext* context) 
     if (!err.empty()) return fa::Refuse(context, err);
     const npu_fa::FaBlockMapPass& pass = plan.map;
     if (pass.tiling.mapRows == 0) return fa::Refuse(context, "the block map is empty: the caller skips the launch");
-    if (CheckSize(context, context->GetInputShape(fa::kMapSeqInfo), "seq_info", pass.seqInfo.size()) !=
+    if (CheckSize(context, context->GetRequiredInputShape(fa::kMapSeqInfo), "seq_info", pass.seqInfo.size()) !=
         ge::GRAPH_SUCCESS) {
         return ge::GRAPH_FAILED;
     }
@@ -158,7 +122,7 @@ ge::graphStatus TilingFlashAttentionNpuFaGrad(gert::TilingContext* context) {
     }
     if (err.empty()) err = fa::CheckPlannedBlocks(c.blocks, t.launches[0].s1Block, t.launches[0].s2Block);
     if (!err.empty()) return fa::Refuse(context, err);
-    if (CheckSize(context, context->GetInputShape(fa::kGradSeqInfo), "seq_info", t.seqInfo.size()) !=
+    if (CheckSize(context, context->GetRequiredInputShape(fa::kGradSeqInfo), "seq_info", t.seqInfo.size()) !=
             ge::GRAPH_SUCCESS ||
         (p.denseMask && CheckSize(context, context->GetOptionalInputShape(fa::kGradBlockMap), "block_map",
                                   t.mapBytes) != ge::GRAPH_SUCCESS) ||

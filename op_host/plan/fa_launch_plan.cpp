@@ -30,4 +30,11 @@ std::string PlanInfer(const FaInferProblem& p, const ChipSpec& chip, FaInferPlan
     return "";
 }
 
+bool InferHasWork(const FaInferProblem& p) {
+    for (size_t b = 0; b < p.qLen.size(); ++b) {
+        if (p.qLen[b] > 0 && p.kvLen[b] > 0) return true;
+    }
+    return false;
+}
+
 }  // namespace npu_fa

@@ -41,4 +41,8 @@ std::string PlanForward(const FaProblem& p, const ChipSpec& chip, FaForwardPlan&
 std::string PlanBackward(const FaProblem& p, const ChipSpec& chip, FaBackwardPlan& plan);
 std::string PlanInfer(const FaInferProblem& p, const ChipSpec& chip, FaInferPlan& plan);
 
+// Whether some query row of an inference problem sees a key: callers answer other calls without a launch (every
+// output row 0, every lse +inf).
+bool InferHasWork(const FaInferProblem& p);
+
 }  // namespace npu_fa

@@ -17,7 +17,8 @@ Modules, by concern (docs/architecture.md is the map):
   dispatch, npu     the checks before dispatch, the NPU adapter loader
   interfaces        drop-ins: torch_npu's npu_fusion_attention (+ grad), flash_attn 2.x, torch's SDPA; inference:
                     torch_npu's npu_fused_infer_attention_score, flash_attn's flash_attn_with_kvcache
-  integrations      the transformers attention backend (`integrations.transformers.register()`)
+  integrations      the transformers attention backend (`integrations.transformers.register()`) and greedy
+                    generation over a paged KV cache (`integrations.paged_generation.generate_greedy`)
   distributed       context parallelism over torch.distributed (ring, Ulysses, hybrid, all-gather; imported on
                     demand: `from npu_flash_attn.distributed import context_parallel_attention`)
   twin              any Ascend C kernel source on the CPU twin (compile_kernel)

@@ -21,8 +21,8 @@ import torch
 
 from . import npu
 
-__all__ = ["define_op", "define_composite", "bind_arguments", "check_scalar_types", "require_device", "check_before_dispatch",
-           "value_checks", "is_fake"]
+__all__ = ["define_op", "define_composite", "define_schema", "bind_arguments", "check_scalar_types",
+           "require_device", "check_before_dispatch", "value_checks", "is_fake"]
 
 _libs: dict[str, torch.library.Library] = {}  # kept alive: dropping a Library removes its registrations
 
@@ -58,6 +58,16 @@ def define_composite(qualname: str, schema: str, kernel: Callable[..., Any], doc
     lib.impl(name, kernel, "CompositeImplicitAutograd")
     packet = getattr(getattr(torch.ops, ns), name)
     packet.__doc__ = packet.default.__doc__ = doc
+
+
+def define_schema(qualname: str, schema: str, doc: str) -> None:
+    """Defines `qualname` ("ns::name") with `schema` and no kernel of ours: an op only a backend library implements
+    (the NPU adapter's), idempotent."""
+    ns, name = qualname.split("::")
+    if hasattr(getattr(torch.ops, ns), name):
+        return
+    _lib(ns).define(name + schema)
+    getattr(getattr(torch.ops, ns), name).__doc__ = doc
 
 
 def bind_arguments(schema: torch._C.FunctionSchema, args: tuple, kwargs: dict) -> dict[str, Any]:

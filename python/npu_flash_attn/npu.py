@@ -1,9 +1,11 @@
-"""NPU tensors: finding and loading the torch_npu adapter library (csrc/npu/npu_adapter.cpp). Not yet run on hardware.
+"""NPU tensors: finding and loading the torch_npu adapter library (csrc/npu/npu_adapter.cpp,
+npu_infer_adapter.cpp). Not yet run on hardware.
 
 The adapter registers the PrivateUse1 (NPU) kernels of `torch.ops.npu.flash_attention_fwd` (which the composite
-`torch.ops.npu.flash_attention` calls) and `torch.ops.npu.flash_attention_grad`; the Python package keeps the schemas, the CPU (twin) kernels, the autograd and
-the argument checks (`ops.py` / `backward.py`), so NPU and CPU calls are validated by the same code and
-differentiated by the same registration.
+`torch.ops.npu.flash_attention` calls), `torch.ops.npu.flash_attention_grad` and `torch.ops.npu.fused_infer_attention`
+(npu_fused_infer_attention_score's); the Python package keeps the schemas, the CPU (twin) kernels, the autograd and
+the argument checks (`ops.py` / `backward.py`, `interfaces/fused_infer.py`), so NPU and CPU calls are validated by the
+same code and differentiated by the same registration.
 
 Lookup, at `import npu_flash_attn`, only when `torch_npu` is importable:
 

@@ -17,7 +17,8 @@ Semantics are flash_attn's:
 * `alibi_slopes` (float32 [N1] or [B, N1]): score (i, j) of head h gets -slope[h] * |i + Sk - Sq - j|;
 * `return_softmax_lse=True` returns (out, softmax_lse float32 [B, N1, Sq]).
 The problem module (`op_host/problem/fa_infer_problem.cpp`) checks window_size, softcap and alibi_slopes with
-messages naming them. Runs on CPU tensors (the twin).
+messages naming them. Runs on CPU tensors (the twin) and, through `npu_fused_infer_attention_score`, on NPU tensors
+(the adapter).
 """
 from __future__ import annotations
 
@@ -157,7 +158,7 @@ def _append(k_cache, v_cache, k, v, seqlens, rows, block_table) -> None:
     """Writes k/v [B, S_new, N2, D] into the caches at positions seqlens[b] + t, in place."""
     s_new = k.shape[1]
     for i, start in enumerate(seqlens):
-        pos = torch.arange(start, start + s_new)
+        pos = torch.arange(start, start + s_new, device=k_cache.device)
         if block_table is None:
             k_cache[rows[i], pos] = k[i]
             v_cache[rows[i], pos] = v[i]

@@ -38,7 +38,11 @@ Supported (the problem module, `op_host/problem/fa_infer_problem.cpp`, holds eve
   modes 2-5 raise NotImplementedError (antiquant_params gives the kernel's fp32 form).
 Rows past `actual_seq_lengths`, and rows whose band misses every key, give 0 (and lse +inf). Every other argument
 given a non-default value raises NotImplementedError naming it (quantisation, shared prefix, rope,
-padding sizes: the next stage). Runs on CPU tensors (the twin); results are "twin".
+padding sizes: the next stage). Runs on CPU tensors (the twin; results are "twin") and on NPU tensors through the
+torch_npu adapter (csrc/npu/npu_infer_adapter.cpp, the CANN operators FlashAttentionNpuFaInfer and its combine pass;
+not yet run on hardware): both devices get the same checks and messages, then NPU tensors dispatch to
+`torch.ops.npu.fused_infer_attention`, the adapter's op, with every argument the twin takes (the checks that read
+tensor contents, the compressed mask's and the block table's, run on NPU only with NPU_FA_CHECK_VALUES=1).
 """
 from __future__ import annotations
 
@@ -49,6 +53,7 @@ import torch
 
 from .. import twin_backend
 from ..chip import get_chip
+from ..dispatch import define_schema, require_device, value_checks
 from ..masks import check_compressed_mask
 from ..native import ext
 from ..problem import INT32_MAX
@@ -63,6 +68,24 @@ _LATER_TENSORS = ("dequant_scale1", "quant_scale1", "dequant_scale2", "quant_sca
 _ANTIQUANT = ("antiquant_scale", "antiquant_offset", "key_antiquant_scale", "key_antiquant_offset",
               "value_antiquant_scale", "value_antiquant_offset")
 _ANTIQUANT_MODES = ("antiquant_mode", "key_antiquant_mode", "value_antiquant_mode")
+
+# The NPU entry: the arguments the kernels take, by torch_npu's names (flash_attn's window and softcap by the
+# problem module's), and `antiquant`, an int8 cache's scales and offsets in the kernel's fp32 form (antiquant_params;
+# the antiquant tensors themselves describe the call to the operators). Only the adapter implements it
+# (PrivateUse1); CPU calls run the twin directly, below.
+NPU_OP_SCHEMA = (
+    "(Tensor query, Tensor key, Tensor value, Tensor? block_table=None, Tensor? atten_mask=None, "
+    "Tensor? pse_shift=None, Tensor? alibi_slopes=None, Tensor? antiquant_scale=None, Tensor? antiquant_offset=None, "
+    "Tensor? key_antiquant_scale=None, Tensor? key_antiquant_offset=None, Tensor? value_antiquant_scale=None, "
+    "Tensor? value_antiquant_offset=None, Tensor? antiquant=None, "
+    "int[]? actual_seq_lengths=None, int[]? actual_seq_lengths_kv=None, int num_heads=1, float scale=1.0, "
+    "int pre_tokens=2147483647, int next_tokens=2147483647, str input_layout=\"BSH\", int num_key_value_heads=0, "
+    "int sparse_mode=0, int inner_precise=0, int block_size=0, bool softmax_lse_flag=False, int window_left=-1, "
+    "int window_right=-1, float softcap=0.0, int antiquant_mode=0, int key_antiquant_mode=0, "
+    "int value_antiquant_mode=0) -> (Tensor attention_out, Tensor softmax_lse)")
+
+define_schema("npu::fused_infer_attention", NPU_OP_SCHEMA,
+              "npu_fused_infer_attention_score's NPU kernel (the torch_npu adapter); call the function instead")
 
 
 def _lengths(name: str, v: Any) -> Optional[list[int]]:
@@ -117,36 +140,39 @@ def run(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, later: list
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if query.device.type != "cpu":
-        raise NotImplementedError(f"npu_fused_infer_attention_score runs on CPU tensors (the twin) only so far; query "
-                                  f"is on {query.device}")
+    require_device(query.device, "npu_fused_infer_attention_score")
     for name, t in (("key", key), ("value", value), ("block_table", block_table), ("atten_mask", atten_mask),
                     ("pse_shift", pse_shift), ("alibi_slopes", alibi_slopes), *((n, quant[n]) for n in _ANTIQUANT)):
         args.optional_tensor(name, t, query, "query")
     if not isinstance(input_layout, str):
         raise TypeError(f"input_layout must be a str, got {type(input_layout).__name__} {input_layout!r}")
-    scale = args.real("scale", scale)
     left, right = (args.integer(f"window_size[{i}]", w) for i, w in enumerate(window_size))
-    call = ext().InferCall(
-        _desc(query), _desc(key), _desc(value), block_table=_desc(block_table), atten_mask=_desc(atten_mask),
-        pse_shift=_desc(pse_shift), actual_seq_lengths=_lengths("actual_seq_lengths", actual_seq_lengths),
+    attrs = dict(
+        actual_seq_lengths=_lengths("actual_seq_lengths", actual_seq_lengths),
         actual_seq_lengths_kv=_lengths("actual_seq_lengths_kv", actual_seq_lengths_kv),
-        num_heads=args.integer("num_heads", num_heads), scale=scale,
+        num_heads=args.integer("num_heads", num_heads), scale=args.real("scale", scale),
         pre_tokens=args.integer("pre_tokens", pre_tokens), next_tokens=args.integer("next_tokens", next_tokens),
         input_layout=input_layout, num_key_value_heads=args.integer("num_key_value_heads", num_key_value_heads),
-        sparse_mode=args.integer("sparse_mode", sparse_mode), inner_precise=args.integer("inner_precise", inner_precise),
-        block_size=args.integer("block_size", block_size), softmax_lse_flag=args.flag("softmax_lse_flag", softmax_lse_flag),
-        window_left=left, window_right=right, softcap=args.real("softcap", softcap),
-        alibi_slopes=_desc(alibi_slopes), force_splits=twin_backend.infer_split_override(), later_args=later,
-        **{name: _desc(quant[name]) for name in _ANTIQUANT},
-        **{name: args.integer(name, quant[name]) for name in _ANTIQUANT_MODES})
+        sparse_mode=args.integer("sparse_mode", sparse_mode),
+        inner_precise=args.integer("inner_precise", inner_precise), block_size=args.integer("block_size", block_size),
+        softmax_lse_flag=args.flag("softmax_lse_flag", softmax_lse_flag), window_left=left, window_right=right,
+        softcap=args.real("softcap", softcap), **{name: args.integer(name, quant[name]) for name in _ANTIQUANT_MODES})
+    call = ext().InferCall(
+        _desc(query), _desc(key), _desc(value), block_table=_desc(block_table), atten_mask=_desc(atten_mask),
+        pse_shift=_desc(pse_shift), alibi_slopes=_desc(alibi_slopes), force_splits=twin_backend.infer_split_override(),
+        later_args=later, **attrs, **{name: _desc(quant[name]) for name in _ANTIQUANT})
     p = ext().flash_attention_infer_problem(call)
-    if p["compressed_mask"]:
-        check_compressed_mask(atten_mask.reshape(2048, 2048), sparse_mode)
-    if block_table is not None:
-        _check_block_ids(block_table, p)
+    if value_checks(query.device):
+        if p["compressed_mask"]:
+            check_compressed_mask(atten_mask.reshape(2048, 2048), sparse_mode)
+        if block_table is not None:
+            _check_block_ids(block_table, p)
     if on_valid is not None:
         on_valid()
+    params = None if p["antiquant"] is None else antiquant_params(p, **{n: quant[n] for n in _ANTIQUANT})
+    if query.device.type == "npu":
+        return torch.ops.npu.fused_infer_attention(query, key, value, block_table, atten_mask, pse_shift, alibi_slopes,
+                                                   *(quant[n] for n in _ANTIQUANT), params, **attrs)
     out = torch.zeros(p["out_shape"], dtype=query.dtype)
     lse = torch.full(p["lse_shape"], math.inf if softmax_lse_flag else 0.0, dtype=torch.float32)
     work = sum(a * b for a, b in zip(p["q_lens"], p["kv_lens"]))
@@ -156,7 +182,6 @@ def run(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, later: list
         view = p["mask_view"]
         mask = None if view is None else twin_backend.mask_bytes_view(atten_mask, view, p["layout"], batch_major3=True)
         pse, slopes = (None if t is None else t.detach().contiguous() for t in (pse_shift, alibi_slopes))
-        params = None if p["antiquant"] is None else antiquant_params(p, **{n: quant[n] for n in _ANTIQUANT})
         twin_backend.infer(call, get_chip(), q, k, v, table, mask, pse, slopes, out, lse,
                            4.0 * p["N1"] * p["D"] * work, params)
     return out, lse
