@@ -164,8 +164,8 @@ std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut
     if (costQ.size() > 0xFFFFFFFFull || costKv.size() > 0xFFFFFFFFull) return "too many tasks for one launch";
 
     // Workspace: D for every query row ([rows, 8] fp32), the stored tiles of a chunk, then per core S, dP (fp32, or
-    // 16-bit in the high-performance mode), P, dS (16-bit) tiles, kBwdSlots slots each, and a task's sums (dS K or dS^T Q: [max(s1Block, s2Block), dPad];
-    // P^T dO: [s2Block, dvPad]), 512 B aligned.
+    // 16-bit in the high-performance mode), P, dS (16-bit) tiles, kBwdSlots slots each, and a task's sums (dS K or
+    // dS^T Q: [max(s1Block, s2Block), dPad]; P^T dO: [s2Block, dvPad]), 512 B aligned.
     const uint64_t qRows = varlen ? p.t1 : (uint64_t)p.batch * p.s1;
     const uint64_t tile32 = align512((uint64_t)t.s1Block * t.s2Block * 4);
     const uint64_t tile16 = align512((uint64_t)t.s1Block * t.s2Block * 2);

@@ -405,8 +405,8 @@ private:
     }
     __aicore__ inline AscendC::LocalTensor<float> ChunkS(uint32_t c) { return scoreBuf_.Get<float>()[c * chunk_ * w_]; }
     __aicore__ inline AscendC::LocalTensor<float> ChunkDp(uint32_t c) { return dpBuf_.Get<float>()[c * chunk_ * w_]; }
-    // 16-bit S or dP (the high-performance mode): the bytes of a buffer's two fp32 chunks hold one fp32 work chunk, which
-    // the chunks take in turn (only the vector pipe touches it), then a 16-bit staging chunk for each.
+    // 16-bit S or dP (the high-performance mode): the bytes of a buffer's two fp32 chunks hold one fp32 work chunk,
+    // which the chunks take in turn (only the vector pipe touches it), then a 16-bit staging chunk for each.
     __aicore__ inline AscendC::LocalTensor<T> Staged(AscendC::TBuf<AscendC::TPosition::VECIN>& buf, uint32_t c) {
         return buf.Get<T>()[(2 + c) * chunk_ * w_];
     }
