@@ -16,6 +16,22 @@ uint32_t StoredKvL1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t d
     return 2 * slots * m16 * (dPad + dvPad + 2 * w);
 }
 
+// The high-performance mode (FaProblemTiling::bwdLowScores) for query blocks of m16 rows: 16-bit S exactly where the
+// forward's own tiling of the problem takes it (its rule, at its blocks), in its K-dim chunks; 0 elsewhere.
+std::string PlanLowScores(const FaProblem& p, const ChipSpec& chip, uint32_t m16, uint32_t& lowScores) {
+    lowScores = 0;
+    if (!p.highPerformance && p.forceLowScores < 0) return "";
+    FaTilingOut fwd;
+    const std::string err = ComputeFlashAttentionTiling(p, chip, fwd);
+    if (!err.empty()) return err;
+    if (fwd.data.lowScores == 0) return "";
+    // The forward's K chunk fits the backward's L0A half when its query block is at least as tall (always at
+    // dPad <= 128, where both take D whole); else the largest that fits (the twin's sums do not depend on it).
+    const uint32_t kChunk = fwd.data.kChunkQK;
+    lowScores = m16 * kChunk * 2 <= kL0HalfBytes ? kChunk : FaChunk(AlignUp(p.d, 16), kL0HalfBytes / (m16 * 2));
+    return "";
+}
+
 // The tiling with 64 x 128 tiles whose dK/dV sums ([128, dPad + dvPad] fp32) fill all of L0C, which only the
 // stored-tile dK/dV pass (no S or dP in L0C) can hold: it loads Q and dO once per 128 keys instead of per 64. Empty
 // when the tiles are stored; else what is wrong, and the caller takes the standard tiling.
@@ -85,6 +101,8 @@ std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut
     if (!err.empty()) return err;
     t.problem = ft.data.problem;  // the problem part is the forward's
     t.problem.partialKeys = p.partialKeys ? 1 : 0;
+    const std::string lowErr = PlanLowScores(p, chip, AlignUp(t.s1Block, 16), t.problem.bwdLowScores);
+    if (!lowErr.empty()) return lowErr;
     const bool varlen = t.problem.varlen != 0;
     out.mapTiling = ft.data;
     out.mapBytes = ft.mapBytes;
@@ -145,12 +163,13 @@ std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut
     }
     if (costQ.size() > 0xFFFFFFFFull || costKv.size() > 0xFFFFFFFFull) return "too many tasks for one launch";
 
-    // Workspace: D for every query row ([rows, 8] fp32), the stored tiles of a chunk, then per core S, dP (fp32), P,
-    // dS (16-bit) tiles, kBwdSlots slots each, and a task's sums (dS K or dS^T Q: [max(s1Block, s2Block), dPad];
-    // P^T dO: [s2Block, dvPad]), 512 B aligned.
+    // Workspace: D for every query row ([rows, 8] fp32), the stored tiles of a chunk, then per core S, dP (fp32, or
+    // 16-bit in the high-performance mode), P, dS (16-bit) tiles, kBwdSlots slots each, and a task's sums (dS K or
+    // dS^T Q: [max(s1Block, s2Block), dPad]; P^T dO: [s2Block, dvPad]), 512 B aligned.
     const uint64_t qRows = varlen ? p.t1 : (uint64_t)p.batch * p.s1;
     const uint64_t tile32 = align512((uint64_t)t.s1Block * t.s2Block * 4);
     const uint64_t tile16 = align512((uint64_t)t.s1Block * t.s2Block * 2);
+    const uint64_t tileS = t.problem.bwdLowScores != 0 ? tile16 : tile32;  // S and dP
     const uint64_t partA = align512((uint64_t)std::max(t.s1Block, t.s2Block) * dPad * 4);
     const uint64_t partB = align512((uint64_t)t.s2Block * dvPad * 4);
     t.wsOffsetD = 0;
@@ -158,10 +177,10 @@ std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut
     t.wsOffsetCore = t.wsOffsetTiles + (t.storeTiles != 0 ? t.headCount * perKvHead : 0);
     const uint64_t n = kBwdSlots;
     t.wsOffsetS = 0;
-    t.wsOffsetDp = n * tile32;
-    t.wsOffsetP = 2 * n * tile32;
-    t.wsOffsetDs = 2 * n * tile32 + n * tile16;
-    t.wsOffsetSumA = 2 * n * (tile32 + tile16);
+    t.wsOffsetDp = n * tileS;
+    t.wsOffsetP = 2 * n * tileS;
+    t.wsOffsetDs = 2 * n * tileS + n * tile16;
+    t.wsOffsetSumA = 2 * n * (tileS + tile16);
     t.wsOffsetSumB = t.wsOffsetSumA + partA;
     t.wsPerCore = t.wsOffsetSumB + partB;
 

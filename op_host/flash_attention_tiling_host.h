@@ -60,7 +60,8 @@ struct FaProblem {
     // The forward writes, the backward reads attention_out's rounding error (FaProblemTiling::outResidual).
     bool outResidual = false;
     // inner_precise bit 0 (high-performance mode): the forward may take its scores out of Fixpipe in the input dtype
-    // (the tiling decides: LowScoresPay); forceLowScores >= 0 (twin tuning) decides instead.
+    // (the tiling decides: LowScoresPay), and the backward does where the forward does; forceLowScores >= 0 (twin
+    // tuning) decides instead, for both.
     bool highPerformance = false;
     int32_t forceLowScores = -1;
     // Backward: stored tiles per chunk of heads at most (bytes; 0 = kBwdStoreLimitBytes), FaCall::bwdStoreLimit.

@@ -388,7 +388,7 @@ FaError BuildProblem(const FaCall& c, FaProblemInfo& o) {
                      " must be 0-3: bit 0 picks high precision (0) or high performance (1); invalid rows always get "
                      "zero output");
     }
-    p.highPerformance = (a.innerPrecise & 1) != 0 && !c.grad;
+    p.highPerformance = (a.innerPrecise & 1) != 0;
     if (a.sparseMode < 0 || a.sparseMode > 8) {
         return Value("sparse_mode=" + std::to_string(a.sparseMode) + " must be in [0, 8]");
     }

@@ -122,7 +122,7 @@ private:
 };
 
 // The backward's workspace: D for every query row and the stored tiles (shared by the cores), and per core S and dP
-// (fp32), P and dS (input dtype) in slot step % kBwdSlots, and a task's sums.
+// (fp32 or the input dtype), P and dS (input dtype) in slot step % kBwdSlots, and a task's sums.
 class FaBwdWorkspace {
 public:
     __aicore__ inline void Init(GM_ADDR workspace, const FlashAttentionGradTilingData* t, uint32_t core) {
@@ -131,11 +131,11 @@ public:
     }
     __aicore__ inline __gm__ float* D() const { return ws_.Shared<float>(t_->wsOffsetD); }
     // The cube writes later steps' S and dP while the AIVs read these, and loads a step's P and dS while the AIVs
-    // write later steps'.
-    __aicore__ inline __gm__ float* Scores(uint32_t slot) const { return ws_.Slot<float>(t_->wsOffsetS, slot, Tile()); }
-    __aicore__ inline __gm__ float* DScoresIn(uint32_t slot) const {
-        return ws_.Slot<float>(t_->wsOffsetDp, slot, Tile());
-    }
+    // write later steps'. S and dP are fp32, or the input dtype in the high-performance mode (bwd_tiling.h).
+    template <typename S>
+    __aicore__ inline __gm__ S* Scores(uint32_t slot) const { return ws_.Slot<S>(t_->wsOffsetS, slot, Tile()); }
+    template <typename S>
+    __aicore__ inline __gm__ S* DScoresIn(uint32_t slot) const { return ws_.Slot<S>(t_->wsOffsetDp, slot, Tile()); }
     template <typename T>
     __aicore__ inline __gm__ T* Probs(uint32_t slot) const { return ws_.Slot<T>(t_->wsOffsetP, slot, Tile()); }
     template <typename T>

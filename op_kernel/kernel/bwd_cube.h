@@ -1,5 +1,6 @@
 // Cube (AIC) half of the backward kernel. Per step: Q, dO, K, V tiles GM -> L1 Nz (the task's side once per task,
-// the other side per step, l1Slots slots each), S = Q K^T and dP = dO V^T to the workspace (fp32); after the
+// the other side per step, l1Slots slots each), S = Q K^T and dP = dO V^T to the workspace (fp32; in the
+// high-performance mode rounded to the input dtype by Fixpipe, S as the forward's: problem.bwdLowScores); after the
 // AIVs' P and dS come back, the pass's products, summed in L0C over the task's steps: dQ pass dS K; dKV pass P^T dO
 // and dS^T Q (the transposed A operand is loaded with a per-fractal transpose, LoadData2D ifTranspose). At the
 // task's last step the sums leave through Fixpipe once. Order per core (lag 2): S(0), S(1), S(2), products(0),
@@ -204,20 +205,39 @@ private:
         return Operand{Tile(id, p.slot[id]), id == kQ || id == kDo ? m16_ : w_, transposed, 0};
     }
 
-    // S = Q K^T and dP = dO V^T -> workspace slot step % kBwdSlots, then tell the vector cores.
+    // S = Q K^T and dP = dO V^T -> workspace slot step % kBwdSlots (fp32, or rounded to T by Fixpipe in the
+    // high-performance mode), then tell the vector cores.
     __aicore__ inline void ScoresStep(const Pending& p) {
         const uint32_t qRows = (uint32_t)p.s.qRows, kRows = (uint32_t)p.s.kRows, ws = p.step % kBwdSlots;
-        ScoreTile(Slotted(p, kQ, false), Slotted(p, kK, false), p_->d, kL0cS, kEvS, qRows, kRows, ws_.Scores(ws));
-        ScoreTile(Slotted(p, kDo, false), Slotted(p, kV, false), p_->dv, kL0cDp, kEvDp, qRows, kRows,
-                  ws_.DScoresIn(ws));
+        const Operand q = Slotted(p, kQ, false), k = Slotted(p, kK, false);
+        const Operand dO = Slotted(p, kDo, false), v = Slotted(p, kV, false);
+        if (p_->bwdLowScores != 0) {
+            uint32_t kChunk, nChunk;
+            BwdLowScoreChunks(*p_, m16_, w_, kChunk, nChunk);
+            ScoreTile(q, k, p_->d, kL0cS, kEvS, qRows, kRows, ws_.template Scores<T>(ws), kChunk, nChunk);
+        } else {
+            ScoreTile(q, k, p_->d, kL0cS, kEvS, qRows, kRows, ws_.template Scores<float>(ws));
+        }
+        if (p_->bwdLowScores != 0) {
+            ScoreTile(dO, v, p_->dv, kL0cDp, kEvDp, qRows, kRows, ws_.template DScoresIn<T>(ws));
+        } else {
+            ScoreTile(dO, v, p_->dv, kL0cDp, kEvDp, qRows, kRows, ws_.template DScoresIn<float>(ws));
+        }
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kBwdFlagScores, p.step));
     }
 
+    // kChunk 0: the chunks Mma picks; else these (the forward's Q*K^T chunks, so that a 16-bit S rounds the same sums).
+    template <typename O>
     __aicore__ inline void ScoreTile(const Operand& a, const Operand& b, uint32_t k, uint32_t region, int32_t ev,
-                                     uint32_t qRows, uint32_t kRows, __gm__ float* dst) {
+                                     uint32_t qRows, uint32_t kRows, __gm__ O* dst, uint32_t kChunk = 0,
+                                     uint32_t nChunk = 0) {
         const AscendC::LocalTensor<float> c = mm_.L0c(region);
         AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(ev);
-        Mma(a, b, qRows, k, 0, kRows, c, true);
+        if (kChunk != 0) {
+            mm_.Accumulate(a, b, qRows, k, 0, kRows, kChunk, nChunk, c, true);
+        } else {
+            Mma(a, b, qRows, k, 0, kRows, c, true);
+        }
         mm_.Store(c, qRows, kRows, dst, w_, ev);
         AscendC::SetFlag<AscendC::HardEvent::FIX_M>(ev);
     }

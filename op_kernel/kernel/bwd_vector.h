@@ -10,6 +10,8 @@
 // Stored tiles (tiling storeTiles): the dQ pass writes each step's P (dropped, for dV) and final dS to the tile's
 // place in the workspace, where the cube reads dS for dQ and the dK/dV pass reads both; that pass's AIVs then only
 // write the task's sums.
+// High-performance mode (problem.bwdLowScores): S and dP arrive in the input dtype and are widened to fp32
+// first; the rest is the same.
 // Masked entries (band, key columns past the sequence end) get P = 0 and dS = 0; so do rows that see no key
 // (max = -FLT_MAX). A step's rows go in two chunks with their own buffers and events, so one chunk's loads and
 // stores (and the next step's first loads) overlap the other's vector work; the task-level work (D, the sums, the
@@ -321,8 +323,16 @@ private:
             if (rows == 0) continue;
             const uint64_t off = (uint64_t)(q.first + r0) * w_;
             AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdChunk + c);
-            AscendC::DataCopy(ChunkS(c), Gm(ws_.Scores(slot) + off), rows * w_);
-            AscendC::DataCopy(ChunkDp(c), Gm(ws_.DScoresIn(slot) + off), rows * w_);
+            if (p_->bwdLowScores != 0) {
+                AscendC::DataCopy(Staged(scoreBuf_, c), Gm(ws_.template Scores<T>(slot) + off), rows * w_);
+            } else {
+                AscendC::DataCopy(ChunkS(c), Gm(ws_.template Scores<float>(slot) + off), rows * w_);
+            }
+            if (p_->bwdLowScores != 0) {
+                AscendC::DataCopy(Staged(dpBuf_, c), Gm(ws_.template DScoresIn<T>(slot) + off), rows * w_);
+            } else {
+                AscendC::DataCopy(ChunkDp(c), Gm(ws_.template DScoresIn<float>(slot) + off), rows * w_);
+            }
             AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdChunk + c);
         }
         const uint32_t set = dkv ? step % 2 : 0;
@@ -330,9 +340,10 @@ private:
         for (uint32_t c = 0; c < 2; ++c) {
             const uint32_t r0 = c * chunk_, rows = ChunkRows(q.count, c), n = rows * w_;
             if (rows == 0) continue;
-            const AscendC::LocalTensor<float> x = ChunkS(c), dp = ChunkDp(c);
             const AscendC::LocalTensor<T> hp = ChunkHalf(c, 0), hds = ChunkHalf(c, 1);
             AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdChunk + c);
+            const AscendC::LocalTensor<float> x = Widened(scoreBuf_, c, p_->bwdLowScores != 0, n);
+            const AscendC::LocalTensor<float> dp = Widened(dpBuf_, c, p_->bwdLowScores != 0, n);
             const int64_t row0 = s.q0 + q.first + r0;
             const FaScoreTile tile{task.batch, s.qHead, row0, rows, s.k0, (uint32_t)s.kRows, task.band, task.maskBase,
                                    state, StatRow(*p_, task.batch, task.seq, s.qHead, row0)};
@@ -394,6 +405,18 @@ private:
     }
     __aicore__ inline AscendC::LocalTensor<float> ChunkS(uint32_t c) { return scoreBuf_.Get<float>()[c * chunk_ * w_]; }
     __aicore__ inline AscendC::LocalTensor<float> ChunkDp(uint32_t c) { return dpBuf_.Get<float>()[c * chunk_ * w_]; }
+    // 16-bit S or dP (the high-performance mode): the bytes of a buffer's two fp32 chunks hold one fp32 work chunk,
+    // which the chunks take in turn (only the vector pipe touches it), then a 16-bit staging chunk for each.
+    __aicore__ inline AscendC::LocalTensor<T> Staged(AscendC::TBuf<AscendC::TPosition::VECIN>& buf, uint32_t c) {
+        return buf.Get<T>()[(2 + c) * chunk_ * w_];
+    }
+    // Chunk c's n scores in fp32, once loaded: as loaded, or widened from 16 bits into the work chunk.
+    __aicore__ inline AscendC::LocalTensor<float> Widened(AscendC::TBuf<AscendC::TPosition::VECIN>& buf, uint32_t c,
+                                                           bool low, uint32_t n) {
+        const AscendC::LocalTensor<float> chunk = buf.Get<float>()[(low ? 0 : c) * chunk_ * w_];
+        if (low) AscendC::Cast(chunk, Staged(buf, c), AscendC::RoundMode::CAST_NONE, n);
+        return chunk;
+    }
     __aicore__ inline AscendC::LocalTensor<T> ChunkHalf(uint32_t c, uint32_t which) {
         return halfBuf_.Get<T>()[(2 * c + which) * chunk_ * w_];
     }

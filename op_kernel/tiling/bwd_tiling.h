@@ -18,6 +18,7 @@
 #define NPU_FA_TILING_BWD_TILING_H
 
 #include "problem_tiling.h"
+#include "matmul_chunks.h"
 
 namespace npu_fa {
 
@@ -36,8 +37,8 @@ struct FlashAttentionGradTilingData {
     FaProblemTiling problem;
     // Workspace (bytes): D = rowsum(dO * O) per query row ([rows, 8] fp32, statistic layout) at wsOffsetD, the stored
     // tiles at wsOffsetTiles (P then dS, tileBytes each, per tile), then per core at wsOffsetCore + core *
-    // wsPerCore: S and dP (fp32), P and dS (input dtype), kBwdSlots slots each, and a task's sums as Fixpipe leaves
-    // them (fp32).
+    // wsPerCore: S and dP (fp32, or the input dtype: problem.bwdLowScores), P and dS (input dtype),
+    // kBwdSlots slots each, and a task's sums as Fixpipe leaves them (fp32).
     uint64_t wsOffsetD;
     uint64_t wsOffsetTiles;
     uint64_t wsOffsetCore;
@@ -65,6 +66,18 @@ static_assert(sizeof(FlashAttentionGradTilingData) ==
                   sizeof(FaProblemTiling) + 10 * sizeof(uint64_t) + (13 + kMaxCores + 1) * sizeof(uint32_t) &&
               sizeof(FlashAttentionGradTilingData) == 696,  // the size the recorded trace digests saw
               "FlashAttentionGradTilingData must have no implicit padding");
+
+// The high-performance mode (problem.bwdLowScores != 0) takes S out of Fixpipe in the input dtype as the forward did,
+// so that P is consistent with the forward's statistics (and dP too: half the bytes again; the gradients keep the
+// FlashAttention criterion for fp16 and bf16). Its Q*K^T chunks for query blocks of m16 rows and key tiles of w: K
+// as the forward's (so that the rounded S is the forward's bit for bit), N what fits L0B beside it and S's quarter
+// of L0C.
+FA_INLINE void BwdLowScoreChunks(const FaProblemTiling& p, uint32_t m16, uint32_t w, uint32_t& kChunk,
+                                 uint32_t& nChunk) {
+    kChunk = p.bwdLowScores;
+    const uint32_t limC = kL0cHalfBytes / 2 / (m16 * 4), limB = kL0HalfBytes / (kChunk * 2);
+    nChunk = FaChunk(w, limC < limB ? limC : limB);
+}
 
 // The output columns a pass sums for gradient `part` (kBwdPartDk: of dK, width d; kBwdPartDv: of dV, width dv), as
 // [first, first + count).

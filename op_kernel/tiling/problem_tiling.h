@@ -53,7 +53,9 @@ struct FaProblemTiling {
                               // the statistics and attention_in are the whole rows'
     uint32_t outResidual;     // 1: the forward also writes attention_out_residual (attention_out's rounding error,
                               // in the input dtype), the backward reads it: D = rowsum(dO * (O + residual))
-    uint32_t reserved;
+    uint32_t bwdLowScores;    // backward only, 0: S and dP leave Fixpipe in fp32; else the high-performance mode
+                              // where the forward took 16-bit scores: S and dP in the input dtype, Q*K^T in K-dim
+                              // chunks of this many (the forward's kChunkQK; bwd_tiling.h BwdLowScoreChunks)
 };
 static_assert(sizeof(FaProblemTiling) == 4 * sizeof(FaStrides) + 8 * sizeof(uint64_t) + sizeof(FaDropoutParams) +
                                              26 * sizeof(uint32_t),

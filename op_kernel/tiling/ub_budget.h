@@ -83,8 +83,8 @@ FA_INLINE FaFwdUbSizes FwdUbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uin
 // `chunk` rows (BwdChunkRows) so that one chunk's loads and stores overlap the other's vector work; key tile width
 // `w`, key rows per AIV `kvRows` and padded head dims.
 struct FaBwdUbSizes {
-    uint32_t score;  // S, later P, fp32 [chunk, w] per chunk
-    uint32_t dp;     // dP, later dS, fp32 [chunk, w] per chunk
+    uint32_t score;  // S, later P, fp32 [chunk, w] per chunk (16-bit S: one fp32 work chunk + a 16-bit one per chunk)
+    uint32_t dp;     // dP, later dS, fp32 [chunk, w] per chunk (16-bit dP: the same split)
     uint32_t dmat;   // (column - row) pattern for band masks [chunk, w]
     uint32_t bits;   // compare bit mask over [chunk, w]
     uint32_t half;   // P and dS in the input dtype [chunk, w] each, per chunk

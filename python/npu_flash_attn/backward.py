@@ -27,8 +27,10 @@ Schema (semantics of torch_npu's `npu_fusion_attention_grad`)::
   rounding of attention_in would be the whole result there (docs/performance.md, "Rows whose exact gradient
   vanishes"); the autograd passes it whenever the forward kept it (`set_output_residual`). Rows
   that see no key (softmax_max = -FLT_MAX) get P = 0, so zero dq and no contribution to dk/dv. `inner_precise`
-  is accepted as in the forward; the backward's scores are always float32 (its high-performance mode is not built
-  yet), which is at least as accurate.
+  as in the forward: with bit 0 (high performance) S and dP leave the cube in the input dtype exactly where the
+  forward's tiling takes its scores in it (`last_launch_info()["score_dtype"]`), so that P is recomputed from the
+  same rounded S the forward's statistics came from (float32 S against them missed the gradient criterion on
+  about 0.4 % of random draws); the float16 range rule applies as in the forward.
 * Two kernel passes (dQ, then dK/dV), every output element written by exactly one core in a fixed order (no
   atomics), so results are bitwise reproducible run to run and for any core count whatever `deterministic` says;
   the flag is accepted for the built-in's signature and the autograd passes

@@ -43,8 +43,9 @@ Semantics (see also `npu_flash_attn.reference`, the float64 model of exactly thi
   ["score_dtype"]` says which); bfloat16 keeps float32 scores, as the built-in does. The error stays within the
   FlashAttention criterion (plain torch rounds the scores to the input dtype too); softmax_max/sum then carry the
   scores' rounding (relative ~2^-11). With float16 inputs the mode needs every unscaled |q.k| <= 65504 (ValueError
-  naming inner_precise otherwise). The backward always computes at full precision (its high-performance mode is
-  not built yet).
+  naming inner_precise otherwise). The backward follows the forward: where the forward's scores leave the cube in
+  float16, the backward's S and dP do too (so its P comes from the same rounded scores as the saved statistics),
+  under the same range rule.
 * Training: when autograd records the call (grad mode on and query/key/value/pse/sink requiring grad), the op
   runs `npu::flash_attention_fwd(..., output_residual=True)`, which also returns attention_out's rounding error
   (attention_out_residual: the output's shape and dtype, fp32 output minus the rounded one), and the autograd

@@ -81,7 +81,7 @@ class FAProblem:
     softcap: Optional[float] = None  # > 0: logit soft-capping of the scaled scores
     pse: PseArgs = PseArgs()   # in-kernel ALiBi or an outer bias tensor
     drop: DropArgs = DropArgs()
-    high_performance: bool = False  # inner_precise bit 0 (forward only): the scores leave the cube in the input dtype
+    high_performance: bool = False  # inner_precise bit 0: scores (backward: S, dP) may leave the cube 16-bit
     out_residual: bool = False  # the forward writes attention_out_residual / the backward reads it (issue 26)
     post: Optional[dict] = None  # what every backend does around the kernels (has_work, padding, row groups, dpse)
 
