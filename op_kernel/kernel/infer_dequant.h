@@ -1,17 +1,16 @@
 // Dequantisation of an int8 K/V cache (tiling kvQuant) on the vector cores: each step, the two AIVs of a core split
 // the step's keys, read their int8 rows through the block table (FaKvCache), widen them exactly (int8 -> half),
-// apply value = scale * (x + offset) per channel or per token (fp16 queries: in half, the output's own precision;
-// bf16: in fp32, which bf16 is rounded from), and write them in the input dtype to the core's K/V slot of the step
-// in the workspace; the cube reads that slot as it reads a 16-bit cache, after the kInferFlagKv signal.
+// apply value = scale * (x + offset) per token, or per channel for K (fp16 queries: in half, the output's own
+// precision; bf16: in fp32, which bf16 is rounded from), and write them in the input dtype to the core's K/V slot of
+// the step in the workspace; the cube reads that slot as it reads a 16-bit cache, after the kInferFlagKv signal.
+// Per-channel V is folded out of the stream: the cube multiplies P by the integers (exact in fp16 and bf16) and
+// FoldValueChannels applies scale and offset to the task's fp32 output before the division by the row sums.
 //
 // Why the vector cores: dav-2201's cube multiplies like types only (fp16/bf16 pairs or int8 x int8), so int8 K
 // against a 16-bit query needs a widened copy either way. The cube route (int8 K times an int8 identity, the Fixpipe
 // dequantising int32 -> fp16 into L1) costs keys x keys x D MACs a step (128 keys: 8x the scores of 16 packed rows;
 // estimated, not modeled), has no bf16 output and takes one scale per output column with no fractional offset, so
-// per-token scales and offsets would still need the vector; the vector route is the one built. Its cost, modeled
-// (docs/performance.md, int8 rows): the AIVs' int8 reads, their three (fp16) or five (bf16) passes over each element
-// and the 16-bit copy's round trip through L2 bound the step, 1.7-2.1x the bf16 cache's time, not the 0.6x of the
-// target; folding per-channel scales into Q and the output would leave only the widening on the vector.
+// per-token scales and offsets would still need the vector; the vector route is the one built.
 #ifndef NPU_FA_KERNEL_INFER_DEQUANT_H
 #define NPU_FA_KERNEL_INFER_DEQUANT_H
 
@@ -56,6 +55,7 @@ public:
         pipe->InitBuffer(paramBuf_, 2 * u.param);
         pipe->InitBuffer(calcBuf_, u.calc);
         pipe->InitBuffer(channelBuf_, u.channel);
+        pipe->InitBuffer(valueChannelBuf_, u.valueChannel);
         inElems_ = u.in;
         halfElems_ = u.half / 2;
         paramElems_ = u.param / 4;
@@ -83,6 +83,34 @@ public:
         AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(kInferFlagKv);
     }
 
+    // Per-channel V, folded out of the stream: the cube's P * V ran on the integers, so before the division by the
+    // row sums l, acc[r] = (acc[r] + l_r * offset) o scale (sum_j P_rj s o (v_j + o) = s o (P v + l o)). `sums` is one
+    // 32 B block per row, `scratch` [rows, dvPad] fp32 is free.
+    __aicore__ inline void FoldValueChannels(const AscendC::LocalTensor<float>& acc, const AscendC::LocalTensor<float>& sums,
+                                             const AscendC::LocalTensor<float>& scratch, uint32_t head, uint32_t rows,
+                                             uint32_t dvPad) {
+        const AscendC::LocalTensor<float> ch = valueChannelBuf_.Get<float>();
+        if (head != valueHead_) {
+            valueHead_ = head;
+            AscendC::PipeBarrier<PIPE_ALL>();  // the previous task's fold is done with them
+            AscendC::DataCopy(ch, params_[section_[1] + (uint64_t)head * 2 * d_], 2 * d_);
+            AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(ids_[0]);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(ids_[0]);
+        }
+        const uint8_t rowBlocks = (uint8_t)(dvPad / 8);
+        for (uint32_t c = 0; c < d_; c += 64) {
+            const uint64_t lanes = FaMin(d_ - c, 64u);
+            if (t_->quantOffset != 0) {  // scratch[r][c] = offset[c] * l_r, then added
+                AscendC::Mul(scratch[c], ch[d_ + c], sums, lanes, (uint8_t)rows,
+                             AscendC::BinaryRepeatParams(1, 1, 0, rowBlocks, 0, 1));
+                AscendC::Add(acc[c], acc[c], scratch[c], lanes, (uint8_t)rows,
+                             AscendC::BinaryRepeatParams(1, 1, 1, rowBlocks, rowBlocks, rowBlocks));
+            }
+            AscendC::Mul(acc[c], acc[c], ch[c], lanes, (uint8_t)rows,
+                         AscendC::BinaryRepeatParams(1, 1, 1, rowBlocks, rowBlocks, 0));
+        }
+    }
+
     __aicore__ inline void End() {
         for (int32_t b = 0; b < 2; ++b) {
             AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(ids_[b]);
@@ -95,21 +123,18 @@ private:
     int32_t ids_[2] = {0, 0};
     static constexpr uint32_t kNoHead = 0xFFFFFFFFu;
 
-    // The per-channel sides' scales and offsets of KV head `head` ([scale d | offset d] per side, fp32 rows of the
-    // antiquant argument's [N2, 2, D] sections), kept while the tasks stay on that head.
+    // K's per-channel scales and offsets of KV head `head` ([scale d | offset d], fp32 rows of the antiquant
+    // argument's [N2, 2, D] section), kept while the tasks stay on that head.
     __aicore__ inline void LoadChannels(uint32_t head) {
         channelHead_ = head;
-        if (t_->keyQuantMode != 0 && t_->valueQuantMode != 0) return;
+        if (t_->keyQuantMode != 0) return;
         AscendC::PipeBarrier<PIPE_ALL>();  // every chunk is done with the previous head's
         const AscendC::LocalTensor<float> f = channelBuf_.Get<float>();
-        for (uint32_t which = 0; which < 2; ++which) {
-            if ((which == 0 ? t_->keyQuantMode : t_->valueQuantMode) != 0) continue;
-            AscendC::DataCopy(f[which * 2 * d_], params_[section_[which] + (uint64_t)head * 2 * d_], 2 * d_);
-        }
+        AscendC::DataCopy(f, params_[section_[0] + (uint64_t)head * 2 * d_], 2 * d_);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(ids_[0]);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(ids_[0]);
         Calc* calc = nullptr;
-        channel_ = InCalc(f, channelBuf_.Get<half>()[8 * d_], 4 * d_, calc);
+        channel_ = InCalc(f, channelBuf_.Get<half>()[4 * d_], 2 * d_, calc);
     }
 
     // Keys [key, key + n) of K (which 0) or V (1) -> `dst` rows of d elements.
@@ -137,7 +162,7 @@ private:
         AscendC::LocalTensor<Calc> p;
         uint32_t offsetAt = d_;  // per channel: the scale row, then the offset row
         if (!perToken) {
-            p = channel_[which * 2 * d_];
+            p = channel_;
         } else {  // one 32 B block per value: scale and offset blocks alternate, a pair per key
             const AscendC::LocalTensor<Calc> blocks = calcBuf_.Get<Calc>();
             const AscendC::LocalTensor<Calc> pairs = InCalc(tokens, calcBuf_.Get<half>()[rows_ * 32], 2 * n, calc);
@@ -145,8 +170,10 @@ private:
             p = blocks;
             offsetAt = 32 / sizeof(Calc);
         }
-        if (t_->quantOffset != 0) Apply<FaRowOp::kAdd>(x, p[offsetAt], n, perToken);
-        Apply<FaRowOp::kMul>(x, p, n, perToken);
+        if (which == 0 || perToken) {  // per-channel V: FoldValueChannels on the output
+            if (t_->quantOffset != 0) Apply<FaRowOp::kAdd>(x, p[offsetAt], n, perToken);
+            Apply<FaRowOp::kMul>(x, p, n, perToken);
+        }
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(ids_[b]);  // the int8 rows and the parameters are read
         const AscendC::LocalTensor<T> out = wide.template ReinterpretCast<T>();
         Narrow(out, x, elems);
@@ -216,18 +243,19 @@ private:
     const FaProblemTiling* p_ = nullptr;
     const FaInferWorkspace* ws_ = nullptr;
     uint32_t sub_ = 0, rows_ = 0, d_ = 0, inElems_ = 0, halfElems_ = 0, paramElems_ = 0, chunks_ = 0;
-    uint32_t channelHead_ = kNoHead;
+    uint32_t channelHead_ = kNoHead, valueHead_ = kNoHead;
     uint64_t section_[2] = {0, 0};  // element offsets of K's and V's parameters
     FaKvCache kv_;
     AscendC::GlobalTensor<int8_t> k_, v_;
     AscendC::GlobalTensor<float> params_;
-    AscendC::LocalTensor<Calc> channel_;  // per side [scale d | offset d] of channelHead_, in Calc
+    AscendC::LocalTensor<Calc> channel_;  // K's [scale d | offset d] of channelHead_, in Calc
     AscendC::TBuf<AscendC::TPosition::VECIN> inBuf_;
     AscendC::TBuf<AscendC::TPosition::VECOUT> halfBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> floatBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> paramBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> calcBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> channelBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> valueChannelBuf_;  // V's [scale d | offset d] fp32 of valueHead_
 };
 
 }  // namespace npu_fa
