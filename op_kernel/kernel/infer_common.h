@@ -175,8 +175,8 @@ private:
 };
 
 // The workspace: per core, the step slots of S, P and P*V (FaStepSlots, mBlock rows) and, over an int8 cache, of
-// the dequantised K and V (and, with per-channel K, of the query rows times K's scales); shared, the split partials (packed row R of (batch, KV head) at
-// (batch * n2 + kvHead) * group * s1 + R).
+// the dequantised K and V (and, with per-channel K, of the query rows times K's scales); shared, the split partials
+// (packed row R of (batch, KV head) at (batch * n2 + kvHead) * group * s1 + R).
 class FaInferWorkspace : public FaStepSlots {
 public:
     __aicore__ inline void Init(GM_ADDR workspace, const FaInferTilingData* t, uint32_t core) {

@@ -21,10 +21,9 @@
 // route. Reached: fp16 79.7 us (0.87x; aiv.MTE2 65 us binds: per step and AIV four latency-bound DMAs), bf16
 // 121.7 us (1.33x; aiv.V 96 us binds: with the scales folded out, K still takes four passes and V three (int8 ->
 // half -> fp32 -> bf16: A2's Cast has no half -> bf16), and the busiest cores run 3 of the 64 tasks, 2.67 a core
-// on average). Before:
-// 116.8 and 171.6 us. Left: an fp16 cube for bf16 queries (one pass per element, but Q o s needs a per-row power of
-// two to stay in fp16's range), or int8 x int8 scores (Q split into int8 high and low rows in the 16-row tile: no
-// round trip for K).
+// on average). Before: 116.8 and 171.6 us. Left: an fp16 cube for bf16 queries (one pass per element, but Q o s
+// needs a per-row power of two to stay in fp16's range), or int8 x int8 scores (Q split into int8 high and low rows
+// in the 16-row tile: no round trip for K).
 #ifndef NPU_FA_KERNEL_INFER_DEQUANT_H
 #define NPU_FA_KERNEL_INFER_DEQUANT_H
 
@@ -93,7 +92,8 @@ public:
             dst.SetGlobalBuffer(ws_->template ScaledQuery<T>(step));
             const uint32_t piece = FaMax(rows_ / 2, 1u);  // query rows of T fit in the int8 buffer
             for (uint32_t r = 0; r < mine.count; r += piece) {
-                ScaleQueryRows(task, mine.first + r, FaMin(mine.count - r, piece), dst[(uint64_t)(mine.first + r) * d_]);
+                const uint32_t row = mine.first + r;
+                ScaleQueryRows(task, row, FaMin(mine.count - r, piece), dst[(uint64_t)row * d_]);
             }
         }
         const uint32_t half = FaMin(AlignUp(CeilDiv(cols, 2), 8), cols);
@@ -111,7 +111,8 @@ public:
     // Per-channel V, folded out of the stream: the cube's P * V ran on the integers, so before the division by the
     // row sums l, acc[r] = (acc[r] + l_r * offset) o scale (sum_j P_rj s o (v_j + o) = s o (P v + l o)). `sums` is one
     // 32 B block per row, `scratch` [rows, dvPad] fp32 is free.
-    __aicore__ inline void FoldValueChannels(const AscendC::LocalTensor<float>& acc, const AscendC::LocalTensor<float>& sums,
+    __aicore__ inline void FoldValueChannels(const AscendC::LocalTensor<float>& acc,
+                                             const AscendC::LocalTensor<float>& sums,
                                              const AscendC::LocalTensor<float>& scratch, uint32_t head, uint32_t rows,
                                              uint32_t dvPad) {
         const AscendC::LocalTensor<float> ch = valueChannelBuf_.Get<float>();

@@ -95,7 +95,8 @@ public:
                 const bool first = c0 == task.keyFirst, last = c0 + w_ >= task.keyLast;
                 // The step's K/V slot was last read by the cube's P*V of step - kInferKvSlots, whose output the ring
                 // has folded.
-                if (lag) dequant_.Step(task, mine, c0, (uint32_t)FaMin(task.keyLast - c0, (int64_t)w_), step, first);
+                const uint32_t cols = (uint32_t)FaMin(task.keyLast - c0, (int64_t)w_);
+                if (lag) dequant_.Step(task, mine, c0, cols, step, first);
                 const Pending cur{task, mine, c0, step, taskSlot, first, last};
                 if (lag) {
                     if (held.Full()) Advance(held.Oldest(), ring);
