@@ -67,12 +67,14 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     const uint32_t rowsWanted = (uint32_t)std::max<int64_t>(1, std::min<int64_t>(128, s1max * pt.group));
     const uint32_t ub = UsableUb(chip), l1 = UsableL1(chip);
     // Prefill (more than one query token) first tries 256 keys per step: each step's fp32 P*V partial goes through
-    // the workspace and back, so wider steps halve that traffic, which binds L2 at 128 on long prefills. Decode
-    // keeps at most 128 (its steps are few; the split-KV balance is tuned on them), and so does a dense mask
-    // (kernel/infer_mask.h widens a mask row in one repeat of at most 128 halves).
+    // the workspace and back, so wider steps halve that traffic, which binds L2 at 128 on long prefills. Decode over
+    // a 16-bit cache keeps at most 128 (its steps are few; the split-KV balance is tuned on them); over an int8 cache
+    // it takes 256 too (each AIV's per-step loads of scores and partial output, latency-bound, halve: modeled 84.5
+    // against 81.4 us at B 8, N 32:8, KV 4K, fp16). A dense mask keeps at most 128 (kernel/infer_mask.h widens a
+    // mask row in one repeat of at most 128 halves).
     bool found = false;
     for (uint32_t w : {256u, 128u, 64u}) {
-        if (w > 128 && (s1max <= 1 || p.denseMask)) continue;
+        if (w > 128 && ((s1max <= 1 && !p.kvQuant) || p.denseMask)) continue;
         for (uint32_t m = AlignUp(rowsWanted, 16); m >= 16 && !found; m -= 16) {
             const uint32_t mBlock = std::min(m, rowsWanted);
             if (InferL1Bytes(mBlock, w, pt.dPad, pt.dvPad) > l1) continue;
@@ -155,6 +157,8 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
         t.wsOffsetKq = t.wsPerCore;
         t.wsOffsetVq = t.wsOffsetKq + kInferKvSlots * kvBytes;
         t.wsPerCore = t.wsOffsetVq + kInferKvSlots * kvBytes;
+        // Per-channel K: the query rows times K's scales (FaInferWorkspace::ScaledQuery), a slot per K/V slot.
+        if (p.keyQuantMode == 0) t.wsPerCore += kInferKvSlots * Align512((uint64_t)m16 * p.d * 2);
         t.kvQuant = 1;
         t.keyQuantMode = p.keyQuantMode;
         t.valueQuantMode = p.valueQuantMode;

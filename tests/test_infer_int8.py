@@ -75,6 +75,7 @@ DECODE = [
     ("TND", "paged_n", False, 0, 0, False, True, torch.float16, 256, 4, 0),
     ("BNSD", "contig", True, 0, 0, True, True, torch.bfloat16, 512, 2, 1),
     ("TND", "contig", True, 1, 1, True, False, torch.bfloat16, 64, 16, 2),
+    ("BNSD", "paged_n", True, 0, 0, True, False, torch.bfloat16, 128, 4, 3),
 ]
 
 

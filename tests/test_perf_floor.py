@@ -1,7 +1,7 @@
 """Regression floor on modeled utilisation (model-only, 2 sampled AI cores, Ascend910B2): a change that loses the
 forward's 512-key steps, the L0C accumulation of P*V, the backward's L0C gradient sums and steps in flight, the
-load/compute overlap, the backward's stored P/dS tiles, the dropout generator's economy or the high-performance
-mode's fp16 chain drops below these
+load/compute overlap, the backward's stored P/dS tiles, the dropout generator's economy, the high-performance
+mode's fp16 chain or the int8 cache's folded antiquant scales and dequantisation lead drops below these
 and fails. The floors sit a few points under what the kernels reach (docs/performance.md has the figures)."""
 import pytest
 
@@ -30,4 +30,18 @@ CASES = [  # (problem, floor on utilisation); figures under the round-2 model (d
 def test_modeled_utilisation_floor(problem, floor):
     rep = profiler.profile(**{"heads": 8, "head_dim": 128, **problem}, model_only=True, sample_blocks=2, bins=0)
     assert rep["utilization"] >= floor, (rep["utilization"], rep["bound"], rep["pipe_busy"])
+    assert rep["label"] == "modeled (Ascend910B2)"
+
+
+INT8_CASES = [  # decode over an int8 paged cache (per-channel scales and offsets), floor on HBM utilisation
+    ("fp16", 0.50),  # reached 52.8 % (79.6 us, aiv.MTE2-bound; 36.0 % before the folded scales and the lead of 2)
+    ("bf16", 0.32),  # 34.5 % (121.7 us, aiv.V-bound: int8 -> half -> fp32 -> bf16; 24.5 % before)
+]
+
+
+@pytest.mark.parametrize("dtype,floor", INT8_CASES)
+def test_modeled_int8_decode_floor(dtype, floor):
+    rep = profiler.profile_infer(batch=8, heads=32, kv_heads=8, kv_seqlen=4096, head_dim=128, dtype=dtype,
+                                 kv_dtype="int8", model_only=True, sample_blocks=2, bins=0)
+    assert rep["hbm_utilization"] >= floor, (rep["hbm_utilization"], rep["bound"], rep["pipe_busy"])
     assert rep["label"] == "modeled (Ascend910B2)"

@@ -175,8 +175,8 @@ private:
 };
 
 // The workspace: per core, the step slots of S, P and P*V (FaStepSlots, mBlock rows) and, over an int8 cache, of
-// the dequantised K and V; shared, the split partials (packed row R of (batch, KV head) at
-// (batch * n2 + kvHead) * group * s1 + R).
+// the dequantised K and V (and, with per-channel K, of the query rows times K's scales); shared, the split partials
+// (packed row R of (batch, KV head) at (batch * n2 + kvHead) * group * s1 + R).
 class FaInferWorkspace : public FaStepSlots {
 public:
     __aicore__ inline void Init(GM_ADDR workspace, const FaInferTilingData* t, uint32_t core) {
@@ -190,6 +190,13 @@ public:
     __aicore__ inline __gm__ T* Dequantized(uint32_t which, uint32_t step) const {
         return kv_.Slot<T>(which == 0 ? t_->wsOffsetKq : t_->wsOffsetVq, step % kInferKvSlots,
                            (uint64_t)t_->s2Block * t_->problem.d);
+    }
+    // The task's query rows times K's per-channel scales, [AlignUp(mBlock, 16), d] in the input dtype, in the slot
+    // of the task's first step (after V's slots).
+    template <typename T>
+    __aicore__ inline __gm__ T* ScaledQuery(uint32_t step) const {
+        return kv_.Slot<T>(2 * t_->wsOffsetVq - t_->wsOffsetKq, step % kInferKvSlots,
+                           (uint64_t)AlignUp(t_->mBlock, 16) * t_->problem.d);
     }
     __aicore__ inline uint64_t PartRow(const FaInferTask& task, uint32_t split, int64_t row) const {
         const FaProblemTiling& p = t_->problem;

@@ -56,12 +56,11 @@ public:
         uint32_t step = 0;
         while (it.Next(task, t_->splits)) {
             if (task.keyFirst >= task.keyLast) continue;  // no key: the vector cores write the empty rows
-            LoadQ(task);
+            if (!ScaledQ()) LoadQ(task, step);
             for (int64_t c0 = task.keyFirst; c0 < task.keyLast; c0 += w_) {
                 const Pending cur{task, c0, (uint32_t)FaMin(task.keyLast - c0, (int64_t)w_), step};
                 const bool first = c0 == task.keyFirst, last = c0 + w_ >= task.keyLast;
-                if (first) AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
-                Scores(cur);
+                Scores(cur, first);
                 if (last) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
                 AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFwdFlagScores, step));
                 if (ring.Full()) Values(ring.Oldest());
@@ -88,9 +87,21 @@ private:
         uint32_t step;  // the core's step number: workspace slot InferSlot(step), flag IDs FlagOf(., step)
     };
 
-    // The task's packed rows -> L1 Nz (m16 rows per 16-column block), one DMA per query token (MHA: one for all).
-    __aicore__ inline void LoadQ(const FaInferTask& task) {
+    // Over an int8 cache with per-channel K the vector cores scale the query rows by K's scales (kernel/
+    // infer_dequant.h): the cube reads those, after the first step's kInferFlagKv.
+    __aicore__ inline bool ScaledQ() const { return t_->kvQuant != 0 && t_->keyQuantMode == 0; }
+
+    // The task's packed rows -> L1 Nz (m16 rows per 16-column block), one DMA per query token (MHA: one for all),
+    // or the scaled rows of the task's first step in one DMA.
+    __aicore__ inline void LoadQ(const FaInferTask& task, uint32_t step) {
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
+        if (ScaledQ()) {
+            AscendC::GlobalTensor<T> rows;
+            rows.SetGlobalBuffer(ws_.template ScaledQuery<T>(step));
+            FaLoadNz(qL1_.Get<T>(), rows, task.rows, p_->d, p_->d, m16_);
+            AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
+            return;
+        }
         FaInferRuns runs(task.row0, task.rows, p_->group, task.kvHead, true);
         FaInferRun run;
         bool more = false;
@@ -125,13 +136,15 @@ private:
         }
     }
 
-    __aicore__ inline void Scores(const Pending& s) {
+    __aicore__ inline void Scores(const Pending& s, bool first) {
         const uint32_t slot = kLoads_++ & 1;
         const AscendC::LocalTensor<T> kTile = kL1_.Get<T>()[slot * kElems_];
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
         if (t_->kvQuant != 0) AscendC::CrossCoreWaitFlag(kInferFlagKv);  // the step's K and V, dequantised
+        if (first && ScaledQ()) LoadQ(s.task, s.step);
         LoadKeys(kTile, 0, s);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
+        if (first) AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         Operand a{qL1_.Get<T>(), m16_, false, 0};
         Operand b{kTile, w_, false, 0};

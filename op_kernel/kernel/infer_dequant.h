@@ -1,17 +1,29 @@
 // Dequantisation of an int8 K/V cache (tiling kvQuant) on the vector cores: each step, the two AIVs of a core split
-// the step's keys, read their int8 rows through the block table (FaKvCache), widen them exactly (int8 -> half),
-// apply value = scale * (x + offset) per channel or per token (fp16 queries: in half, the output's own precision;
-// bf16: in fp32, which bf16 is rounded from), and write them in the input dtype to the core's K/V slot of the step
-// in the workspace; the cube reads that slot as it reads a 16-bit cache, after the kInferFlagKv signal.
+// the step's keys, read their int8 rows through the block table (FaKvCache), widen them exactly (int8 -> half), add
+// the offset and (per token) multiply by the scale (fp16 queries: in half, the output's own precision; bf16: in fp32,
+// which bf16 is rounded from), and write them in the input dtype to the core's K/V slot of the step in the
+// workspace; the cube reads that slot as it reads a 16-bit cache, after the kInferFlagKv signal. Per-channel scales
+// are folded out of the stream, as value = s o (x + o) allows: S = Q.(s o (k + o)) = (Q o s).(k + o), so on a
+// task's first step each AIV writes its query rows times K's scales (ScaleQueryRows, fp32, rounded once to the
+// input dtype) for the cube to load in place of Q; and sum_j P_j s o (v_j + o) = s o (P.v + l o), so V's integers go
+// to the cube as they are (exact in fp16 and bf16) and FoldValueChannels scales the task's fp32 output.
 //
 // Why the vector cores: dav-2201's cube multiplies like types only (fp16/bf16 pairs or int8 x int8), so int8 K
 // against a 16-bit query needs a widened copy either way. The cube route (int8 K times an int8 identity, the Fixpipe
 // dequantising int32 -> fp16 into L1) costs keys x keys x D MACs a step (128 keys: 8x the scores of 16 packed rows;
 // estimated, not modeled), has no bf16 output and takes one scale per output column with no fractional offset, so
-// per-token scales and offsets would still need the vector; the vector route is the one built. Its cost, modeled
-// (docs/performance.md, int8 rows): the AIVs' int8 reads, their three (fp16) or five (bf16) passes over each element
-// and the 16-bit copy's round trip through L2 bound the step, 1.7-2.1x the bf16 cache's time, not the 0.6x of the
-// target; folding per-channel scales into Q and the output would leave only the widening on the vector.
+// per-token scales and offsets would still need the vector; the vector route is the one built.
+//
+// What the model allows it (910B2, B 8, N 32:8, KV 4K, D 128, paged, per channel with offsets; bf16 cache 91.5 us):
+// the widened copy goes AIV -> GM -> cube (A2 has no other AIV -> AIC path), so every K/V element moves 1 B (int8
+// read) + 2 B (written) + 2 B (read by the cube): 353 MB of GM traffic with the scores and partials, 50.4 us at the
+// 7 TB/s L2 rate, 56.5 us with the 6.1 us launch = 0.62x the bf16 time, so issue 30's 0.6x is out of reach on this
+// route. Reached: fp16 79.7 us (0.87x; aiv.MTE2 65 us binds: per step and AIV four latency-bound DMAs), bf16
+// 121.7 us (1.33x; aiv.V 96 us binds: with the scales folded out, K still takes four passes and V three (int8 ->
+// half -> fp32 -> bf16: A2's Cast has no half -> bf16), and the busiest cores run 3 of the 64 tasks, 2.67 a core
+// on average). Before: 116.8 and 171.6 us. Left: an fp16 cube for bf16 queries (one pass per element, but Q o s
+// needs a per-row power of two to stay in fp16's range), or int8 x int8 scores (Q split into int8 high and low rows
+// in the 16-row tile: no round trip for K).
 #ifndef NPU_FA_KERNEL_INFER_DEQUANT_H
 #define NPU_FA_KERNEL_INFER_DEQUANT_H
 
@@ -44,6 +56,7 @@ public:
         ws_ = ws;
         sub_ = sub;
         kv_.Init(t, gm.blockTable);
+        query_.SetGlobalBuffer((__gm__ T*)gm.query);
         k_.SetGlobalBuffer((__gm__ int8_t*)gm.key);
         v_.SetGlobalBuffer((__gm__ int8_t*)gm.value);
         params_.SetGlobalBuffer((__gm__ float*)gm.antiquant);
@@ -56,6 +69,7 @@ public:
         pipe->InitBuffer(paramBuf_, 2 * u.param);
         pipe->InitBuffer(calcBuf_, u.calc);
         pipe->InitBuffer(channelBuf_, u.channel);
+        pipe->InitBuffer(valueChannelBuf_, u.valueChannel);
         inElems_ = u.in;
         halfElems_ = u.half / 2;
         paramElems_ = u.param / 4;
@@ -67,10 +81,21 @@ public:
         }
     }
 
-    // This AIV's share of keys [c0, c0 + cols) of a step, K then V, into the step's slots; then the cube's signal
-    // (both AIVs set it, with or without keys: the cube's mode-2 wait takes one from each).
-    __aicore__ inline void Step(const FaInferTask& task, int64_t c0, uint32_t cols, uint32_t step) {
+    // This AIV's share of keys [c0, c0 + cols) of a step, K then V, into the step's slots (on a task's first step
+    // with per-channel K, first its rows `mine` of the query times K's scales); then the cube's signal (both AIVs
+    // set it, with or without keys: the cube's mode-2 wait takes one from each).
+    __aicore__ inline void Step(const FaInferTask& task, const FaAivRows& mine, int64_t c0, uint32_t cols,
+                                uint32_t step, bool taskStart) {
         if (task.kvHead != channelHead_) LoadChannels(task.kvHead);
+        if (taskStart && t_->keyQuantMode == 0) {
+            AscendC::GlobalTensor<T> dst;
+            dst.SetGlobalBuffer(ws_->template ScaledQuery<T>(step));
+            const uint32_t piece = FaMax(rows_ / 2, 1u);  // query rows of T fit in the int8 buffer
+            for (uint32_t r = 0; r < mine.count; r += piece) {
+                const uint32_t row = mine.first + r;
+                ScaleQueryRows(task, row, FaMin(mine.count - r, piece), dst[(uint64_t)row * d_]);
+            }
+        }
         const uint32_t half = FaMin(AlignUp(CeilDiv(cols, 2), 8), cols);
         const uint32_t first = sub_ == 0 ? 0 : half, end = sub_ == 0 ? half : cols;
         for (uint32_t which = 0; which < 2; ++which) {
@@ -81,6 +106,35 @@ public:
             }
         }
         AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(kInferFlagKv);
+    }
+
+    // Per-channel V, folded out of the stream: the cube's P * V ran on the integers, so before the division by the
+    // row sums l, acc[r] = (acc[r] + l_r * offset) o scale (sum_j P_rj s o (v_j + o) = s o (P v + l o)). `sums` is one
+    // 32 B block per row, `scratch` [rows, dvPad] fp32 is free.
+    __aicore__ inline void FoldValueChannels(const AscendC::LocalTensor<float>& acc,
+                                             const AscendC::LocalTensor<float>& sums,
+                                             const AscendC::LocalTensor<float>& scratch, uint32_t head, uint32_t rows,
+                                             uint32_t dvPad) {
+        const AscendC::LocalTensor<float> ch = valueChannelBuf_.Get<float>();
+        if (head != valueHead_) {
+            valueHead_ = head;
+            AscendC::PipeBarrier<PIPE_ALL>();  // the previous task's fold is done with them
+            AscendC::DataCopy(ch, params_[section_[1] + (uint64_t)head * 2 * d_], 2 * d_);
+            AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(ids_[0]);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(ids_[0]);
+        }
+        const uint8_t rowBlocks = (uint8_t)(dvPad / 8);
+        for (uint32_t c = 0; c < d_; c += 64) {
+            const uint64_t lanes = FaMin(d_ - c, 64u);
+            if (t_->quantOffset != 0) {  // scratch[r][c] = offset[c] * l_r, then added
+                AscendC::Mul(scratch[c], ch[d_ + c], sums, lanes, (uint8_t)rows,
+                             AscendC::BinaryRepeatParams(1, 1, 0, rowBlocks, 0, 1));
+                AscendC::Add(acc[c], acc[c], scratch[c], lanes, (uint8_t)rows,
+                             AscendC::BinaryRepeatParams(1, 1, 1, rowBlocks, rowBlocks, rowBlocks));
+            }
+            AscendC::Mul(acc[c], acc[c], ch[c], lanes, (uint8_t)rows,
+                         AscendC::BinaryRepeatParams(1, 1, 1, rowBlocks, rowBlocks, 0));
+        }
     }
 
     __aicore__ inline void End() {
@@ -95,21 +149,50 @@ private:
     int32_t ids_[2] = {0, 0};
     static constexpr uint32_t kNoHead = 0xFFFFFFFFu;
 
-    // The per-channel sides' scales and offsets of KV head `head` ([scale d | offset d] per side, fp32 rows of the
-    // antiquant argument's [N2, 2, D] sections), kept while the tasks stay on that head.
+    // K's per-channel scales and offsets of KV head `head` ([scale d | offset d], fp32 rows of the antiquant
+    // argument's [N2, 2, D] section), kept while the tasks stay on that head.
     __aicore__ inline void LoadChannels(uint32_t head) {
         channelHead_ = head;
-        if (t_->keyQuantMode != 0 && t_->valueQuantMode != 0) return;
+        if (t_->keyQuantMode != 0) return;
         AscendC::PipeBarrier<PIPE_ALL>();  // every chunk is done with the previous head's
         const AscendC::LocalTensor<float> f = channelBuf_.Get<float>();
-        for (uint32_t which = 0; which < 2; ++which) {
-            if ((which == 0 ? t_->keyQuantMode : t_->valueQuantMode) != 0) continue;
-            AscendC::DataCopy(f[which * 2 * d_], params_[section_[which] + (uint64_t)head * 2 * d_], 2 * d_);
-        }
+        AscendC::DataCopy(f, params_[section_[0] + (uint64_t)head * 2 * d_], 2 * d_);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(ids_[0]);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(ids_[0]);
         Calc* calc = nullptr;
-        channel_ = InCalc(f, channelBuf_.Get<half>()[8 * d_], 4 * d_, calc);
+        channel_ = InCalc(f, channelBuf_.Get<half>()[4 * d_], 2 * d_, calc);
+    }
+
+    // Packed query rows [row, row + n) of the task (at most rows_ / 2) times K's per-channel scales, in fp32, -> `dst`
+    // rows of d elements in the input dtype, through the chunk buffers (the int8 one holds the rows as loaded).
+    __aicore__ inline void ScaleQueryRows(const FaInferTask& task, uint32_t row, uint32_t n,
+                                          const AscendC::GlobalTensor<T>& dst) {
+        const uint32_t b = chunks_++ & 1, elems = n * d_;
+        const AscendC::LocalTensor<T> in = inBuf_.Get<int8_t>()[b * inElems_].template ReinterpretCast<T>();
+        const AscendC::LocalTensor<T> out = halfBuf_.Get<half>()[b * halfElems_].template ReinterpretCast<T>();
+        const AscendC::LocalTensor<float> x = floatBuf_.Get<float>();
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(ids_[b]);
+        FaInferRuns runs(task.row0 + row, n, p_->group, task.kvHead, true);
+        FaInferRun run;
+        while (runs.Next(run)) {
+            const uint64_t stride = run.Stride(p_->qStride.s, p_->qStride.n);
+            const AscendC::DataCopyExtParams cp((uint16_t)run.count, d_ * (uint32_t)sizeof(T),
+                                                (uint32_t)((stride - d_) * sizeof(T)), 0, 0);
+            AscendC::DataCopyPad(in[run.tileRow * d_], query_[InferTokenOffset(p_->qStride, task.batch, task.seq,
+                                                                                run.token, run.head)],
+                                 cp, AscendC::DataCopyPadExtParams<T>(false, 0, 0, 0));
+        }
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(ids_[b]);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(ids_[b]);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(ids_[b]);
+        AscendC::Cast(x, in, AscendC::RoundMode::CAST_NONE, elems);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(ids_[b]);
+        Apply<FaRowOp::kMul>(x, channelBuf_.Get<float>(), n, false);
+        AscendC::Cast(out, x, AscendC::RoundMode::CAST_RINT, elems);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(ids_[b]);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(ids_[b]);
+        AscendC::DataCopy(dst, out, elems);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(ids_[b]);
     }
 
     // Keys [key, key + n) of K (which 0) or V (1) -> `dst` rows of d elements.
@@ -137,7 +220,7 @@ private:
         AscendC::LocalTensor<Calc> p;
         uint32_t offsetAt = d_;  // per channel: the scale row, then the offset row
         if (!perToken) {
-            p = channel_[which * 2 * d_];
+            p = channel_;
         } else {  // one 32 B block per value: scale and offset blocks alternate, a pair per key
             const AscendC::LocalTensor<Calc> blocks = calcBuf_.Get<Calc>();
             const AscendC::LocalTensor<Calc> pairs = InCalc(tokens, calcBuf_.Get<half>()[rows_ * 32], 2 * n, calc);
@@ -145,8 +228,10 @@ private:
             p = blocks;
             offsetAt = 32 / sizeof(Calc);
         }
-        if (t_->quantOffset != 0) Apply<FaRowOp::kAdd>(x, p[offsetAt], n, perToken);
-        Apply<FaRowOp::kMul>(x, p, n, perToken);
+        // Per-channel scales are folded out: K's into the query rows (ScaleQueryRows), V's into the output
+        // (FoldValueChannels); V's offset too.
+        if (t_->quantOffset != 0 && (perToken || which == 0)) Apply<FaRowOp::kAdd>(x, p[offsetAt], n, perToken);
+        if (perToken) Apply<FaRowOp::kMul>(x, p, n, perToken);
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(ids_[b]);  // the int8 rows and the parameters are read
         const AscendC::LocalTensor<T> out = wide.template ReinterpretCast<T>();
         Narrow(out, x, elems);
@@ -216,18 +301,20 @@ private:
     const FaProblemTiling* p_ = nullptr;
     const FaInferWorkspace* ws_ = nullptr;
     uint32_t sub_ = 0, rows_ = 0, d_ = 0, inElems_ = 0, halfElems_ = 0, paramElems_ = 0, chunks_ = 0;
-    uint32_t channelHead_ = kNoHead;
+    uint32_t channelHead_ = kNoHead, valueHead_ = kNoHead;
     uint64_t section_[2] = {0, 0};  // element offsets of K's and V's parameters
     FaKvCache kv_;
+    AscendC::GlobalTensor<T> query_;
     AscendC::GlobalTensor<int8_t> k_, v_;
     AscendC::GlobalTensor<float> params_;
-    AscendC::LocalTensor<Calc> channel_;  // per side [scale d | offset d] of channelHead_, in Calc
+    AscendC::LocalTensor<Calc> channel_;  // K's [scale d | offset d] of channelHead_, in Calc
     AscendC::TBuf<AscendC::TPosition::VECIN> inBuf_;
     AscendC::TBuf<AscendC::TPosition::VECOUT> halfBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> floatBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> paramBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> calcBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> channelBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> valueChannelBuf_;  // V's [scale d | offset d] fp32 of valueHead_
 };
 
 }  // namespace npu_fa

@@ -79,11 +79,12 @@ public:
         FaStepRing<Pending, kInferStepSlots - 1> ring;  // steps whose output fold is still to do
         ring.Init(kInferStepSlots - 1);
         uint32_t step = 0, taskSlot = 0;
-        // Over an int8 cache the softmax trails the dequantisation by one step, so the cube's scores of step j
-        // overlap this AIV's softmax of step j - 1 and dequantisation of step j + 1.
+        // Over an int8 cache the softmax trails the dequantisation by kInferDequantLead steps, so the int8 loads
+        // of step j + 2 are queued on MTE2 while the softmax of step j waits for the cube's scores (one step of
+        // lead left MTE2 idle behind that wait: modeled 117 against 86 us, docs/performance.md).
         const bool lag = t_->kvQuant != 0;
-        Pending held{};
-        bool holding = false;
+        FaStepRing<Pending, kInferDequantLead> held;
+        held.Init(kInferDequantLead);
         while (it.Next(task, t_->splits)) {
             const FaAivRows mine = AivRowsOf(task.rows, sub_);
             if (task.keyFirst >= task.keyLast) {
@@ -94,12 +95,12 @@ public:
                 const bool first = c0 == task.keyFirst, last = c0 + w_ >= task.keyLast;
                 // The step's K/V slot was last read by the cube's P*V of step - kInferKvSlots, whose output the ring
                 // has folded.
-                if (lag) dequant_.Step(task, c0, (uint32_t)FaMin(task.keyLast - c0, (int64_t)w_), step);
+                const uint32_t cols = (uint32_t)FaMin(task.keyLast - c0, (int64_t)w_);
+                if (lag) dequant_.Step(task, mine, c0, cols, step, first);
                 const Pending cur{task, mine, c0, step, taskSlot, first, last};
-                if (holding) Advance(held, ring);
                 if (lag) {
-                    held = cur;
-                    holding = true;
+                    if (held.Full()) Advance(held.Oldest(), ring);
+                    held.Push(cur);
                 } else {
                     Advance(cur, ring);
                 }
@@ -107,7 +108,7 @@ public:
             }
             taskSlot = (taskSlot + 1) % kInferStepSlots;  // a task's statistics live until its last output fold
         }
-        if (holding) Advance(held, ring);
+        for (uint32_t i = 0; i < held.Count(); ++i) Advance(held.FromOldest(i), ring);
         for (uint32_t i = 0; i < ring.Count(); ++i) OutputStep(ring.FromOldest(i));
         io_.End();
         if (t_->kvQuant != 0) dequant_.End();
@@ -238,6 +239,12 @@ private:
         const uint32_t rows = mine.count, statN = AlignUp(rows, 8) * 8;
         AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
         AscendC::LocalTensor<uint8_t> valid = validBuf_.Get<uint8_t>();
+        if (t_->kvQuant != 0 && t_->valueQuantMode == 0) {  // opart is free between folds (kIdOutput)
+            AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
+            dequant_.FoldValueChannels(acc, softmax_.Stat(Softmax::kSum + taskSlot), opartBuf_.Get<float>(),
+                                       task.kvHead, rows, dvPad_);
+            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
+        }
         softmax_.Normalize(acc, valid, taskSlot, rows, dvPad_);
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdStats);
         AscendC::LocalTensor<float> lse = softmax_.Stat(Softmax::kMaxOut);

@@ -11,9 +11,10 @@
 namespace npu_fa {
 
 // Inference steps in flight per core: the cube's P*V trails its scores by kInferStepSlots - 1 steps; over an int8
-// cache the vector cores dequantise one step ahead of their softmax, so K/V slots are one more.
+// cache the vector cores dequantise kInferDequantLead steps ahead of their softmax, so K/V slots are that many more.
 constexpr uint32_t kInferStepSlots = 3;
-constexpr uint32_t kInferKvSlots = kInferStepSlots + 1;
+constexpr uint32_t kInferDequantLead = 2;
+constexpr uint32_t kInferKvSlots = kInferStepSlots + kInferDequantLead;
 
 // The problem part as the inference kernels read it: qStride/oStride address the query and the output
 // (per batch, head, token; TND: per token), kStride/vStride the caches (per page (a non-paged cache: per batch),

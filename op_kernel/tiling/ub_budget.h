@@ -184,7 +184,8 @@ struct FaDequantUbSizes {
     uint32_t f32;      // the rows in fp32 [rows, d]
     uint32_t param;    // per token: the keys' (scale, offset) pairs, fp32 [rows, 2]
     uint32_t calc;     // per token: the pairs as one 32 B block per value [2 rows, 8] fp32, and as half [2 rows]
-    uint32_t channel;  // per channel: both sides' [scale d | offset d] in fp32, then in half
+    uint32_t channel;  // K per channel: [scale d | offset d] in fp32, then in half
+    uint32_t valueChannel;  // V per channel: [scale d | offset d] in fp32 (folded into the output)
     uint32_t total;
 };
 
@@ -195,8 +196,9 @@ FA_INLINE FaDequantUbSizes DequantUbSizes(uint32_t rows, uint32_t d) {
     u.f32 = rows * d * 4;
     u.param = AlignUp(2 * rows, 8) * 4;
     u.calc = 2 * rows * 32 + AlignUp(2 * rows, 16) * 2;
-    u.channel = 4 * d * 4 + 4 * d * 2;
-    u.total = 2 * (u.in + u.half + u.param) + u.f32 + u.calc + u.channel;
+    u.channel = 2 * d * 4 + 2 * d * 2;
+    u.valueChannel = 2 * d * 4;
+    u.total = 2 * (u.in + u.half + u.param) + u.f32 + u.calc + u.channel + u.valueChannel;
     return u;
 }
 
