@@ -35,49 +35,62 @@ public:
 
     __aicore__ inline AscendC::LocalTensor<float> Stat(uint32_t i) const { return stats_[i * statElems_]; }
 
-    // Row max or sum of s[rows, w] broadcast to one 32 B block per row in Stat(kBcast). A 512-wide tile takes one
-    // BlockReduce over the whole tile ([rows, 64] block results, 1 cycle per repeat); narrower ones fold their
-    // 64-column chunks into one first. Fewer, longer instructions: each dependent one waits for its producer's full
-    // latency.
+    // Row max or sum of s[rows, w] broadcast to one 32 B block per row in Stat(kBcast). Tiles of 256 or 512 columns
+    // take one BlockReduce over the whole tile (1 cycle per repeat) -> [rows, w / 8] block results, then one of each
+    // row's w / 64 result repeats (mask w / 8) -> w / 64 values in the row's 8-slot block, then one over those slots
+    // (bit mask: the first w / 64 of each block) -> one value per row: three dependent instructions, where folding
+    // the 64-column chunks first takes w / 64 - 1 dependent Max/Adds (2 cycles per repeat) before two BlockReduces
+    // (prefill over a cache, 256 keys: 0.82 -> 0.92 of the forward's utilisation at worst, docs/performance.md).
+    // 128 columns keep their one fold: the other way has as many dependent instructions.
     template <bool kIsMax>
     __aicore__ inline void RowReduce(const AscendC::LocalTensor<float>& s, uint32_t rows) {
         AscendC::LocalTensor<float> red = Stat(kRed);
-        const uint8_t wBlocks = (uint8_t)(w_ / 8);
-        AscendC::LocalTensor<float> src = s;
-        uint8_t srcRep = wBlocks;
-        if (w_ == 512) {
-            for (uint32_t r = 0; r < rows; r += kRowsPerBlockReduce) {  // repeats <= 255
-                const int32_t rep = (int32_t)(FaMin((int64_t)(rows - r), (int64_t)kRowsPerBlockReduce) * 8);
-                if (kIsMax) {
-                    AscendC::BlockReduceMax(fold_[r * 64], s[r * 512], rep, 64, 1, 1, 8);
-                } else {
-                    AscendC::BlockReduceSum(fold_[r * 64], s[r * 512], rep, 64, 1, 1, 8);
-                }
-            }
-            src = fold_;
-            srcRep = 8;
-        } else if (w_ > 64) {  // fold the 64-column chunks of each row into one
-            AscendC::BinaryRepeatParams first(1, 1, 1, 8, wBlocks, wBlocks);
-            AscendC::BinaryRepeatParams more(1, 1, 1, 8, 8, wBlocks);
-            for (uint32_t c = 64; c < w_; c += 64) {
-                const AscendC::LocalTensor<float>& lhs = c == 64 ? s : fold_;
-                const AscendC::BinaryRepeatParams& p = c == 64 ? first : more;
-                if (kIsMax) {
-                    AscendC::Max(fold_, lhs, s[c], (uint64_t)64, (uint8_t)rows, p);
-                } else {
-                    AscendC::Add(fold_, lhs, s[c], (uint64_t)64, (uint8_t)rows, p);
-                }
-            }
-            src = fold_;
-            srcRep = 8;
-        }
         const uint32_t rows8 = AlignUp(rows, 8);
-        if (kIsMax) {
-            AscendC::BlockReduceMax(red, src, (int32_t)rows, 64, 1, 1, srcRep);
-            AscendC::BlockReduceMax(row_, red, (int32_t)(rows8 / 8), 64, 1, 1, 8);
+        if (w_ >= 256) {
+            const uint32_t reps = w_ / 64, rowsPerCall = 255 / reps;  // repeats <= 255
+            for (uint32_t r = 0; r < rows; r += rowsPerCall) {
+                const int32_t rep = (int32_t)(FaMin((int64_t)(rows - r), (int64_t)rowsPerCall) * reps);
+                if (kIsMax) {
+                    AscendC::BlockReduceMax(fold_[r * reps * 8], s[r * w_], rep, 64, 1, 1, 8);
+                } else {
+                    AscendC::BlockReduceSum(fold_[r * reps * 8], s[r * w_], rep, 64, 1, 1, 8);
+                }
+            }
+            // Slots past a row's w / 64 values are left unwritten (blocks without active lanes) and masked out next.
+            uint64_t firstSlots[2] = {((1ULL << reps) - 1) * 0x0101010101010101ULL, 0};
+            if (kIsMax) {
+                AscendC::BlockReduceMax(red, fold_, (int32_t)rows, (int32_t)(reps * 8), 1, 1, (int32_t)reps);
+                AscendC::BlockReduceMax(row_, red, (int32_t)(rows8 / 8), firstSlots, 1, 1, 8);
+            } else {
+                AscendC::BlockReduceSum(red, fold_, (int32_t)rows, (int32_t)(reps * 8), 1, 1, (int32_t)reps);
+                AscendC::BlockReduceSum(row_, red, (int32_t)(rows8 / 8), firstSlots, 1, 1, 8);
+            }
         } else {
-            AscendC::BlockReduceSum(red, src, (int32_t)rows, 64, 1, 1, srcRep);
-            AscendC::BlockReduceSum(row_, red, (int32_t)(rows8 / 8), 64, 1, 1, 8);
+            const uint8_t wBlocks = (uint8_t)(w_ / 8);
+            AscendC::LocalTensor<float> src = s;
+            uint8_t srcRep = wBlocks;
+            if (w_ > 64) {  // fold the 64-column chunks of each row into one
+                AscendC::BinaryRepeatParams first(1, 1, 1, 8, wBlocks, wBlocks);
+                AscendC::BinaryRepeatParams more(1, 1, 1, 8, 8, wBlocks);
+                for (uint32_t c = 64; c < w_; c += 64) {
+                    const AscendC::LocalTensor<float>& lhs = c == 64 ? s : fold_;
+                    const AscendC::BinaryRepeatParams& p = c == 64 ? first : more;
+                    if (kIsMax) {
+                        AscendC::Max(fold_, lhs, s[c], (uint64_t)64, (uint8_t)rows, p);
+                    } else {
+                        AscendC::Add(fold_, lhs, s[c], (uint64_t)64, (uint8_t)rows, p);
+                    }
+                }
+                src = fold_;
+                srcRep = 8;
+            }
+            if (kIsMax) {
+                AscendC::BlockReduceMax(red, src, (int32_t)rows, 64, 1, 1, srcRep);
+                AscendC::BlockReduceMax(row_, red, (int32_t)(rows8 / 8), 64, 1, 1, 8);
+            } else {
+                AscendC::BlockReduceSum(red, src, (int32_t)rows, 64, 1, 1, srcRep);
+                AscendC::BlockReduceSum(row_, red, (int32_t)(rows8 / 8), 64, 1, 1, 8);
+            }
         }
         AscendC::Brcb(Stat(kBcast), row_, (uint8_t)(rows8 / 8), AscendC::BrcbRepeatParams(1, 8));
     }
@@ -177,8 +190,6 @@ public:
     __aicore__ inline static float PositiveInfinity() { return __builtin_huge_valf(); }
 
 private:
-    static constexpr uint32_t kRowsPerBlockReduce = 31;  // 8 repeats per 512-wide row
-
     // Row maxima of a half [rows, w] tile (w a multiple of 128) -> row_, one fp32 per row: block maxima in half (one
     // BlockReduceMax over the tile, w / 16 per row), widened, folded in halves down to one 32 B block per row, then
     // one value per row.
