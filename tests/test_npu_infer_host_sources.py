@@ -73,7 +73,7 @@ def _cases(gen, rng):
     cases["bsnd_window_softcap_alibi"] = dict(query=_rand(gen, B, S1, N1, D), key=kc, value=kc,
                                               alibi_slopes=torch.rand(B, N1, generator=gen), num_heads=N1,
                                               num_key_value_heads=N2, input_layout="BSND", window_left=r(0, 40),
-                                              window_right=0, softcap=30.0, actual_seq_lengths_kv=kv_lens[:1] * B)
+                                              window_right=0, softcap=30.0, actual_seq_lengths_kv=[r(0, S2 + 1) for _ in range(B)])
     page8 = int(rng.choice([32, 64, 128]))  # an int8 cache's block_size: a multiple of 32
     i8 = torch.randint(-128, 128, (blocks, page8, N2 * D), generator=gen, dtype=torch.int8)
     lens8 = [r(0, pages * page8 + 1) for _ in range(B)]
