@@ -215,12 +215,9 @@ private:
             uint32_t kChunk, nChunk;
             BwdLowScoreChunks(*p_, m16_, w_, kChunk, nChunk);
             ScoreTile(q, k, p_->d, kL0cS, kEvS, qRows, kRows, ws_.template Scores<T>(ws), kChunk, nChunk);
-        } else {
-            ScoreTile(q, k, p_->d, kL0cS, kEvS, qRows, kRows, ws_.template Scores<float>(ws));
-        }
-        if (p_->bwdLowScores != 0) {
             ScoreTile(dO, v, p_->dv, kL0cDp, kEvDp, qRows, kRows, ws_.template DScoresIn<T>(ws));
         } else {
+            ScoreTile(q, k, p_->d, kL0cS, kEvS, qRows, kRows, ws_.template Scores<float>(ws));
             ScoreTile(dO, v, p_->dv, kL0cDp, kEvDp, qRows, kRows, ws_.template DScoresIn<float>(ws));
         }
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kBwdFlagScores, p.step));

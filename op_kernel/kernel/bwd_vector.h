@@ -325,12 +325,9 @@ private:
             AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdChunk + c);
             if (p_->bwdLowScores != 0) {
                 AscendC::DataCopy(Staged(scoreBuf_, c), Gm(ws_.template Scores<T>(slot) + off), rows * w_);
-            } else {
-                AscendC::DataCopy(ChunkS(c), Gm(ws_.template Scores<float>(slot) + off), rows * w_);
-            }
-            if (p_->bwdLowScores != 0) {
                 AscendC::DataCopy(Staged(dpBuf_, c), Gm(ws_.template DScoresIn<T>(slot) + off), rows * w_);
             } else {
+                AscendC::DataCopy(ChunkS(c), Gm(ws_.template Scores<float>(slot) + off), rows * w_);
                 AscendC::DataCopy(ChunkDp(c), Gm(ws_.template DScoresIn<float>(slot) + off), rows * w_);
             }
             AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(kIdChunk + c);
