@@ -16,6 +16,12 @@ from npu_flash_attn.reference import fused_infer_lowprec, fused_infer_reference
 from npu_flash_attn.twin_backend import set_infer_split_override
 
 
+@pytest.fixture(autouse=True)
+def _seeded(fa_seed):
+    """These tests draw from torch's global generator: seed it with the run's printed seed, so a failure replays."""
+    torch.manual_seed(fa_seed)
+
+
 @pytest.fixture
 def splits():
     """Forces the KV split count for one test (0 = the tiling's choice), restored afterwards."""
