@@ -119,6 +119,23 @@ def test_unsigned_seed_is_accepted_and_returned(qkv):
     assert top[4] == 2 ** 64 - 1 and torch.equal(top[0], same[0])
 
 
+def test_package_functions_take_unsigned_seeds(qkv):
+    """flash_attention / flash_attention_grad take the documented unsigned range too: 2**64 - 1 is the op's -1;
+    2**64 is refused by name, before the dispatcher's own message about ints."""
+    top = nfa.flash_attention(*qkv, N, "BSND", keep_prob=0.5, seed=2 ** 64 - 1, offset=2 ** 63)
+    same = nfa.flash_attention(*qkv, N, "BSND", keep_prob=0.5, seed=-1, offset=-2 ** 63)
+    assert torch.equal(top[0], same[0])
+    dy = torch.randn_like(top[0])
+    kw = dict(softmax_max=top[1], softmax_sum=top[2], attention_in=top[0], keep_prob=0.5)
+    g_top = nfa.flash_attention_grad(*qkv, dy, N, "BSND", seed=2 ** 64 - 1, offset=2 ** 63, **kw)
+    g_same = nfa.flash_attention_grad(*qkv, dy, N, "BSND", seed=-1, offset=-2 ** 63, **kw)
+    assert all(torch.equal(a, b) for a, b in zip(g_top[:3], g_same[:3]))
+    with pytest.raises(ValueError, match=r"seed=18446744073709551616 must fit in 64 bits"):
+        nfa.flash_attention(*qkv, N, "BSND", keep_prob=0.5, seed=2 ** 64)
+    with pytest.raises(TypeError, match=r"offset must be an int, got float 1.0"):
+        nfa.flash_attention_grad(*qkv, dy, N, "BSND", offset=1.0, **kw)
+
+
 def test_python_functions_check_scalar_types(qkv):
     out, smax, ssum = nfa.flash_attention(*qkv, N, "BSND")
     grad = dict(softmax_max=smax, softmax_sum=ssum, attention_in=out)

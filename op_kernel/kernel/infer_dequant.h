@@ -1,12 +1,13 @@
-// Dequantisation of an int8 K/V cache (tiling kvQuant) on the vector cores: each step, the two AIVs of a core split
-// the step's keys, read their int8 rows through the block table (FaKvCache), widen them exactly (int8 -> half), add
-// the offset and (per token) multiply by the scale (fp16 queries: in half, the output's own precision; bf16: in fp32,
-// which bf16 is rounded from), and write them in the input dtype to the core's K/V slot of the step in the
-// workspace; the cube reads that slot as it reads a 16-bit cache, after the kInferFlagKv signal. Per-channel scales
-// are folded out of the stream, as value = s o (x + o) allows: S = Q.(s o (k + o)) = (Q o s).(k + o), so on a
-// task's first step each AIV writes its query rows times K's scales (ScaleQueryRows, fp32, rounded once to the
-// input dtype) for the cube to load in place of Q; and sum_j P_j s o (v_j + o) = s o (P.v + l o), so V's integers go
-// to the cube as they are (exact in fp16 and bf16) and FoldValueChannels scales the task's fp32 output.
+// Dequantisation of an int8 K/V cache (tiling kvQuant) on the vector cores: each step, the two AIVs of a core split the
+// step's keys, read their int8 rows through the block table (FaKvCache), widen them exactly (int8 -> half), add the
+// offset and (per token) multiply by the scale (in fp32, rounded once to the input dtype as the float64 model is; a
+// per-channel offset with fp16 queries is added in half, the scale being folded out), and write them in the input dtype
+// to the core's K/V slot of the step in the workspace; the cube reads that slot as it reads a 16-bit cache, after the
+// kInferFlagKv signal. Per-channel scales are folded out of the stream, as value = s o (x + o) allows: S = Q.(s o (k +
+// o)) = (Q o s).(k + o), so on a task's first step each AIV writes its query rows times K's scales (ScaleQueryRows,
+// fp32, rounded once to the input dtype) for the cube to load in place of Q; and sum_j P_j s o (v_j + o) = s o (P.v + l
+// o), so V's integers go to the cube as they are (exact in fp16 and bf16) and FoldValueChannels scales the task's fp32
+// output.
 //
 // Why the vector cores: dav-2201's cube multiplies like types only (fp16/bf16 pairs or int8 x int8), so int8 K
 // against a 16-bit query needs a widened copy either way. The cube route (int8 K times an int8 identity, the Fixpipe
@@ -33,7 +34,9 @@
 
 namespace npu_fa {
 
-// The dtype the dequantisation computes in: the output's for fp16, fp32 for bf16 (no bf16 vector arithmetic).
+// The dtype a per-channel dequantisation computes in: the output's for fp16 (x + offset, one rounding), fp32 for bf16
+// (no bf16 vector arithmetic). Per token always computes in fp32: in half, the scale's rounding and the product's
+// made two where the model rounds once (about 1 % of fp16 draws missed the FA criterion).
 template <typename T>
 struct FaDequantCalc {
     using Type = float;
@@ -198,8 +201,18 @@ private:
     // Keys [key, key + n) of K (which 0) or V (1) -> `dst` rows of d elements.
     __aicore__ inline void Chunk(uint32_t which, const FaInferTask& task, int64_t key, uint32_t n,
                                  const AscendC::GlobalTensor<T>& dst) {
+        if ((which == 0 ? t_->keyQuantMode : t_->valueQuantMode) != 0) {
+            ChunkIn<float>(which, task, key, n, dst, true);
+        } else {
+            ChunkIn<Calc>(which, task, key, n, dst, false);
+        }
+    }
+
+    // Chunk computing in C.
+    template <typename C>
+    __aicore__ inline void ChunkIn(uint32_t which, const FaInferTask& task, int64_t key, uint32_t n,
+                                   const AscendC::GlobalTensor<T>& dst, bool perToken) {
         const uint32_t b = chunks_++ & 1, elems = n * d_;
-        const bool perToken = (which == 0 ? t_->keyQuantMode : t_->valueQuantMode) != 0;
         const AscendC::LocalTensor<int8_t> in = inBuf_.Get<int8_t>()[b * inElems_];
         const AscendC::LocalTensor<half> wide = halfBuf_.Get<half>()[b * halfElems_];
         const AscendC::LocalTensor<float> tokens = paramBuf_.Get<float>()[b * paramElems_];
@@ -215,18 +228,18 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(ids_[b]);
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(ids_[b]);
         AscendC::Cast(wide, in, AscendC::RoundMode::CAST_NONE, elems);
-        Calc* calc = nullptr;  // picks the overloads of Working and InCalc
-        const AscendC::LocalTensor<Calc> x = Working(wide, floatBuf_.Get<float>(), elems, calc);
-        AscendC::LocalTensor<Calc> p;
+        C* calc = nullptr;  // picks the overloads of Working, Channels and InCalc
+        const AscendC::LocalTensor<C> x = Working(wide, floatBuf_.Get<float>(), elems, calc);
+        AscendC::LocalTensor<C> p;
         uint32_t offsetAt = d_;  // per channel: the scale row, then the offset row
         if (!perToken) {
-            p = channel_;
+            p = Channels(calc);
         } else {  // one 32 B block per value: scale and offset blocks alternate, a pair per key
-            const AscendC::LocalTensor<Calc> blocks = calcBuf_.Get<Calc>();
-            const AscendC::LocalTensor<Calc> pairs = InCalc(tokens, calcBuf_.Get<half>()[rows_ * 32], 2 * n, calc);
+            const AscendC::LocalTensor<C> blocks = calcBuf_.Get<C>();
+            const AscendC::LocalTensor<C> pairs = InCalc(tokens, calcBuf_.Get<half>()[rows_ * 32], 2 * n, calc);
             AscendC::Brcb(blocks, pairs, (uint8_t)(AlignUp(2 * n, 8) / 8), AscendC::BrcbRepeatParams(1, 8));
             p = blocks;
-            offsetAt = 32 / sizeof(Calc);
+            offsetAt = 32 / sizeof(C);
         }
         // Per-channel scales are folded out: K's into the query rows (ScaleQueryRows), V's into the output
         // (FoldValueChannels); V's offset too.
@@ -267,12 +280,17 @@ private:
         AscendC::Cast(f, wide, AscendC::RoundMode::CAST_NONE, elems);
         return f;
     }
-    // The result in the input dtype (fp16: already there, in place).
+    // The result in the input dtype (computed in half: already there, in place).
     __aicore__ inline void Narrow(const AscendC::LocalTensor<half>&, const AscendC::LocalTensor<half>&, uint32_t) {}
-    __aicore__ inline void Narrow(const AscendC::LocalTensor<bfloat16_t>& out, const AscendC::LocalTensor<float>& x,
+    template <typename O>
+    __aicore__ inline void Narrow(const AscendC::LocalTensor<O>& out, const AscendC::LocalTensor<float>& x,
                                   uint32_t elems) {
         AscendC::Cast(out, x, AscendC::RoundMode::CAST_RINT, elems);
     }
+    // K's per-channel [scale d | offset d] of channelHead_ in the dtype of the arithmetic (per-channel chunks compute
+    // in Calc only; the fp32 rows are the parameters as loaded).
+    __aicore__ inline AscendC::LocalTensor<half> Channels(half*) { return channel_; }
+    __aicore__ inline AscendC::LocalTensor<float> Channels(float*) { return channelBuf_.Get<float>(); }
     // `count` fp32 parameters in the dtype of the arithmetic: as they are, or rounded to half into `h`.
     __aicore__ inline AscendC::LocalTensor<float> InCalc(const AscendC::LocalTensor<float>& p,
                                                          const AscendC::LocalTensor<half>&, uint32_t, float*) {

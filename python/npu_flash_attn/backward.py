@@ -72,7 +72,7 @@ import torch
 from . import ops, twin_backend
 from .chip import get_chip
 from .dispatch import (bind_arguments, check_before_dispatch, check_scalar_types, define_op, require_device,
-                       value_checks)
+                       seed_words, value_checks)
 from .problem import check_finite, check_input_values, in_place_device, validate_grad
 
 __all__ = ["flash_attention_grad", "GRAD_SCHEMA"]
@@ -211,7 +211,8 @@ def flash_attention_grad(query: torch.Tensor, key: torch.Tensor, value: torch.Te
                          **kwargs: Any):
     check_scalar_types(torch.ops.npu.flash_attention_grad.default._schema, dict(kwargs, head_num=head_num))
     return torch.ops.npu.flash_attention_grad(query, key, value, dy, head_num, input_layout, softmax_max=softmax_max,
-                                              softmax_sum=softmax_sum, attention_in=attention_in, **kwargs)
+                                              softmax_sum=softmax_sum, attention_in=attention_in,
+                                              **seed_words(kwargs))
 
 
 flash_attention_grad.__doc__ = ("`torch.ops.npu.flash_attention_grad(query, key, value, dy, head_num, input_layout, "

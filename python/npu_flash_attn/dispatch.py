@@ -14,6 +14,7 @@ kernels and a host sync per call, which a training step should not pay (the buil
 """
 from __future__ import annotations
 
+import numbers
 import os
 from typing import Any, Callable
 
@@ -21,8 +22,10 @@ import torch
 
 from . import npu
 
-__all__ = ["define_op", "define_composite", "define_schema", "bind_arguments", "check_scalar_types",
-           "require_device", "check_before_dispatch", "value_checks", "is_fake"]
+_UINT64 = 1 << 64
+
+__all__ = ["define_op", "define_composite", "define_schema", "bind_arguments", "check_scalar_types", "describe",
+           "seed_value", "seed_words", "require_device", "check_before_dispatch", "value_checks", "is_fake"]
 
 _libs: dict[str, torch.library.Library] = {}  # kept alive: dropping a Library removes its registrations
 
@@ -107,8 +110,32 @@ def check_scalar_types(schema: torch._C.FunctionSchema, values: dict[str, Any]) 
                  or (kind == "FloatType" and isinstance(v, _NOT_A_NUMBER)))
         if wrong:
             want = {"BoolType": "a bool", "FloatType": "a float"}.get(kind, "an int")
-            shown = f"a tensor of shape {tuple(v.shape)}" if isinstance(v, torch.Tensor) else f"{type(v).__name__} {v!r}"
-            raise TypeError(f"{a.name} must be {want}, got {shown}")
+            raise TypeError(f"{a.name} must be {want}, got {describe(v)}")
+
+
+def describe(v: Any) -> str:
+    """A wrong argument as a message shows it: a tensor by its shape, anything else by type and value."""
+    if isinstance(v, torch.Tensor):
+        return f"a tensor of shape {tuple(v.shape)}"
+    return f"{type(v).__name__} {v!r}"
+
+
+def seed_value(name: str, v: Any) -> int:
+    """A dropout seed or offset: any unsigned or signed 64-bit value. The op's schema int is signed, so values of
+    2**63 and above travel as their two's complement (the kernels use the same 64 bits)."""
+    if isinstance(v, torch.SymInt):
+        return v
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {describe(v)}")
+    x = int(v)
+    if not -(1 << 63) <= x < _UINT64:
+        raise ValueError(f"{name}={x} must fit in 64 bits: [-2**63, 2**64 - 1]")
+    return x - _UINT64 if x >= (1 << 63) else x
+
+
+def seed_words(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`kwargs` with `seed` and `offset` (where given) as the schema's signed 64-bit ints (seed_value)."""
+    return {k: seed_value(k, v) if k in ("seed", "offset") else v for k, v in kwargs.items()}
 
 
 def require_device(device: torch.device, op: str) -> None:

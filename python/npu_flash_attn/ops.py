@@ -116,7 +116,7 @@ import torch
 from . import twin_backend
 from .chip import get_chip
 from .dispatch import (bind_arguments, check_before_dispatch, check_scalar_types, define_composite, define_op,
-                       require_device, value_checks)
+                       require_device, seed_words, value_checks)
 from .problem import FAProblem, check_input_values, in_place_device, validate_flash_attention
 
 __all__ = ["flash_attention", "precompute_block_mask", "set_output_residual", "SCHEMA", "FWD_SCHEMA"]
@@ -238,7 +238,7 @@ _register()
 def flash_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, head_num: int, input_layout: str,
                     **kwargs: Any):
     check_scalar_types(_op_schema(), dict(kwargs, head_num=head_num))
-    return torch.ops.npu.flash_attention(query, key, value, head_num, input_layout, **kwargs)
+    return torch.ops.npu.flash_attention(query, key, value, head_num, input_layout, **seed_words(kwargs))
 
 
 flash_attention.__doc__ = ("`torch.ops.npu.flash_attention(query, key, value, head_num, input_layout, **kwargs)`, "

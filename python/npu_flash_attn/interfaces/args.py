@@ -12,23 +12,15 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ..dispatch import is_fake, value_checks
+from ..dispatch import describe, is_fake, seed_value, value_checks
 
 __all__ = ["real", "flag", "integer", "seed_value", "optional_tensor", "check_finite_values", "require"]
-
-_UINT64 = 1 << 64
-
-
-def _what(v: Any) -> str:
-    if isinstance(v, torch.Tensor):
-        return f"a tensor of shape {tuple(v.shape)}"
-    return f"{type(v).__name__} {v!r}"
 
 
 def real(name: str, v: Any, *, rule: str = "") -> float:
     """A Python int or float (not a bool, a string or a tensor), finite; returned as float."""
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        raise TypeError(f"{name} must be a float, got {_what(v)}")
+        raise TypeError(f"{name} must be a float, got {describe(v)}")
     x = float(v)
     if not -math.inf < x < math.inf:  # not math.isfinite: torch.compile cannot trace it on a symbolic float
         raise ValueError(f"{name}={x} must be finite{rule}")
@@ -37,7 +29,7 @@ def real(name: str, v: Any, *, rule: str = "") -> float:
 
 def flag(name: str, v: Any) -> bool:
     if not isinstance(v, bool):
-        raise TypeError(f"{name} must be a bool, got {_what(v)}")
+        raise TypeError(f"{name} must be a bool, got {describe(v)}")
     return v
 
 
@@ -45,17 +37,8 @@ def integer(name: str, v: Any) -> int:
     if isinstance(v, torch.SymInt):  # a size under torch.compile or torch.export: kept symbolic
         return v
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {_what(v)}")
+        raise TypeError(f"{name} must be an int, got {describe(v)}")
     return int(v)
-
-
-def seed_value(name: str, v: Any) -> int:
-    """A dropout seed or offset: any unsigned or signed 64-bit value. The op's schema int is signed, so values of
-    2**63 and above travel as their two's complement (the kernels use the same 64 bits)."""
-    x = integer(name, v)
-    if not -(1 << 63) <= x < _UINT64:
-        raise ValueError(f"{name}={x} must fit in 64 bits: [-2**63, 2**64 - 1]")
-    return x - _UINT64 if x >= (1 << 63) else x
 
 
 def optional_tensor(name: str, t: Any, like: torch.Tensor, like_name: str) -> Optional[torch.Tensor]:
@@ -63,7 +46,7 @@ def optional_tensor(name: str, t: Any, like: torch.Tensor, like_name: str) -> Op
     if t is None:
         return None
     if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor or None, got {_what(t)}")
+        raise TypeError(f"{name} must be a torch.Tensor or None, got {describe(t)}")
     if t.device != like.device:
         raise ValueError(f"{name} is on device {t.device} but {like_name} is on {like.device}; all tensors must be "
                          "on the same device")
