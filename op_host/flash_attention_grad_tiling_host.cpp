@@ -192,6 +192,7 @@ std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut
         l.kvParts = parts;
         l.sumCol0 = col0;
         l.sumCols = cols;
+        if (pass == kBwdPassDq) BwdDqResident(t.problem, t.s1Block, t.s2Block, l.dqChunkQ, l.dqChunkDo);
         l.blockDim = SplitTasksByCost(cost, chip.aicNum, l.coreTaskStart);
         l.taskTotal = (uint32_t)cost.size();
         out.launches.push_back(l);

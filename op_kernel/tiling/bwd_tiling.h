@@ -57,14 +57,16 @@ struct FlashAttentionGradTilingData {
     uint32_t sumCols;        // above 256 take several passes); both-gradient passes sum every column
     uint32_t l1Slots;        // L1 slots of Q, dO, K, V (the stored-tile dK/dV pass: Q, dO, P, dS) (4 or 3): a step
                              // loads while the 3 (or 2) before it compute
+    uint32_t dqChunkQ;       // dQ pass, nonzero: the task's Q and dO stay in L0A over its steps (BwdDqResident), in
+    uint32_t dqChunkDo;      // K pieces of these many columns (the K chunks of S = Q K^T and dP = dO V^T); 0: per step
     // Work split: core c runs tasks [coreTaskStart[c], coreTaskStart[c + 1]).
     uint32_t blockDim;
     uint32_t taskTotal;
     uint32_t coreTaskStart[kMaxCores + 1];
 };
 static_assert(sizeof(FlashAttentionGradTilingData) ==
-                  sizeof(FaProblemTiling) + 10 * sizeof(uint64_t) + (13 + kMaxCores + 1) * sizeof(uint32_t) &&
-              sizeof(FlashAttentionGradTilingData) == 696,  // the size the recorded trace digests saw
+                  sizeof(FaProblemTiling) + 10 * sizeof(uint64_t) + (15 + kMaxCores + 1) * sizeof(uint32_t) &&
+              sizeof(FlashAttentionGradTilingData) == 704,  // the size the recorded trace digests saw
               "FlashAttentionGradTilingData must have no implicit padding");
 
 // The high-performance mode (problem.bwdLowScores != 0) takes S out of Fixpipe in the input dtype as the forward did,
@@ -72,11 +74,29 @@ static_assert(sizeof(FlashAttentionGradTilingData) ==
 // FlashAttention criterion for fp16 and bf16). Its Q*K^T chunks for query blocks of m16 rows and key tiles of w: K
 // as the forward's (so that the rounded S is the forward's bit for bit), N what fits L0B beside it and S's quarter
 // of L0C.
+FA_INLINE uint32_t BwdScoreNChunk(uint32_t m16, uint32_t w, uint32_t kChunk) {
+    const uint32_t limC = kL0cHalfBytes / 2 / (m16 * 4), limB = kL0HalfBytes / (kChunk * 2);
+    return FaChunk(w, limC < limB ? limC : limB);
+}
 FA_INLINE void BwdLowScoreChunks(const FaProblemTiling& p, uint32_t m16, uint32_t w, uint32_t& kChunk,
                                  uint32_t& nChunk) {
     kChunk = p.bwdLowScores;
-    const uint32_t limC = kL0cHalfBytes / 2 / (m16 * 4), limB = kL0HalfBytes / (kChunk * 2);
-    nChunk = FaChunk(w, limC < limB ? limC : limB);
+    nChunk = BwdScoreNChunk(m16, w, kChunk);
+}
+
+// The dQ pass's L0A (kL0Bytes): Q [m16, dPad] and dO [m16, dvPad] of its task stay resident over the task's steps
+// (loaded once, read by every step's S and dP Mmads) where the two halves left beside them still take a whole dS
+// tile [m16, w] each (the A of dQ += dS K, streamed per step as before); else both are reloaded per step. The K
+// pieces: the high-performance mode's Q K^T chunk (the forward's), else the largest K^T [w, kChunk] in an L0B half.
+// 64 x 128 tiles, D = Dv = 128: Q, dO 16 KB each + dS 2 x 16 KB; D = 64: 8 + 8 + 2 x 24 KB; D = 256 does not fit.
+FA_INLINE void BwdDqResident(const FaProblemTiling& p, uint32_t s1Block, uint32_t w, uint32_t& chunkQ,
+                             uint32_t& chunkDo) {
+    const uint32_t m16 = AlignUp(s1Block, 16), resident = m16 * (p.dPad + p.dvPad) * 2;
+    chunkQ = chunkDo = 0;
+    if (resident > kL0Bytes || (kL0Bytes - resident) / 2 / 512 * 512 < m16 * w * 2) return;
+    const uint32_t limB = kL0HalfBytes / (AlignUp(w, 16) * 2);
+    chunkQ = p.bwdLowScores != 0 ? p.bwdLowScores : FaChunk(p.dPad, limB);
+    chunkDo = FaChunk(p.dvPad, limB);
 }
 
 // The output columns a pass sums for gradient `part` (kBwdPartDk: of dK, width d; kBwdPartDv: of dV, width dv), as
