@@ -4,7 +4,8 @@
 // AIVs' P and dS come back, the pass's products, summed in L0C over the task's steps: dQ pass dS K; dKV pass P^T dO
 // and dS^T Q (the transposed A operand is loaded with a per-fractal transpose, LoadData2D ifTranspose). At the
 // task's last step the sums leave through Fixpipe once. Order per core (lag 2): S(0), S(1), S(2), products(0),
-// S(3), products(1), ... so the vector cores' P/dS of step j overlap the cube's S/dP of steps j+1 and j+2.
+// S(3), products(1), ... so the vector cores' P/dS of step j overlap the cube's S/dP of steps j+1 and j+2 (lag 3,
+// the resident dQ pass: j+1 to j+3).
 // Stored tiles (tiling storeTiles): the dQ pass's products read dS where the AIVs stored it for the dK/dV pass, and
 // the dK/dV pass computes no S or dP: its steps load Q, dO and the stored P and dS (l1Slots slots each, K and V
 // unneeded) and multiply them, the same lag apart, with no hand-over to the vector cores.
@@ -49,16 +50,18 @@ public:
         w_ = t->s2Block;
         // One L1 buffer, carved: Q [m16, dPad], dO [m16, dvPad], K [w, dPad], V [w, dvPad] l1Slots slots each, then
         // P and dS [m16, w] two slots each (step parity). The stored-tile dK/dV pass: no K and V, P and dS l1Slots
-        // slots each (they load with the step's Q and dO).
+        // slots each (they load with the step's Q and dO). The dQ pass with Q and dO resident in L0A: one Q and dO
+        // (their L0A load reads them once per task), no P (bwd_tiling.h BwdDqResidentL1Bytes).
         storedKv_ = t->storeTiles != 0 && t->pass == kBwdPassDkv;
+        resident_ = t->pass == kBwdPassDq && t->dqChunkQ != 0;
         const uint32_t kvRows = storedKv_ ? 0 : w_;
         const uint32_t sizes[kTiles] = {m16_ * p_->dPad, m16_ * p_->dvPad, kvRows * p_->dPad, kvRows * p_->dvPad,
-                                        m16_ * w_, m16_ * w_};
+                                        resident_ ? 0 : m16_ * w_, m16_ * w_};
         uint32_t off = 0;
         for (int32_t i = 0; i < kTiles; ++i) {
             offs_[i] = off;
             sizes_[i] = sizes[i];
-            slots_[i] = i < kSlotted || storedKv_ ? t->l1Slots : 2;
+            slots_[i] = resident_ && (i == kQ || i == kDo) ? 1 : i < kSlotted || storedKv_ ? t->l1Slots : 2;
             off += slots_[i] * sizes[i];
             slot_[i] = slots_[i] - 1;
         }
@@ -68,9 +71,9 @@ public:
         BwdSumColumns(t, kBwdPartDk, dkCol0_, dkCols_);
         BwdSumColumns(t, kBwdPartDv, dvCol0_, dvCols_);
         dvOffset_ = (t->kvParts & kBwdPartDk) ? AlignUp(w_, 16) * p_->dPad : 0;
-        resident_ = t->pass == kBwdPassDq && t->dqChunkQ != 0;
         mm_.Init(pipe, 0, kL0cHalfBytes, resident_ ? m16_ * (p_->dPad + p_->dvPad) * (uint32_t)sizeof(T) : 0);
         // (Init sets FIX_M 0 and 1: the sums and S regions start free.)
+        if (resident_) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kEvQuerySideRead);
         AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kEvDp);
         // Tile rows/columns past a step's extent are never loaded; zero them once so that padding is finite (a
         // one-row tile runs a 16-row Mmad: m = 1 would switch the cube to GEMV mode).
@@ -121,6 +124,7 @@ public:
         for (int32_t id = 0; id < 2; ++id) {
             if (released_[id]) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
         }
+        if (resident_) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kEvQuerySideRead);
         if (storedKv_ && sumsOut_ > 0) AscendC::CrossCoreWaitFlag(FlagOf(kBwdFlagSumsRead, sumsOut_ - 1));
         AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kEvDp);
         mm_.End();
@@ -129,8 +133,9 @@ public:
 private:
     static constexpr int32_t kQ = 0, kDo = 1, kK = 2, kV = 3, kP = 4, kDs = 5, kTiles = 6;  // L1 tiles
     static constexpr int32_t kSlotted = 4;  // Q, dO, K, V have l1Slots slots: later steps load while this one multiplies
-    // MTE1_MTE2 IDs 0-1: released slots (step parity); MTE2_MTE1 IDs: a step's loads, a step's P/dS loads.
-    static constexpr int32_t kEvLoads = 0, kEvProbsLoads = 1;
+    // MTE1_MTE2 IDs 0-1: released slots (step parity), 2: the resident dQ pass's Q and dO read into L0A; MTE2_MTE1
+    // IDs: a step's loads, a step's P/dS loads.
+    static constexpr int32_t kEvLoads = 0, kEvProbsLoads = 1, kEvQuerySideRead = 2;
     // L0C regions (byte offsets) and their FIX_M / M_FIX event IDs.
     static constexpr uint32_t kL0cSums = 0, kL0cS = kL0cHalfBytes, kL0cDp = kL0cHalfBytes + kL0cHalfBytes / 2;
     static constexpr int32_t kEvSums = 0, kEvS = 1, kEvDp = 2;
@@ -139,7 +144,7 @@ private:
     struct Pending {
         FaBwdTask task;
         FaBwdStep s;
-        uint32_t step;               // the core's step number: flag IDs FlagOf(., step), workspace slot step % kBwdSlots
+        uint32_t step;               // the core's step number: flag IDs BwdStepFlag(., step), workspace slot step % kBwdSlots
         bool first, last;            // the task's first / last computed step: starts / flushes the sums
         uint8_t slot[kTiles];        // the L1 slots of its Q, dO, K, V (and the stored P and dS; else step parity)
     };
@@ -185,6 +190,7 @@ private:
         const uint32_t rows = (uint32_t)p.s.qRows;
         const uint64_t q0 = TokenOffset(*p_, kGmQuery, p.task.batch, p.task.seq, p.s.qHead, p.s.q0);
         const uint64_t dy0 = TokenOffset(*p_, kGmOut, p.task.batch, p.task.seq, p.s.qHead, p.s.q0);
+        if (resident_) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kEvQuerySideRead);  // one Q and dO in L1
         LoadNz(kQ, NextSlot(kQ), qkv_.q[q0], rows, p_->d, p_->qStride.s, m16_);
         LoadNz(kDo, NextSlot(kDo), dyGm_[dy0], rows, p_->dv, p_->oStride.s, m16_);
     }
@@ -227,6 +233,7 @@ private:
         const uint32_t rows = (uint32_t)p.s.qRows;
         qRes_ = mm_.LoadResident(Slotted(p, kQ, false), rows, p_->d, t_->dqChunkQ, 0);
         doRes_ = mm_.LoadResident(Slotted(p, kDo, false), rows, p_->dv, t_->dqChunkDo, m16_ * p_->dPad);
+        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kEvQuerySideRead);
     }
 
     // S = Q K^T and dP = dO V^T -> workspace slot step % kBwdSlots (fp32, or rounded to T by Fixpipe in the
@@ -237,7 +244,7 @@ private:
         } else {
             ScoresTo<float>(p);
         }
-        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kBwdFlagScores, p.step));
+        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(BwdStepFlag(kBwdFlagScores, p.step));
     }
     template <typename O>
     __aicore__ inline void ScoresTo(const Pending& p) {
@@ -283,7 +290,7 @@ private:
         const bool dq = t_->pass == kBwdPassDq;
         if (!storedKv_) {
             pSlot = dsSlot = p.step % 2;
-            AscendC::CrossCoreWaitFlag(FlagOf(kBwdFlagProbs, p.step));
+            AscendC::CrossCoreWaitFlag(BwdStepFlag(kBwdFlagProbs, p.step));
             const AscendC::GlobalTensor<T> ds =
                 Gm(t_->storeTiles != 0 ? ws_.template StoredDScores<T>(p.task, p.s) : ws_.template DScores<T>(ws));
             // The dQ pass's dS is A as it is ([rows, keys]): in bands of 16 rows it reaches L0A in one LoadData.

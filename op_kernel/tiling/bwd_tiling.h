@@ -24,11 +24,12 @@ namespace npu_fa {
 
 enum FaBwdPass : uint32_t { kBwdPassDq = 0, kBwdPassDkv = 1 };
 enum FaBwdPart : uint32_t { kBwdPartDk = 1, kBwdPartDv = 2, kBwdPartsBoth = 3 };
-// Steps in flight per core: the cube computes S/dP of step j+lag before the products of step j (lag = l1Slots - 2,
-// 2 where four L1 slots of Q, dO, K, V fit, else 1), so the vector cores' P/dS of step j overlap `lag` steps of cube
-// work. Workspace slots of S, dP, P, dS: step % kBwdSlots.
-constexpr uint32_t kBwdSlots = 3;
-constexpr uint32_t kBwdMaxLag = 2;
+// Steps in flight per core: the cube computes S/dP of step j+lag before the products of step j (lag = l1Slots - 2:
+// 3 in the dQ pass with Q and dO resident in L0A, whose L1 then holds one Q and dO; else 2 where four L1 slots of
+// Q, dO, K, V fit, else 1), so the vector cores' P/dS of step j overlap `lag` steps of cube work. Workspace slots of
+// S, dP, P, dS: step % kBwdSlots (one per step in flight).
+constexpr uint32_t kBwdMaxLag = 3;
+constexpr uint32_t kBwdSlots = kBwdMaxLag + 1;
 // Stored tiles of one chunk at most (bytes of workspace; FaProblem::bwdStoreLimit replaces it in tests and tuning).
 constexpr uint64_t kBwdStoreLimitBytes = 1ull << 30;
 
@@ -55,8 +56,8 @@ struct FlashAttentionGradTilingData {
                              // one dK/dV pass per gradient so that the sum fits half of L0C)
     uint32_t sumCol0;        // a single-gradient pass sums its columns [sumCol0, sumCol0 + sumCols) (head dims
     uint32_t sumCols;        // above 256 take several passes); both-gradient passes sum every column
-    uint32_t l1Slots;        // L1 slots of Q, dO, K, V (the stored-tile dK/dV pass: Q, dO, P, dS) (4 or 3): a step
-                             // loads while the 3 (or 2) before it compute
+    uint32_t l1Slots;        // L1 slots of Q, dO, K, V (the stored-tile dK/dV pass: Q, dO, P, dS; the resident dQ
+                             // pass: K, V) (5, 4 or 3): a step loads while the 4, 3 or 2 before it compute
     uint32_t dqChunkQ;       // dQ pass, nonzero: the task's Q and dO stay in L0A over its steps (BwdDqResident), in
     uint32_t dqChunkDo;      // K pieces of these many columns (the K chunks of S = Q K^T and dP = dO V^T); 0: per step
     // Work split: core c runs tasks [coreTaskStart[c], coreTaskStart[c + 1]).
@@ -97,6 +98,13 @@ FA_INLINE void BwdDqResident(const FaProblemTiling& p, uint32_t s1Block, uint32_
     const uint32_t limB = kL0HalfBytes / (AlignUp(w, 16) * 2);
     chunkQ = p.bwdLowScores != 0 ? p.bwdLowScores : FaChunk(p.dPad, limB);
     chunkDo = FaChunk(p.dvPad, limB);
+}
+
+// L1 bytes of the dQ pass with Q and dO resident in L0A: one Q [m16, dPad] and dO [m16, dvPad] (read once per task,
+// by the L0A load), K [w, dPad] and V [w, dvPad] x `slots`, dS [m16, w] x 2 (step parity); 16-bit.
+FA_INLINE uint32_t BwdDqResidentL1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad, uint32_t slots) {
+    const uint32_t m16 = AlignUp(s1Block, 16);
+    return 2 * ((m16 + slots * w) * (dPad + dvPad) + 2 * m16 * w);
 }
 
 // The output columns a pass sums for gradient `part` (kBwdPartDk: of dK, width d; kBwdPartDv: of dV, width dv), as
