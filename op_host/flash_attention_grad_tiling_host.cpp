@@ -192,6 +192,14 @@ std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut
         l.kvParts = parts;
         l.sumCol0 = col0;
         l.sumCols = cols;
+        if (pass == kBwdPassDq) BwdDqResident(t.problem, t.s1Block, t.s2Block, l.dqChunkQ, l.dqChunkDo);
+        if (l.dqChunkQ != 0) {  // one Q and dO in L1: K and V take the most slots that fit, up to kBwdMaxLag + 2
+            // (t.l1Slots fit with l1Slots Q and dO: they fit with one)
+            l.l1Slots = kBwdMaxLag + 2;
+            while (l.l1Slots > t.l1Slots && BwdDqResidentL1Bytes(t.s1Block, t.s2Block, dPad, dvPad, l.l1Slots) > l1) {
+                --l.l1Slots;
+            }
+        }
         l.blockDim = SplitTasksByCost(cost, chip.aicNum, l.coreTaskStart);
         l.taskTotal = (uint32_t)cost.size();
         out.launches.push_back(l);

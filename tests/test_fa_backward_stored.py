@@ -93,3 +93,19 @@ def test_chunks_match_one_chunk_bitwise(gen, store_limit):
 def test_store_limit_rejects_bad_values(bad):
     with pytest.raises(ValueError, match="limit_bytes must be a positive int"):
         twin_backend.set_bwd_store_limit(bad)
+
+
+@pytest.mark.parametrize("case, limit, resident", [
+    (("BNSD", "bf16", 1, 140, 300, 2, 2, 128, {}), None, True),          # 64 x 128 tiles: Q, dO 16 KB each
+    (("BSND", "fp16", 2, 70, 150, 2, 1, 64, dict(sparse_mode=3)), None, True),  # 8 KB each, the halves 24 KB
+    (("BNSD", "bf16", 1, 140, 300, 2, 2, 128, {}), 1, False),           # recompute: 128 x 64 tiles, 64 KB
+    (("BSND", "fp16", 1, 96, 150, 2, 2, 256, {}), None, False),         # 64 x 64 tiles, D = 256: 64 KB
+], ids=["d128", "d64-causal", "d128-recompute", "d256"])
+def test_dq_pass_resident_query_side(case, limit, resident, gen, store_limit):
+    # The dQ pass keeps a task's Q and dO in L0A over its steps where they leave room for two dS tiles
+    # (bwd_tiling.h BwdDqResident), else reloads them per step; both against float64.
+    if limit is not None:
+        store_limit(limit)
+    args, kw = problem(case, gen)
+    check_grads(args, kw, gen)
+    assert twin_backend.last_launch_info()["dq_resident"] is resident

@@ -133,6 +133,8 @@ py::dict FlashAttentionGrad(const npu_fa::FaCall& call, const std::string& chipN
     // stored P and dS (the dK/dV pass does not recompute them), in chunks of this many kv heads
     info["stored_tiles"] = dqPass.storeTiles != 0;
     info["head_chunk"] = dqPass.headCount;
+    // the dQ pass keeps its task's Q and dO in L0A over the task's steps (bwd_tiling.h BwdDqResident)
+    info["dq_resident"] = dqPass.dqChunkQ != 0;
     // the dtype S and dP leave the cube in (16-bit in the high-performance mode where the forward's S is)
     info["score_dtype"] = dqPass.problem.bwdLowScores == 0 ? "fp32" : p.dtype == npu_fa::kBf16 ? "bf16" : "fp16";
     if (p.denseMask) {

@@ -17,7 +17,7 @@
 
 namespace npu_fa {
 
-static_assert(kFlagRing >= kBwdSlots, "each in-flight step needs its own flag ID");
+static_assert(kBwdFlagRing >= kBwdSlots, "each in-flight step needs its own flag ID");
 
 // One task of the current pass and where its steps run.
 struct FaBwdTask {

@@ -4,7 +4,8 @@
 // AIVs' P and dS come back, the pass's products, summed in L0C over the task's steps: dQ pass dS K; dKV pass P^T dO
 // and dS^T Q (the transposed A operand is loaded with a per-fractal transpose, LoadData2D ifTranspose). At the
 // task's last step the sums leave through Fixpipe once. Order per core (lag 2): S(0), S(1), S(2), products(0),
-// S(3), products(1), ... so the vector cores' P/dS of step j overlap the cube's S/dP of steps j+1 and j+2.
+// S(3), products(1), ... so the vector cores' P/dS of step j overlap the cube's S/dP of steps j+1 and j+2 (lag 3,
+// the resident dQ pass: j+1 to j+3).
 // Stored tiles (tiling storeTiles): the dQ pass's products read dS where the AIVs stored it for the dK/dV pass, and
 // the dK/dV pass computes no S or dP: its steps load Q, dO and the stored P and dS (l1Slots slots each, K and V
 // unneeded) and multiply them, the same lag apart, with no hand-over to the vector cores.
@@ -12,6 +13,12 @@
 // L1 hand-overs: a step's loads wait (MTE1_MTE2) only for the LoadData reads of the step l1Slots before it, whose
 // slots they reuse (released after its products, two event IDs by step parity), so the loads of step c run while
 // MTE1 feeds steps c-1 ... c-3; MTE1 waits (MTE2_MTE1) for a group of loads just before it reads them.
+//
+// L0A (dQ pass, tiling dqChunkQ != 0; bwd_tiling.h BwdDqResident): the task's Q and dO are loaded once, at its first
+// step, into FaCubeMatmul's resident region (Q then dO) and read by every step's S and dP Mmads; dS streams through
+// the halves left beside them. The region is released after the task's last S/dP Mmads (M_MTE1), so the next
+// task's Q and dO wait only for those, not for the products still queued behind them. Else Q and dO take the L0A
+// halves per step, as every other A operand.
 //
 // L0C (two 64 KB halves): half 0 holds the task's sums (dQ [s1Block, dPad], or dK [s2Block, dPad] then dV
 // [s2Block, dvPad]; the stored-tile dK/dV pass, which computes no S or dP, lets them run into half 1); half 1 holds S
@@ -43,16 +50,18 @@ public:
         w_ = t->s2Block;
         // One L1 buffer, carved: Q [m16, dPad], dO [m16, dvPad], K [w, dPad], V [w, dvPad] l1Slots slots each, then
         // P and dS [m16, w] two slots each (step parity). The stored-tile dK/dV pass: no K and V, P and dS l1Slots
-        // slots each (they load with the step's Q and dO).
+        // slots each (they load with the step's Q and dO). The dQ pass with Q and dO resident in L0A: one Q and dO
+        // (their L0A load reads them once per task), no P (bwd_tiling.h BwdDqResidentL1Bytes).
         storedKv_ = t->storeTiles != 0 && t->pass == kBwdPassDkv;
+        resident_ = t->pass == kBwdPassDq && t->dqChunkQ != 0;
         const uint32_t kvRows = storedKv_ ? 0 : w_;
         const uint32_t sizes[kTiles] = {m16_ * p_->dPad, m16_ * p_->dvPad, kvRows * p_->dPad, kvRows * p_->dvPad,
-                                        m16_ * w_, m16_ * w_};
+                                        resident_ ? 0 : m16_ * w_, m16_ * w_};
         uint32_t off = 0;
         for (int32_t i = 0; i < kTiles; ++i) {
             offs_[i] = off;
             sizes_[i] = sizes[i];
-            slots_[i] = i < kSlotted || storedKv_ ? t->l1Slots : 2;
+            slots_[i] = resident_ && (i == kQ || i == kDo) ? 1 : i < kSlotted || storedKv_ ? t->l1Slots : 2;
             off += slots_[i] * sizes[i];
             slot_[i] = slots_[i] - 1;
         }
@@ -62,7 +71,9 @@ public:
         BwdSumColumns(t, kBwdPartDk, dkCol0_, dkCols_);
         BwdSumColumns(t, kBwdPartDv, dvCol0_, dvCols_);
         dvOffset_ = (t->kvParts & kBwdPartDk) ? AlignUp(w_, 16) * p_->dPad : 0;
-        mm_.Init(pipe);  // sets FIX_M 0 and 1 (the sums and S regions start free)
+        mm_.Init(pipe, 0, kL0cHalfBytes, resident_ ? m16_ * (p_->dPad + p_->dvPad) * (uint32_t)sizeof(T) : 0);
+        // (Init sets FIX_M 0 and 1: the sums and S regions start free.)
+        if (resident_) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kEvQuerySideRead);
         AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kEvDp);
         // Tile rows/columns past a step's extent are never loaded; zero them once so that padding is finite (a
         // one-row tile runs a 16-row Mmad: m = 1 would switch the cube to GEMV mode).
@@ -82,27 +93,28 @@ public:
         const bool dq = t_->pass == kBwdPassDq;
         while (it.Next(task)) {
             const int64_t steps = FaBwdTaskIterator::StepCount(task);
-            bool any = false;
-            for (int64_t i = 0; i < steps; ++i) {
+            bool first = true;
+            for (int64_t i = NextComputed(it, task, 0, steps); i < steps; first = false) {
+                const int64_t next = NextComputed(it, task, i + 1, steps);
                 Pending cur;
                 cur.task = task;
                 cur.s = FaBwdTaskIterator::StepOf(t_, task, i);
-                if (it.TileState(task, cur.s) == kTileMasked) continue;  // the block map: nothing to compute
                 cur.step = step++;
-                cur.first = !any;
-                cur.last = false;
+                cur.first = first;
+                cur.last = next == steps;  // the task's last computed step flushes its sums
                 AcquireSlots(cur.step);
-                if (!any || !dq) LoadQuerySide(cur);
-                if ((!any || dq) && !storedKv_) LoadKeySide(cur);
+                if (cur.first || !dq) LoadQuerySide(cur);
+                if ((cur.first || dq) && !storedKv_) LoadKeySide(cur);
                 if (storedKv_) LoadStoredTiles(cur);
                 LoadsDone(kEvLoads);
-                any = true;
                 for (int32_t id = 0; id < kTiles; ++id) cur.slot[id] = slot_[id];
+                if (resident_ && cur.first) LoadResident(cur);
                 if (!storedKv_) ScoresStep(cur);
+                if (resident_ && cur.last) mm_.ReleaseResident();
                 if (ring.Full()) ProductStep(ring.Oldest());
                 ring.Push(cur);
+                i = next;
             }
-            if (any) ring.Newest().last = true;  // the task's last computed step flushes its sums
         }
         for (uint32_t i = 0; i < ring.Count(); ++i) {
             const Pending& p = ring.FromOldest(i);
@@ -112,6 +124,7 @@ public:
         for (int32_t id = 0; id < 2; ++id) {
             if (released_[id]) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
         }
+        if (resident_) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kEvQuerySideRead);
         if (storedKv_ && sumsOut_ > 0) AscendC::CrossCoreWaitFlag(FlagOf(kBwdFlagSumsRead, sumsOut_ - 1));
         AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kEvDp);
         mm_.End();
@@ -120,8 +133,9 @@ public:
 private:
     static constexpr int32_t kQ = 0, kDo = 1, kK = 2, kV = 3, kP = 4, kDs = 5, kTiles = 6;  // L1 tiles
     static constexpr int32_t kSlotted = 4;  // Q, dO, K, V have l1Slots slots: later steps load while this one multiplies
-    // MTE1_MTE2 IDs 0-1: released slots (step parity); MTE2_MTE1 IDs: a step's loads, a step's P/dS loads.
-    static constexpr int32_t kEvLoads = 0, kEvProbsLoads = 1;
+    // MTE1_MTE2 IDs 0-1: released slots (step parity), 2: the resident dQ pass's Q and dO read into L0A; MTE2_MTE1
+    // IDs: a step's loads, a step's P/dS loads.
+    static constexpr int32_t kEvLoads = 0, kEvProbsLoads = 1, kEvQuerySideRead = 2;
     // L0C regions (byte offsets) and their FIX_M / M_FIX event IDs.
     static constexpr uint32_t kL0cSums = 0, kL0cS = kL0cHalfBytes, kL0cDp = kL0cHalfBytes + kL0cHalfBytes / 2;
     static constexpr int32_t kEvSums = 0, kEvS = 1, kEvDp = 2;
@@ -130,7 +144,7 @@ private:
     struct Pending {
         FaBwdTask task;
         FaBwdStep s;
-        uint32_t step;               // the core's step number: flag IDs FlagOf(., step), workspace slot step % kBwdSlots
+        uint32_t step;               // the core's step number: flag IDs BwdStepFlag(., step), workspace slot step % kBwdSlots
         bool first, last;            // the task's first / last computed step: starts / flushes the sums
         uint8_t slot[kTiles];        // the L1 slots of its Q, dO, K, V (and the stored P and dS; else step parity)
     };
@@ -176,6 +190,7 @@ private:
         const uint32_t rows = (uint32_t)p.s.qRows;
         const uint64_t q0 = TokenOffset(*p_, kGmQuery, p.task.batch, p.task.seq, p.s.qHead, p.s.q0);
         const uint64_t dy0 = TokenOffset(*p_, kGmOut, p.task.batch, p.task.seq, p.s.qHead, p.s.q0);
+        if (resident_) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kEvQuerySideRead);  // one Q and dO in L1
         LoadNz(kQ, NextSlot(kQ), qkv_.q[q0], rows, p_->d, p_->qStride.s, m16_);
         LoadNz(kDo, NextSlot(kDo), dyGm_[dy0], rows, p_->dv, p_->oStride.s, m16_);
     }
@@ -205,36 +220,63 @@ private:
         return Operand{Tile(id, p.slot[id]), id == kQ || id == kDo ? m16_ : w_, transposed, 0};
     }
 
+    // The first step at or after i whose tile the block map does not mask (steps if none).
+    __aicore__ inline int64_t NextComputed(const FaBwdTaskIterator& it, const FaBwdTask& task, int64_t i,
+                                           int64_t steps) const {
+        while (i < steps && it.TileState(task, FaBwdTaskIterator::StepOf(t_, task, i)) == kTileMasked) ++i;
+        return i;
+    }
+
+    // The task's Q and dO -> L0A's resident region, once the previous task's S/dP Mmads are done with it.
+    __aicore__ inline void LoadResident(const Pending& p) {
+        mm_.AcquireResident();
+        const uint32_t rows = (uint32_t)p.s.qRows;
+        qRes_ = mm_.LoadResident(Slotted(p, kQ, false), rows, p_->d, t_->dqChunkQ, 0);
+        doRes_ = mm_.LoadResident(Slotted(p, kDo, false), rows, p_->dv, t_->dqChunkDo, m16_ * p_->dPad);
+        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kEvQuerySideRead);
+    }
+
     // S = Q K^T and dP = dO V^T -> workspace slot step % kBwdSlots (fp32, or rounded to T by Fixpipe in the
     // high-performance mode), then tell the vector cores.
     __aicore__ inline void ScoresStep(const Pending& p) {
-        const uint32_t qRows = (uint32_t)p.s.qRows, kRows = (uint32_t)p.s.kRows, ws = p.step % kBwdSlots;
-        const Operand q = Slotted(p, kQ, false), k = Slotted(p, kK, false);
-        const Operand dO = Slotted(p, kDo, false), v = Slotted(p, kV, false);
         if (p_->bwdLowScores != 0) {
-            uint32_t kChunk, nChunk;
-            BwdLowScoreChunks(*p_, m16_, w_, kChunk, nChunk);
-            ScoreTile(q, k, p_->d, kL0cS, kEvS, qRows, kRows, ws_.template Scores<T>(ws), kChunk, nChunk);
-            ScoreTile(dO, v, p_->dv, kL0cDp, kEvDp, qRows, kRows, ws_.template DScoresIn<T>(ws));
+            ScoresTo<T>(p);
         } else {
-            ScoreTile(q, k, p_->d, kL0cS, kEvS, qRows, kRows, ws_.template Scores<float>(ws));
-            ScoreTile(dO, v, p_->dv, kL0cDp, kEvDp, qRows, kRows, ws_.template DScoresIn<float>(ws));
+            ScoresTo<float>(p);
         }
-        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kBwdFlagScores, p.step));
+        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(BwdStepFlag(kBwdFlagScores, p.step));
+    }
+    template <typename O>
+    __aicore__ inline void ScoresTo(const Pending& p) {
+        const uint32_t qRows = (uint32_t)p.s.qRows, kRows = (uint32_t)p.s.kRows, ws = p.step % kBwdSlots;
+        const Operand k = Slotted(p, kK, false), v = Slotted(p, kV, false);
+        __gm__ O* s = ws_.template Scores<O>(ws);
+        __gm__ O* dp = ws_.template DScoresIn<O>(ws);
+        if (resident_) {
+            ScoreTile(qRes_, k, p_->d, kL0cS, kEvS, qRows, kRows, s, qRes_.kChunk, BwdScoreNChunk(m16_, w_, qRes_.kChunk));
+            ScoreTile(doRes_, v, p_->dv, kL0cDp, kEvDp, qRows, kRows, dp, doRes_.kChunk,
+                      BwdScoreNChunk(m16_, w_, doRes_.kChunk));
+            return;
+        }
+        uint32_t kChunk, nChunk;
+        if (p_->bwdLowScores != 0) {
+            BwdLowScoreChunks(*p_, m16_, w_, kChunk, nChunk);
+        } else {
+            FaMatmulChunks(m16_, p_->d, kRows, kChunk, nChunk);
+        }
+        ScoreTile(Slotted(p, kQ, false), k, p_->d, kL0cS, kEvS, qRows, kRows, s, kChunk, nChunk);
+        FaMatmulChunks(m16_, p_->dv, kRows, kChunk, nChunk);
+        ScoreTile(Slotted(p, kDo, false), v, p_->dv, kL0cDp, kEvDp, qRows, kRows, dp, kChunk, nChunk);
     }
 
-    // kChunk 0: the chunks Mma picks; else these (the forward's Q*K^T chunks, so that a 16-bit S rounds the same sums).
-    template <typename O>
-    __aicore__ inline void ScoreTile(const Operand& a, const Operand& b, uint32_t k, uint32_t region, int32_t ev,
-                                     uint32_t qRows, uint32_t kRows, __gm__ O* dst, uint32_t kChunk = 0,
-                                     uint32_t nChunk = 0) {
+    // A: Q or dO, streamed or resident; the chunks: the high-performance mode's Q*K^T chunks are the forward's, so
+    // that a 16-bit S rounds the same sums.
+    template <typename A, typename O>
+    __aicore__ inline void ScoreTile(const A& a, const Operand& b, uint32_t k, uint32_t region, int32_t ev,
+                                     uint32_t qRows, uint32_t kRows, __gm__ O* dst, uint32_t kChunk, uint32_t nChunk) {
         const AscendC::LocalTensor<float> c = mm_.L0c(region);
         AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(ev);
-        if (kChunk != 0) {
-            mm_.Accumulate(a, b, qRows, k, 0, kRows, kChunk, nChunk, c, true);
-        } else {
-            Mma(a, b, qRows, k, 0, kRows, c, true);
-        }
+        mm_.Accumulate(a, b, qRows, k, 0, kRows, kChunk, nChunk, c, true);
         mm_.Store(c, qRows, kRows, dst, w_, ev);
         AscendC::SetFlag<AscendC::HardEvent::FIX_M>(ev);
     }
@@ -245,22 +287,28 @@ private:
         const uint32_t qRows = (uint32_t)p.s.qRows, kRows = (uint32_t)p.s.kRows, ws = p.step % kBwdSlots;
         const bool dv = t_->pass == kBwdPassDkv && (t_->kvParts & kBwdPartDv);
         uint32_t pSlot = p.slot[kP], dsSlot = p.slot[kDs];
+        const bool dq = t_->pass == kBwdPassDq;
         if (!storedKv_) {
             pSlot = dsSlot = p.step % 2;
-            AscendC::CrossCoreWaitFlag(FlagOf(kBwdFlagProbs, p.step));
-            const bool stored = t_->storeTiles != 0;
-            LoadNz(kDs, dsSlot, Gm(stored ? ws_.template StoredDScores<T>(p.task, p.s) : ws_.template DScores<T>(ws)),
-                   qRows, w_, w_, m16_);
+            AscendC::CrossCoreWaitFlag(BwdStepFlag(kBwdFlagProbs, p.step));
+            const AscendC::GlobalTensor<T> ds =
+                Gm(t_->storeTiles != 0 ? ws_.template StoredDScores<T>(p.task, p.s) : ws_.template DScores<T>(ws));
+            // The dQ pass's dS is A as it is ([rows, keys]): in bands of 16 rows it reaches L0A in one LoadData.
+            if (dq) {
+                FaLoadZz(Tile(kDs, dsSlot), ds, qRows, w_, w_, w_);
+            } else {
+                LoadNz(kDs, dsSlot, ds, qRows, w_, w_, m16_);
+            }
             if (dv) LoadNz(kP, pSlot, Gm(ws_.template Probs<T>(ws)), qRows, w_, w_, m16_);
             LoadsDone(kEvProbsLoads);
         }
-        const Operand dsTile{Tile(kDs, dsSlot), m16_, false, 0}, dsT{Tile(kDs, dsSlot), m16_, true, 0};
+        const Operand dsTile{Tile(kDs, dsSlot), m16_, false, w_}, dsT{Tile(kDs, dsSlot), m16_, true, 0};
         const AscendC::LocalTensor<float> sums = mm_.L0c(kL0cSums);
         if (p.first) AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kEvSums);  // the previous task's sums are out
         // The stored-tile dK/dV pass runs ahead of its vector cores: the previous task's sums must be read before
         // this one's overwrite them.
         if (p.last && storedKv_ && sumsOut_ > 0) AscendC::CrossCoreWaitFlag(FlagOf(kBwdFlagSumsRead, sumsOut_ - 1));
-        if (t_->pass == kBwdPassDq) {
+        if (dq) {
             Mma(dsTile, Slotted(p, kK, true), qRows, kRows, 0, p_->d, sums, p.first);
             if (p.last) mm_.Store(sums, qRows, p_->d, ws_.SumA(), p_->dPad, kEvSums);
         } else {
@@ -286,7 +334,7 @@ private:
     __aicore__ inline void Mma(const Operand& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n0, uint32_t n,
                                const AscendC::LocalTensor<float>& c, bool init) {
         uint32_t kChunk, nChunk;
-        FaMatmulChunks(a.transposed ? w_ : m16_, k, n, kChunk, nChunk);
+        FaMatmulChunks(a.transposed ? w_ : m16_, k, n, kChunk, nChunk, kL0cHalfBytes, mm_.AHalfBytes());
         mm_.Accumulate(a, b, m, k, n0, n, kChunk, nChunk, c, init);
     }
 
@@ -304,6 +352,8 @@ private:
     uint32_t slots_[kTiles] = {0, 0, 0, 0, 0, 0};  // slots of each tile
     uint32_t slot_[kTiles] = {0, 0, 0, 0, 0, 0};   // slot of each tile's latest load (Init: the last, the first goes to 0)
     bool storedKv_ = false;                        // the stored-tile dK/dV pass
+    bool resident_ = false;                        // the dQ pass with its task's Q and dO resident in L0A
+    typename FaCubeMatmul<T>::ResidentA qRes_{0, 0, 0}, doRes_{0, 0, 0};
     bool released_[2] = {false, false};       // MTE1_MTE2 ID set by ReleaseSlots and not yet waited
     uint32_t dkCol0_ = 0, dkCols_ = 0, dvCol0_ = 0, dvCols_ = 0, dvOffset_ = 0;
     uint32_t sumsOut_ = 0;                     // tasks whose sums have left: the flag ID of the next

@@ -309,9 +309,9 @@ private:
     // first; each chunk then computes and stores on its own events.
     __aicore__ inline void ScoreStep(const FaBwdTask& task, const FaBwdStep& s, const FaAivRows& q, uint32_t step,
                                      uint8_t state) {
-        AscendC::CrossCoreWaitFlag(FlagOf(kBwdFlagScores, step));
+        AscendC::CrossCoreWaitFlag(BwdStepFlag(kBwdFlagScores, step));
         if (q.count == 0) {  // nothing to write: the set only certifies this AIV's earlier workspace reads (MTE2)
-            AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(FlagOf(kBwdFlagProbs, step));
+            AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(BwdStepFlag(kBwdFlagProbs, step));
             return;
         }
         const uint32_t slot = step % kBwdSlots;
@@ -393,7 +393,7 @@ private:
             AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdChunk + c);
         }
         if (dkv) AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdStats + set);
-        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kBwdFlagProbs, step));
+        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(BwdStepFlag(kBwdFlagProbs, step));
     }
 
     __aicore__ inline uint32_t ChunkRows(uint32_t rows, uint32_t c) const {

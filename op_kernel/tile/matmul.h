@@ -1,6 +1,7 @@
 // The cube's matmul over L1 Nz tiles, shared by the forward and backward cube halves: C[m, n] = A[m, k] * B[k, n]
 // through L0A/L0B (ping-pong halves) into L0C (two ping-pong slots), written by Fixpipe as rows to GM (fp32 or 16-bit); or L0C tiles
-// the caller keeps resident across calls.
+// the caller keeps resident across calls. A operands read by many matmuls can stay in L0A instead (ResidentA: loaded
+// once into a resident region at the end of L0A, whose rest the streamed A operands share as two halves).
 #ifndef NPU_FA_TILE_MATMUL_H
 #define NPU_FA_TILE_MATMUL_H
 
@@ -93,16 +94,30 @@ public:
         }
     };
 
-    // Every L0 half starts free: its "free" event is set once here and waited once in End(). Run's L0C tiles
-    // alternate between two slots, `slotBytes` apart from byte `slot0` (default: the two halves; 0: one slot).
-    __aicore__ inline void Init(AscendC::TPipe* pipe, uint32_t slot0 = 0, uint32_t slotBytes = kL0cHalf) {
+    // An A operand LoadResident put in L0A: `offset` elements into the resident region, in K pieces of kChunk
+    // columns (piece i at offset + i * pieceElems, [m1][k1] fractals: the A of that piece's Mmad).
+    struct ResidentA {
+        uint32_t offset;
+        uint32_t kChunk;
+        uint32_t pieceElems;
+    };
+
+    // Every L0 half (and the resident region) starts free: its "free" event is set once here and waited once in
+    // End(). Run's L0C tiles alternate between two slots, `slotBytes` apart from byte `slot0` (default: the two
+    // halves; 0: one slot). `residentBytes` of L0A (a multiple of 512) are kept for ResidentA operands; the streamed
+    // A halves share the rest (AHalfBytes()).
+    __aicore__ inline void Init(AscendC::TPipe* pipe, uint32_t slot0 = 0, uint32_t slotBytes = kL0cHalf,
+                                uint32_t residentBytes = 0) {
         slot0_ = slot0;
         slotBytes_ = slotBytes;
-        pipe->InitBuffer(l0a_, kL0Half * 2);
+        residentBytes_ = residentBytes;
+        aHalf_ = (kL0Bytes - residentBytes) / 2 / 512 * 512;  // L0A addresses stay 512 B aligned
+        pipe->InitBuffer(l0a_, kL0Bytes);
         pipe->InitBuffer(l0b_, kL0Half * 2);
         pipe->InitBuffer(l0c_, kL0cHalf * 2);
         AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0);
         AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + 1);
+        if (residentBytes_ != 0) AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kResidentFreeId);
         AscendC::SetFlag<AscendC::HardEvent::FIX_M>(0);
         AscendC::SetFlag<AscendC::HardEvent::FIX_M>(1);
     }
@@ -110,8 +125,30 @@ public:
     __aicore__ inline void End() {
         AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0);
         AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + 1);
+        if (residentBytes_ != 0) AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kResidentFreeId);
         AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(0);
         AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(1);
+    }
+
+    __aicore__ inline uint32_t AHalfBytes() const { return aHalf_; }
+
+    // The resident region: AcquireResident before LoadResident overwrites it (MTE1 waits until the Mmads issued
+    // before ReleaseResident are done), ReleaseResident after the last Mmad that reads it.
+    __aicore__ inline void AcquireResident() { AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kResidentFreeId); }
+    __aicore__ inline void ReleaseResident() { AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kResidentFreeId); }
+
+    // A[m, k] (an L1 tile) -> the resident region at element `offset`, in the K pieces of kChunk columns that the
+    // matmuls reading it take (their kChunk). The Mmads' MTE1_M hand-over of their B operand covers it (MTE1 runs
+    // in order).
+    __aicore__ inline ResidentA LoadResident(const Operand& a, uint32_t m, uint32_t k, uint32_t kChunk,
+                                             uint32_t offset) {
+        const uint32_t mBlocks = CeilDiv(m, 16);
+        const ResidentA r{offset, kChunk, mBlocks * 16 * kChunk};
+        for (uint32_t k0 = 0; k0 < k; k0 += kChunk) {
+            const uint32_t kLen = k - k0 < kChunk ? k - k0 : kChunk;
+            LoadA(Resident(r, k0), a, mBlocks, k0 / 16, CeilDiv(kLen, 16));
+        }
+        return r;
     }
 
     // C[m, n] = A[m, k] * B[k, n] in (kChunk, nChunk) pieces, written as rows of pitch `ldc` to GM in O (fp32, or
@@ -143,7 +180,9 @@ public:
     __aicore__ inline AscendC::LocalTensor<float> L0c(uint32_t offset) {
         return l0c_.Get<float>()[offset / sizeof(float)];
     }
-    __aicore__ inline void Accumulate(const Operand& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n0,
+    // A is an Operand (streamed through the L0A halves) or a ResidentA (then kChunk is its kChunk).
+    template <typename A>
+    __aicore__ inline void Accumulate(const A& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n0,
                                       uint32_t n, uint32_t kChunk, uint32_t nChunk, const AscendC::LocalTensor<float>& c,
                                       bool init) {
         for (uint32_t j = 0; j < n; j += nChunk) {
@@ -171,19 +210,21 @@ public:
 private:
     static constexpr uint32_t kFrac = 256;     // elements of one 16x16 b16 fractal
     static constexpr int32_t kL0FreeId0 = 3;   // M_MTE1 IDs 0-2 belong to TPipe on the AIC
+    static constexpr int32_t kResidentFreeId = kL0FreeId0 + 2;
 
-    // C[m, n0 : n0 + nLen] (+)= A[m, k] * B[k, n0 : n0 + nLen] into the L0C tile `c`, through L0A/L0B halves in kChunk pieces.
-    __aicore__ inline void MmaColumns(const Operand& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n0,
+    // C[m, n0 : n0 + nLen] (+)= A[m, k] * B[k, n0 : n0 + nLen] into the L0C tile `c`, through L0A/L0B halves in kChunk
+    // pieces (A's half unused when A is resident).
+    template <typename A>
+    __aicore__ inline void MmaColumns(const A& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n0,
                                       uint32_t nLen, uint32_t kChunk, const AscendC::LocalTensor<float>& c, bool init) {
         const uint32_t mBlocks = CeilDiv(m, 16);
         for (uint32_t k0 = 0; k0 < k; k0 += kChunk) {
             const uint32_t kLen = k - k0 < kChunk ? k - k0 : kChunk;
             const uint32_t h = l0Idx_;
             l0Idx_ ^= 1;
-            AscendC::LocalTensor<T> l0a = l0a_.Get<T>()[h * (kL0Half / sizeof(T))];
             AscendC::LocalTensor<T> l0b = l0b_.Get<T>()[h * (kL0Half / sizeof(T))];
             AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
-            LoadA(l0a, a, mBlocks, k0 / 16, CeilDiv(kLen, 16));
+            const AscendC::LocalTensor<T> l0a = PieceOfA(a, h, mBlocks, k0, kLen);
             LoadB(l0b, b, k0 / 16, CeilDiv(kLen, 16), n0 / 16, CeilDiv(nLen, 16));
             AscendC::SetFlag<AscendC::HardEvent::MTE1_M>(h);
             AscendC::WaitFlag<AscendC::HardEvent::MTE1_M>(h);
@@ -196,6 +237,20 @@ private:
             if ((mp.m / 16) * (mp.n / 16) < 10) AscendC::PipeBarrier<PIPE_M>();
             AscendC::SetFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
         }
+    }
+
+    // The L0A piece of A for columns [k0, k0 + kLen): a streamed A loaded into half h, a resident one where it is.
+    __aicore__ inline AscendC::LocalTensor<T> PieceOfA(const Operand& a, uint32_t h, uint32_t mBlocks, uint32_t k0,
+                                                       uint32_t kLen) {
+        const AscendC::LocalTensor<T> dst = l0a_.Get<T>()[h * (aHalf_ / sizeof(T))];
+        LoadA(dst, a, mBlocks, k0 / 16, CeilDiv(kLen, 16));
+        return dst;
+    }
+    __aicore__ inline AscendC::LocalTensor<T> PieceOfA(const ResidentA& a, uint32_t, uint32_t, uint32_t k0, uint32_t) {
+        return Resident(a, k0);
+    }
+    __aicore__ inline AscendC::LocalTensor<T> Resident(const ResidentA& a, uint32_t k0) {
+        return l0a_.Get<T>()[2 * aHalf_ / sizeof(T) + a.offset + k0 / a.kChunk * a.pieceElems];
     }
 
     // L1 -> L0A Zz [m1][k1] for fractal columns [k1s, k1s + k1n): A stored as [M, K] (fractal (m1, k1) at
@@ -243,6 +298,7 @@ private:
     }
 
     uint32_t l0Idx_ = 0, l0cIdx_ = 0, accHalf_ = 0, slot0_ = 0, slotBytes_ = kL0cHalf;
+    uint32_t residentBytes_ = 0, aHalf_ = kL0Half;
     AscendC::TBuf<AscendC::TPosition::A2> l0a_;
     AscendC::TBuf<AscendC::TPosition::B2> l0b_;
     AscendC::TBuf<AscendC::TPosition::CO1> l0c_;

@@ -24,11 +24,12 @@ namespace npu_fa {
 
 enum FaBwdPass : uint32_t { kBwdPassDq = 0, kBwdPassDkv = 1 };
 enum FaBwdPart : uint32_t { kBwdPartDk = 1, kBwdPartDv = 2, kBwdPartsBoth = 3 };
-// Steps in flight per core: the cube computes S/dP of step j+lag before the products of step j (lag = l1Slots - 2,
-// 2 where four L1 slots of Q, dO, K, V fit, else 1), so the vector cores' P/dS of step j overlap `lag` steps of cube
-// work. Workspace slots of S, dP, P, dS: step % kBwdSlots.
-constexpr uint32_t kBwdSlots = 3;
-constexpr uint32_t kBwdMaxLag = 2;
+// Steps in flight per core: the cube computes S/dP of step j+lag before the products of step j (lag = l1Slots - 2:
+// 3 in the dQ pass with Q and dO resident in L0A, whose L1 then holds one Q and dO; else 2 where four L1 slots of
+// Q, dO, K, V fit, else 1), so the vector cores' P/dS of step j overlap `lag` steps of cube work. Workspace slots of
+// S, dP, P, dS: step % kBwdSlots (one per step in flight).
+constexpr uint32_t kBwdMaxLag = 3;
+constexpr uint32_t kBwdSlots = kBwdMaxLag + 1;
 // Stored tiles of one chunk at most (bytes of workspace; FaProblem::bwdStoreLimit replaces it in tests and tuning).
 constexpr uint64_t kBwdStoreLimitBytes = 1ull << 30;
 
@@ -55,16 +56,18 @@ struct FlashAttentionGradTilingData {
                              // one dK/dV pass per gradient so that the sum fits half of L0C)
     uint32_t sumCol0;        // a single-gradient pass sums its columns [sumCol0, sumCol0 + sumCols) (head dims
     uint32_t sumCols;        // above 256 take several passes); both-gradient passes sum every column
-    uint32_t l1Slots;        // L1 slots of Q, dO, K, V (the stored-tile dK/dV pass: Q, dO, P, dS) (4 or 3): a step
-                             // loads while the 3 (or 2) before it compute
+    uint32_t l1Slots;        // L1 slots of Q, dO, K, V (the stored-tile dK/dV pass: Q, dO, P, dS; the resident dQ
+                             // pass: K, V) (5, 4 or 3): a step loads while the 4, 3 or 2 before it compute
+    uint32_t dqChunkQ;       // dQ pass, nonzero: the task's Q and dO stay in L0A over its steps (BwdDqResident), in
+    uint32_t dqChunkDo;      // K pieces of these many columns (the K chunks of S = Q K^T and dP = dO V^T); 0: per step
     // Work split: core c runs tasks [coreTaskStart[c], coreTaskStart[c + 1]).
     uint32_t blockDim;
     uint32_t taskTotal;
     uint32_t coreTaskStart[kMaxCores + 1];
 };
 static_assert(sizeof(FlashAttentionGradTilingData) ==
-                  sizeof(FaProblemTiling) + 10 * sizeof(uint64_t) + (13 + kMaxCores + 1) * sizeof(uint32_t) &&
-              sizeof(FlashAttentionGradTilingData) == 696,  // the size the recorded trace digests saw
+                  sizeof(FaProblemTiling) + 10 * sizeof(uint64_t) + (15 + kMaxCores + 1) * sizeof(uint32_t) &&
+              sizeof(FlashAttentionGradTilingData) == 704,  // the size the recorded trace digests saw
               "FlashAttentionGradTilingData must have no implicit padding");
 
 // The high-performance mode (problem.bwdLowScores != 0) takes S out of Fixpipe in the input dtype as the forward did,
@@ -72,11 +75,36 @@ static_assert(sizeof(FlashAttentionGradTilingData) ==
 // FlashAttention criterion for fp16 and bf16). Its Q*K^T chunks for query blocks of m16 rows and key tiles of w: K
 // as the forward's (so that the rounded S is the forward's bit for bit), N what fits L0B beside it and S's quarter
 // of L0C.
+FA_INLINE uint32_t BwdScoreNChunk(uint32_t m16, uint32_t w, uint32_t kChunk) {
+    const uint32_t limC = kL0cHalfBytes / 2 / (m16 * 4), limB = kL0HalfBytes / (kChunk * 2);
+    return FaChunk(w, limC < limB ? limC : limB);
+}
 FA_INLINE void BwdLowScoreChunks(const FaProblemTiling& p, uint32_t m16, uint32_t w, uint32_t& kChunk,
                                  uint32_t& nChunk) {
     kChunk = p.bwdLowScores;
-    const uint32_t limC = kL0cHalfBytes / 2 / (m16 * 4), limB = kL0HalfBytes / (kChunk * 2);
-    nChunk = FaChunk(w, limC < limB ? limC : limB);
+    nChunk = BwdScoreNChunk(m16, w, kChunk);
+}
+
+// The dQ pass's L0A (kL0Bytes): Q [m16, dPad] and dO [m16, dvPad] of its task stay resident over the task's steps
+// (loaded once, read by every step's S and dP Mmads) where the two halves left beside them still take a whole dS
+// tile [m16, w] each (the A of dQ += dS K, streamed per step as before); else both are reloaded per step. The K
+// pieces: the high-performance mode's Q K^T chunk (the forward's), else the largest K^T [w, kChunk] in an L0B half.
+// 64 x 128 tiles, D = Dv = 128: Q, dO 16 KB each + dS 2 x 16 KB; D = 64: 8 + 8 + 2 x 24 KB; D = 256 does not fit.
+FA_INLINE void BwdDqResident(const FaProblemTiling& p, uint32_t s1Block, uint32_t w, uint32_t& chunkQ,
+                             uint32_t& chunkDo) {
+    const uint32_t m16 = AlignUp(s1Block, 16), resident = m16 * (p.dPad + p.dvPad) * 2;
+    chunkQ = chunkDo = 0;
+    if (resident > kL0Bytes || (kL0Bytes - resident) / 2 / 512 * 512 < m16 * w * 2) return;
+    const uint32_t limB = kL0HalfBytes / (AlignUp(w, 16) * 2);
+    chunkQ = p.bwdLowScores != 0 ? p.bwdLowScores : FaChunk(p.dPad, limB);
+    chunkDo = FaChunk(p.dvPad, limB);
+}
+
+// L1 bytes of the dQ pass with Q and dO resident in L0A: one Q [m16, dPad] and dO [m16, dvPad] (read once per task,
+// by the L0A load), K [w, dPad] and V [w, dvPad] x `slots`, dS [m16, w] x 2 (step parity); 16-bit.
+FA_INLINE uint32_t BwdDqResidentL1Bytes(uint32_t s1Block, uint32_t w, uint32_t dPad, uint32_t dvPad, uint32_t slots) {
+    const uint32_t m16 = AlignUp(s1Block, 16);
+    return 2 * ((m16 + slots * w) * (dPad + dvPad) + 2 * m16 * w);
 }
 
 // The output columns a pass sums for gradient `part` (kBwdPartDk: of dK, width d; kBwdPartDv: of dV, width dv), as

@@ -1,5 +1,5 @@
-// L0 sizes of the cube and the chunks a matmul takes through them (tile/matmul.h): L0A/L0B and L0C are used as two
-// ping-pong halves each.
+// L0 sizes of the cube and the chunks a matmul takes through them (tile/matmul.h): L0B and L0C are used as two
+// ping-pong halves each, L0A too unless part of it holds resident A operands (the rest then splits in two).
 #ifndef NPU_FA_TILING_MATMUL_CHUNKS_H
 #define NPU_FA_TILING_MATMUL_CHUNKS_H
 
@@ -7,7 +7,8 @@
 
 namespace npu_fa {
 
-constexpr uint32_t kL0HalfBytes = 32 * 1024;
+constexpr uint32_t kL0Bytes = 64 * 1024;  // L0A and L0B each
+constexpr uint32_t kL0HalfBytes = kL0Bytes / 2;
 constexpr uint32_t kL0cHalfBytes = 64 * 1024;
 constexpr uint32_t kFaL0cRing = 0xFFFFFFFFu;  // FlashAttentionTilingData::l0cOut: P*V uses the S slots
 
@@ -20,11 +21,11 @@ FA_INLINE uint32_t FaChunk(uint32_t total, uint32_t limit) {
 }
 
 // The N and K chunks of C[m, n] = A[m, k] * B[k, n] that fit an L0C tile of l0cTileBytes and the L0A / L0B halves,
-// for an A operand of `mPad` rows (its row count rounded up to 16).
+// for an A operand of `mPad` rows (its row count rounded up to 16), streamed through L0A pieces of l0aPieceBytes.
 FA_INLINE void FaMatmulChunks(uint32_t mPad, uint32_t k, uint32_t n, uint32_t& kChunk, uint32_t& nChunk,
-                              uint32_t l0cTileBytes = kL0cHalfBytes) {
+                              uint32_t l0cTileBytes = kL0cHalfBytes, uint32_t l0aPieceBytes = kL0HalfBytes) {
     nChunk = FaChunk(n, l0cTileBytes / (mPad * 4));
-    const uint32_t limA = kL0HalfBytes / (mPad * 2), limB = kL0HalfBytes / (nChunk * 2);
+    const uint32_t limA = l0aPieceBytes / (mPad * 2), limB = kL0HalfBytes / (nChunk * 2);
     kChunk = FaChunk(k, limA < limB ? limA : limB);
 }
 

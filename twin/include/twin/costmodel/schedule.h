@@ -193,10 +193,24 @@ private:
         }
     }
 
-    // L1->L0 loads into L0A and L0B carry only host addresses; the two buffers are separate 64 KB blocks, so the load
-    // destinations form two clusters, and the one holding Mmad's left-matrix addresses is L0A.
+    // Which L1->L0 loads write L0B: the memory of the load's recorded write access (TraceRec::acc). Traces without
+    // accesses carry only host addresses; the two buffers are separate 64 KB blocks, so the load destinations form
+    // two clusters, and the one holding Mmad's left-matrix addresses is L0A (the largest gap between destinations
+    // splits them, which a layout with wide gaps inside L0A, e.g. resident A operands, can mislead).
     void SplitL0(size_t c) {
         const CoreTrace& t = cores_[c];
+        l0b_[c].assign(t.n, 0);
+        bool recorded = false;
+        for (size_t i = 0; t.acc != nullptr && i < t.n; ++i) {
+            if (t.recs[i].kind != TraceKind::Instr || fam_[c][i] != Family::L1ToL0) continue;
+            for (uint32_t x = t.recs[i].acc; x < t.recs[i].acc + t.recs[i].nacc; ++x) {
+                const TraceAcc& a = t.acc[x];
+                if (!a.write || (a.mem != (uint8_t)Mem::L0A && a.mem != (uint8_t)Mem::L0B)) continue;
+                l0b_[c][i] = a.mem == (uint8_t)Mem::L0B;
+                recorded = true;
+            }
+        }
+        if (recorded) return;
         std::vector<uint64_t> dst;
         uint64_t aSrc = UINT64_MAX;
         for (size_t i = 0; i < t.n; ++i) {
@@ -204,7 +218,6 @@ private:
             if (fam_[c][i] == Family::L1ToL0) dst.push_back(t.recs[i].dst);
             if (fam_[c][i] == Family::Mmad) aSrc = std::min(aSrc, t.recs[i].src);
         }
-        l0b_[c].assign(t.n, 0);
         if (dst.empty() || aSrc == UINT64_MAX) return;
         std::sort(dst.begin(), dst.end());
         dst.erase(std::unique(dst.begin(), dst.end()), dst.end());
