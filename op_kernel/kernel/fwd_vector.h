@@ -32,6 +32,7 @@ public:
     __aicore__ inline void Init(const FlashAttentionTilingData* t, const FaFwdGmArgs& gm, AscendC::TPipe* pipe) {
         t_ = t;
         p_ = &t->problem;
+        pipe_ = pipe;
         core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
         sub_ = (uint32_t)AscendC::GetSubBlockIdx();
         seqInfo_ = gm.in.seqInfo;
@@ -50,6 +51,8 @@ public:
         halfChain_ = FaIsHalf<T>::kValue && t->halfSoftmax != 0;
         FaVecFeatures features = TilingVecFeatures(*p_, t->bandTiles != 0);
         features.residual = t->residualInProbs != 0;
+        lazy_ = t->lazyRescale != 0;
+        features.lazy = lazy_;
         const FaFwdUbSizes u = FwdUbSizes(rowsMax_, chunk_, w_, dvPad_, features);
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(sBuf_, u.s);
@@ -74,6 +77,7 @@ public:
         pipe->InitBuffer(statBitsBuf_, u.row);
         softmax_.Init(statBuf_.Get<float>(), statElems_, foldBuf_.Get<float>(), rowBuf_.Get<float>(), w_);
         if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
+        if (lazy_) InitLazy(u.stat, gm.workspace);
         if (u.dmat != 0) BuildDiagonalPattern();
         // Dense-mask bytes live in opart (filled by OutputStep's MTE2, free in between: both wait and set the
         // kIdOutput event) unless opart is too small for a tile of them. Without bands or a dense mask the masker
@@ -115,6 +119,7 @@ public:
             taskSlot = (taskSlot + 1) % kFwdStepSlots;  // a task's statistics live until its last output fold
         }
         for (uint32_t i = 0; i < ring.Count(); ++i) OutputStep(ring.FromOldest(i));
+        if (lazy_) AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdWord);
         io_.End();
     }
 
@@ -126,6 +131,8 @@ private:
     static constexpr int32_t kIdDrop = kIdPse + 1;   // V_MTE2 / MTE2_V pairs around a user dropout mask's load
     static_assert(kIdDrop < 8, "V_MTE2 event IDs overlap");
     static constexpr int32_t kIdResidual = Io::kIdFree;  // MTE3_V: a residual copied out of opart has left it
+    static constexpr int32_t kIdWord = Io::kIdFree + 1;  // V_MTE3 / MTE3_V around a lazy-rescale flush word's copy out
+    static_assert(kIdWord < 8, "V_MTE3 event IDs overlap");
     // Statistic buffers inside statBuf_ (FaOnlineSoftmax's, kFwdStepSlots tasks and steps in flight until their
     // output fold).
     using Softmax = FaOnlineSoftmax<kFwdStepSlots>;
@@ -179,6 +186,7 @@ private:
             c.rows = FaMin((int64_t)(mine.count - c.r0), (int64_t)chunk_);
             SoftmaxRows(task, mine, c);
         }
+        if (lazy_ && !first) SendFlushWord(mine.count, step);
         // On MTE3 after the last P store, which waited (V_MTE3) for the vector work that had waited (MTE2_V) for every
         // earlier workspace read of this AIV: the set covers the reads as well.
         AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kFwdFlagProbs, step));
@@ -220,7 +228,12 @@ private:
         prologue_.ApplyMask(s, tile);
 
         // The chunk's rows of each statistic start at row r0 (a multiple of 8: whole 32 B blocks).
-        softmax_.Exponentiate(s, c.rows, c.r0, c.taskSlot, c.slot, c.first);
+        if (lazy_) {
+            softmax_.ExponentiateLazy(s, c.rows, c.r0, c.taskSlot, c.slot, c.first, Refs(c.taskSlot), Rise(),
+                                      statBitsBuf_.Get<uint8_t>(), t_->lazyThreshold);
+        } else {
+            softmax_.Exponentiate(s, c.rows, c.r0, c.taskSlot, c.slot, c.first);
+        }
 
         // The row sums are of the probabilities before dropout; dropout then zeroes P where a keep bit is 0.
         if (dropping_) {
@@ -254,12 +267,69 @@ private:
         const uint32_t slot = FwdSlot(s.step);
         AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagOutput, s.step));
         if (s.mine.count == 0) return;
+        if (lazy_) {
+            LazyOutputStep(s);
+            return;
+        }
         const AscendC::LocalTensor<float> opart =
             io_.LoadOutput(ws_.Output(slot), (uint64_t)s.mine.first * dvPad_, s.mine.count * dvPad_);
         softmax_.Fold(accBuf_.Get<float>(), opart, slot, s.mine.count, dvPad_, s.first);
         if (!(s.last && residual_)) io_.ReleaseOutput();  // else Finalize borrows opart as scratch and releases it
         if (s.last) Finalize(s);
     }
+
+    // Lazy rescale: the cube shipped O before this step's P*V when either AIV's flush word asked for it (both read
+    // the same words: they agree), and ships the task's O after its last step.
+    __aicore__ inline void LazyOutputStep(const Pending& s) {
+        const uint32_t slot = FwdSlot(s.step);
+        const uint64_t offset = (uint64_t)s.mine.first * dvPad_;
+        const uint32_t n = s.mine.count * dvPad_;
+        const AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
+        if (s.first) accLive_ = false;
+        if (!s.first && FlushRequested(flushGm_, s.step, t_->lazyThreshold, AivRowsOf(s.task.rows, 1).count != 0)) {
+            softmax_.FoldFlushed(acc, io_.LoadOutput(ws_.Output(slot), offset, n), slot, s.mine.count, dvPad_,
+                                 !accLive_);
+            accLive_ = true;
+            io_.ReleaseOutput();
+        }
+        if (!s.last) return;
+        const AscendC::LocalTensor<float> opart = io_.LoadOutput(ws_.Output(slot + kFwdStepSlots), offset, n);
+        if (accLive_) {
+            AscendC::Add(acc, acc, opart, (int32_t)n);
+        } else {
+            AscendC::DataCopy(acc, opart, n);
+        }
+        if (!residual_) io_.ReleaseOutput();  // else Finalize borrows opart as scratch and releases it
+        softmax_.LeaveReference(acc, Refs(s.taskSlot), s.taskSlot, s.mine.count, dvPad_);
+        Finalize(s);
+    }
+
+    // The AIV's flush word of a step: min over its rows of ref_old - m (< -threshold: some row took a new
+    // reference), to GM ahead of the step's "probabilities ready" flag (which then covers the copy, on MTE3 too).
+    __aicore__ inline void SendFlushWord(uint32_t rows, uint32_t step) {
+        const AscendC::LocalTensor<float> word = wordBuf_.Get<float>();
+        AscendC::BlockReduceMin(rowBuf_.Get<float>(), Rise(), (int32_t)(AlignUp(rows, 8) / 8), 64, 1, 1, 8);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdWord);
+        AscendC::WholeReduceMin(word, rowBuf_.Get<float>(), (int32_t)rows, 1, 1, 1, 8);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdWord);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdWord);
+        AscendC::DataCopy(flushGm_[FlushWordOffset(step, sub_)], word, 8);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdWord);
+    }
+
+    __aicore__ inline void InitLazy(uint32_t statBytes, GM_ADDR workspace) {
+        pipe_->InitBuffer(refBuf_, kFwdStepSlots * statBytes);
+        pipe_->InitBuffer(riseBuf_, statBytes);
+        pipe_->InitBuffer(wordBuf_, 32);
+        flushGm_.SetGlobalBuffer(ws_.template At<float>(t_->wsOffsetFlush), kFwdFlushBytes / sizeof(float));
+        // The word's lanes past the minimum and its index go out with it: defined once.
+        AscendC::Duplicate(wordBuf_.Get<float>(), 0.0f, 8);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdWord);
+    }
+    __aicore__ inline AscendC::LocalTensor<float> Refs(uint32_t taskSlot) {
+        return refBuf_.Get<float>()[taskSlot * statElems_];
+    }
+    __aicore__ inline AscendC::LocalTensor<float> Rise() { return riseBuf_.Get<float>(); }
 
     // out = acc / l; rows that saw no key keep max = -FLT_MAX and get out = 0, sum = FLT_MAX (zero LSE weight).
     // With a sink logit z the row's softmax also has exp(z - max'): max' = max(m, z), l' = l e + exp(z - max') and
@@ -364,6 +434,10 @@ private:
     bool dropping_ = false;
     bool halfChain_ = false;  // the tiling's halfSoftmax: plain chunks take HalfSoftmaxRows
     bool residual_ = false;   // the tiling's outResidual
+    bool lazy_ = false;       // the tiling's lazyRescale
+    bool accLive_ = false;    // lazy rescale: acc holds a flushed O of the current task
+    AscendC::TPipe* pipe_ = nullptr;
+    AscendC::GlobalTensor<float> flushGm_;
     AscendC::GlobalTensor<T> outGm_, residualGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_, sinkGm_;
     FaFwdWorkspace ws_;
@@ -382,6 +456,9 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> statBitsBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> maskBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> dropBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> refBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> riseBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECOUT> wordBuf_;
 };
 
 }  // namespace npu_fa
