@@ -96,9 +96,24 @@ bool PlanL0cLazy(uint32_t m16, uint32_t sub, uint32_t dPad, uint32_t dvPad, uint
     return plan.nChunkPV >= dvPad;
 }
 
-// The lazy rescale's default: off everywhere, since the model shows it slower (docs/performance.md, "What is left").
-// A threshold of 8 keeps P <= e^8 (about 2981) in range of fp16 and bf16.
+// A threshold of 8 keeps P <= e^8 (about 2981) well in range of fp16 and bf16.
 constexpr float kLazyThreshold = 8.0f;
+
+// S slots beside the resident O where the lazy rescale pays (0: off), modeled (910B2, B = 1, N = 8, bf16, 2 sampled
+// cores, no flush past a task's first step; docs/performance.md "What is left"): where P*V has its own tile anyway
+// (dv = 256: 80-row tasks) the plan stays, one S slot (S = 8K 56.1 -> 59.5 %, causal 55.8 -> 57.4, 2K 44.3 -> 46.6);
+// at 64 < dv <= 128 O takes half of L0C and the S tiles shrink to 64 columns in two slots (Q reloaded per tile:
+// MTE1 45 -> 68 % busy), which pays on tasks of 8 or more steps that no band cuts (S = 4K 48.2 -> 49.6 %, 8K
+// 51.6 -> 54.8, 32K 54.3 -> 59.1; S = 2K 35.8 -> 35.4, causal 8K 50.3 -> 49.1, D = 64 31.8 -> 30.4). Not with the fp16
+// softmax chain (its exponent runs in half against the running max).
+uint32_t LazySlotsThatPay(const FaProblem& p, const FlashAttentionTilingData& t, const L0cPlan& plan) {
+    if (t.halfSoftmax != 0) return 0;
+    if (p.forceLazy >= 0) return (uint32_t)p.forceLazy;
+    if (plan.out != kFaL0cRing) return 1;
+    const uint32_t dvPad = t.problem.dvPad;
+    if (dvPad <= 64 || dvPad > 128 || t.bandTiles != 0 || p.denseMask) return 0;
+    return CeilDiv(t.problem.s2, t.s2Block) >= 8 ? 2 : 0;
+}
 
 // Modeled cube-side cycles per score of a (s1Block, step) shape: Fixpipe moves the fp32 score and, once per step,
 // the fp32 partial output (4 + 4 dv / w bytes at 40.6 B/cycle, plus about 200 cycles per Fixpipe: one per S tile of
@@ -359,10 +374,9 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     }
     t.lowScores = p.forceLowScores >= 0 ? (uint32_t)p.forceLowScores : LowScoresPay(p, pt.dPad, t.s2Block) ? 1 : 0;
     t.halfSoftmax = t.lowScores != 0 && HalfSoftmaxChain(p, t.s2Block) ? 1 : 0;
-    // Lazy rescale: not with the fp16 softmax chain (its exponent runs in half against the running max).
     L0cPlan lazyPlan{};
-    if (p.forceLazy > 0 && t.halfSoftmax == 0 &&
-        PlanL0cLazy(AlignUp(t.s1Block, 16), t.kvSub, pt.dPad, pt.dvPad, (uint32_t)p.forceLazy, lazyPlan)) {
+    const uint32_t lazySlots = LazySlotsThatPay(p, t, plan);
+    if (lazySlots != 0 && PlanL0cLazy(AlignUp(t.s1Block, 16), t.kvSub, pt.dPad, pt.dvPad, lazySlots, lazyPlan)) {
         plan = lazyPlan;
         t.lazyRescale = 1;
         t.lazyThreshold = p.lazyThreshold > -__builtin_huge_valf() ? p.lazyThreshold : kLazyThreshold;

@@ -109,9 +109,10 @@ public:
             bool first = true;
             while (j < task.stepLast) {
                 const int64_t following = it.NextStep(task, j + 1);
-                SoftmaxStep(task, mine, j, it.TileState(task, j), step, taskSlot, first);
+                SoftmaxStep(task, mine, j, it.TileState(task, j), step, taskSlot, first,
+                            ring.Full() ? &ring.Oldest() : nullptr);
                 if (ring.Full()) OutputStep(ring.Oldest());
-                ring.Push(Pending{task, mine, step, taskSlot, first, following >= task.stepLast});
+                ring.Push(Pending{task, mine, step, taskSlot, first, following >= task.stepLast, false, false});
                 ++step;
                 first = false;
                 j = following;
@@ -147,6 +148,8 @@ private:
         uint32_t taskSlot;
         bool first;
         bool last;
+        bool waited;   // lazy rescale: its P*V flag is waited and its flush decision read (LookAhead)
+        bool flushed;  // lazy rescale: the cube shipped O before its P*V
     };
 
     __aicore__ inline AscendC::LocalTensor<float> Stat(uint32_t i) { return softmax_.Stat(i); }
@@ -159,8 +162,9 @@ private:
         for (uint32_t r = 0; r < chunk_; ++r) AscendC::Adds(dmat[r * w_], idx, -(float)r, (int32_t)w_);
     }
 
+    // `due`: the step whose output fold follows this softmax (lazy rescale reads its flush decision early).
     __aicore__ inline void SoftmaxStep(const FaFwdTask& task, const FaAivRows& mine, int64_t j, uint8_t tileState,
-                                       uint32_t step, uint32_t taskSlot, bool first) {
+                                       uint32_t step, uint32_t taskSlot, bool first, Pending* due) {
         const uint32_t slot = FwdSlot(step);
         AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagScores, step));
         if (mine.count == 0) {
@@ -185,6 +189,7 @@ private:
             c.r0 = i * chunk_;
             c.rows = FaMin((int64_t)(mine.count - c.r0), (int64_t)chunk_);
             SoftmaxRows(task, mine, c);
+            if (i == 0 && lazy_ && due != nullptr) LookAhead(*due);
         }
         if (lazy_ && !first) SendFlushWord(mine.count, step);
         // On MTE3 after the last P store, which waited (V_MTE3) for the vector work that had waited (MTE2_V) for every
@@ -265,7 +270,7 @@ private:
 
     __aicore__ inline void OutputStep(const Pending& s) {
         const uint32_t slot = FwdSlot(s.step);
-        AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagOutput, s.step));
+        if (!s.waited) AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagOutput, s.step));
         if (s.mine.count == 0) return;
         if (lazy_) {
             LazyOutputStep(s);
@@ -286,7 +291,8 @@ private:
         const uint32_t n = s.mine.count * dvPad_;
         const AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
         if (s.first) accLive_ = false;
-        if (!s.first && FlushRequested(flushGm_, s.step, t_->lazyThreshold, AivRowsOf(s.task.rows, 1).count != 0)) {
+        if (s.waited ? s.flushed : !s.first && FlushRequested(flushGm_, s.step, t_->lazyThreshold,
+                                                              AivRowsOf(s.task.rows, 1).count != 0)) {
             softmax_.FoldFlushed(acc, io_.LoadOutput(ws_.Output(slot), offset, n), slot, s.mine.count, dvPad_,
                                  !accLive_);
             accLive_ = true;
@@ -302,6 +308,16 @@ private:
         if (!residual_) io_.ReleaseOutput();  // else Finalize borrows opart as scratch and releases it
         softmax_.LeaveReference(acc, Refs(s.taskSlot), s.taskSlot, s.mine.count, dvPad_);
         Finalize(s);
+    }
+
+    // Lazy rescale: the due step's P*V flag and flush decision, taken after the first chunk of the next softmax is
+    // issued, so that the scalar read's DCache miss overlaps that chunk's vector work rather than stalling the AIV
+    // between steps (the cube sets the flag about when it sets this step's scores flag).
+    __aicore__ inline void LookAhead(Pending& due) {
+        AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagOutput, due.step));
+        due.waited = true;
+        due.flushed = due.mine.count != 0 && !due.first &&
+                      FlushRequested(flushGm_, due.step, t_->lazyThreshold, AivRowsOf(due.task.rows, 1).count != 0);
     }
 
     // The AIV's flush word of a step: min over its rows of ref_old - m (< -threshold: some row took a new
