@@ -5,7 +5,8 @@
 // and written once per step (in an S slot, or in its own tile when it is larger than half of L0C: the tiling's
 // L0C plan). Step order per core: S(0), S(1), S(2), PV(0), S(3), PV(1), ... (kFwdStepLag = 2) so the vector cores'
 // softmax of step j overlaps the cube's work on steps j+1 and j+2; with P*V in its own tile, S(j+2) and PV(j)
-// interleave by load group.
+// interleave by load group. With the tiling's lazy rescale P*V stays in its own tile across a task's steps and
+// leaves only at the task's end and where the vector cores' flush words ask for it (a row took a new reference max).
 #ifndef NPU_FA_KERNEL_FWD_CUBE_H
 #define NPU_FA_KERNEL_FWD_CUBE_H
 
@@ -79,7 +80,7 @@ public:
                 const int64_t c0 = j * t_->s2Block;
                 const uint32_t cols = (uint32_t)FaMin(task.seq.s2 - c0, (int64_t)t_->s2Block);
                 const Pending cur{task, c0, cols, step, first, following >= task.stepLast};
-                Step(cur, first, following >= task.stepLast, ring.Full() ? &ring.Oldest() : nullptr);
+                Step(cur, ring.Full() ? &ring.Oldest() : nullptr);
                 ring.Push(cur);
                 ++step;
                 first = false;
@@ -148,8 +149,8 @@ private:
     // One step: S = Q * K^T of step `cur`, and O_part = P * V of the oldest pending step (`old`, if any). With P*V
     // in its own L0C tile the two go load group by load group, so M has P*V work while Fixpipe drains an S tile;
     // with P*V in an S slot its accumulation must not be split by S tiles (FaCubeMatmul::Run), so it follows.
-    __aicore__ inline void Step(const Pending& cur, bool firstOfTask, bool lastOfTask, const Pending* old) {
-        if (firstOfTask) AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
+    __aicore__ inline void Step(const Pending& cur, const Pending* old) {
+        if (cur.first) AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
         const uint32_t keys = group_ * sub_;
         const uint32_t nS = CeilDiv(cur.cols, keys), nV = old != nullptr ? CeilDiv(old->cols, keys) : 0;
         const uint32_t together = ownOut_ ? FaMin(nS, nV) : 0;
@@ -158,7 +159,7 @@ private:
             ValuesGroup(*old, i * keys);
         }
         for (uint32_t i = together; i < nS; ++i) ScoresGroup(cur, i * keys);
-        if (lastOfTask) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
+        if (cur.last) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFwdFlagScores, cur.step));
         if (together < nV) ValuesFrom(*old, together * keys);
     }

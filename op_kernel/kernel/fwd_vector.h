@@ -9,7 +9,8 @@
 // Other chunks are widened by one Cast and take the fp32 path. With the tiling's outResidual, a task's end also
 // writes attention_out's rounding error (fp32 out - out in T, rounded to T; opart is its fp32 scratch; it waits
 // for its copy out after the output rows in the probability buffers, or where UB is short in opart) for the
-// backward's D (issue 26).
+// backward's D (issue 26). With the tiling's lazy rescale P is taken against a per-row reference max, each step
+// sends a flush word to the cube, and a P*V arrives only where a word asked for a flush and at the task's end.
 #ifndef NPU_FA_KERNEL_FWD_VECTOR_H
 #define NPU_FA_KERNEL_FWD_VECTOR_H
 
@@ -32,7 +33,6 @@ public:
     __aicore__ inline void Init(const FlashAttentionTilingData* t, const FaFwdGmArgs& gm, AscendC::TPipe* pipe) {
         t_ = t;
         p_ = &t->problem;
-        pipe_ = pipe;
         core_ = (uint32_t)(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());
         sub_ = (uint32_t)AscendC::GetSubBlockIdx();
         seqInfo_ = gm.in.seqInfo;
@@ -77,7 +77,7 @@ public:
         pipe->InitBuffer(statBitsBuf_, u.row);
         softmax_.Init(statBuf_.Get<float>(), statElems_, foldBuf_.Get<float>(), rowBuf_.Get<float>(), w_);
         if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
-        if (lazy_) InitLazy(u.stat, gm.workspace);
+        if (lazy_) InitLazy(pipe, u.stat);
         if (u.dmat != 0) BuildDiagonalPattern();
         // Dense-mask bytes live in opart (filled by OutputStep's MTE2, free in between: both wait and set the
         // kIdOutput event) unless opart is too small for a tile of them. Without bands or a dense mask the masker
@@ -333,10 +333,10 @@ private:
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdWord);
     }
 
-    __aicore__ inline void InitLazy(uint32_t statBytes, GM_ADDR workspace) {
-        pipe_->InitBuffer(refBuf_, kFwdStepSlots * statBytes);
-        pipe_->InitBuffer(riseBuf_, statBytes);
-        pipe_->InitBuffer(wordBuf_, 32);
+    __aicore__ inline void InitLazy(AscendC::TPipe* pipe, uint32_t statBytes) {
+        pipe->InitBuffer(refBuf_, kFwdStepSlots * statBytes);
+        pipe->InitBuffer(riseBuf_, statBytes);
+        pipe->InitBuffer(wordBuf_, 32);
         flushGm_.SetGlobalBuffer(ws_.template At<float>(t_->wsOffsetFlush), kFwdFlushBytes / sizeof(float));
         // The word's lanes past the minimum and its index go out with it: defined once.
         AscendC::Duplicate(wordBuf_.Get<float>(), 0.0f, 8);
@@ -452,7 +452,6 @@ private:
     bool residual_ = false;   // the tiling's outResidual
     bool lazy_ = false;       // the tiling's lazyRescale
     bool accLive_ = false;    // lazy rescale: acc holds a flushed O of the current task
-    AscendC::TPipe* pipe_ = nullptr;
     AscendC::GlobalTensor<float> flushGm_;
     AscendC::GlobalTensor<T> outGm_, residualGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_, sinkGm_;
