@@ -83,6 +83,38 @@ bool PlanL0c(uint32_t m16, uint32_t w, uint32_t sub, uint32_t dPad, uint32_t dvP
     return true;
 }
 
+// Lazy rescale (FlashAttentionTilingData::lazyRescale): the [m16, dvPad] fp32 O tile at the start of L0C for the
+// whole task, the S tiles in `sSlots` (1 or 2) slots in the rest; false when O and one S tile of `sub` keys (of
+// 64 keys with two slots) do not fit.
+bool PlanL0cLazy(uint32_t m16, uint32_t sub, uint32_t dPad, uint32_t dvPad, uint32_t sSlots, L0cPlan& plan) {
+    const uint32_t o = AlignUp(m16 * dvPad * 4, 1024), rest = 2 * kL0cHalfBytes - o;
+    if (o > 2 * kL0cHalfBytes || (sSlots == 1 ? rest < m16 * sub * 4 : rest / 2 < m16 * 64 * 4)) return false;
+    const uint32_t sBytes = (sSlots == 1 ? rest : rest / 2) / 1024 * 1024;
+    plan = L0cPlan{o, sSlots == 1 ? 0 : sBytes, 0, 0, 0, 0, 0};
+    FaMatmulChunks(m16, dPad, sub, plan.kChunkQK, plan.nChunkQK, sBytes);
+    FaMatmulChunks(m16, sub, dvPad, plan.kChunkPV, plan.nChunkPV, o);
+    return plan.nChunkPV >= dvPad;
+}
+
+// A threshold of 8 keeps P <= e^8 (about 2981) well in range of fp16 and bf16.
+constexpr float kLazyThreshold = 8.0f;
+
+// S slots beside the resident O where the lazy rescale pays (0: off), modeled (910B2, B = 1, N = 8, bf16, 2 sampled
+// cores, no flush past a task's first step; docs/performance.md "What is left"): where P*V has its own tile anyway
+// (dv = 256: 80-row tasks) the plan stays, one S slot (S = 8K 56.1 -> 59.5 %, causal 55.8 -> 57.4, 2K 44.3 -> 46.6);
+// at 64 < dv <= 128 O takes half of L0C and the S tiles shrink to 64 columns in two slots (Q reloaded per tile:
+// MTE1 45 -> 68 % busy), which pays on tasks of 8 or more steps that no band cuts (S = 4K 48.2 -> 49.6 %, 8K
+// 51.6 -> 54.8, 32K 54.3 -> 59.1; S = 2K 35.8 -> 35.4, causal 8K 50.3 -> 49.1, D = 64 31.8 -> 30.4). Not with the fp16
+// softmax chain (its exponent runs in half against the running max).
+uint32_t LazySlotsThatPay(const FaProblem& p, const FlashAttentionTilingData& t, const L0cPlan& plan) {
+    if (t.halfSoftmax != 0) return 0;
+    if (p.forceLazy >= 0) return (uint32_t)p.forceLazy;
+    if (plan.out != kFaL0cRing) return 1;
+    const uint32_t dvPad = t.problem.dvPad;
+    if (dvPad <= 64 || dvPad > 128 || t.bandTiles != 0 || p.denseMask) return 0;
+    return CeilDiv(t.problem.s2, t.s2Block) >= 8 ? 2 : 0;
+}
+
 // Modeled cube-side cycles per score of a (s1Block, step) shape: Fixpipe moves the fp32 score and, once per step,
 // the fp32 partial output (4 + 4 dv / w bytes at 40.6 B/cycle, plus about 200 cycles per Fixpipe: one per S tile of
 // m16 x nChunkQK scores, and per step one per P*V column chunk of nChunkPV); GM -> L1 moves K and V once per query
@@ -342,6 +374,13 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     }
     t.lowScores = p.forceLowScores >= 0 ? (uint32_t)p.forceLowScores : LowScoresPay(p, pt.dPad, t.s2Block) ? 1 : 0;
     t.halfSoftmax = t.lowScores != 0 && HalfSoftmaxChain(p, t.s2Block) ? 1 : 0;
+    L0cPlan lazyPlan{};
+    const uint32_t lazySlots = LazySlotsThatPay(p, t, plan);
+    if (lazySlots != 0 && PlanL0cLazy(AlignUp(t.s1Block, 16), t.kvSub, pt.dPad, pt.dvPad, lazySlots, lazyPlan)) {
+        plan = lazyPlan;
+        t.lazyRescale = 1;
+        t.lazyThreshold = p.lazyThreshold > -__builtin_huge_valf() ? p.lazyThreshold : kLazyThreshold;
+    }
     t.l0cSlot0 = plan.slot0;
     t.l0cSlotBytes = plan.slotBytes;
     t.l0cOut = plan.out;
@@ -353,12 +392,21 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     // The output residual takes no part in the block choice: it waits beside the output rows where UB allows that
     // at these blocks, else in the partial-output buffer (a short wait at each task's end, cheaper than smaller
     // blocks: D = 512 would halve its query block).
-    FaVecFeatures withResidual = features;
+    FaVecFeatures used = features;
+    used.lazy = t.lazyRescale != 0;
+    if (FwdUbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, pt.dvPad, used).total > ub) {
+        t.lazyRescale = 0;  // its buffers do not fit beside the chosen chunk: the plain path and its L0C plan
+        used.lazy = false;
+        PlanL0c(AlignUp(t.s1Block, 16), t.s2Block, t.kvSub, pt.dPad, pt.dvPad, plan);
+        t.l0cSlot0 = plan.slot0, t.l0cSlotBytes = plan.slotBytes, t.l0cOut = plan.out;
+        t.kChunkQK = plan.kChunkQK, t.nChunkQK = plan.nChunkQK, t.kChunkPV = plan.kChunkPV, t.nChunkPV = plan.nChunkPV;
+    }
+    FaVecFeatures withResidual = used;
     withResidual.residual = true;
     t.residualInProbs = p.outResidual &&
                         FwdUbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, pt.dvPad, withResidual).total <= ub;
     out.ubBytes = FwdUbSizes(CeilDiv(t.s1Block, 2), t.vecRows, t.s2Block, pt.dvPad,
-                             t.residualInProbs != 0 ? withResidual : features).total;
+                             t.residualInProbs != 0 ? withResidual : used).total;
     out.l1Bytes = L1Bytes(t.s1Block, t.kvGroup * t.kvSub, pt.dPad, pt.dvPad);
 
     // Dense-mask block map: one group per batch when the mask (or the prefix) differs per batch, one per sequence
@@ -422,15 +470,18 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
     t.blockDim = SplitTasksByCost(cost, chip.aicNum, t.coreTaskStart);
     const uint32_t cores = t.blockDim;
 
-    // Workspace: per core, two slots of S (fp32), P (half) and O (fp32), 512 B aligned.
+    // Workspace: per core, kFwdStepSlots slots of S (fp32), P (half) and O (fp32; twice as many with lazy rescale:
+    // the flushed and the final O), 512 B aligned; with lazy rescale the flush words after them.
     auto align512 = [](uint64_t v) { return (v + 511) / 512 * 512; };
     const uint64_t sBytes = align512((uint64_t)t.s1Block * t.s2Block * 4);
     const uint64_t pBytes = align512((uint64_t)t.s1Block * t.s2Block * 2);
     const uint64_t oBytes = align512((uint64_t)t.s1Block * pt.dvPad * 4);
+    const uint64_t oSlots = (t.lazyRescale != 0 ? 2 : 1) * kFwdStepSlots;
     t.wsOffsetS = 0;
     t.wsOffsetP = kFwdStepSlots * sBytes;
     t.wsOffsetO = kFwdStepSlots * (sBytes + pBytes);
-    t.wsPerCore = kFwdStepSlots * (sBytes + pBytes + oBytes);
+    t.wsOffsetFlush = t.wsOffsetO + oSlots * oBytes;
+    t.wsPerCore = t.wsOffsetFlush + (t.lazyRescale != 0 ? align512(kFwdFlushBytes) : 0);
     out.workspaceBytes = kLibApiWorkspaceBytes + t.wsPerCore * cores;  // system part first, then the user part
     return "";
 }

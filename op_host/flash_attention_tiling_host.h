@@ -64,6 +64,9 @@ struct FaProblem {
     // tuning) decides instead, for both.
     bool highPerformance = false;
     int32_t forceLowScores = -1;
+    // The forward's lazy rescale and its threshold (FaCall::forceLazy / lazyThreshold; -1 / -inf: the tiling's).
+    int32_t forceLazy = -1;
+    float lazyThreshold = -__builtin_huge_valf();
     // Backward: stored tiles per chunk of heads at most (bytes; 0 = kBwdStoreLimitBytes), FaCall::bwdStoreLimit.
     uint64_t bwdStoreLimit = 0;
 };

@@ -10,7 +10,7 @@ from npu_flash_attn import twin
 
 KERNEL = Path(__file__).parent / "kernels" / "sync" / "dcache.cpp"
 L = 40
-CASE = {"poll": 1, "false_share": 2, "own_dma": 3, "dirty_dma": 4, "bypass": 5, "partial": 6}
+CASE = {"poll": 1, "false_share": 2, "own_dma": 3, "dirty_dma": 4, "bypass": 5, "partial": 6, "miss_cost": 7}
 
 
 @pytest.fixture(scope="module")
@@ -18,13 +18,13 @@ def lib():
     return twin.compile_kernel(KERNEL)
 
 
-def run(lib, case, blocks, variant=0, x=None, work=None, flags=None, out=None, kernel_type="mix_aiv_1_0"):
+def run(lib, case, blocks, variant=0, x=None, work=None, flags=None, out=None, kernel_type="mix_aiv_1_0", trace=False):
     x = np.zeros(blocks * L, np.float32) if x is None else x
     work = np.zeros(blocks * L, np.float32) if work is None else work
     flags = np.zeros(blocks * 16, np.int32) if flags is None else flags
     out = np.zeros(L, np.float32) if out is None else out
     p = np.array([CASE[case], variant, 0, 0, 0, 0, 0, 0], np.int32)
-    lib.launch("dcache_case", blocks, p, x, work, flags, out, kernel_type=kernel_type)
+    lib.launch("dcache_case", blocks, p, x, work, flags, out, kernel_type=kernel_type, trace=trace)
     return x, work, flags, out
 
 
@@ -117,3 +117,20 @@ def test_partial_line_clean(lib):
         run(lib, "partial", 1, 0, kernel_type="aiv")
     work = run(lib, "partial", 1, 1, kernel_type="aiv")[1]
     np.testing.assert_array_equal(work[8:24].view(np.uint64), 1000 + np.arange(8))
+
+
+def test_scalar_reads_that_miss_pay_the_miss_latency(lib, rng):
+    # The twin marks a GetValue whose line was not cached (first touch, or after DataCacheCleanAndInvalid) and the
+    # cost model charges it scalar.dcache.miss on top of scalar.op; a hit on the same line pays scalar.op alone.
+    from npu_flash_attn import _C
+    from npu_flash_attn.tools import profiler
+    work = rng.standard_normal(L).astype(np.float32)
+    _, _, _, out = run(lib, "miss_cost", 1, work=work.copy(), trace=True)
+    np.testing.assert_array_equal(out[:3], [work[0], work[1], work[0]])
+    reads = [r for r in lib.last_trace()[0]["records"] if r["op"] == "GlobalTensor::GetValue"]
+    # prm[0] (miss), prm[1] (hit), work[0] (miss), work[1] (hit), work[0] after the invalidate (miss)
+    assert [r["dc_miss"] for r in reads] == [True, False, True, False, True]
+    miss = {r["key"]: r["value"] for r in _C.cost_params("Ascend910B2")}["scalar.dcache.miss"]
+    base = profiler.model_trace(lib, "Ascend910B2")
+    slow = profiler.model_trace(lib, "Ascend910B2", overrides={"scalar.dcache.miss": miss + 1000})
+    assert slow["cycles"] - base["cycles"] == pytest.approx(3 * 1000)

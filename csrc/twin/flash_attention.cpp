@@ -54,6 +54,8 @@ py::dict PlanInfo(const Plan& plan) {
     info["half_softmax"] = tiling.halfSoftmax != 0;
     info["out_residual"] = tiling.problem.outResidual != 0;
     info["residual_in_probs"] = tiling.residualInProbs != 0;
+    info["lazy_rescale"] = tiling.lazyRescale != 0;
+    if (tiling.lazyRescale != 0) info["lazy_threshold"] = tiling.lazyThreshold;
     info["score_dtype"] = tiling.lowScores != 0 ? (tiling.problem.dtype == npu_fa::kBf16 ? "bf16" : "fp16") : "fp32";
     info["k_chunk_qk"] = tiling.kChunkQK;
     info["n_chunk_qk"] = tiling.nChunkQK;
@@ -181,6 +183,20 @@ py::dict FlashAttentionFwd(const npu_fa::FaCall& call, const std::string& chipNa
     py::dict info = PlanInfo(plan);
     info["twin_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (countOps) AddOpCounts(r, info);
+    if (tiling.lazyRescale != 0) {  // each cube's flush count, in its workspace part (kernel/fwd_cube.h)
+        std::vector<uint32_t> ran = o.sampleBlocks;
+        if (ran.empty()) {
+            for (uint32_t b = 0; b < tiling.blockDim; ++b) ran.push_back(b);
+        }
+        uint64_t flushes = 0;
+        for (uint32_t b : ran) {
+            uint32_t n = 0;
+            std::memcpy(&n, wsMem.get() + npu_fa::kLibApiWorkspaceBytes + b * tiling.wsPerCore + tiling.wsOffsetFlush +
+                                npu_fa::kFwdFlushCount, sizeof(n));
+            flushes += n;
+        }
+        info["lazy_flushes"] = flushes;  // in model-only launches: of the cores run, with no arithmetic (none)
+    }
     if (o.trace) info["trace_digest"] = twin::TraceDigest(r, o.gm);
     if (CostModelOn()) AddCostModel(r, o.gm, *plan.chip, info);
     return info;

@@ -123,6 +123,8 @@ void RegisterProblem(py::module_& m) {
         .def_readwrite("force_s1_block", &npu_fa::FaCall::forceS1Block)
         .def_readwrite("force_s2_block", &npu_fa::FaCall::forceS2Block)
         .def_readwrite("force_low_scores", &npu_fa::FaCall::forceLowScores)
+        .def_readwrite("force_lazy", &npu_fa::FaCall::forceLazy)
+        .def_readwrite("lazy_threshold", &npu_fa::FaCall::lazyThreshold)
         .def_readwrite("bwd_store_limit", &npu_fa::FaCall::bwdStoreLimit);
     m.def("flash_attention_problem", &Problem, py::arg("call"),
           "The problem of a call (ValueError / TypeError / NotImplementedError naming the rule it breaks)");

@@ -68,6 +68,11 @@ struct FaCall {
     // Twin tuning (twin_backend.set_score_override): the forward's scores in the input dtype (1) or fp32 (0) instead
     // of the tiling's choice (-1).
     int32_t forceLowScores = -1;
+    // Twin tuning (twin_backend.set_lazy_rescale_override): the forward's lazy rescale off (0), on with one S slot
+    // beside O in L0C (1) or two (2), instead of the tiling's choice (-1); lazyThreshold > -inf replaces the default
+    // threshold (negative: every step flushes).
+    int32_t forceLazy = -1;
+    float lazyThreshold = -__builtin_huge_valf();
     // Twin tuning (twin_backend.set_bwd_store_limit): the backward's stored tiles may take this many bytes of
     // workspace per chunk of heads instead of kBwdStoreLimitBytes (0 = that default).
     uint64_t bwdStoreLimit = 0;

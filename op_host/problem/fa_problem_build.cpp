@@ -494,6 +494,8 @@ FaError BuildProblem(const FaCall& c, FaProblemInfo& o) {
     p.forceS1Block = c.forceS1Block;
     p.forceS2Block = c.forceS2Block;
     p.forceLowScores = c.forceLowScores;
+    p.forceLazy = c.forceLazy;
+    p.lazyThreshold = c.lazyThreshold;
     p.bwdStoreLimit = c.bwdStoreLimit;
     o.sequences = rules::SequenceShapes(p);
     PostProcess(o);

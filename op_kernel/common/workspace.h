@@ -53,6 +53,9 @@ public:
         return ws_.Slot<T>(offsetP_, slot, scoreElems_);
     }
     __aicore__ inline __gm__ float* Output(uint32_t slot) const { return ws_.Slot<float>(offsetO_, slot, outElems_); }
+    // The core's region at byte `offset` (one the owner's tiling placed beside the slots).
+    template <typename E>
+    __aicore__ inline __gm__ E* At(uint64_t offset) const { return ws_.At<E>(offset); }
     // A region every core shares, at byte `offset` of the user workspace.
     template <typename E>
     __aicore__ inline __gm__ E* Shared(uint64_t offset) const { return ws_.Shared<E>(offset); }

@@ -20,6 +20,23 @@ constexpr uint32_t kFwdStepLag = kFwdStepSlots - 1;
 static_assert(kFlagRing >= kFwdStepSlots, "each in-flight step needs its own flag ID");
 __aicore__ inline uint32_t FwdSlot(uint32_t step) { return step % kFwdStepSlots; }
 
+// Lazy rescale: the float offset of AIV `sub`'s flush word of step `step` in the core's flush region.
+__aicore__ inline uint32_t FlushWordOffset(uint32_t step, uint32_t sub) {
+    return ((step % kFwdFlushRing) * kFwdFlushLine + sub * 32) / (uint32_t)sizeof(float);
+}
+
+// Lazy rescale: whether the cube ships O before a step's P*V: some row of either AIV took a new reference (its
+// word below -threshold; the second AIV's only counts when it has rows, else it wrote none). The AIVs wrote the
+// words by DMA, which the scalar DCache does not see: the line is invalidated before the reads.
+__aicore__ inline bool FlushRequested(const AscendC::GlobalTensor<float>& words, uint32_t step, float threshold,
+                                      bool second) {
+    const AscendC::GlobalTensor<float> line = words[FlushWordOffset(step, 0)];
+    AscendC::DataCacheCleanAndInvalid<float, AscendC::CacheLine::SINGLE_CACHE_LINE, AscendC::DcciDst::CACHELINE_OUT>(
+        line);
+    const float first = line.GetValue(0), other = second ? line.GetValue(8) : 0.0f;
+    return first < -threshold || other < -threshold;
+}
+
 // One query block of one head of one sequence, and the s2 blocks it sees.
 struct FaFwdTask {
     uint32_t batch;

@@ -5,7 +5,8 @@
 // and written once per step (in an S slot, or in its own tile when it is larger than half of L0C: the tiling's
 // L0C plan). Step order per core: S(0), S(1), S(2), PV(0), S(3), PV(1), ... (kFwdStepLag = 2) so the vector cores'
 // softmax of step j overlaps the cube's work on steps j+1 and j+2; with P*V in its own tile, S(j+2) and PV(j)
-// interleave by load group.
+// interleave by load group. With the tiling's lazy rescale P*V stays in its own tile across a task's steps and
+// leaves only at the task's end and where the vector cores' flush words ask for it (a row took a new reference max).
 #ifndef NPU_FA_KERNEL_FWD_CUBE_H
 #define NPU_FA_KERNEL_FWD_CUBE_H
 
@@ -40,6 +41,8 @@ public:
         pipe->InitBuffer(pL1_, 2 * group_ * pElems_ * sizeof(T));
         mm_.Init(pipe, t->l0cSlot0, t->l0cSlotBytes);
         ownOut_ = t->l0cOut != kFaL0cRing;
+        lazy_ = t->lazyRescale != 0;  // the tiling sets it only with P*V in its own tile
+        if (lazy_) flushGm_.SetGlobalBuffer(ws_.template At<float>(t->wsOffsetFlush), kFwdFlushBytes / sizeof(float));
         // Rows past a task's end up to its next 16-row boundary are never loaded; zero them once so a one-row task can
         // run a 16-row Mmad (m = 1 would switch the cube to GEMV mode, which reads L1 as a plain row). Only needed when
         // some task's row count is not a multiple of 16 (s1Block is one): the fill of Q and P (160 KB at D = 128)
@@ -76,8 +79,8 @@ public:
                 const int64_t following = it.NextStep(task, j + 1);
                 const int64_t c0 = j * t_->s2Block;
                 const uint32_t cols = (uint32_t)FaMin(task.seq.s2 - c0, (int64_t)t_->s2Block);
-                const Pending cur{task, c0, cols, step};
-                Step(cur, first, following >= task.stepLast, ring.Full() ? &ring.Oldest() : nullptr);
+                const Pending cur{task, c0, cols, step, first, following >= task.stepLast};
+                Step(cur, ring.Full() ? &ring.Oldest() : nullptr);
                 ring.Push(cur);
                 ++step;
                 first = false;
@@ -88,6 +91,13 @@ public:
         for (int32_t id = 0; id < kFreeIds; ++id) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
         if (ownOut_) AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kIdOut);
         mm_.End();
+        if (lazy_) {  // the launch facts report it (last_launch_info()["lazy_flushes"])
+            AscendC::GlobalTensor<uint32_t> count;
+            count.SetGlobalBuffer(ws_.template At<uint32_t>(t_->wsOffsetFlush + kFwdFlushCount), 1);
+            count.SetValue(0, flushes_);
+            AscendC::DataCacheCleanAndInvalid<uint32_t, AscendC::CacheLine::SINGLE_CACHE_LINE,
+                                              AscendC::DcciDst::CACHELINE_OUT>(count);
+        }
     }
 
 private:
@@ -108,6 +118,7 @@ private:
         int64_t c0;
         uint32_t cols;
         uint32_t step;  // the core's step number: workspace slot FwdSlot(step), flag IDs FlagOf(., step)
+        bool first, last;  // of its task
     };
 
     // `rows` GM rows -> consecutive L1 Nz tiles of `tileRows` rows each (what loading them tile by tile gives), in one
@@ -138,8 +149,8 @@ private:
     // One step: S = Q * K^T of step `cur`, and O_part = P * V of the oldest pending step (`old`, if any). With P*V
     // in its own L0C tile the two go load group by load group, so M has P*V work while Fixpipe drains an S tile;
     // with P*V in an S slot its accumulation must not be split by S tiles (FaCubeMatmul::Run), so it follows.
-    __aicore__ inline void Step(const Pending& cur, bool firstOfTask, bool lastOfTask, const Pending* old) {
-        if (firstOfTask) AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
+    __aicore__ inline void Step(const Pending& cur, const Pending* old) {
+        if (cur.first) AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
         const uint32_t keys = group_ * sub_;
         const uint32_t nS = CeilDiv(cur.cols, keys), nV = old != nullptr ? CeilDiv(old->cols, keys) : 0;
         const uint32_t together = ownOut_ ? FaMin(nS, nV) : 0;
@@ -148,7 +159,7 @@ private:
             ValuesGroup(*old, i * keys);
         }
         for (uint32_t i = together; i < nS; ++i) ScoresGroup(cur, i * keys);
-        if (lastOfTask) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
+        if (cur.last) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFwdFlagScores, cur.step));
         if (together < nV) ValuesFrom(*old, together * keys);
     }
@@ -201,13 +212,18 @@ private:
         for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
             FaLoadZz(pTiles[(s0 / sub_) * pElems_], probs[g0 + s0], rows, FaMin(keys - s0, sub_), t_->s2Block, sub_);
         }
+        // Lazy rescale: the flush words are read while P loads (the read misses the DCache: an L2 round trip).
+        const bool restart = lazy_ && g0 == 0 && !s.first &&
+                             FlushRequested(flushGm_, s.step, t_->lazyThreshold, AivRowsOf(s.task.rows, 1).count != 0);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
         for (uint32_t s0 = 0; s0 < keys; s0 += sub_) {
             Operand a{pTiles[(s0 / sub_) * pElems_], m16_, false, sub_};
             Operand b{vL1_.Get<T>()[(slot * group_ + s0 / sub_) * vElems_], sub_, true, p_->dvPad};  // V [s2, dv] holds B
-            const bool init = g0 + s0 == 0, flush = g0 + s0 + sub_ >= s.cols;
+            const bool stepStart = g0 + s0 == 0, stepEnd = g0 + s0 + sub_ >= s.cols;
+            // Without lazy rescale O starts and leaves with each step; with it, with the task and at flushes.
+            const bool init = stepStart && (!lazy_ || s.first || restart), flush = stepEnd && (!lazy_ || s.last);
             const uint32_t k = FaMin(keys - s0, sub_);
             if (!ownOut_) {
                 mm_.Run(a, b, rows, k, p_->dv, t_->kChunkPV, t_->nChunkPV, ws_.Output(FwdSlot(s.step)), p_->dvPad,
@@ -215,10 +231,15 @@ private:
                 continue;
             }
             const AscendC::LocalTensor<float> c = mm_.L0c(t_->l0cOut);
+            if (stepStart && restart) {  // O so far (against the references before this step) leaves first
+                mm_.Store(c, rows, p_->dv, ws_.Output(FwdSlot(s.step)), p_->dvPad, kIdOut);
+                AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kIdOut);
+                ++flushes_;
+            }
             if (init) AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(kIdOut);
             mm_.Accumulate(a, b, rows, k, 0, p_->dv, t_->kChunkPV, t_->nChunkPV, c, init);
             if (!flush) continue;
-            mm_.Store(c, rows, p_->dv, ws_.Output(FwdSlot(s.step)), p_->dvPad, kIdOut);
+            mm_.Store(c, rows, p_->dv, ws_.Output(FwdSlot(s.step) + (lazy_ ? kFwdStepSlots : 0)), p_->dvPad, kIdOut);
             AscendC::SetFlag<AscendC::HardEvent::FIX_M>(kIdOut);
         }
         AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
@@ -235,6 +256,9 @@ private:
     uint32_t m16_ = 0, sub_ = 0, group_ = 1, qElems_ = 0, kElems_ = 0, vElems_ = 0, pElems_ = 0;
     uint32_t kLoads_ = 0, vLoads_ = 0;  // K / V+P group loads so far: their parity picks the L1 slot
     bool ownOut_ = false;               // P*V accumulates in its own L0C tile (l0cOut), not in an S slot
+    bool lazy_ = false;                 // the tiling's lazyRescale
+    uint32_t flushes_ = 0;              // lazy rescale: O flushes before a step's P*V so far
+    AscendC::GlobalTensor<float> flushGm_;
     AscendC::TBuf<AscendC::TPosition::A1> qL1_;
     AscendC::TBuf<AscendC::TPosition::B1> kL1_;
     AscendC::TBuf<AscendC::TPosition::B1> vL1_;

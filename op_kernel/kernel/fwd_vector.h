@@ -9,7 +9,8 @@
 // Other chunks are widened by one Cast and take the fp32 path. With the tiling's outResidual, a task's end also
 // writes attention_out's rounding error (fp32 out - out in T, rounded to T; opart is its fp32 scratch; it waits
 // for its copy out after the output rows in the probability buffers, or where UB is short in opart) for the
-// backward's D (issue 26).
+// backward's D (issue 26). With the tiling's lazy rescale P is taken against a per-row reference max, each step
+// sends a flush word to the cube, and a P*V arrives only where a word asked for a flush and at the task's end.
 #ifndef NPU_FA_KERNEL_FWD_VECTOR_H
 #define NPU_FA_KERNEL_FWD_VECTOR_H
 
@@ -50,6 +51,8 @@ public:
         halfChain_ = FaIsHalf<T>::kValue && t->halfSoftmax != 0;
         FaVecFeatures features = TilingVecFeatures(*p_, t->bandTiles != 0);
         features.residual = t->residualInProbs != 0;
+        lazy_ = t->lazyRescale != 0;
+        features.lazy = lazy_;
         const FaFwdUbSizes u = FwdUbSizes(rowsMax_, chunk_, w_, dvPad_, features);
         statElems_ = u.stat / sizeof(float);
         pipe->InitBuffer(sBuf_, u.s);
@@ -74,6 +77,7 @@ public:
         pipe->InitBuffer(statBitsBuf_, u.row);
         softmax_.Init(statBuf_.Get<float>(), statElems_, foldBuf_.Get<float>(), rowBuf_.Get<float>(), w_);
         if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
+        if (lazy_) InitLazy(pipe, u.stat);
         if (u.dmat != 0) BuildDiagonalPattern();
         // Dense-mask bytes live in opart (filled by OutputStep's MTE2, free in between: both wait and set the
         // kIdOutput event) unless opart is too small for a tile of them. Without bands or a dense mask the masker
@@ -105,9 +109,10 @@ public:
             bool first = true;
             while (j < task.stepLast) {
                 const int64_t following = it.NextStep(task, j + 1);
-                SoftmaxStep(task, mine, j, it.TileState(task, j), step, taskSlot, first);
+                SoftmaxStep(task, mine, j, it.TileState(task, j), step, taskSlot, first,
+                            ring.Full() ? &ring.Oldest() : nullptr);
                 if (ring.Full()) OutputStep(ring.Oldest());
-                ring.Push(Pending{task, mine, step, taskSlot, first, following >= task.stepLast});
+                ring.Push(Pending{task, mine, step, taskSlot, first, following >= task.stepLast, false, false});
                 ++step;
                 first = false;
                 j = following;
@@ -115,6 +120,7 @@ public:
             taskSlot = (taskSlot + 1) % kFwdStepSlots;  // a task's statistics live until its last output fold
         }
         for (uint32_t i = 0; i < ring.Count(); ++i) OutputStep(ring.FromOldest(i));
+        if (lazy_) AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdWord);
         io_.End();
     }
 
@@ -126,6 +132,8 @@ private:
     static constexpr int32_t kIdDrop = kIdPse + 1;   // V_MTE2 / MTE2_V pairs around a user dropout mask's load
     static_assert(kIdDrop < 8, "V_MTE2 event IDs overlap");
     static constexpr int32_t kIdResidual = Io::kIdFree;  // MTE3_V: a residual copied out of opart has left it
+    static constexpr int32_t kIdWord = Io::kIdFree + 1;  // V_MTE3 / MTE3_V around a lazy-rescale flush word's copy out
+    static_assert(kIdWord < 8, "V_MTE3 event IDs overlap");
     // Statistic buffers inside statBuf_ (FaOnlineSoftmax's, kFwdStepSlots tasks and steps in flight until their
     // output fold).
     using Softmax = FaOnlineSoftmax<kFwdStepSlots>;
@@ -140,6 +148,8 @@ private:
         uint32_t taskSlot;
         bool first;
         bool last;
+        bool waited;   // lazy rescale: its P*V flag is waited and its flush decision read (LookAhead)
+        bool flushed;  // lazy rescale: the cube shipped O before its P*V
     };
 
     __aicore__ inline AscendC::LocalTensor<float> Stat(uint32_t i) { return softmax_.Stat(i); }
@@ -152,8 +162,9 @@ private:
         for (uint32_t r = 0; r < chunk_; ++r) AscendC::Adds(dmat[r * w_], idx, -(float)r, (int32_t)w_);
     }
 
+    // `due`: the step whose output fold follows this softmax (lazy rescale reads its flush decision early).
     __aicore__ inline void SoftmaxStep(const FaFwdTask& task, const FaAivRows& mine, int64_t j, uint8_t tileState,
-                                       uint32_t step, uint32_t taskSlot, bool first) {
+                                       uint32_t step, uint32_t taskSlot, bool first, Pending* due) {
         const uint32_t slot = FwdSlot(step);
         AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagScores, step));
         if (mine.count == 0) {
@@ -178,7 +189,9 @@ private:
             c.r0 = i * chunk_;
             c.rows = FaMin((int64_t)(mine.count - c.r0), (int64_t)chunk_);
             SoftmaxRows(task, mine, c);
+            if (i == 0 && lazy_ && due != nullptr) LookAhead(*due);
         }
+        if (lazy_ && !first) SendFlushWord(mine.count, step);
         // On MTE3 after the last P store, which waited (V_MTE3) for the vector work that had waited (MTE2_V) for every
         // earlier workspace read of this AIV: the set covers the reads as well.
         AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kFwdFlagProbs, step));
@@ -220,7 +233,12 @@ private:
         prologue_.ApplyMask(s, tile);
 
         // The chunk's rows of each statistic start at row r0 (a multiple of 8: whole 32 B blocks).
-        softmax_.Exponentiate(s, c.rows, c.r0, c.taskSlot, c.slot, c.first);
+        if (lazy_) {
+            softmax_.ExponentiateLazy(s, c.rows, c.r0, c.taskSlot, c.slot, c.first, Refs(c.taskSlot), Rise(),
+                                      statBitsBuf_.Get<uint8_t>(), t_->lazyThreshold);
+        } else {
+            softmax_.Exponentiate(s, c.rows, c.r0, c.taskSlot, c.slot, c.first);
+        }
 
         // The row sums are of the probabilities before dropout; dropout then zeroes P where a keep bit is 0.
         if (dropping_) {
@@ -252,14 +270,82 @@ private:
 
     __aicore__ inline void OutputStep(const Pending& s) {
         const uint32_t slot = FwdSlot(s.step);
-        AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagOutput, s.step));
+        if (!s.waited) AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagOutput, s.step));
         if (s.mine.count == 0) return;
+        if (lazy_) {
+            LazyOutputStep(s);
+            return;
+        }
         const AscendC::LocalTensor<float> opart =
             io_.LoadOutput(ws_.Output(slot), (uint64_t)s.mine.first * dvPad_, s.mine.count * dvPad_);
         softmax_.Fold(accBuf_.Get<float>(), opart, slot, s.mine.count, dvPad_, s.first);
         if (!(s.last && residual_)) io_.ReleaseOutput();  // else Finalize borrows opart as scratch and releases it
         if (s.last) Finalize(s);
     }
+
+    // Lazy rescale: the cube shipped O before this step's P*V when either AIV's flush word asked for it (both read
+    // the same words: they agree), and ships the task's O after its last step.
+    __aicore__ inline void LazyOutputStep(const Pending& s) {
+        const uint32_t slot = FwdSlot(s.step);
+        const uint64_t offset = (uint64_t)s.mine.first * dvPad_;
+        const uint32_t n = s.mine.count * dvPad_;
+        const AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
+        if (s.first) accLive_ = false;
+        if (s.waited ? s.flushed : !s.first && FlushRequested(flushGm_, s.step, t_->lazyThreshold,
+                                                              AivRowsOf(s.task.rows, 1).count != 0)) {
+            softmax_.FoldFlushed(acc, io_.LoadOutput(ws_.Output(slot), offset, n), slot, s.mine.count, dvPad_,
+                                 !accLive_);
+            accLive_ = true;
+            io_.ReleaseOutput();
+        }
+        if (!s.last) return;
+        const AscendC::LocalTensor<float> opart = io_.LoadOutput(ws_.Output(slot + kFwdStepSlots), offset, n);
+        if (accLive_) {
+            AscendC::Add(acc, acc, opart, (int32_t)n);
+        } else {
+            AscendC::DataCopy(acc, opart, n);
+        }
+        if (!residual_) io_.ReleaseOutput();  // else Finalize borrows opart as scratch and releases it
+        softmax_.LeaveReference(acc, Refs(s.taskSlot), s.taskSlot, s.mine.count, dvPad_);
+        Finalize(s);
+    }
+
+    // Lazy rescale: the due step's P*V flag and flush decision, taken after the first chunk of the next softmax is
+    // issued, so that the scalar read's DCache miss overlaps that chunk's vector work rather than stalling the AIV
+    // between steps (the cube sets the flag about when it sets this step's scores flag).
+    __aicore__ inline void LookAhead(Pending& due) {
+        AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagOutput, due.step));
+        due.waited = true;
+        due.flushed = due.mine.count != 0 && !due.first &&
+                      FlushRequested(flushGm_, due.step, t_->lazyThreshold, AivRowsOf(due.task.rows, 1).count != 0);
+    }
+
+    // The AIV's flush word of a step: min over its rows of ref_old - m (< -threshold: some row took a new
+    // reference), to GM ahead of the step's "probabilities ready" flag (which then covers the copy, on MTE3 too).
+    __aicore__ inline void SendFlushWord(uint32_t rows, uint32_t step) {
+        const AscendC::LocalTensor<float> word = wordBuf_.Get<float>();
+        AscendC::BlockReduceMin(rowBuf_.Get<float>(), Rise(), (int32_t)(AlignUp(rows, 8) / 8), 64, 1, 1, 8);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(kIdWord);
+        AscendC::WholeReduceMin(word, rowBuf_.Get<float>(), (int32_t)rows, 1, 1, 1, 8);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(kIdWord);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(kIdWord);
+        AscendC::DataCopy(flushGm_[FlushWordOffset(step, sub_)], word, 8);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdWord);
+    }
+
+    __aicore__ inline void InitLazy(AscendC::TPipe* pipe, uint32_t statBytes) {
+        pipe->InitBuffer(refBuf_, kFwdStepSlots * statBytes);
+        pipe->InitBuffer(riseBuf_, statBytes);
+        pipe->InitBuffer(wordBuf_, 32);
+        flushGm_.SetGlobalBuffer(ws_.template At<float>(t_->wsOffsetFlush), kFwdFlushBytes / sizeof(float));
+        // The word's lanes past the minimum and its index go out with it: defined once.
+        AscendC::Duplicate(wordBuf_.Get<float>(), 0.0f, 8);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(kIdWord);
+    }
+    __aicore__ inline AscendC::LocalTensor<float> Refs(uint32_t taskSlot) {
+        return refBuf_.Get<float>()[taskSlot * statElems_];
+    }
+    __aicore__ inline AscendC::LocalTensor<float> Rise() { return riseBuf_.Get<float>(); }
 
     // out = acc / l; rows that saw no key keep max = -FLT_MAX and get out = 0, sum = FLT_MAX (zero LSE weight).
     // With a sink logit z the row's softmax also has exp(z - max'): max' = max(m, z), l' = l e + exp(z - max') and
@@ -364,6 +450,9 @@ private:
     bool dropping_ = false;
     bool halfChain_ = false;  // the tiling's halfSoftmax: plain chunks take HalfSoftmaxRows
     bool residual_ = false;   // the tiling's outResidual
+    bool lazy_ = false;       // the tiling's lazyRescale
+    bool accLive_ = false;    // lazy rescale: acc holds a flushed O of the current task
+    AscendC::GlobalTensor<float> flushGm_;
     AscendC::GlobalTensor<T> outGm_, residualGm_;
     AscendC::GlobalTensor<float> maxGm_, sumGm_, sinkGm_;
     FaFwdWorkspace ws_;
@@ -382,6 +471,9 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> statBitsBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> maskBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> dropBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> refBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> riseBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECOUT> wordBuf_;
 };
 
 }  // namespace npu_fa

@@ -115,6 +115,48 @@ public:
         AscendC::Exp(s, s, (int32_t)(rows * w_));
     }
 
+    // Exponentiate against a per-row reference max (the forward's lazy rescale): the running max m as above, then a
+    // row whose m passed its reference `ref` by more than `threshold` takes m as its new reference, alpha =
+    // exp(ref_old - ref_new) (1 where the reference stays), and p = exp(s - ref) <= exp(threshold). `rise` receives
+    // ref_old - m per row (<= 0; the task's first step: 0), `bits` one bit per statistic element.
+    __aicore__ inline void ExponentiateLazy(const AscendC::LocalTensor<float>& s, uint32_t rows, uint32_t r0,
+                                            uint32_t taskSlot, uint32_t stepSlot, bool first,
+                                            const AscendC::LocalTensor<float>& refs,
+                                            const AscendC::LocalTensor<float>& rise,
+                                            const AscendC::LocalTensor<uint8_t>& bits, float threshold) {
+        const uint32_t statN = AlignUp(rows, 8) * 8;
+        AscendC::LocalTensor<float> mRun = Stat(kMax + taskSlot)[r0 * 8];
+        AscendC::LocalTensor<float> alpha = Stat(kAlpha + stepSlot)[r0 * 8];
+        AscendC::LocalTensor<float> bcast = Stat(kBcast);
+        const AscendC::LocalTensor<float> ref = refs[r0 * 8];
+        RowReduce<true>(s, rows);
+        if (first) {
+            AscendC::DataCopy(ref, bcast, statN);
+        } else {
+            AscendC::Max(bcast, bcast, mRun, (int32_t)statN);
+            AscendC::Sub(rise[r0 * 8], ref, bcast, (int32_t)statN);
+            AscendC::Compares(bits, rise[r0 * 8], -threshold, AscendC::CMPMODE::LT, statN);
+            AscendC::Select(alpha, bits, rise[r0 * 8], 0.0f, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
+            AscendC::Select(ref, bits, bcast, ref, AscendC::SELMODE::VSEL_TENSOR_TENSOR_MODE, statN);
+            AscendC::Exp(alpha, alpha, (int32_t)statN);
+        }
+        AscendC::DataCopy(mRun, bcast, statN);
+        RowSubPerRow(s, ref, rows, w_);
+        AscendC::Exp(s, s, (int32_t)(rows * w_));
+    }
+
+    // Lazy rescale at a task's end: l and the output rows acc[rows, dvPad] move from the reference to the running
+    // max (factor exp(ref - m) <= 1), so that the statistics out are the usual (max, sum).
+    __aicore__ inline void LeaveReference(const AscendC::LocalTensor<float>& acc, const AscendC::LocalTensor<float>& refs,
+                                          uint32_t taskSlot, uint32_t rows, uint32_t dvPad) {
+        const uint32_t statN = AlignUp(rows, 8) * 8;
+        AscendC::LocalTensor<float> e = Stat(kBcast);
+        AscendC::Sub(e, refs, Stat(kMax + taskSlot), (int32_t)statN);
+        AscendC::Exp(e, e, (int32_t)statN);
+        AscendC::Mul(Stat(kSum + taskSlot), Stat(kSum + taskSlot), e, (int32_t)statN);
+        RowMul(acc, e, rows, dvPad);
+    }
+
     // Exponentiate for half scores s[rows, w] (w a multiple of 128; the forward's high-performance chain): the row max
     // and the statistics as above in fp32, then s - m_new and p = exp(s - m_new) in half (128 lanes per repeat) into
     // `p`. m_new is a max of half values, so its half copy is exact. `fold` must hold 3 * rows * w / 32 bytes.
@@ -173,6 +215,18 @@ public:
             RowMul(acc, Stat(kAlpha + stepSlot), rows, dvPad);
             AscendC::Add(acc, acc, opart, (int32_t)n);
         }
+    }
+
+    // Lazy rescale: the running output acc[rows, dvPad] takes a flushed O (P*V since the last flush, against the
+    // references before this step's): acc = alpha * (acc + opart), or alpha * opart for the task's first flush.
+    __aicore__ inline void FoldFlushed(const AscendC::LocalTensor<float>& acc, const AscendC::LocalTensor<float>& opart,
+                                       uint32_t stepSlot, uint32_t rows, uint32_t dvPad, bool first) {
+        if (first) {
+            AscendC::DataCopy(acc, opart, rows * dvPad);
+        } else {
+            AscendC::Add(acc, acc, opart, (int32_t)(rows * dvPad));
+        }
+        RowMul(acc, Stat(kAlpha + stepSlot), rows, dvPad);
     }
 
     // acc /= l at the task's end; rows that saw no key (max still kMaskValue) divide by +inf and get 0. `valid`

@@ -10,6 +10,12 @@ namespace npu_fa {
 
 // Forward steps in flight per core: workspace slots and UB statistic sets (kernel/fwd_common.h).
 constexpr uint32_t kFwdStepSlots = 3;
+// Lazy rescale: flush words in flight per core. An AIV writes step k's word once the cube has waited for the other
+// AIV's probabilities of step k - 3, which that AIV sent after reading the words of step k - 6 (kernel/fwd_vector.h).
+constexpr uint32_t kFwdFlushRing = 2 * kFwdStepSlots;
+constexpr uint32_t kFwdFlushLine = 64;                             // bytes per step: the AIVs' words 32 B apart
+constexpr uint32_t kFwdFlushCount = kFwdFlushRing * kFwdFlushLine;  // byte offset of the cube's flush count line
+constexpr uint32_t kFwdFlushBytes = kFwdFlushCount + kFwdFlushLine;
 
 // The operator's registered tiling struct (the entry's GET_TILING_DATA names it).
 struct FlashAttentionTilingData {
@@ -22,6 +28,8 @@ struct FlashAttentionTilingData {
     // Dense masks: block-map bytes; an int32 visible-tile count per row follows at mapCountsOffset.
     uint64_t mapEntries;
     uint64_t mapCountsOffset;
+    // Lazy rescale: the flush words (kFwdFlushRing lines of 64 B: one 32 B word per AIV) and the cube's flush count.
+    uint64_t wsOffsetFlush;
     // Blocks.
     uint32_t s1Block;     // query rows per task (the two AIVs take half each)
     uint32_t s2Block;     // key columns per step (multiple of 64): one softmax pass and one P*V output per step
@@ -52,10 +60,16 @@ struct FlashAttentionTilingData {
     // With problem.outResidual: 1 = the output residual waits in the probability buffers after the output rows (UB
     // allows it at the chosen blocks), 0 = in the partial-output buffer, whose reuse then waits for its copy out.
     uint32_t residualInProbs;
+    // Lazy rescale (kernel/fwd_cube.h, fwd_vector.h): 1 = P*V stays in its own L0C tile (l0cOut) across a task's
+    // steps, the probabilities taken against a per-row reference max; a step whose running max of some row passes
+    // that row's reference by more than lazyThreshold takes a new reference and flushes O first. The partial-output
+    // region then holds 2 * kFwdStepSlots slots: a step's flushed O, then a task's final O.
+    uint32_t lazyRescale;
+    float lazyThreshold;
 };
 static_assert(sizeof(FlashAttentionTilingData) ==
-                  sizeof(FaProblemTiling) + 6 * sizeof(uint64_t) + (18 + kMaxCores + 1 + 2 + 1) * sizeof(uint32_t) &&
-              sizeof(FlashAttentionTilingData) == 696,
+                  sizeof(FaProblemTiling) + 7 * sizeof(uint64_t) + (18 + kMaxCores + 1 + 2 + 1 + 2) * sizeof(uint32_t) &&
+              sizeof(FlashAttentionTilingData) == 712,
               "FlashAttentionTilingData must have no implicit padding");
 
 }  // namespace npu_fa

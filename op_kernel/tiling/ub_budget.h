@@ -17,6 +17,7 @@ struct FaVecFeatures {
     bool pse = false;        // an outer pse tensor
     bool dropout = false;    // keep_prob < 1 or a dropout mask
     bool residual = false;   // the forward's output residual waits in the probability buffers (residualInProbs)
+    bool lazy = false;       // the forward's lazy rescale (lazyRescale)
 };
 
 // The features a tiling's problem asks of the vector cores (`band`: the kernel keeps a band pattern).
@@ -48,6 +49,7 @@ struct FaFwdUbSizes {
     uint32_t mask;   // dense-mask bytes of a chunk [chunk, w] when `opart` cannot hold them (else they use opart,
                      // free between its uses); their half copy uses `fold`
     uint32_t drop;   // dropout: hash scratch, column pattern and keep bits (DropoutUbBytes; only with dropout)
+    uint32_t lazy;   // lazy rescale: the reference max per task slot, the rows' rise of the step, the flush word
     uint32_t total;
 };
 constexpr uint32_t kFwdStatBuffers = 3 * kFwdStepSlots + 4;  // max, sum, alpha per slot; broadcast, reduce, max/sum out
@@ -74,8 +76,9 @@ FA_INLINE FaFwdUbSizes FwdUbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uin
     u.row = AlignUp(r8 * 4, 32);
     u.mask = denseMask && u.opart < AlignUp(c, 8) * w ? AlignUp(c, 8) * w : 0;
     u.drop = f.dropout ? DropoutUbBytes(c, w) : 0;
+    u.lazy = f.lazy ? (kFwdStepSlots + 1) * u.stat + 32 : 0;
     u.total = u.s + u.dmat + u.bias + u.pse + u.bits + u.fold + u.p + u.opart + u.acc + kFwdStatBuffers * u.stat +
-              2 * u.row + u.mask + u.drop + 32;
+              2 * u.row + u.mask + u.drop + u.lazy + 32;
     return u;
 }
 

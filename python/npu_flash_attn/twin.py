@@ -205,7 +205,8 @@ def compile_kernel(source: str | os.PathLike, *, flags: Sequence[str] = (), incl
 class TraceRecord(ctypes.Structure):
     _fields_ = [("op", ctypes.c_char_p), ("pipe", ctypes.c_uint8), ("kind", ctypes.c_uint8), ("arg", ctypes.c_uint16),
                 ("repeats", ctypes.c_uint32), ("elems", ctypes.c_uint64), ("bytes", ctypes.c_uint64),
-                ("dst", ctypes.c_uint64), ("src", ctypes.c_uint64), ("acc", ctypes.c_uint32), ("nacc", ctypes.c_uint32)]
+                ("dst", ctypes.c_uint64), ("src", ctypes.c_uint64), ("acc", ctypes.c_uint32), ("nacc", ctypes.c_uint32),
+                ("dc_miss", ctypes.c_bool)]
 
 
 PIPE_NAMES = {0: "S", 1: "V", 2: "M", 3: "MTE1", 4: "MTE2", 5: "MTE3", 6: "ALL", 10: "FIX"}
@@ -445,6 +446,7 @@ class KernelLibrary:
             for j in range(n):
                 r = data[j]
                 recs.append({"op": r.op.decode(), "pipe": PIPE_NAMES.get(r.pipe, str(r.pipe)), "kind": TRACE_KINDS[r.kind],
-                             "arg": r.arg, "repeats": r.repeats, "elems": r.elems, "bytes": r.bytes})
+                             "arg": r.arg, "repeats": r.repeats, "elems": r.elems, "bytes": r.bytes,
+                             "dc_miss": bool(r.dc_miss)})
             out.append({"core": self._lib.twin_trace_core_name(i).decode(), "records": recs})
         return out

@@ -7,6 +7,7 @@ CPU."""
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import weakref
 from collections import OrderedDict
@@ -21,7 +22,7 @@ from .problem import FAProblem, sequence_shapes
 
 __all__ = ["TwinError", "ext", "forward", "backward", "infer", "last_launch_info", "record_launch", "set_op_counting", "set_infer_split_override",
            "infer_split_override",
-           "set_block_override", "set_score_override", "set_bwd_store_limit", "kernel_mask", "BlockMaskInfo", "build_block_map", "block_mask_cache_info",
+           "set_block_override", "set_score_override", "set_lazy_rescale_override", "set_bwd_store_limit", "kernel_mask", "BlockMaskInfo", "build_block_map", "block_mask_cache_info",
            "clear_block_mask_cache"]
 
 try:
@@ -91,6 +92,23 @@ def set_score_override(low: Optional[bool] = None) -> None:
     _score_override = -1 if low is None else int(bool(low))
 
 
+_lazy_override = (-1, float("-inf"))
+
+
+def set_lazy_rescale_override(slots: Optional[int] = None, threshold: Optional[float] = None) -> None:
+    """Tuning / test knob: the forward's lazy rescale (P*V kept in L0C across a task's steps, O flushed only when a
+    row's running max passes its reference by more than the threshold) off (slots=0), or on with 1 or 2 score tiles
+    beside O in L0C, where the problem allows it (last_launch_info()["lazy_rescale"] says whether it ran);
+    `threshold` replaces the default (negative: every step flushes; huge: none after the first). None, None
+    restores the tiling's choice."""
+    global _lazy_override
+    if slots is not None and (isinstance(slots, bool) or slots not in (0, 1, 2)):
+        raise ValueError(f"set_lazy_rescale_override: slots must be 0, 1, 2 or None, got {slots!r}")
+    if threshold is not None and not (isinstance(threshold, (int, float)) and math.isfinite(threshold)):
+        raise ValueError(f"set_lazy_rescale_override: threshold must be a finite number or None, got {threshold!r}")
+    _lazy_override = (-1 if slots is None else slots, float("-inf") if threshold is None else float(threshold))
+
+
 _bwd_store_limit = 0
 
 
@@ -105,9 +123,11 @@ def set_bwd_store_limit(limit_bytes: Optional[int] = None) -> None:
 
 
 def _with_blocks(p: FAProblem):
-    """The problem's call with the tuning knobs of set_block_override / set_score_override / set_bwd_store_limit."""
+    """The problem's call with the tuning knobs of set_block_override / set_score_override /
+    set_lazy_rescale_override / set_bwd_store_limit."""
     p.call.force_s1_block, p.call.force_s2_block = _block_override or (0, 0)
     p.call.force_low_scores = _score_override
+    p.call.force_lazy, p.call.lazy_threshold = _lazy_override
     p.call.bwd_store_limit = _bwd_store_limit
     return p.call
 

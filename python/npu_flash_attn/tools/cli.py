@@ -77,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--scale", type=float, default=None, help="softmax scale (default head_dim^-0.5)")
     pr.add_argument("--inner-precise", type=int, default=0,
                     help="the op's inner_precise (1: high-performance mode, the forward's scores in the input dtype)")
+    pr.add_argument("--lazy-rescale", choices=("off", "1", "2"), default=None,
+                    help="the forward's lazy rescale (twin tuning, twin_backend.set_lazy_rescale_override): off, or "
+                         "on with 1 or 2 score tiles beside the resident output in L0C (default: the tiling's choice)")
     pr.add_argument("--residual", choices=("on", "off"), default=None,
                     help="the forward's output residual (written by the forward, read by the backward; default: on "
                          "with --backward, as the autograd runs it, off for the forward alone)")
@@ -298,6 +301,9 @@ def _profile(a) -> int:
                                          model_only=a.model_only, sample_blocks=a.sample_blocks,
                                          ranges=not a.no_range, baseline=a.baseline)
         else:
+            if a.lazy_rescale is not None:
+                from .. import twin_backend
+                twin_backend.set_lazy_rescale_override(0 if a.lazy_rescale == "off" else int(a.lazy_rescale))
             rep = profiler.profile(chip=a.chip, batch=a.batch, heads=a.heads, kv_heads=a.kv_heads,
                                    seqlen=a.seqlen or 2048, head_dim=a.head_dim, dtype=a.dtype, causal=a.causal,
                                    backward=a.backward, deterministic=a.deterministic, keep_prob=a.keep_prob,

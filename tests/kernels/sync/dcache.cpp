@@ -16,6 +16,8 @@ enum Case : int32_t {
                       // 2 after a clean and DataSyncBarrier<DDR>; 3: ReadGmByPassDCache of a line a DMA changed
     kPartial = 6,     // 8 uint64 SetValues from byte 32 of a line, clean, then a DMA over the last 4;
                       // variant 1: the second line is cleaned too
+    kMissCost = 7,    // GetValue of work[0] (a miss), work[1] (a hit: same line), then after an invalidate work[0]
+                      // again (a miss); out[0..2] = the three values
 };
 
 template <typename T>
@@ -152,6 +154,15 @@ extern "C" __global__ __aicore__ void dcache_case(GM_ADDR prm, GM_ADDR xAddr, GM
             DataCacheCleanAndInvalid<uint64_t, CacheLine::SINGLE_CACHE_LINE>(g);
             PipeBarrier<PIPE_ALL>();
             DataCopy(work[24], a, 8);  // bytes 96..127 of line 1
+            break;
+        }
+        case kMissCost: {
+            const float first = work.GetValue(0), hit = work.GetValue(1);
+            Clean(work);
+            out.SetValue(0, first);
+            out.SetValue(1, hit);
+            out.SetValue(2, work.GetValue(0));
+            Clean(out);
             break;
         }
         default: break;

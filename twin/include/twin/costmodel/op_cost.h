@@ -46,7 +46,7 @@ struct VecCoef {
 struct Rates {
     VecCoef vec[(int)Family::COUNT] = {};
     double ubcopyBw, ubcopyLat, cubeHead, cubeFractal, l0aBw, l0bBw, mte1Lat, smallBw, gmUbBw, gmUbLat, gmL1Bw, gmL1Lat,
-        fillBw, ubGmBw, ubGmLat, ubL1Bw, l1GmBw, fixGmBw, fixGmB16, fixGmLat, fixL1Bw, smallLat, scalarIssue, scalarOp, burstSmall;
+        fillBw, ubGmBw, ubGmLat, ubL1Bw, l1GmBw, fixGmBw, fixGmB16, fixGmLat, fixL1Bw, smallLat, scalarIssue, scalarOp, dcacheMiss, burstSmall;
     double burstBw[3];  // bursts below 64, 128, 256 B
     double issue[(int)Family::COUNT] = {};  // scalar-unit cycles to issue one instruction of the family
     explicit Rates(const Params& P) {
@@ -77,6 +77,7 @@ struct Rates {
         ubGmBw = P["mte3.ub_gm.bw"], ubGmLat = P["mte3.ub_gm.lat"], ubL1Bw = P["mte3.ub_l1.bw"], l1GmBw = P["mte3.l1_gm.bw"];
         fixGmBw = P["fix.l0c_gm.bw"], fixGmB16 = P["fix.l0c_gm.b16"], fixGmLat = P["fix.l0c_gm.lat"], fixL1Bw = P["fix.l0c_l1.bw"];
         smallLat = P["dma.small.lat"], scalarIssue = P["scalar.issue"], scalarOp = P["scalar.op"];
+        dcacheMiss = P["scalar.dcache.miss"];
         burstSmall = P["dma.burst.small"];
         burstBw[0] = P["dma.burst.lt64.bw"], burstBw[1] = P["dma.burst.lt128.bw"], burstBw[2] = P["dma.burst.lt256.bw"];
         for (int f = 0; f < (int)Family::COUNT; ++f) {

@@ -37,6 +37,7 @@ inline const ParamRow kCoreRows[] = {
     {"scalar.issue.cube", 2, "cycle/instr", "Mmad / LoadData: one intrinsic with packed operands (+ set_fmatrix for 3D loads)", "assumed", 1, 4},
     {"scalar.issue.fix", 4, "cycle/instr", "Fixpipe: set_fpc, set_nd_para, set_quant_pre, the copy intrinsic", "assumed", 2, 8},
     {"scalar.op", 4, "cycle/instr", "scalar UB/GM access (GetValue/SetValue, tiling reads); no public figure", "assumed", 1, 10},
+    {"scalar.dcache.miss", 300, "cycle", "scalar GM read that misses the core's DCache (GetValue after DataCacheCleanAndInvalid, or a line not yet cached): an L2 round trip, paid in full by the scalar unit (in-order issue); no public figure, several hundred cycles by analogy with mte2.gm_ub.lat", "assumed", 150, 600},
     {"queue.depth", 32, "instr", "ascendc_api_and_chips.md sec.10: MTE1 and MMAD queues 32 deep (used for every pipe); range: half that depth", "assumed", 16, 32},
     {"flag.latency", 2, "cycle", "intra-core set->wait; pto-isa: V->S->V round trip <= 10", "assumed", 1, 10},
     {"cross.latency", 200, "cycle", "CrossCoreSetFlag -> waiting core; none in pto-isa (perf-sim: 0), msopmodeling 1.0.9 (inter-core flags: 0) or the CANN ini; pto-isa FA fit implies <= 1000 per tile", "assumed", 0, 1000},

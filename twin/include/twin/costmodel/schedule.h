@@ -607,7 +607,7 @@ private:
     void Instr(size_t c, Sim& s, size_t i, const TraceRec& r, int p, Result& res, const Options* o) {
         const Family f = fam_[c][i];
         if (p < 0 || p == kS) {
-            const double st = std::max(s.issue, s.gate[kS]), e = st + R_.scalarOp;
+            const double st = std::max(s.issue, s.gate[kS]), e = st + R_.scalarOp + (r.dcMiss ? R_.dcacheMiss : 0.0);
             s.issue = e;
             Emit(c, i, kS, st, e, res, o);
             ++res.familyCount[(int)f];

@@ -112,6 +112,9 @@ struct TraceRec {
     uint64_t bytes;     // bytes moved
     uint64_t dst, src;  // addresses (on-core byte offsets or GM pointers)
     uint32_t acc, nacc; // its on-core accesses: entries [acc, acc + nacc) of the core's TraceAcc list
+    // A scalar GM read (GetValue) that missed the core's DCache (sync/dcache.h): the cost model adds an L2 round
+    // trip. Derived from the records before it, so TraceDigest leaves it out.
+    bool dcMiss = false;
 };
 
 constexpr int kNumHardEvents = (int)AscendC::HardEvent::MAX;

@@ -192,6 +192,7 @@ inline void DcacheRead(const char* api, uint64_t a, void* out, uint64_t n) {
         ((uint8_t*)out)[x - a] = d.data[i];
     }
     g.unlock();
+    if (missed && c.traceOn && !c.trace.empty()) c.trace.back().dcMiss = true;  // the GetValue traced just before
     if (missed) std::this_thread::yield();  // most likely a poll loop after DataCacheCleanAndInvalid: let others run
 }
 

@@ -1,0 +1,157 @@
+"""The forward's lazy rescale (issue 28 item 1): P*V stays in L0C across a task's steps, the probabilities taken
+against a per-row reference max, and O leaves the cube only when some row's running max passed its reference by
+more than the threshold (kernel/fwd_cube.h, fwd_vector.h). Forced on (twin_backend.set_lazy_rescale_override) with
+one or two score tiles beside O, with the default threshold, a negative one (every step flushes) and a huge one
+(no flush past a task's first step), against the float64 reference with the FlashAttention criterion: random
+inputs of the feature problems, keys sorted so that the rows' max rises by more than the threshold at every step
+(rows of one vector core only, of both, alternating), the features, fp16 and bf16, shapes off the block grid; the
+flush count of last_launch_info() against the steps; the gradients from the lazy forward's statistics; the tiling's
+rule and the knob's argument checks."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import npu_flash_attn
+from npu_flash_attn import problem as problem_module, twin_backend
+from npu_flash_attn.native import ext
+from feature_problems import CASES, DT, case_id, check_forward, check_grads, problem
+
+THRESHOLDS = {"default": None, "every": -1.0, "never": 1e30}
+
+
+@pytest.fixture
+def lazy():
+    def force(slots, threshold=None):
+        twin_backend.set_lazy_rescale_override(slots, threshold)
+    yield force
+    twin_backend.set_lazy_rescale_override(None, None)
+
+
+def rising(layout, dt, b, s1, s2, n1, n2, d, gen, rows="second", rise=40.0, block=128):
+    """q, k, v whose scores q.k * scale grow linearly along the keys by `rise` in all (about 15 per 512-key step at
+    s2 = 1300) for the rows picked by `rows` ("second": the second half of each task of `block` rows, which the
+    second vector core owns; "all"; "alternate": every other row), and fall for the others; with noise."""
+    u = torch.randn(d, generator=gen)
+    u /= u.norm()
+    pos = torch.arange(s1)
+    task_rows = torch.clamp(s1 - pos // block * block, max=block)
+    second = pos % block >= (task_rows + 1) // 2
+    sign = {"second": second, "all": torch.ones(s1, dtype=torch.bool), "alternate": pos % 2 == 1}[rows]
+    sign = sign.double() * 2 - 1
+    scale = 1 / math.sqrt(d)
+    q = 0.3 * torch.randn(b, n1, s1, d, generator=gen) + sign[None, None, :, None] * math.sqrt(abs(rise)) * u
+    ramp = torch.arange(s2, dtype=torch.float64) / s2 * math.copysign(math.sqrt(abs(rise)), rise) / scale
+    k = 0.3 * torch.randn(b, n2, s2, d, generator=gen) + ramp[None, None, :, None] * u
+    v = torch.randn(b, n2, s2, d, generator=gen)
+    t = {"BNSD": lambda x: x, "BSND": lambda x: x.transpose(1, 2).contiguous()}[layout]
+    return (t(q).to(DT[dt]), t(k).to(DT[dt]), t(v).to(DT[dt]), n1, layout), dict(scale=scale)
+
+
+def flush_facts():
+    info = npu_flash_attn.last_launch_info()
+    return info["lazy_rescale"], info.get("lazy_flushes"), info["steps"], info["tasks"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
+@pytest.mark.parametrize("threshold", list(THRESHOLDS))
+def test_lazy_forward_cases(case, threshold, gen, lazy):
+    lazy(1 + CASES.index(case) % 2, THRESHOLDS[threshold])
+    args, kw = problem(case, gen)
+    check_forward(args, kw)
+    on, flushes, steps, tasks = flush_facts()
+    assert on
+    if threshold == "never":
+        assert flushes == 0
+    if threshold == "every" and not kw.get("sparse_mode") and "atten_mask" not in kw and case[0] != "TND":
+        assert flushes == steps - tasks  # every step but a task's first (every task sees keys here)
+
+
+@pytest.mark.parametrize("rows", ["second", "all", "alternate"])
+@pytest.mark.parametrize("dt,d,slots", [("bf16", 128, 2), ("fp16", 72, 1), ("bf16", 256, 1), ("fp16", 128, 2)])
+def test_rising_max_flushes(rows, dt, d, slots, gen, lazy):
+    lazy(slots)
+    block = _plan(150, d, s2=1300)["s1_block"]
+    args, kw = rising("BNSD", dt, 1, 150, 1300, 2, 2, d, gen, rows=rows, block=block)
+    check_forward(args, kw)
+    on, flushes, steps, tasks = flush_facts()
+    assert on and flushes == steps - tasks  # each step's max passes the reference by about 15 > 8
+    # the same inputs without the lazy rescale give the same outputs up to the order of the fp32 sums
+    lazy(0)
+    check_forward(args, kw)
+    assert not npu_flash_attn.last_launch_info()["lazy_rescale"]
+
+
+def test_falling_max_never_flushes(gen, lazy):
+    # every row's max is taken on the first step and never passed: no flush, and P <= 1 throughout
+    lazy(2)
+    args, kw = rising("BSND", "bf16", 2, 200, 1500, 4, 2, 128, gen, rows="all", rise=-30.0)
+    check_forward(args, kw)
+    on, flushes, _, _ = flush_facts()
+    assert on and flushes == 0
+
+
+@pytest.mark.parametrize("dt", ["fp16", "bf16"])
+def test_lazy_features(dt, gen, lazy):
+    # sink, softcap, ALiBi, dropout, band and causal modes on rising scores, off the block grid; the UB rule may keep
+    # the plain path for a feature whose buffers leave no room (reported by last_launch_info)
+    args, kw = rising("BSND", dt, 2, 150, 1100, 4, 2, 96, gen, rows="alternate")
+    n1 = 4
+    feats = [dict(sink=torch.randn(n1, generator=gen)), dict(softcap=30.0),
+             dict(pse=torch.rand(n1, generator=gen) * 0.3, pse_type=2),
+             dict(keep_prob=0.8, seed=int(torch.randint(0, 2 ** 31, (1,), generator=gen)), offset=5),
+             dict(sparse_mode=3), dict(sparse_mode=4, pre_tokens=700, next_tokens=100)]
+    ran = 0
+    for f in feats:
+        for slots, threshold in ((2, None), (1, -1.0)):
+            lazy(slots, threshold)
+            check_forward(args, dict(kw, **f))
+            ran += npu_flash_attn.last_launch_info()["lazy_rescale"]
+    assert ran >= 8
+
+
+def test_lazy_tnd_and_dense_mask(gen, lazy):
+    lazy(2, -1.0)
+    case = ("TND", "fp16", 3, 0, 0, 4, 2, 128, dict(actual_seq_qlen=[40, 170, 300], actual_seq_kvlen=[900, 1000, 1000],
+                                                    sparse_mode=3))
+    check_forward(*problem(case, gen))
+    assert flush_facts()[0]
+    case = ("BNSD", "bf16", 2, 140, 700, 2, 2, 128, dict(atten_mask="dense"))
+    check_forward(*problem(case, gen))
+    assert flush_facts()[0]
+
+
+def test_lazy_gradients(gen, lazy):
+    # the backward reads the lazy forward's statistics (moved back to the running max at each task's end)
+    lazy(2)
+    args, kw = rising("BNSD", "bf16", 1, 150, 1300, 2, 2, 64, gen, rows="alternate")
+    check_grads(args, kw, gen)
+    lazy(1, -1.0)
+    check_grads(*problem(("BSND", "fp16", 1, 96, 700, 2, 1, 128, dict(sparse_mode=2)), gen), gen)
+
+
+def _plan(s, d, s2=None, **kw):
+    q = torch.zeros(1, 1, s, d, dtype=torch.bfloat16)
+    k = torch.zeros(1, 1, s2 or s, d, dtype=torch.bfloat16)
+    p = problem_module.validate_flash_attention(q, k, k, 1, "BNSD", scale=d ** -0.5, **kw)
+    return ext().flash_attention_plan(twin_backend._with_blocks(p), "Ascend910B2")
+
+
+def test_tiling_rule():
+    # where the model shows it faster (op_host/flash_attention_tiling_host.cpp LazySlotsThatPay)
+    on = _plan(8192, 128)
+    assert on["lazy_rescale"] and on["lazy_threshold"] == 8.0 and on["n_chunk_qk"] == 64  # two 64-column S slots
+    assert _plan(8192, 256)["lazy_rescale"] and _plan(2048, 256)["lazy_rescale"]
+    for off in (_plan(8192, 128, sparse_mode=3), _plan(2048, 128), _plan(8192, 64)):
+        assert not off["lazy_rescale"]
+
+
+def test_override_arguments():
+    for bad in (3, -1, True, "2"):
+        with pytest.raises(ValueError, match="slots must be 0, 1, 2 or None"):
+            twin_backend.set_lazy_rescale_override(bad)
+    for bad in (float("nan"), float("inf"), "1"):
+        with pytest.raises(ValueError, match="threshold must be a finite number"):
+            twin_backend.set_lazy_rescale_override(1, bad)
