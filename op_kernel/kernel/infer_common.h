@@ -174,13 +174,15 @@ private:
     __gm__ int32_t* table_ = nullptr;
 };
 
-// The workspace: per core, the step slots of S, P and P*V (FaStepSlots, mBlock rows) and, over an int8 cache, of
-// the dequantised K and V (and, with per-channel K, of the query rows times K's scales); shared, the split partials
+// The workspace: per core, the step slots of S, P and P*V (FaStepSlots, mBlock rows; the int8 cube route: quantParts
+// times as many) and, over an int8 cache, of the dequantised K and V (and, with per-channel K, of the query rows
+// times K's scales) or, on the int8 cube route, of the quantised query rows; shared, the split partials
 // (packed row R of (batch, KV head) at (batch * n2 + kvHead) * group * s1 + R).
 class FaInferWorkspace : public FaStepSlots {
 public:
     __aicore__ inline void Init(GM_ADDR workspace, const FaInferTilingData* t, uint32_t core) {
-        FaStepSlots::Init(workspace, t->wsPerCore, core, t->wsOffsetS, t->wsOffsetP, t->wsOffsetO, t->mBlock,
+        const uint32_t parts = t->quantParts == 0 ? 1 : t->quantParts;  // the int8 cube route's rows per packed row
+        FaStepSlots::Init(workspace, t->wsPerCore, core, t->wsOffsetS, t->wsOffsetP, t->wsOffsetO, parts * t->mBlock,
                           t->s2Block, t->problem.dvPad);
         kv_.Init(workspace, 0, t->wsPerCore, core);
         t_ = t;
@@ -197,6 +199,11 @@ public:
     __aicore__ inline __gm__ T* ScaledQuery(uint32_t step) const {
         return kv_.Slot<T>(2 * t_->wsOffsetVq - t_->wsOffsetKq, step % kInferKvSlots,
                            (uint64_t)AlignUp(t_->mBlock, 16) * t_->problem.d);
+    }
+    // The int8 cube route: the task's quantised query rows, [quantParts * mBlock, d] int8, in the slot of the task's
+    // first step.
+    __aicore__ inline __gm__ int8_t* QuantQuery(uint32_t step) const {
+        return kv_.Slot<int8_t>(t_->wsOffsetKq, step % kInferKvSlots, (uint64_t)t_->quantParts * t_->mBlock * t_->problem.d);
     }
     __aicore__ inline uint64_t PartRow(const FaInferTask& task, uint32_t split, int64_t row) const {
         const FaProblemTiling& p = t_->problem;

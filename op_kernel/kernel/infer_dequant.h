@@ -33,6 +33,54 @@
 
 namespace npu_fa {
 
+// Per-channel V folded out of the stream (both int8 routes): the cube's P * V ran on the integers, so before the
+// division by the row sums l, acc[r] = (acc[r] + l_r * offset) o scale (sum_j P_rj s o (v_j + o) = s o (P v + l o)).
+// Holds V's [scale d | offset d] fp32 of the last KV head folded (the antiquant argument's [N2, 2, D] V section).
+class FaValueChannelFold {
+public:
+    __aicore__ inline void Init(AscendC::TPipe* pipe, const AscendC::GlobalTensor<float>& params, uint64_t section,
+                                uint32_t d, bool offset, int32_t id) {
+        pipe->InitBuffer(buf_, 2 * d * 4);
+        params_ = params;
+        section_ = section;
+        d_ = d;
+        offset_ = offset;
+        id_ = id;
+    }
+    // `sums` is one 32 B block per row, `scratch` [rows, dvPad] fp32 is free.
+    __aicore__ inline void Fold(const AscendC::LocalTensor<float>& acc, const AscendC::LocalTensor<float>& sums,
+                                const AscendC::LocalTensor<float>& scratch, uint32_t head, uint32_t rows, uint32_t dvPad) {
+        const AscendC::LocalTensor<float> ch = buf_.Get<float>();
+        if (head != head_) {
+            head_ = head;
+            AscendC::PipeBarrier<PIPE_ALL>();  // the previous task's fold is done with them
+            AscendC::DataCopy(ch, params_[section_ + (uint64_t)head * 2 * d_], 2 * d_);
+            AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(id_);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(id_);
+        }
+        const uint8_t rowBlocks = (uint8_t)(dvPad / 8);
+        for (uint32_t c = 0; c < d_; c += 64) {
+            const uint64_t lanes = FaMin(d_ - c, 64u);
+            if (offset_) {  // scratch[r][c] = offset[c] * l_r, then added
+                AscendC::Mul(scratch[c], ch[d_ + c], sums, lanes, (uint8_t)rows,
+                             AscendC::BinaryRepeatParams(1, 1, 0, rowBlocks, 0, 1));
+                AscendC::Add(acc[c], acc[c], scratch[c], lanes, (uint8_t)rows,
+                             AscendC::BinaryRepeatParams(1, 1, 1, rowBlocks, rowBlocks, rowBlocks));
+            }
+            AscendC::Mul(acc[c], acc[c], ch[c], lanes, (uint8_t)rows,
+                         AscendC::BinaryRepeatParams(1, 1, 1, rowBlocks, rowBlocks, 0));
+        }
+    }
+
+private:
+    AscendC::TBuf<AscendC::TPosition::VECIN> buf_;
+    AscendC::GlobalTensor<float> params_;
+    uint64_t section_ = 0;
+    uint32_t d_ = 0, head_ = 0xFFFFFFFFu;
+    bool offset_ = false;
+    int32_t id_ = 0;
+};
+
 // The dtype the dequantisation computes in: the output's for fp16, fp32 for bf16 (no bf16 vector arithmetic).
 template <typename T>
 struct FaDequantCalc {
@@ -69,12 +117,12 @@ public:
         pipe->InitBuffer(paramBuf_, 2 * u.param);
         pipe->InitBuffer(calcBuf_, u.calc);
         pipe->InitBuffer(channelBuf_, u.channel);
-        pipe->InitBuffer(valueChannelBuf_, u.valueChannel);
         inElems_ = u.in;
         halfElems_ = u.half / 2;
         paramElems_ = u.param / 4;
         const uint64_t perChannel = (uint64_t)p_->n2 * d_ * 2, perToken = (uint64_t)p_->batch * t->quantTokens * 2;
         section_[1] = t->keyQuantMode == 0 ? perChannel : perToken;
+        valueFold_.Init(pipe, params_, section_[1], d_, t->quantOffset != 0, ids_[0]);
         for (int32_t b = 0; b < 2; ++b) {
             AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(ids_[b]);
             AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(ids_[b]);
@@ -108,33 +156,12 @@ public:
         AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(kInferFlagKv);
     }
 
-    // Per-channel V, folded out of the stream: the cube's P * V ran on the integers, so before the division by the
-    // row sums l, acc[r] = (acc[r] + l_r * offset) o scale (sum_j P_rj s o (v_j + o) = s o (P v + l o)). `sums` is one
-    // 32 B block per row, `scratch` [rows, dvPad] fp32 is free.
+    // Per-channel V, folded out of the stream (FaValueChannelFold).
     __aicore__ inline void FoldValueChannels(const AscendC::LocalTensor<float>& acc,
                                              const AscendC::LocalTensor<float>& sums,
                                              const AscendC::LocalTensor<float>& scratch, uint32_t head, uint32_t rows,
                                              uint32_t dvPad) {
-        const AscendC::LocalTensor<float> ch = valueChannelBuf_.Get<float>();
-        if (head != valueHead_) {
-            valueHead_ = head;
-            AscendC::PipeBarrier<PIPE_ALL>();  // the previous task's fold is done with them
-            AscendC::DataCopy(ch, params_[section_[1] + (uint64_t)head * 2 * d_], 2 * d_);
-            AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(ids_[0]);
-            AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(ids_[0]);
-        }
-        const uint8_t rowBlocks = (uint8_t)(dvPad / 8);
-        for (uint32_t c = 0; c < d_; c += 64) {
-            const uint64_t lanes = FaMin(d_ - c, 64u);
-            if (t_->quantOffset != 0) {  // scratch[r][c] = offset[c] * l_r, then added
-                AscendC::Mul(scratch[c], ch[d_ + c], sums, lanes, (uint8_t)rows,
-                             AscendC::BinaryRepeatParams(1, 1, 0, rowBlocks, 0, 1));
-                AscendC::Add(acc[c], acc[c], scratch[c], lanes, (uint8_t)rows,
-                             AscendC::BinaryRepeatParams(1, 1, 1, rowBlocks, rowBlocks, rowBlocks));
-            }
-            AscendC::Mul(acc[c], acc[c], ch[c], lanes, (uint8_t)rows,
-                         AscendC::BinaryRepeatParams(1, 1, 1, rowBlocks, rowBlocks, 0));
-        }
+        valueFold_.Fold(acc, sums, scratch, head, rows, dvPad);
     }
 
     __aicore__ inline void End() {
@@ -301,7 +328,7 @@ private:
     const FaProblemTiling* p_ = nullptr;
     const FaInferWorkspace* ws_ = nullptr;
     uint32_t sub_ = 0, rows_ = 0, d_ = 0, inElems_ = 0, halfElems_ = 0, paramElems_ = 0, chunks_ = 0;
-    uint32_t channelHead_ = kNoHead, valueHead_ = kNoHead;
+    uint32_t channelHead_ = kNoHead;
     uint64_t section_[2] = {0, 0};  // element offsets of K's and V's parameters
     FaKvCache kv_;
     AscendC::GlobalTensor<T> query_;
@@ -314,7 +341,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECIN> paramBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> calcBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> channelBuf_;
-    AscendC::TBuf<AscendC::TPosition::VECIN> valueChannelBuf_;  // V's [scale d | offset d] fp32 of valueHead_
+    FaValueChannelFold valueFold_;
 };
 
 }  // namespace npu_fa

@@ -15,6 +15,11 @@ namespace npu_fa {
 constexpr uint32_t kInferStepSlots = 3;
 constexpr uint32_t kInferDequantLead = 2;
 constexpr uint32_t kInferKvSlots = kInferStepSlots + kInferDequantLead;
+// The int8 cube route: int8 rows per query or probability row (x ~ sum_p h_p / kInferInt8Radix^p, |h_p| <= 127), and
+// the radix: each part carries the previous one's rounding residue (within +-0.5) times 254, so three parts keep
+// about 23 bits of a row's largest value.
+constexpr uint32_t kInferInt8Parts = 3;
+constexpr float kInferInt8Radix = 254.0f;
 
 // The problem part as the inference kernels read it: qStride/oStride address the query and the output
 // (per batch, head, token; TND: per token), kStride/vStride the caches (per page (a non-paged cache: per batch),
@@ -60,7 +65,12 @@ struct FaInferTilingData {
     uint32_t blockDim;
     uint32_t taskTotal;
     uint32_t coreTaskStart[kMaxCores + 1];
-    uint32_t reserved;   // an even number of 32-bit fields
+    // 0: an int8 cache goes the vector route above. Else the int8 cube route (kernel/infer_int8.h): the scores and
+    // P*V run int8 x int8 on the cube, straight from the int8 pages, each query row and probability row split into
+    // quantParts int8 rows (packed row r of a task of `rows` rows: part p at p * rows + r); the step slots of S, P and
+    // P*V hold quantParts * mBlock rows (int32, int8, int32) and wsOffsetKq the quantised query rows ([quantParts *
+    // mBlock, d] int8, kInferKvSlots slots).
+    uint32_t quantParts;
 };
 static_assert(sizeof(FaInferTilingData) ==
                   sizeof(FaProblemTiling) + 11 * sizeof(uint64_t) + (22 + kMaxCores + 1 + 1) * sizeof(uint32_t),

@@ -197,8 +197,38 @@ FA_INLINE FaDequantUbSizes DequantUbSizes(uint32_t rows, uint32_t d) {
     u.param = AlignUp(2 * rows, 8) * 4;
     u.calc = 2 * rows * 32 + AlignUp(2 * rows, 16) * 2;
     u.channel = 2 * d * 4 + 2 * d * 2;
-    u.valueChannel = 2 * d * 4;
+    u.valueChannel = 2 * d * 4;  // FaValueChannelFold
     u.total = 2 * (u.in + u.half + u.param) + u.f32 + u.calc + u.channel + u.valueChannel;
+    return u;
+}
+
+// The int8 cube route (kernel/infer_int8.h): UB of one AIV (bytes) beside InferUbSizes, for `rows` packed rows of
+// the AIV, score chunks of `chunk` rows and w keys, `parts` int8 rows per row.
+struct FaInt8UbSizes {
+    uint32_t in;       // loads: the int32 parts of a score chunk or of a step's P*V, the query rows in the input dtype
+    uint32_t x;        // fp32: the parts widened and combined (the chunk's scores), then P x 127 and its rounding
+    uint32_t h;        // a rounded part in half, on its way to int8
+    uint32_t out;      // the int8 parts of the query rows or of a probability chunk
+    uint32_t channel;  // K per channel: [scale d | offset d] fp32
+    uint32_t red;      // per row: the offset term and the largest |value| (a 32 B block each), then ReduceMax's work
+    uint32_t valueChannel;  // FaValueChannelFold
+    uint32_t total;
+};
+
+FA_INLINE FaInt8UbSizes Int8UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t d, uint32_t dvPad,
+                                    uint32_t parts) {
+    FaInt8UbSizes u;
+    const uint32_t r = rows == 0 ? 1 : rows, c = chunk == 0 ? 1 : chunk;
+    const uint32_t scores = c * w, query = r * d, out = r * dvPad;
+    const uint32_t wide = (uint32_t)FaMax(scores, query);
+    u.in = (uint32_t)FaMax(FaMax(parts * scores, parts * out), query) * 4;
+    u.x = (uint32_t)FaMax(FaMax((parts > 3 ? parts : 3) * scores, parts * out), 2 * query) * 4;
+    u.h = AlignUp(wide * 2, 32);
+    u.out = AlignUp(wide * parts, 32);
+    u.channel = 2 * d * 4;
+    u.red = r * 64 + AlignUp(d * 4, 32);
+    u.valueChannel = 2 * d * 4;
+    u.total = u.in + u.x + u.h + u.out + u.channel + u.red + u.valueChannel;
     return u;
 }
 
