@@ -83,7 +83,8 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     // against 81.4 us at B 8, N 32:8, KV 4K, fp16). A dense mask keeps at most 128 (kernel/infer_mask.h widens a
     // mask row in one repeat of at most 128 halves).
     bool found = false;
-    for (uint32_t w : {256u, 128u, 64u}) {
+    for (uint32_t w : {512u, 256u, 128u, 64u}) {
+        if (w > 256 && parts == 0) continue;
         if (w > 128 && ((s1max <= 1 && !p.kvQuant) || p.denseMask)) continue;
         for (uint32_t m = AlignUp(rowsWanted, 16); m >= 16 && !found; m -= 16) {
             const uint32_t mBlock = std::min(m, rowsWanted);
