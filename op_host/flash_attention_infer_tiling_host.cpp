@@ -62,13 +62,10 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     t.maxPages = p.maxPages;
 
     // The int8 cube route (kernel/infer_int8.h) over an int8 cache, else the vector route (kernel/infer_dequant.h):
-    // the cube route takes per-channel K and V (per-token parameters stay on the vector route) and D, Dv multiples
-    // of 32 (int8 fractals are 32 wide; V's transposing load takes 32 x 32 squares); its tiles hold kInferInt8Parts
-    // int8 rows per packed row, so at most 128 / kInferInt8Parts packed rows.
-    const uint32_t parts = p.kvQuant && p.keyQuantMode == 0 && p.valueQuantMode == 0 && p.d % 32 == 0 &&
-                                   p.dv % 32 == 0
-                               ? kInferInt8Parts
-                               : 0;
+    // the cube route needs D and Dv multiples of 32 (int8 fractals are 32 wide; V's transposing load takes 32 x 32
+    // squares; the problem module asks it of an int8 cache anyway); its tiles hold kInferInt8Parts int8 rows per
+    // packed row, so at most 128 / kInferInt8Parts packed rows.
+    const uint32_t parts = p.kvQuant && p.d % 32 == 0 && p.dv % 32 == 0 ? kInferInt8Parts : 0;
     // Blocks: the widest key step, then the most packed rows (up to 128, the cube's best M) whose L1 tiles and
     // AIV half fit (decode figures below). On 910B2 with 128 rows wanted: D 64 and 128 take 128 keys x 128 rows, D 256 128 x 112 (UB: the
     // running and partial fp32 outputs of an AIV's 56 rows), D 512 64 x 64 (L1: K and V ping-pong 2 x 64 KB each;

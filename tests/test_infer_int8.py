@@ -129,8 +129,7 @@ def test_decode_int8(layout, cache, combined, kmode, vmode, offset, per_tensor, 
     info = _run(q, k, v, **kw)
     if force:
         assert info["splits"] == force
-    # Per-channel (and per-tensor) K and V take the int8 cube route, per-token parameters the vector route.
-    assert info["int8_route"] == ("cube" if kmode == 0 and vmode == 0 else "vector")
+    assert info["int8_route"] == "cube"
 
 
 # The int8 cube route (kernel/infer_int8.h): (dtype, D, group, offsets, forced splits, cache). Group sizes 1 to 8

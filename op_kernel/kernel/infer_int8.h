@@ -13,6 +13,11 @@
 // - P * V: P is in [0, 1] after the max subtraction; 127 P splits the same way (no row scale), the cube's int32
 //   parts recombine as O = sum_p O_p / 254^p / 127, and V's scales and offsets fold into the task's output at its
 //   end (FaValueChannelFold), as on the vector route.
+// Per-token K and V (a scale s_j and offset o_j per key, fp32 pairs): the query is split unscaled and the per-key
+// parameters apply per column on the AIV, each step's pairs loaded and de-interleaved (GatherMask) once per AIV:
+// S_j = s_j (Q.k_j + o_j sum(Q)); O = sum_j (P_j s_j) v_j + sum_j P_j s_j o_j, so P's columns take s_j before the
+// split (scaled by 127 / max_j s_j of the step instead of 127) and the row constant sum_j P_j s_j o_j is added to
+// the step's P*V.
 // Three parts keep about 23 bits of each row's largest value, beyond fp32's own rounding of the query-dtype route.
 // Rows are cheap: decode packs at most the group's heads into the cube's 16-row tile, and the kernel is bound by
 // HBM, not by the cube.
@@ -39,8 +44,12 @@ public:
         parts_ = t->quantParts;
         d_ = p_->d;
         w_ = w;
+        keyTokens_ = t->keyQuantMode != 0;
+        valueTokens_ = t->valueQuantMode != 0;
+        offset_ = t->quantOffset != 0;
         query_.SetGlobalBuffer((__gm__ T*)gm.query);
         params_.SetGlobalBuffer((__gm__ float*)gm.antiquant);
+        section_[1] = keyTokens_ ? (uint64_t)p_->batch * t->quantTokens * 2 : (uint64_t)p_->n2 * d_ * 2;
         const FaInt8UbSizes u = Int8UbSizes(rows, chunk, w, d_, p_->dvPad, parts_);
         pipe->InitBuffer(inBuf_, u.in);
         pipe->InitBuffer(xBuf_, u.x);
@@ -48,7 +57,11 @@ public:
         pipe->InitBuffer(outBuf_, u.out);
         pipe->InitBuffer(channelBuf_, u.channel);
         pipe->InitBuffer(redBuf_, u.red);
-        valueFold_.Init(pipe, params_, (uint64_t)p_->n2 * d_ * 2, d_, t->quantOffset != 0, id_);
+        if (keyTokens_ || valueTokens_) {
+            pipe->InitBuffer(pairBuf_, u.pairs);
+            pipe->InitBuffer(columnBuf_, u.columns);
+        }
+        if (!valueTokens_) valueFold_.Init(pipe, params_, section_[1], d_, offset_, id_);
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(id_);
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(id_);
     }
@@ -66,36 +79,100 @@ public:
         AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(kInferFlagKv);
     }
 
+    // Per-token parameters: the step's keys [c0, c0 + cols) of the task's batch, K's scales and offsets and V's
+    // scales and scale x offset as columns, and the largest V scale (step slot `slot`). Before the step's Scores.
+    __aicore__ inline void StepKeys(const FaInferTask& task, int64_t c0, uint32_t cols, uint32_t slot) {
+        if (!keyTokens_ && !valueTokens_) return;
+        const AscendC::LocalTensor<float> pairs = pairBuf_.Get<float>(), col = columnBuf_.Get<float>();
+        const uint32_t stride = AlignUp(2 * w_, 8);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(id_);
+        for (uint32_t which = 0; which < 2; ++which) {
+            if (!(which == 0 ? keyTokens_ : valueTokens_)) continue;
+            const uint64_t at = section_[which] + ((uint64_t)task.batch * t_->quantTokens + (uint64_t)c0) * 2;
+            const AscendC::DataCopyExtParams cp(1, cols * 2 * 4, 0, 0, 0);
+            AscendC::DataCopyPad(pairs[which * stride], params_[at], cp,
+                                 AscendC::DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+        }
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(id_);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(id_);
+        uint64_t kept = 0;
+        for (uint32_t which = 0; which < 2; ++which) {
+            if (!(which == 0 ? keyTokens_ : valueTokens_)) continue;
+            // Counter mode: 2 * cols elements, the even ones (scales) then the odd ones (offsets).
+            const AscendC::GatherMaskParams gp(1, 1, 8, 0);
+            AscendC::GatherMask(col[(2 * which) * w_], pairs[which * stride], (uint8_t)1, true, 2 * cols, gp, kept);
+            AscendC::GatherMask(col[(2 * which + 1) * w_], pairs[which * stride], (uint8_t)2, true, 2 * cols, gp, kept);
+        }
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(id_);
+        if (!valueTokens_) return;
+        if (offset_) AscendC::Mul(col[3 * w_], col[3 * w_], col[2 * w_], (int32_t)cols);  // V's s_j o_j
+        const AscendC::LocalTensor<float> red = redBuf_.Get<float>();
+        AscendC::ReduceMax(red, col[2 * w_], red[8], (int32_t)cols);
+        AscendC::SetFlag<AscendC::HardEvent::V_S>(id_);
+        AscendC::WaitFlag<AscendC::HardEvent::V_S>(id_);
+        valueScale_[slot] = red.GetValue(0);
+        cols_ = cols;
+    }
+
     // Rows [row, row + n) of a step's int32 score parts (a task of `rows` rows) -> the fp32 scores, [n, w] at the
     // start of the work buffer; `first` is the AIV's first row (the rows' scales and offset terms).
     __aicore__ inline AscendC::LocalTensor<float> Scores(__gm__ int32_t* slot, uint32_t rows, uint32_t row,
                                                          uint32_t first, uint32_t n) {
         const AscendC::LocalTensor<float> x = Combine(slot + (uint64_t)row * w_, rows, n, w_);
+        AscendC::LocalTensor<float> col;
+        if (keyTokens_) col = columnBuf_.Get<float>();
         for (uint32_t r = 0; r < n; ++r) {
             const uint32_t i = row - first + r;
-            AscendC::Muls(x[r * w_], x[r * w_], rowScale_[i], (int32_t)w_);
-            if (t_->quantOffset != 0) AscendC::Adds(x[r * w_], x[r * w_], rowOffset_[i], (int32_t)w_);
+            const AscendC::LocalTensor<float> xr = x[r * w_];
+            AscendC::Muls(xr, xr, rowScale_[i], (int32_t)w_);
+            if (!keyTokens_) {
+                if (offset_) AscendC::Adds(xr, xr, rowOffset_[i], (int32_t)w_);
+                continue;
+            }
+            if (offset_) AscendC::Axpy(xr, col[w_], rowOffset_[i], (int32_t)cols_);  // + o_j sum(Q)
+            AscendC::Mul(xr, xr, col, (int32_t)cols_);
         }
         return x;
     }
 
     // The probabilities `s` (fp32 [n, w] at the start of the work buffer, kept) -> rows [row, row + n) of the step's
-    // int8 parts.
-    __aicore__ inline void StoreProbs(const AscendC::LocalTensor<float>& s, __gm__ int8_t* slot, uint32_t rows,
-                                      uint32_t row, uint32_t n) {
+    // int8 parts (step slot `slot`).
+    __aicore__ inline void StoreProbs(const AscendC::LocalTensor<float>& s, __gm__ int8_t* gm, uint32_t rows,
+                                      uint32_t row, uint32_t first, uint32_t n, uint32_t slot) {
         const uint32_t elems = n * w_;
-        const AscendC::LocalTensor<float> x = xBuf_.Get<float>()[elems];
-        AscendC::Muls(x, s, 127.0f, (int32_t)elems);
-        Split(x, xBuf_.Get<float>()[2 * elems], elems);
-        Send(slot + (uint64_t)row * w_, rows, n, w_);
+        const AscendC::LocalTensor<float> x = xBuf_.Get<float>()[elems], tmp = xBuf_.Get<float>()[2 * elems];
+        if (!valueTokens_) {
+            AscendC::Muls(x, s, 127.0f, (int32_t)elems);
+        } else {  // P_j s_j, scaled by 127 / max_j s_j; the row constants sum_j P_j s_j o_j
+            const AscendC::LocalTensor<float> col = columnBuf_.Get<float>(), red = redBuf_.Get<float>();
+            const float largest = valueScale_[slot];
+            AscendC::Muls(x, s, largest > 0.0f ? 127.0f / largest : 0.0f, (int32_t)elems);
+            for (uint32_t r = 0; r < n; ++r) {
+                AscendC::Mul(x[r * w_], x[r * w_], col[2 * w_], (int32_t)cols_);
+                if (!offset_) continue;
+                AscendC::Mul(tmp, s[r * w_], col[3 * w_], (int32_t)cols_);
+                AscendC::ReduceSum(red[r * 16], tmp, red[n * 16], (int32_t)cols_);
+            }
+            if (offset_) {
+                AscendC::SetFlag<AscendC::HardEvent::V_S>(id_);
+                AscendC::WaitFlag<AscendC::HardEvent::V_S>(id_);
+                for (uint32_t r = 0; r < n; ++r) rowConst_[slot][row - first + r] = red.GetValue(r * 16);
+            }
+        }
+        Split(x, tmp, elems);
+        Send(gm + (uint64_t)row * w_, rows, n, w_);
     }
 
-    // Rows [first, first + n) of a step's int32 P*V parts -> `opart` (fp32 [n, dvPad]).
-    __aicore__ inline void Output(__gm__ int32_t* slot, uint32_t rows, uint32_t first, uint32_t n,
+    // Rows [first, first + n) of a step's int32 P*V parts (step slot `slot`) -> `opart` (fp32 [n, dvPad]).
+    __aicore__ inline void Output(__gm__ int32_t* gm, uint32_t rows, uint32_t first, uint32_t n, uint32_t slot,
                                   const AscendC::LocalTensor<float>& opart) {
         const uint32_t dvPad = p_->dvPad;
-        const AscendC::LocalTensor<float> x = Combine(slot + (uint64_t)first * dvPad, rows, n, dvPad);
-        AscendC::Muls(opart, x, 1.0f / 127.0f, (int32_t)(n * dvPad));
+        const AscendC::LocalTensor<float> x = Combine(gm + (uint64_t)first * dvPad, rows, n, dvPad);
+        AscendC::Muls(opart, x, (valueTokens_ ? valueScale_[slot] : 1.0f) / 127.0f, (int32_t)(n * dvPad));
+        if (!valueTokens_ || !offset_) return;
+        for (uint32_t r = 0; r < n; ++r) {
+            AscendC::Adds(opart[r * dvPad], opart[r * dvPad], rowConst_[slot][r], (int32_t)dvPad);
+        }
     }
 
     __aicore__ inline void FoldValueChannels(const AscendC::LocalTensor<float>& acc,
@@ -115,7 +192,7 @@ private:
         const AscendC::LocalTensor<float> q = xBuf_.Get<float>(), tmp = q[elems];
         const AscendC::LocalTensor<float> red = redBuf_.Get<float>(), work = red[n * 16];
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(id_);
-        if (task.kvHead != head_) {  // K's [scale d | offset d] of the head
+        if (!keyTokens_ && task.kvHead != head_) {  // K's [scale d | offset d] of the head
             head_ = task.kvHead;
             AscendC::DataCopy(ch, params_[(uint64_t)head_ * 2 * d_], 2 * d_);
         }
@@ -135,10 +212,14 @@ private:
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(id_);
         for (uint32_t r = 0; r < n; ++r) {
             const AscendC::LocalTensor<float> row = q[r * d_];
-            AscendC::Mul(row, row, ch, (int32_t)d_);
-            if (t_->quantOffset != 0) {
-                AscendC::Mul(tmp, row, ch[d_], (int32_t)d_);
-                AscendC::ReduceSum(red[r * 16], tmp, work, (int32_t)d_);
+            if (keyTokens_) {  // the offset term's sum(Q)
+                if (offset_) AscendC::ReduceSum(red[r * 16], row, work, (int32_t)d_);
+            } else {
+                AscendC::Mul(row, row, ch, (int32_t)d_);
+                if (offset_) {
+                    AscendC::Mul(tmp, row, ch[d_], (int32_t)d_);
+                    AscendC::ReduceSum(red[r * 16], tmp, work, (int32_t)d_);
+                }
             }
             AscendC::Abs(tmp, row, (int32_t)d_);
             AscendC::ReduceMax(red[r * 16 + 8], tmp, work, (int32_t)d_);
@@ -148,7 +229,7 @@ private:
         for (uint32_t r = 0; r < n; ++r) {
             const float largest = red.GetValue(r * 16 + 8);
             rowScale_[r] = largest / 127.0f;
-            rowOffset_[r] = t_->quantOffset != 0 ? red.GetValue(r * 16) : 0.0f;
+            rowOffset_[r] = offset_ ? red.GetValue(r * 16) : 0.0f;
             // A zero row stays zero (its parts all 0), whatever the scale.
             AscendC::Muls(q[r * d_], q[r * d_], largest > 0.0f ? 127.0f / largest : 0.0f, (int32_t)d_);
         }
@@ -215,7 +296,12 @@ private:
     int32_t id_ = 0;
     uint32_t parts_ = 0, d_ = 0, w_ = 0, head_ = 0xFFFFFFFFu;
     float rowScale_[kMaxRows];   // the AIV's rows of the current task: r = max|q'| / 127
-    float rowOffset_[kMaxRows];  // and q'.o (0 without offsets)
+    float rowOffset_[kMaxRows];  // and q'.o (per-token K: sum(Q); 0 without offsets)
+    float rowConst_[kInferStepSlots][kMaxRows];  // per-token V: sum_j P_j s_j o_j of the step in each slot
+    float valueScale_[kInferStepSlots] = {};     // per-token V: the step's largest scale
+    bool keyTokens_ = false, valueTokens_ = false, offset_ = false;
+    uint32_t cols_ = 0;        // per-token: keys of the current step
+    uint64_t section_[2] = {0, 0};  // element offsets of K's and V's parameters
     AscendC::GlobalTensor<T> query_;
     AscendC::GlobalTensor<float> params_;
     AscendC::TBuf<AscendC::TPosition::VECIN> inBuf_;
@@ -224,6 +310,8 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECOUT> outBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> channelBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> redBuf_;
+    AscendC::TBuf<AscendC::TPosition::VECIN> pairBuf_;       // per token: K's and V's (scale, offset) pairs of a step
+    AscendC::TBuf<AscendC::TPosition::VECCALC> columnBuf_;   // K's scales, offsets, V's scales, s o, [4][w] fp32
     FaValueChannelFold valueFold_;
 };
 

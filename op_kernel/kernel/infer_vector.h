@@ -162,6 +162,7 @@ private:
         }
         const uint32_t cols = (uint32_t)FaMin(task.keyLast - c0, (int64_t)w_);
         const uint32_t chunks = CeilDiv(mine.count, chunk_);
+        if (int8_) int8Io_.StepKeys(task, c0, cols, slot);
         if (!int8_) LoadScores(mine, 0, slot);
         for (uint32_t i = 0; i < chunks; ++i) {
             if (!int8_ && i + 1 < chunks) LoadScores(mine, (i + 1) * chunk_, slot);
@@ -199,7 +200,7 @@ private:
         if (p_->maskMode != 0) mask_.Apply(s, task, row, rows, c0, cols);
         softmax_.Exponentiate(s, rows, r0, taskSlot, slot, first);
         if (int8_) {
-            int8Io_.StoreProbs(s, ws_.template Probs<int8_t>(slot), task.rows, mine.first + r0, rows);
+            int8Io_.StoreProbs(s, ws_.template Probs<int8_t>(slot), task.rows, mine.first + r0, mine.first, rows, slot);
         } else {
             io_.StoreProbs(s, ws_.template Probs<T>(slot), mine.first + r0, n);
         }
@@ -247,7 +248,7 @@ private:
         AscendC::LocalTensor<float> opart;
         if (int8_) {
             opart = io_.AcquireOutput();
-            int8Io_.Output((__gm__ int32_t*)ws_.Output(slot), s.task.rows, s.mine.first, s.mine.count, opart);
+            int8Io_.Output((__gm__ int32_t*)ws_.Output(slot), s.task.rows, s.mine.first, s.mine.count, slot, opart);
         } else {
             opart = io_.LoadOutput(ws_.Output(slot), (uint64_t)s.mine.first * dvPad_, s.mine.count * dvPad_);
         }

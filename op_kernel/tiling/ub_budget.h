@@ -212,6 +212,8 @@ struct FaInt8UbSizes {
     uint32_t channel;  // K per channel: [scale d | offset d] fp32
     uint32_t red;      // per row: the offset term and the largest |value| (a 32 B block each), then ReduceMax's work
     uint32_t valueChannel;  // FaValueChannelFold
+    uint32_t pairs;    // per token: a step's (scale, offset) pairs of K and V, fp32 [2][2 w]
+    uint32_t columns;  // per token: K's scales and offsets, V's scales and scale x offset, fp32 [4][w]
     uint32_t total;
 };
 
@@ -226,9 +228,11 @@ FA_INLINE FaInt8UbSizes Int8UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, u
     u.h = AlignUp(wide * 2, 32);
     u.out = AlignUp(wide * parts, 32);
     u.channel = 2 * d * 4;
-    u.red = r * 64 + AlignUp(d * 4, 32);
+    u.red = (r > c ? r : c) * 64 + AlignUp((d > w ? d : w) * 4, 32);
     u.valueChannel = 2 * d * 4;
-    u.total = u.in + u.x + u.h + u.out + u.channel + u.red + u.valueChannel;
+    u.pairs = 2 * AlignUp(2 * w, 8) * 4;
+    u.columns = 4 * w * 4;
+    u.total = u.in + u.x + u.h + u.out + u.channel + u.red + u.valueChannel + u.pairs + u.columns;
     return u;
 }
 
