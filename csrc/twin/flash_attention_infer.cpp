@@ -116,8 +116,6 @@ py::dict PlanInfo(const Plan& plan) {
     info["workspace_bytes"] = plan.plan.launch.workspaceBytes;
     info["ub_bytes_per_aiv"] = plan.plan.launch.ubBytes;
     info["l1_bytes_per_aic"] = plan.plan.launch.l1Bytes;
-    // An int8 cache's route (kernel/infer_int8.h, kernel/infer_dequant.h).
-    info["int8_route"] = t.kvQuant == 0 ? "none" : t.quantParts != 0 ? "cube" : "vector";
     return info;
 }
 

@@ -23,8 +23,8 @@ constexpr uint16_t kBwdFlagSums = 6;     // AIC -> AIV: a task's sums are in the
 // AIV -> AIC: a task's sums are read and their workspace may be rewritten; only the stored-tile dK/dV pass needs it
 // (elsewhere the next task's P/dS hand-over orders it) and that pass hands over no P/dS: their IDs.
 constexpr uint16_t kBwdFlagSumsRead = kBwdFlagProbs;
-// Inference over an int8 cache (kernel/infer_dequant.h), one ID (a counter: the AIVs run at most a step ahead):
-// AIV -> AIC, both halves of a step's dequantised K and V are in the workspace.
+// Inference over an int8 cache (kernel/infer_int8.h), one ID (a counter: the AIVs run at most a task ahead):
+// AIV -> AIC, both halves of a task's int8 split query rows are in the workspace.
 constexpr uint16_t kInferFlagKv = 9;
 static_assert(kInferFlagKv >= kFwdFlagProbs + kFlagRing && kInferFlagKv < kFlagIdEnd,
               "the inference K/V flag overlaps the forward's or reaches the reserved IDs");

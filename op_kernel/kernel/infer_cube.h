@@ -1,10 +1,9 @@
 // Cube (AIC) half of the inference kernel: a task's packed query rows stay in L1; each step takes s2Block keys of
-// the task's split, K and V loaded through the block table run by run (FaKvCache), or over an int8 cache from the
-// vector cores' dequantised copy in the workspace (kernel/infer_dequant.h), into L1 Nz tiles (ping-pong),
+// the task's split, K and V loaded through the block table run by run (FaKvCache) into L1 Nz tiles (ping-pong),
 // S = Q * K^T and, kInferStepSlots - 1 steps later, O_part = P * V, both through L0 into the GM workspace as fp32,
-// so the vector cores' softmax of step j overlaps the cube's scores of steps j + 1 and j + 2. On the int8 cube route
-// (tiling quantParts, kernel/infer_int8.h) both products run int8 x int8 -> int32 on the int8 pages as they are,
-// against the vector cores' int8 split query and probability rows.
+// so the vector cores' softmax of step j overlaps the cube's scores of steps j + 1 and j + 2. Over an int8 cache
+// (kernel/infer_int8.h) both products run int8 x int8 -> int32 on the int8 pages as they are, against the vector
+// cores' int8 split query and probability rows.
 #ifndef NPU_FA_KERNEL_INFER_CUBE_H
 #define NPU_FA_KERNEL_INFER_CUBE_H
 
@@ -33,7 +32,7 @@ public:
         seqInfo_ = gm.seqInfo;
         ws_.Init(gm.workspace, t, core_);
         w_ = t->s2Block;
-        int8_ = t->quantParts != 0;
+        int8_ = t->kvQuant != 0;
         parts_ = int8_ ? t->quantParts : 1;
         m16_ = AlignUp(parts_ * t->mBlock, 16);
         qElems_ = m16_ * p_->dPad;
@@ -52,8 +51,9 @@ public:
         }
         // Rows past a task's end up to the next 16-row boundary are never loaded: zero them once so that a task of
         // fewer than 16 rows (decode: the group's heads) runs a 16-row Mmad (see FaFwdCube::Init).
-        AscendC::Fill(qL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(qElems_ * bytes / 32), 0, (T)0.0f));
-        AscendC::Fill(pL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(2 * pElems_ * bytes / 32), 0, (T)0.0f));
+        const T zero = (T)0.0f;  // zero bytes, whatever the tiles' element type
+        AscendC::Fill(qL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(qElems_ * bytes / 32), 0, zero));
+        AscendC::Fill(pL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(2 * pElems_ * bytes / 32), 0, zero));
         AscendC::PipeBarrier<PIPE_MTE2>();
         for (int32_t id = 0; id < kFreeIds; ++id) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(id);
     }
@@ -67,7 +67,7 @@ public:
         uint32_t step = 0;
         while (it.Next(task, t_->splits)) {
             if (task.keyFirst >= task.keyLast) continue;  // no key: the vector cores write the empty rows
-            if (!ScaledQ()) LoadQ(task, step);
+            if (!int8_) LoadQ(task, step);
             for (int64_t c0 = task.keyFirst; c0 < task.keyLast; c0 += w_) {
                 const Pending cur{task, c0, (uint32_t)FaMin(task.keyLast - c0, (int64_t)w_), step};
                 const bool first = c0 == task.keyFirst, last = c0 + w_ >= task.keyLast;
@@ -103,26 +103,14 @@ private:
         uint32_t step;  // the core's step number: workspace slot InferSlot(step), flag IDs FlagOf(., step)
     };
 
-    // Over an int8 cache with per-channel K the vector cores scale the query rows by K's scales (kernel/
-    // infer_dequant.h), and on the int8 cube route they split them into int8 rows (kernel/infer_int8.h): the cube
-    // reads those, after the first step's kInferFlagKv.
-    __aicore__ inline bool ScaledQ() const { return t_->kvQuant != 0 && (int8_ || t_->keyQuantMode == 0); }
-
-    // The task's packed rows -> L1 Nz (m16 rows per 16-column block), one DMA per query token (MHA: one for all),
-    // or the scaled rows of the task's first step in one DMA (the int8 cube route: its quantParts x rows int8 rows).
+    // The task's packed rows -> L1 Nz (m16 rows per 16-column block), one DMA per query token (MHA: one for all);
+    // over an int8 cache, the vector cores' int8 split of them (quantParts x rows rows) in one DMA.
     __aicore__ inline void LoadQ(const FaInferTask& task, uint32_t step) {
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
         if (int8_) {
             AscendC::GlobalTensor<int8_t> rows;
             rows.SetGlobalBuffer(ws_.QuantQuery(step));
             FaLoadNz(qL1_.Get<int8_t>(), rows, parts_ * task.rows, p_->d, p_->d, m16_);
-            AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
-            return;
-        }
-        if (ScaledQ()) {
-            AscendC::GlobalTensor<T> rows;
-            rows.SetGlobalBuffer(ws_.template ScaledQuery<T>(step));
-            FaLoadNz(qL1_.Get<T>(), rows, task.rows, p_->d, p_->d, m16_);
             AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
             return;
         }
@@ -140,15 +128,9 @@ private:
     }
 
     // Keys [c0, c0 + cols) of the task's KV head (K: which 0, V: 1) -> an L1 Nz tile of w_ rows per 16-column block,
-    // run by run; over an int8 cache, the vector cores' dequantised rows of the step (one run of pitch d).
+    // run by run.
     __aicore__ inline void LoadKeys(const AscendC::LocalTensor<T>& dst, uint32_t which, const Pending& s) {
         const uint32_t dim = which == 0 ? p_->d : p_->dv;
-        if (t_->kvQuant != 0) {  // the vector route's dequantised rows
-            AscendC::GlobalTensor<T> rows;
-            rows.SetGlobalBuffer(ws_.template Dequantized<T>(which, s.step));
-            FaLoadNz(dst, rows, s.cols, dim, dim, w_);
-            return;
-        }
         const AscendC::GlobalTensor<T>& src = which == 0 ? k_ : v_;
         const FaStrides& st = which == 0 ? p_->kStride : p_->vStride;
         for (uint32_t r = 0; r < s.cols;) {
@@ -160,7 +142,7 @@ private:
         }
     }
 
-    // The int8 cube route: the step's int8 keys of K (which 0) or V (1) straight from the cache, run by run, into an
+    // An int8 cache: the step's int8 keys of K (which 0) or V (1) straight from the cache, run by run, into an
     // L1 Nz tile of w_ rows per 32-column block.
     __aicore__ inline void LoadKeys8(const AscendC::LocalTensor<int8_t>& dst, uint32_t which, const Pending& s) {
         const uint32_t dim = which == 0 ? p_->d : p_->dv;
@@ -183,8 +165,6 @@ private:
         const uint32_t slot = kLoads_++ & 1;
         const AscendC::LocalTensor<T> kTile = kL1_.Get<T>()[slot * kElems_];
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
-        if (t_->kvQuant != 0) AscendC::CrossCoreWaitFlag(kInferFlagKv);  // the step's K and V, dequantised
-        if (first && ScaledQ()) LoadQ(s.task, s.step);
         LoadKeys(kTile, 0, s);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         if (first) AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
@@ -195,7 +175,7 @@ private:
         AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
     }
 
-    // The int8 cube route: S = Q8 * K8^T as int32 rows (quantParts x rows), the K page read as int8.
+    // An int8 cache: S = Q8 * K8^T as int32 rows (quantParts x rows), the K page read as int8.
     __aicore__ inline void Scores8(const Pending& s, bool first) {
         const uint32_t slot = kLoads_++ & 1;
         const AscendC::LocalTensor<int8_t> kTile = kL1_.Get<int8_t>()[slot * kElems_];
@@ -242,7 +222,7 @@ private:
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFwdFlagOutput, s.step));
     }
 
-    // The int8 cube route: O_part = P8 * V8 as int32 rows (quantParts x rows), V's int8 page as B itself.
+    // An int8 cache: O_part = P8 * V8 as int32 rows (quantParts x rows), V's int8 page as B itself.
     __aicore__ inline void Values8(const Pending& s) {
         const uint32_t slot = vLoads_++ & 1;
         const AscendC::LocalTensor<int8_t> vTile = vL1_.Get<int8_t>()[slot * vElems_];
@@ -269,9 +249,9 @@ private:
     const FaProblemTiling* p_ = nullptr;
     uint32_t core_ = 0;
     AscendC::GlobalTensor<T> q_, k_, v_;
-    AscendC::GlobalTensor<int8_t> k8_, v8_;  // the int8 cube route's cache
+    AscendC::GlobalTensor<int8_t> k8_, v8_;  // an int8 cache
     bool int8_ = false;
-    uint32_t parts_ = 1;  // rows per packed row in the cube's tiles: quantParts on the int8 cube route
+    uint32_t parts_ = 1;  // rows per packed row in the cube's tiles: quantParts over an int8 cache
     FaKvCache kv_;
     GM_ADDR seqInfo_ = nullptr;
     FaInferWorkspace ws_;

@@ -1,7 +1,12 @@
-// The int8 cube route over an int8 K/V cache (tiling quantParts != 0): the vector cores' part. dav-2201's cube
-// multiplies int8 x int8 -> int32, so it can read the int8 pages as they are (kernel/infer_cube.h Scores8/Values8)
-// if the other operand is int8 too; nothing of K or V goes through the vector cores (the vector route,
-// kernel/infer_dequant.h, widens K/V to the query dtype and sends that copy through GM to the cube).
+// An int8 K/V cache (tiling kvQuant; value = s o (x + o), per channel or per token): the vector cores' part of the
+// int8 cube route. dav-2201's cube multiplies int8 x int8 -> int32, so it reads the int8 pages as they are
+// (kernel/infer_cube.h Scores8/Values8) against int8 splits of the query and of the probabilities; nothing of K or V
+// goes through the vector cores.
+//
+// Why: the route it replaces widened K and V on the vector cores and sent that copy through GM to the cube (A2 has
+// no other AIV -> AIC path), so every K/V element moved 1 B + 2 B + 2 B: at best 0.62x the bf16 cache's time in
+// the model (B 8, N 32:8, KV 4K), reached 0.87x (fp16 queries) and 1.33x (bf16: int8 -> half -> fp32 -> bf16). Here
+// the cube reads 1 B per element once (docs/performance.md, "int8 cache").
 //
 // Per-channel K and V (value = s o (x + o)):
 // - Scores: Q.(s o (k + o)) = (Q o s).k + (Q o s).o. On a task's first step each AIV takes its packed rows of the
@@ -25,10 +30,59 @@
 #define NPU_FA_KERNEL_INFER_INT8_H
 
 #include "infer_common.h"
-#include "infer_dequant.h"
 #include "../tiling/ub_budget.h"
 
 namespace npu_fa {
+
+// Per-channel V folded out of the stream: the cube's P * V ran on the integers, so before the
+// division by the row sums l, acc[r] = (acc[r] + l_r * offset) o scale (sum_j P_rj s o (v_j + o) = s o (P v + l o)).
+// Holds V's [scale d | offset d] fp32 of the last KV head folded (the antiquant argument's [N2, 2, D] V section).
+class FaValueChannelFold {
+public:
+    __aicore__ inline void Init(AscendC::TPipe* pipe, const AscendC::GlobalTensor<float>& params, uint64_t section,
+                                uint32_t d, bool offset, int32_t id) {
+        pipe->InitBuffer(buf_, 2 * d * 4);
+        params_ = params;
+        section_ = section;
+        d_ = d;
+        offset_ = offset;
+        id_ = id;
+    }
+    // `sums` is one 32 B block per row, `scratch` [rows, dvPad] fp32 is free.
+    __aicore__ inline void Fold(const AscendC::LocalTensor<float>& acc, const AscendC::LocalTensor<float>& sums,
+                                const AscendC::LocalTensor<float>& scratch, uint32_t head, uint32_t rows,
+                                uint32_t dvPad) {
+        const AscendC::LocalTensor<float> ch = buf_.Get<float>();
+        if (head != head_) {
+            head_ = head;
+            AscendC::PipeBarrier<PIPE_ALL>();  // the previous task's fold is done with them
+            AscendC::DataCopy(ch, params_[section_ + (uint64_t)head * 2 * d_], 2 * d_);
+            AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(id_);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(id_);
+        }
+        const uint8_t rowBlocks = (uint8_t)(dvPad / 8);
+        for (uint32_t c = 0; c < d_; c += 64) {
+            const uint64_t lanes = FaMin(d_ - c, 64u);
+            if (offset_) {  // scratch[r][c] = offset[c] * l_r, then added
+                AscendC::Mul(scratch[c], ch[d_ + c], sums, lanes, (uint8_t)rows,
+                             AscendC::BinaryRepeatParams(1, 1, 0, rowBlocks, 0, 1));
+                AscendC::Add(acc[c], acc[c], scratch[c], lanes, (uint8_t)rows,
+                             AscendC::BinaryRepeatParams(1, 1, 1, rowBlocks, rowBlocks, rowBlocks));
+            }
+            AscendC::Mul(acc[c], acc[c], ch[c], lanes, (uint8_t)rows,
+                         AscendC::BinaryRepeatParams(1, 1, 1, rowBlocks, rowBlocks, 0));
+        }
+    }
+
+private:
+    AscendC::TBuf<AscendC::TPosition::VECIN> buf_;
+    AscendC::GlobalTensor<float> params_;
+    uint64_t section_ = 0;
+    uint32_t d_ = 0, head_ = 0xFFFFFFFFu;
+    bool offset_ = false;
+    int32_t id_ = 0;
+};
+
 
 template <typename T>
 class FaInferInt8 {
@@ -50,7 +104,7 @@ public:
         query_.SetGlobalBuffer((__gm__ T*)gm.query);
         params_.SetGlobalBuffer((__gm__ float*)gm.antiquant);
         section_[1] = keyTokens_ ? (uint64_t)p_->batch * t->quantTokens * 2 : (uint64_t)p_->n2 * d_ * 2;
-        const FaInt8UbSizes u = Int8UbSizes(rows, chunk, w, d_, p_->dvPad, parts_);
+        const FaInt8UbSizes u = Int8UbSizes(rows, chunk, w, d_, p_->dvPad, parts_, keyTokens_ || valueTokens_);
         pipe->InitBuffer(inBuf_, u.in);
         pipe->InitBuffer(xBuf_, u.x);
         pipe->InitBuffer(hBuf_, u.h);
