@@ -5,7 +5,7 @@
 //
 // Why: the route it replaces widened K and V on the vector cores and sent that copy through GM to the cube (A2 has
 // no other AIV -> AIC path), so every K/V element moved 1 B + 2 B + 2 B: at best 0.62x the bf16 cache's time in
-// the model (B 8, N 32:8, KV 4K), reached 0.87x (fp16 queries) and 1.33x (bf16: int8 -> half -> fp32 -> bf16). Here
+// the model (B 8, N 32:8, KV 4K), reached 0.87x (fp16 queries) and 1.29x (bf16: int8 -> half -> fp32 -> bf16). Here
 // the cube reads 1 B per element once (docs/performance.md, "int8 cache").
 //
 // Per-channel K and V (value = s o (x + o)):
@@ -17,15 +17,15 @@
 //   term, kept so that the lse, soft-capping and any bias see the true scores).
 // - P * V: P is in [0, 1] after the max subtraction; 127 P splits the same way (no row scale), the cube's int32
 //   parts recombine as O = sum_p O_p / 254^p / 127, and V's scales and offsets fold into the task's output at its
-//   end (FaValueChannelFold), as on the vector route.
+//   end (FaValueChannelFold).
 // Per-token K and V (a scale s_j and offset o_j per key, fp32 pairs): the query is split unscaled and the per-key
 // parameters apply per column on the AIV, each step's pairs loaded and de-interleaved (GatherMask) once per AIV:
 // S_j = s_j (Q.k_j + o_j sum(Q)); O = sum_j (P_j s_j) v_j + sum_j P_j s_j o_j, so P's columns take s_j before the
 // split (scaled by 127 / max_j s_j of the step instead of 127) and the row constant sum_j P_j s_j o_j is added to
 // the step's P*V.
 // Three parts keep about 23 bits of each row's largest value, beyond fp32's own rounding of the query-dtype route.
-// Rows are cheap: decode packs at most the group's heads into the cube's 16-row tile, and the kernel is bound by
-// HBM, not by the cube.
+// Rows are cheap: decode packs the group's heads times the parts into one tile (3 to 24 rows for groups 1 to 8), and
+// the kernel is bound by HBM, not by the cube.
 #ifndef NPU_FA_KERNEL_INFER_INT8_H
 #define NPU_FA_KERNEL_INFER_INT8_H
 
@@ -34,8 +34,8 @@
 
 namespace npu_fa {
 
-// Per-channel V folded out of the stream: the cube's P * V ran on the integers, so before the
-// division by the row sums l, acc[r] = (acc[r] + l_r * offset) o scale (sum_j P_rj s o (v_j + o) = s o (P v + l o)).
+// Per-channel V folded out of the stream: the cube's P * V ran on the integers, so before the division by the row
+// sums l, acc[r] = (acc[r] + l_r * offset) o scale (sum_j P_rj s o (v_j + o) = s o (P v + l o)).
 // Holds V's [scale d | offset d] fp32 of the last KV head folded (the antiquant argument's [N2, 2, D] V section).
 class FaValueChannelFold {
 public:
