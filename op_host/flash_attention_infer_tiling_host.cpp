@@ -7,17 +7,14 @@
 namespace npu_fa {
 namespace {
 
-// L1 of the cube: the task's packed query rows, K and V ping-pong, P ping-pong.
-uint32_t InferL1Bytes(uint32_t mBlock, uint32_t w, uint32_t dPad, uint32_t dvPad) {
-    const uint32_t m16 = AlignUp(mBlock, 16);
-    return m16 * dPad * 2 + 2 * w * dPad * 2 + 2 * w * dvPad * 2 + 2 * m16 * w * 2;
+// L1 of the cube: the task's packed query rows, K and V ping-pong, P ping-pong; an int8 cache (parts != 0): parts
+// int8 rows per packed row, int8 K and V.
+uint32_t InferL1Bytes(uint32_t mBlock, uint32_t w, uint32_t dPad, uint32_t dvPad, uint32_t parts) {
+    const uint32_t m16 = AlignUp(parts == 0 ? mBlock : parts * mBlock, 16), bytes = parts == 0 ? 2 : 1;
+    return (m16 * dPad + 2 * w * dPad + 2 * w * dvPad + 2 * m16 * w) * bytes;
 }
 
 uint64_t Align512(uint64_t v) { return (v + 511) / 512 * 512; }
-
-// Keys per dequantisation chunk of an AIV over an int8 cache: up to 8K elements (D 128: its 64 keys of a 128-key
-// step), a multiple of 8.
-uint32_t QuantRows(uint32_t w, uint32_t d) { return std::max<uint32_t>(8, std::min<uint32_t>(w / 2, 8192 / d) / 8 * 8); }
 
 }  // namespace
 
@@ -60,11 +57,17 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     t.pageSize = p.pageSize;
     t.maxPages = p.maxPages;
 
+    // An int8 cache runs int8 x int8 on the cube (kernel/infer_int8.h): its tiles hold kInferInt8Parts int8 rows per
+    // packed row, so at most 128 / kInferInt8Parts packed rows (D and Dv are multiples of 32, the problem module's
+    // rule: int8 fractals are 32 wide, V's transposing load takes 32 x 32 squares).
+    const uint32_t parts = p.kvQuant ? kInferInt8Parts : 0;
+    const bool tokens = p.kvQuant && (p.keyQuantMode != 0 || p.valueQuantMode != 0);
     // Blocks: the widest key step, then the most packed rows (up to 128, the cube's best M) whose L1 tiles and
     // AIV half fit (decode figures below). On 910B2 with 128 rows wanted: D 64 and 128 take 128 keys x 128 rows, D 256 128 x 112 (UB: the
     // running and partial fp32 outputs of an AIV's 56 rows), D 512 64 x 64 (L1: K and V ping-pong 2 x 64 KB each;
     // UB: 2 x 64 KB of outputs for 32 rows).
-    const uint32_t rowsWanted = (uint32_t)std::max<int64_t>(1, std::min<int64_t>(128, s1max * pt.group));
+    const uint32_t rowsWanted =
+        (uint32_t)std::max<int64_t>(1, std::min<int64_t>(parts == 0 ? 128 : 128 / parts, s1max * pt.group));
     const uint32_t ub = UsableUb(chip), l1 = UsableL1(chip);
     // Prefill (more than one query token) first tries 256 keys per step: each step's fp32 P*V partial goes through
     // the workspace and back, so wider steps halve that traffic, which binds L2 at 128 on long prefills. Decode over
@@ -73,14 +76,15 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     // against 81.4 us at B 8, N 32:8, KV 4K, fp16). A dense mask keeps at most 128 (kernel/infer_mask.h widens a
     // mask row in one repeat of at most 128 halves).
     bool found = false;
-    for (uint32_t w : {256u, 128u, 64u}) {
+    for (uint32_t w : {512u, 256u, 128u, 64u}) {
+        if (w > 256 && parts == 0) continue;
         if (w > 128 && ((s1max <= 1 && !p.kvQuant) || p.denseMask)) continue;
         for (uint32_t m = AlignUp(rowsWanted, 16); m >= 16 && !found; m -= 16) {
             const uint32_t mBlock = std::min(m, rowsWanted);
-            if (InferL1Bytes(mBlock, w, pt.dPad, pt.dvPad) > l1) continue;
+            if (InferL1Bytes(mBlock, w, pt.dPad, pt.dvPad, parts) > l1) continue;
             const uint32_t half = CeilDiv(mBlock, 2);
             for (uint32_t c = AlignUp(half, 8); c >= 8; c -= 8) {
-                const uint32_t quant = p.kvQuant ? DequantUbSizes(QuantRows(w, p.d), p.d).total : 0;
+                const uint32_t quant = parts != 0 ? Int8UbSizes(half, c, w, p.d, pt.dvPad, parts, tokens).total : 0;
                 if (InferUbSizes(half, c, w, pt.dvPad, TilingVecFeatures(pt, false)).total + quant <= ub) {
                     t.s2Block = w, t.mBlock = mBlock, t.vecRows = c;
                     found = true;
@@ -91,9 +95,11 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
         if (found) break;
     }
     if (!found) return "no (rows, keys) block of the inference kernel fits L1 and UB at D=" + std::to_string(p.d);
-    const uint32_t m16 = AlignUp(t.mBlock, 16);
-    FaMatmulChunks(m16, pt.dPad, t.s2Block, t.kChunkQK, t.nChunkQK);
-    FaMatmulChunks(m16, t.s2Block, pt.dvPad, t.kChunkPV, t.nChunkPV);
+    const uint32_t cubeRows = parts == 0 ? t.mBlock : parts * t.mBlock;  // the cube's rows of a task
+    FaMatmulChunks(AlignUp(cubeRows, 16), pt.dPad, t.s2Block, t.kChunkQK, t.nChunkQK, kL0cHalfBytes, kL0HalfBytes,
+                   parts != 0);
+    FaMatmulChunks(AlignUp(cubeRows, 16), t.s2Block, pt.dvPad, t.kChunkPV, t.nChunkPV, kL0cHalfBytes, kL0HalfBytes,
+                   parts != 0);
 
     // Split-KV (flash-decoding): when the (batch, KV head, query tile) units leave most cores idle (fewer than 0.4
     // per core, the built-in's rule on B * N2), each unit's keys split over about cores / units cores.
@@ -145,26 +151,22 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     t.blockDim = SplitTasksByCost(cost, chip.aicNum, t.coreTaskStart);
 
     // Workspace: per core the step slots, then the split partials.
-    const uint64_t sBytes = Align512((uint64_t)t.mBlock * t.s2Block * 4);
-    const uint64_t pBytes = Align512((uint64_t)t.mBlock * t.s2Block * 2);
-    const uint64_t oBytes = Align512((uint64_t)t.mBlock * pt.dvPad * 4);
+    const uint64_t sBytes = Align512((uint64_t)cubeRows * t.s2Block * 4);
+    const uint64_t pBytes = Align512((uint64_t)cubeRows * t.s2Block * (parts == 0 ? 2 : 1));
+    const uint64_t oBytes = Align512((uint64_t)cubeRows * pt.dvPad * 4);
     t.wsOffsetS = 0;
     t.wsOffsetP = kInferStepSlots * sBytes;
     t.wsOffsetO = t.wsOffsetP + kInferStepSlots * pBytes;
     t.wsPerCore = t.wsOffsetO + kInferStepSlots * oBytes;
-    if (p.kvQuant) {
-        const uint64_t kvBytes = Align512((uint64_t)t.s2Block * p.d * 2);
-        t.wsOffsetKq = t.wsPerCore;
-        t.wsOffsetVq = t.wsOffsetKq + kInferKvSlots * kvBytes;
-        t.wsPerCore = t.wsOffsetVq + kInferKvSlots * kvBytes;
-        // Per-channel K: the query rows times K's scales (FaInferWorkspace::ScaledQuery), a slot per K/V slot.
-        if (p.keyQuantMode == 0) t.wsPerCore += kInferKvSlots * Align512((uint64_t)m16 * p.d * 2);
+    if (p.kvQuant) {  // the int8 split query rows (FaInferWorkspace::QuantQuery)
+        t.wsOffsetQuery = t.wsPerCore;
+        t.wsPerCore += kInferStepSlots * Align512((uint64_t)cubeRows * p.d);
         t.kvQuant = 1;
+        t.quantParts = parts;
         t.keyQuantMode = p.keyQuantMode;
         t.valueQuantMode = p.valueQuantMode;
         t.quantTokens = p.quantTokens;
         t.quantOffset = p.quantOffset ? 1 : 0;
-        t.quantRows = QuantRows(t.s2Block, p.d);
     }
     t.partRows = p.batch * p.n2 * pt.group * pt.s1;
     t.wsPartO = t.wsPerCore * t.blockDim;
@@ -184,9 +186,10 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
         if (t.combineRows == 0) return "the combine pass of " + std::to_string(t.splits) + " splits does not fit UB";
         t.combineCores = std::max<uint32_t>(1, std::min<uint32_t>(chip.aivNum, t.taskTotal / t.splits));
     }
-    out.ubBytes = InferUbSizes(CeilDiv(t.mBlock, 2), t.vecRows, t.s2Block, pt.dvPad, TilingVecFeatures(pt, false)).total +
-                  (p.kvQuant ? DequantUbSizes(t.quantRows, p.d).total : 0);
-    out.l1Bytes = InferL1Bytes(t.mBlock, t.s2Block, pt.dPad, pt.dvPad);
+    const uint32_t aivRows = CeilDiv(t.mBlock, 2);
+    out.ubBytes = InferUbSizes(aivRows, t.vecRows, t.s2Block, pt.dvPad, TilingVecFeatures(pt, false)).total +
+                  (parts != 0 ? Int8UbSizes(aivRows, t.vecRows, t.s2Block, p.d, pt.dvPad, parts, tokens).total : 0);
+    out.l1Bytes = InferL1Bytes(t.mBlock, t.s2Block, pt.dPad, pt.dvPad, parts);
     return "";
 }
 

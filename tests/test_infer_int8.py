@@ -1,10 +1,11 @@
-"""An int8 KV cache in npu_fused_infer_attention_score (the vector cores dequantise K and V on the way,
-op_kernel/kernel/infer_dequant.h) against the float64 model of the dequantisation (reference.dequantize_kv_cache:
-value = scale * (x + offset)) with the FlashAttention criterion, the baseline plain torch in the query dtype on the
-dequantised cache: per channel (and per tensor) and per token, antiquant_scale/offset (K and V stacked) and the
-separate key_/value_ arguments (key per channel with value per token too), both paged cache layouts with random
-permuted block tables and contiguous caches, ragged key lengths including 0, GQA, split and unsplit keys, D 64 to 512,
-fp16 and bf16 queries, decode and prefill over the cache; then the errors."""
+"""An int8 KV cache in npu_fused_infer_attention_score (int8 x int8 on the cube against int8 splits of the query
+and the probabilities, op_kernel/kernel/infer_int8.h) against the float64 model of the dequantisation
+(reference.dequantize_kv_cache: value = scale * (x + offset)) with the FlashAttention criterion, the baseline plain
+torch in the query dtype on the dequantised cache: per channel (and per tensor) and per token, antiquant_scale/offset
+(K and V stacked) and the separate key_/value_ arguments (key per channel with value per token too), both paged cache
+layouts with random permuted block tables and contiguous caches, ragged key lengths including 0, GQA (group 1 to 48),
+split and unsplit keys, D 64 to 512, fp16 and bf16 queries, query rows and K channels of very different sizes, decode
+and prefill over the cache; then the errors."""
 import math
 
 import pytest
@@ -125,6 +126,49 @@ def test_decode_int8(layout, cache, combined, kmode, vmode, offset, per_tensor, 
             kw[f"{name}_antiquant_scale"], kw[f"{name}_antiquant_mode"] = scale, mode
             if offset:
                 kw[f"{name}_antiquant_offset"] = off
+    info = _run(q, k, v, **kw)
+    if force:
+        assert info["splits"] == force
+
+
+# Per-channel K and V over the cube's int8 split rows: (dtype, D, group, offsets, forced splits, cache). Group sizes
+# 1 to 8 put 3 to 24 int8 rows in the cube's tile; 48 exceeds the 42 packed rows a task (two tiles per KV head).
+CUBE = [
+    (torch.float16, 128, 1, True, 0, "paged_n"),
+    (torch.bfloat16, 128, 2, False, 0, "paged"),
+    (torch.float16, 64, 3, True, 2, "paged"),
+    (torch.bfloat16, 64, 5, True, 0, "contig"),
+    (torch.float16, 512, 8, True, 1, "paged_n"),
+    (torch.bfloat16, 512, 4, True, 3, "paged"),
+    (torch.float16, 256, 8, False, 0, "contig"),
+    (torch.bfloat16, 96, 6, True, 0, "paged_n"),
+    (torch.float16, 64, 48, True, 0, "paged"),
+    (torch.bfloat16, 128, 7, True, 2, "contig"),
+]
+
+
+@pytest.mark.parametrize("dtype,d,group,offset,force,cache", CUBE)
+def test_decode_int8_cube(dtype, d, group, offset, force, cache, splits):
+    """Decode over per-channel int8 K and V, with query rows of very different sizes (the split's
+    per-row scale) and channels of very different K scales: ragged random key lengths (one 0), BNSD."""
+    splits(force)
+    b, n2 = 3, 2
+    n1 = n2 * group
+    kv_lens = [int(torch.randint(1, 700, ())), 0, int(torch.randint(1, 300, ()))]
+    q = torch.randn(b, n1, 1, d)
+    q *= torch.exp(torch.randn(b, n1, 1, 1) * 1.5)  # rows from about 0.05x to 20x
+    q = q.to(dtype)
+    kw = dict(num_heads=n1, num_key_value_heads=n2, input_layout="BNSD", scale=1 / math.sqrt(d),
+              actual_seq_lengths_kv=kv_lens)
+    if cache == "contig":
+        s = max(kv_lens) + 3
+        k, v = _int8((b, n2, s, d)), _int8((b, n2, s, d))
+    else:
+        k, v, table = _paged_int8(b, n2, d, kv_lens, 128 if d < 512 else 64, cache == "paged_n")
+        kw.update(block_table=table, block_size=128 if d < 512 else 64)
+    scale, off = _params(0, 2, n2, d, b, 0, dtype)
+    scale[0] *= torch.exp(torch.randn(n2, d)).to(dtype)  # K's channels from about 0.1x to 10x
+    kw.update(antiquant_scale=scale, antiquant_mode=0, antiquant_offset=off if offset else None)
     info = _run(q, k, v, **kw)
     if force:
         assert info["splits"] == force

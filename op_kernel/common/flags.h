@@ -28,8 +28,8 @@ constexpr uint16_t kBwdFlagSumsRead = kBwdFlagProbs;
 static_assert(kBwdFlagScores + kBwdFlagRing <= kBwdFlagProbs && kBwdFlagProbs + kBwdFlagRing <= kBwdFlagSums &&
                   kBwdFlagSums + kFlagRing <= kFlagIdEnd && kFlagRing <= kBwdFlagRing,
               "backward flags overlap or reach the reserved IDs 11-15");
-// Inference over an int8 cache (kernel/infer_dequant.h), one ID (a counter: the AIVs run at most a step ahead):
-// AIV -> AIC, both halves of a step's dequantised K and V are in the workspace.
+// Inference over an int8 cache (kernel/infer_int8.h), one ID (a counter: the AIVs run at most a task ahead):
+// AIV -> AIC, both halves of a task's int8 split query rows are in the workspace.
 constexpr uint16_t kInferFlagKv = 9;
 static_assert(kInferFlagKv >= kFwdFlagProbs + kFlagRing && kInferFlagKv < kFlagIdEnd,
               "the inference K/V flag overlaps the forward's or reaches the reserved IDs");

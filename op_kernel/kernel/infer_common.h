@@ -174,29 +174,22 @@ private:
     __gm__ int32_t* table_ = nullptr;
 };
 
-// The workspace: per core, the step slots of S, P and P*V (FaStepSlots, mBlock rows) and, over an int8 cache, of
-// the dequantised K and V (and, with per-channel K, of the query rows times K's scales); shared, the split partials
+// The workspace: per core, the step slots of S, P and P*V (FaStepSlots, mBlock rows; an int8 cache: quantParts times
+// as many) and, over an int8 cache, of the int8 split query rows; shared, the split partials
 // (packed row R of (batch, KV head) at (batch * n2 + kvHead) * group * s1 + R).
 class FaInferWorkspace : public FaStepSlots {
 public:
     __aicore__ inline void Init(GM_ADDR workspace, const FaInferTilingData* t, uint32_t core) {
-        FaStepSlots::Init(workspace, t->wsPerCore, core, t->wsOffsetS, t->wsOffsetP, t->wsOffsetO, t->mBlock,
+        const uint32_t parts = t->quantParts == 0 ? 1 : t->quantParts;  // an int8 cache's rows per packed row
+        FaStepSlots::Init(workspace, t->wsPerCore, core, t->wsOffsetS, t->wsOffsetP, t->wsOffsetO, parts * t->mBlock,
                           t->s2Block, t->problem.dvPad);
         kv_.Init(workspace, 0, t->wsPerCore, core);
         t_ = t;
     }
-    // The dequantised K (which 0) or V (1) of a step: [s2Block, d] in the input dtype.
-    template <typename T>
-    __aicore__ inline __gm__ T* Dequantized(uint32_t which, uint32_t step) const {
-        return kv_.Slot<T>(which == 0 ? t_->wsOffsetKq : t_->wsOffsetVq, step % kInferKvSlots,
-                           (uint64_t)t_->s2Block * t_->problem.d);
-    }
-    // The task's query rows times K's per-channel scales, [AlignUp(mBlock, 16), d] in the input dtype, in the slot
-    // of the task's first step (after V's slots).
-    template <typename T>
-    __aicore__ inline __gm__ T* ScaledQuery(uint32_t step) const {
-        return kv_.Slot<T>(2 * t_->wsOffsetVq - t_->wsOffsetKq, step % kInferKvSlots,
-                           (uint64_t)AlignUp(t_->mBlock, 16) * t_->problem.d);
+    // An int8 cache: the task's int8 split query rows, [quantParts * mBlock, d], in the slot of the task's first step.
+    __aicore__ inline __gm__ int8_t* QuantQuery(uint32_t step) const {
+        return kv_.Slot<int8_t>(t_->wsOffsetQuery, step % kInferStepSlots,
+                                (uint64_t)t_->quantParts * t_->mBlock * t_->problem.d);
     }
     __aicore__ inline uint64_t PartRow(const FaInferTask& task, uint32_t split, int64_t row) const {
         const FaProblemTiling& p = t_->problem;

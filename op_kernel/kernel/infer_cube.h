@@ -1,8 +1,9 @@
 // Cube (AIC) half of the inference kernel: a task's packed query rows stay in L1; each step takes s2Block keys of
-// the task's split, K and V loaded through the block table run by run (FaKvCache), or over an int8 cache from the
-// vector cores' dequantised copy in the workspace (kernel/infer_dequant.h), into L1 Nz tiles (ping-pong),
+// the task's split, K and V loaded through the block table run by run (FaKvCache) into L1 Nz tiles (ping-pong),
 // S = Q * K^T and, kInferStepSlots - 1 steps later, O_part = P * V, both through L0 into the GM workspace as fp32,
-// so the vector cores' softmax of step j overlaps the cube's scores of steps j + 1 and j + 2.
+// so the vector cores' softmax of step j overlaps the cube's scores of steps j + 1 and j + 2. Over an int8 cache
+// (kernel/infer_int8.h) both products run int8 x int8 -> int32 on the int8 pages as they are, against the vector
+// cores' int8 split query and probability rows.
 #ifndef NPU_FA_KERNEL_INFER_CUBE_H
 #define NPU_FA_KERNEL_INFER_CUBE_H
 
@@ -25,24 +26,34 @@ public:
         q_.SetGlobalBuffer((__gm__ T*)gm.query);
         k_.SetGlobalBuffer((__gm__ T*)gm.key);
         v_.SetGlobalBuffer((__gm__ T*)gm.value);
+        k8_.SetGlobalBuffer((__gm__ int8_t*)gm.key);
+        v8_.SetGlobalBuffer((__gm__ int8_t*)gm.value);
         kv_.Init(t, gm.blockTable);
         seqInfo_ = gm.seqInfo;
         ws_.Init(gm.workspace, t, core_);
         w_ = t->s2Block;
-        m16_ = AlignUp(t->mBlock, 16);
+        int8_ = t->kvQuant != 0;
+        parts_ = int8_ ? t->quantParts : 1;
+        m16_ = AlignUp(parts_ * t->mBlock, 16);
         qElems_ = m16_ * p_->dPad;
         kElems_ = w_ * p_->dPad;
         vElems_ = w_ * p_->dvPad;
         pElems_ = m16_ * w_;
-        pipe->InitBuffer(qL1_, qElems_ * sizeof(T));
-        pipe->InitBuffer(kL1_, 2 * kElems_ * sizeof(T));
-        pipe->InitBuffer(vL1_, 2 * vElems_ * sizeof(T));
-        pipe->InitBuffer(pL1_, 2 * pElems_ * sizeof(T));
-        mm_.Init(pipe);
+        const uint32_t bytes = int8_ ? 1 : sizeof(T);  // of an element in L1
+        pipe->InitBuffer(qL1_, qElems_ * bytes);
+        pipe->InitBuffer(kL1_, 2 * kElems_ * bytes);
+        pipe->InitBuffer(vL1_, 2 * vElems_ * bytes);
+        pipe->InitBuffer(pL1_, 2 * pElems_ * bytes);
+        if (int8_) {
+            mm8_.Init(pipe);
+        } else {
+            mm_.Init(pipe);
+        }
         // Rows past a task's end up to the next 16-row boundary are never loaded: zero them once so that a task of
         // fewer than 16 rows (decode: the group's heads) runs a 16-row Mmad (see FaFwdCube::Init).
-        AscendC::Fill(qL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(qElems_ * sizeof(T) / 32), 0, (T)0.0f));
-        AscendC::Fill(pL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(2 * pElems_ * sizeof(T) / 32), 0, (T)0.0f));
+        const T zero = (T)0.0f;  // zero bytes, whatever the tiles' element type
+        AscendC::Fill(qL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(qElems_ * bytes / 32), 0, zero));
+        AscendC::Fill(pL1_.Get<T>(), AscendC::InitConstValueParams<T>(1, (uint16_t)(2 * pElems_ * bytes / 32), 0, zero));
         AscendC::PipeBarrier<PIPE_MTE2>();
         for (int32_t id = 0; id < kFreeIds; ++id) AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(id);
     }
@@ -56,7 +67,7 @@ public:
         uint32_t step = 0;
         while (it.Next(task, t_->splits)) {
             if (task.keyFirst >= task.keyLast) continue;  // no key: the vector cores write the empty rows
-            if (!ScaledQ()) LoadQ(task, step);
+            if (!int8_) LoadQ(task, step);
             for (int64_t c0 = task.keyFirst; c0 < task.keyLast; c0 += w_) {
                 const Pending cur{task, c0, (uint32_t)FaMin(task.keyLast - c0, (int64_t)w_), step};
                 const bool first = c0 == task.keyFirst, last = c0 + w_ >= task.keyLast;
@@ -70,7 +81,11 @@ public:
         }
         for (uint32_t i = 0; i < ring.Count(); ++i) Values(ring.FromOldest(i));
         for (int32_t id = 0; id < kFreeIds; ++id) AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(id);
-        mm_.End();
+        if (int8_) {
+            mm8_.End();
+        } else {
+            mm_.End();
+        }
     }
 
 private:
@@ -79,6 +94,7 @@ private:
     static constexpr int32_t kIdQ = 0, kIdK = 1, kIdV = 3, kIdPReady = 5, kFreeIds = 5;
 
     using Operand = typename FaCubeMatmul<T>::Operand;
+    using Operand8 = typename FaCubeMatmul<int8_t>::Operand;
 
     struct Pending {
         FaInferTask task;
@@ -87,18 +103,14 @@ private:
         uint32_t step;  // the core's step number: workspace slot InferSlot(step), flag IDs FlagOf(., step)
     };
 
-    // Over an int8 cache with per-channel K the vector cores scale the query rows by K's scales (kernel/
-    // infer_dequant.h): the cube reads those, after the first step's kInferFlagKv.
-    __aicore__ inline bool ScaledQ() const { return t_->kvQuant != 0 && t_->keyQuantMode == 0; }
-
-    // The task's packed rows -> L1 Nz (m16 rows per 16-column block), one DMA per query token (MHA: one for all),
-    // or the scaled rows of the task's first step in one DMA.
+    // The task's packed rows -> L1 Nz (m16 rows per 16-column block), one DMA per query token (MHA: one for all);
+    // over an int8 cache, the vector cores' int8 split of them (quantParts x rows rows) in one DMA.
     __aicore__ inline void LoadQ(const FaInferTask& task, uint32_t step) {
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdQ);
-        if (ScaledQ()) {
-            AscendC::GlobalTensor<T> rows;
-            rows.SetGlobalBuffer(ws_.template ScaledQuery<T>(step));
-            FaLoadNz(qL1_.Get<T>(), rows, task.rows, p_->d, p_->d, m16_);
+        if (int8_) {
+            AscendC::GlobalTensor<int8_t> rows;
+            rows.SetGlobalBuffer(ws_.QuantQuery(step));
+            FaLoadNz(qL1_.Get<int8_t>(), rows, parts_ * task.rows, p_->d, p_->d, m16_);
             AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
             return;
         }
@@ -116,15 +128,9 @@ private:
     }
 
     // Keys [c0, c0 + cols) of the task's KV head (K: which 0, V: 1) -> an L1 Nz tile of w_ rows per 16-column block,
-    // run by run; over an int8 cache, the vector cores' dequantised rows of the step (one run of pitch d).
+    // run by run.
     __aicore__ inline void LoadKeys(const AscendC::LocalTensor<T>& dst, uint32_t which, const Pending& s) {
         const uint32_t dim = which == 0 ? p_->d : p_->dv;
-        if (t_->kvQuant != 0) {
-            AscendC::GlobalTensor<T> rows;
-            rows.SetGlobalBuffer(ws_.template Dequantized<T>(which, s.step));
-            FaLoadNz(dst, rows, s.cols, dim, dim, w_);
-            return;
-        }
         const AscendC::GlobalTensor<T>& src = which == 0 ? k_ : v_;
         const FaStrides& st = which == 0 ? p_->kStride : p_->vStride;
         for (uint32_t r = 0; r < s.cols;) {
@@ -136,12 +142,29 @@ private:
         }
     }
 
+    // An int8 cache: the step's int8 keys of K (which 0) or V (1) straight from the cache, run by run, into an
+    // L1 Nz tile of w_ rows per 32-column block.
+    __aicore__ inline void LoadKeys8(const AscendC::LocalTensor<int8_t>& dst, uint32_t which, const Pending& s) {
+        const uint32_t dim = which == 0 ? p_->d : p_->dv;
+        const AscendC::GlobalTensor<int8_t>& src = which == 0 ? k8_ : v8_;
+        const FaStrides& st = which == 0 ? p_->kStride : p_->vStride;
+        for (uint32_t r = 0; r < s.cols;) {
+            uint32_t run = 0;
+            const uint64_t off = kv_.Offset(st, s.task, s.c0 + r, s.cols - r, run);
+            if (r > 0) AscendC::PipeBarrier<PIPE_MTE2>();  // the runs' 32 B pieces interleave in the Nz tile
+            FaLoadNz(dst[r * 32], src[off], run, dim, st.s, w_);
+            r += run;
+        }
+    }
+
     __aicore__ inline void Scores(const Pending& s, bool first) {
+        if (int8_) {
+            Scores8(s, first);
+            return;
+        }
         const uint32_t slot = kLoads_++ & 1;
         const AscendC::LocalTensor<T> kTile = kL1_.Get<T>()[slot * kElems_];
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
-        if (t_->kvQuant != 0) AscendC::CrossCoreWaitFlag(kInferFlagKv);  // the step's K and V, dequantised
-        if (first && ScaledQ()) LoadQ(s.task, s.step);
         LoadKeys(kTile, 0, s);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         if (first) AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
@@ -152,8 +175,32 @@ private:
         AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
     }
 
+    // An int8 cache: S = Q8 * K8^T as int32 rows (quantParts x rows), the K page read as int8.
+    __aicore__ inline void Scores8(const Pending& s, bool first) {
+        const uint32_t slot = kLoads_++ & 1;
+        const AscendC::LocalTensor<int8_t> kTile = kL1_.Get<int8_t>()[slot * kElems_];
+        AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
+        LoadKeys8(kTile, 0, s);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
+        if (first) {
+            AscendC::CrossCoreWaitFlag(kInferFlagKv);  // the task's query rows, split into int8 rows
+            LoadQ(s.task, s.step);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
+        }
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
+        Operand8 a{qL1_.Get<int8_t>(), m16_, false, 0};
+        Operand8 b{kTile, w_, false, 0};
+        mm8_.Run(a, b, parts_ * s.task.rows, p_->d, s.cols, t_->kChunkQK, t_->nChunkQK,
+                 ws_.template Scores<int32_t>(InferSlot(s.step)), w_);
+        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
+    }
+
     // O_part = P * V of a step whose probabilities the vector cores write; V loads before the wait for P.
     __aicore__ inline void Values(const Pending& s) {
+        if (int8_) {
+            Values8(s);
+            return;
+        }
         const uint32_t slot = vLoads_++ & 1;
         const AscendC::LocalTensor<T> vTile = vL1_.Get<T>()[slot * vElems_];
         const AscendC::LocalTensor<T> pTile = pL1_.Get<T>()[slot * pElems_];
@@ -175,10 +222,36 @@ private:
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFwdFlagOutput, s.step));
     }
 
+    // An int8 cache: O_part = P8 * V8 as int32 rows (quantParts x rows), V's int8 page as B itself.
+    __aicore__ inline void Values8(const Pending& s) {
+        const uint32_t slot = vLoads_++ & 1;
+        const AscendC::LocalTensor<int8_t> vTile = vL1_.Get<int8_t>()[slot * vElems_];
+        const AscendC::LocalTensor<int8_t> pTile = pL1_.Get<int8_t>()[slot * pElems_];
+        AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
+        LoadKeys8(vTile, 1, s);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
+        AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagProbs, s.step));
+        AscendC::GlobalTensor<int8_t> probs;
+        probs.SetGlobalBuffer(ws_.template Probs<int8_t>(InferSlot(s.step)));
+        FaLoadNz(pTile, probs, parts_ * s.task.rows, s.cols, w_, m16_);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
+        Operand8 a{pTile, m16_, false, 0};
+        Operand8 b{vTile, w_, true, 0};  // V [keys, dv] holds B itself
+        mm8_.Run(a, b, parts_ * s.task.rows, s.cols, p_->dv, t_->kChunkPV, t_->nChunkPV,
+                 (__gm__ int32_t*)ws_.Output(InferSlot(s.step)), p_->dvPad);
+        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
+        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFwdFlagOutput, s.step));
+    }
+
     const FaInferTilingData* t_ = nullptr;
     const FaProblemTiling* p_ = nullptr;
     uint32_t core_ = 0;
     AscendC::GlobalTensor<T> q_, k_, v_;
+    AscendC::GlobalTensor<int8_t> k8_, v8_;  // an int8 cache
+    bool int8_ = false;
+    uint32_t parts_ = 1;  // rows per packed row in the cube's tiles: quantParts over an int8 cache
     FaKvCache kv_;
     GM_ADDR seqInfo_ = nullptr;
     FaInferWorkspace ws_;
@@ -189,6 +262,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::B1> vL1_;
     AscendC::TBuf<AscendC::TPosition::A1> pL1_;
     FaCubeMatmul<T> mm_;
+    FaCubeMatmul<int8_t> mm8_;
 };
 
 }  // namespace npu_fa

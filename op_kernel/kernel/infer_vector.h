@@ -1,5 +1,6 @@
-// Vector (AIV) half of the inference kernel: over an int8 cache, each AIV first dequantises half of the step's keys
-// (kernel/infer_dequant.h); each AIV owns half of a task's packed rows and walks them in chunks of vecRows per step:
+// Vector (AIV) half of the inference kernel: over an int8 cache, the AIVs split the query and the probabilities into
+// int8 rows and recombine the cube's int32 products (kernel/infer_int8.h); each AIV owns half of a task's packed
+// rows and walks them in chunks of vecRows per step:
 // scale or soft-cap, the positional bias (ALiBi: one distance row per query token and one slope per head;
 // pse_shift: one DMA per run of rows), the sequence's band (row r sees keys [token(r) + lo, token(r) + hi],
 // BandOfMode), the dense mask (infer_mask.h) and the key tail masked, the online softmax (tile/online_softmax.h) in
@@ -10,7 +11,7 @@
 #define NPU_FA_KERNEL_INFER_VECTOR_H
 
 #include "infer_common.h"
-#include "infer_dequant.h"
+#include "infer_int8.h"
 #include "infer_mask.h"
 #include "softmax_io.h"
 #include "../tiling/ub_budget.h"
@@ -67,9 +68,8 @@ public:
             pipe->InitBuffer(pseBuf_, u.pse);
             prologue_.OuterPse().Init(p_, w_, gm.pseShift, pseBuf_.Get<T>(), biasBuf_.Get<float>(), kIdPse);
         }
-        // The dequantiser's chunk IDs: Io's free one, and whichever of the mask's and pse_shift's this problem leaves
-        // free (the problem module refuses an int8 cache with both).
-        if (t->kvQuant != 0) dequant_.Init(t, gm, &ws_, sub_, pipe, Io::kIdFree, p_->maskMode != 0 ? kIdPse : kIdMask);
+        int8_ = t->kvQuant != 0;
+        if (int8_) int8Io_.Init(t, gm, &ws_, pipe, CeilDiv(t->mBlock, 2), chunk_, w_, Io::kIdFree);
     }
 
     __aicore__ inline void Process() {
@@ -79,12 +79,6 @@ public:
         FaStepRing<Pending, kInferStepSlots - 1> ring;  // steps whose output fold is still to do
         ring.Init(kInferStepSlots - 1);
         uint32_t step = 0, taskSlot = 0;
-        // Over an int8 cache the softmax trails the dequantisation by kInferDequantLead steps, so the int8 loads
-        // of step j + 2 are queued on MTE2 while the softmax of step j waits for the cube's scores (one step of
-        // lead left MTE2 idle behind that wait: modeled 117 against 86 us, docs/performance.md).
-        const bool lag = t_->kvQuant != 0;
-        FaStepRing<Pending, kInferDequantLead> held;
-        held.Init(kInferDequantLead);
         while (it.Next(task, t_->splits)) {
             const FaAivRows mine = AivRowsOf(task.rows, sub_);
             if (task.keyFirst >= task.keyLast) {
@@ -93,25 +87,15 @@ public:
             }
             for (int64_t c0 = task.keyFirst; c0 < task.keyLast; c0 += w_) {
                 const bool first = c0 == task.keyFirst, last = c0 + w_ >= task.keyLast;
-                // The step's K/V slot was last read by the cube's P*V of step - kInferKvSlots, whose output the ring
-                // has folded.
-                const uint32_t cols = (uint32_t)FaMin(task.keyLast - c0, (int64_t)w_);
-                if (lag) dequant_.Step(task, mine, c0, cols, step, first);
-                const Pending cur{task, mine, c0, step, taskSlot, first, last};
-                if (lag) {
-                    if (held.Full()) Advance(held.Oldest(), ring);
-                    held.Push(cur);
-                } else {
-                    Advance(cur, ring);
-                }
+                if (int8_ && first) int8Io_.Query(task, mine, step);
+                Advance(Pending{task, mine, c0, step, taskSlot, first, last}, ring);
                 ++step;
             }
             taskSlot = (taskSlot + 1) % kInferStepSlots;  // a task's statistics live until its last output fold
         }
-        for (uint32_t i = 0; i < held.Count(); ++i) Advance(held.FromOldest(i), ring);
         for (uint32_t i = 0; i < ring.Count(); ++i) OutputStep(ring.FromOldest(i));
         io_.End();
-        if (t_->kvQuant != 0) dequant_.End();
+        if (int8_) int8Io_.End();
     }
 
 private:
@@ -150,9 +134,10 @@ private:
         }
         const uint32_t cols = (uint32_t)FaMin(task.keyLast - c0, (int64_t)w_);
         const uint32_t chunks = CeilDiv(mine.count, chunk_);
-        LoadScores(mine, 0, slot);
+        if (int8_) int8Io_.StepKeys(task, c0, cols, slot);
+        if (!int8_) LoadScores(mine, 0, slot);
         for (uint32_t i = 0; i < chunks; ++i) {
-            if (i + 1 < chunks) LoadScores(mine, (i + 1) * chunk_, slot);
+            if (!int8_ && i + 1 < chunks) LoadScores(mine, (i + 1) * chunk_, slot);
             const uint32_t r0 = i * chunk_;
             const uint32_t rows = (uint32_t)FaMin((int64_t)(mine.count - r0), (int64_t)chunk_);
             SoftmaxRows(task, task.row0 + mine.first + r0, rows, r0, c0, cols, slot, taskSlot, first, mine);
@@ -169,7 +154,9 @@ private:
                                        uint32_t cols, uint32_t slot, uint32_t taskSlot, bool first,
                                        const FaAivRows& mine) {
         const uint32_t n = rows * w_;
-        AscendC::LocalTensor<float> s = io_.NextScores();
+        AscendC::LocalTensor<float> s =
+            int8_ ? int8Io_.Scores(ws_.template Scores<int32_t>(slot), task.rows, mine.first + r0, mine.first, rows)
+                  : io_.NextScores();
         prologue_.Scale(s, n);
         if (p_->alibiMode != kAlibiNone) AddAlibiRows(s, task, row, rows, c0);
         if (p_->pseMode != kPseNone) AddPseRows(s, task, row, rows, c0, cols);
@@ -184,9 +171,13 @@ private:
         }
         if (p_->maskMode != 0) mask_.Apply(s, task, row, rows, c0, cols);
         softmax_.Exponentiate(s, rows, r0, taskSlot, slot, first);
-        io_.StoreProbs(s, ws_.template Probs<T>(slot), mine.first + r0, n);
+        if (int8_) {
+            int8Io_.StoreProbs(s, ws_.template Probs<int8_t>(slot), task.rows, mine.first + r0, mine.first, rows, slot);
+        } else {
+            io_.StoreProbs(s, ws_.template Probs<T>(slot), mine.first + r0, n);
+        }
         softmax_.AddRowSums(s, rows, r0, taskSlot, slot, first);
-        io_.ReleaseScores();
+        if (!int8_) io_.ReleaseScores();
     }
 
     // ALiBi of flash_attn (bottom-right): row r of query token i and head h gets -slope[h] * |j - (i + Skv - Sq)|.
@@ -226,8 +217,13 @@ private:
         const uint32_t slot = InferSlot(s.step);
         AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagOutput, s.step));
         if (s.mine.count == 0) return;
-        const AscendC::LocalTensor<float> opart =
-            io_.LoadOutput(ws_.Output(slot), (uint64_t)s.mine.first * dvPad_, s.mine.count * dvPad_);
+        AscendC::LocalTensor<float> opart;
+        if (int8_) {
+            opart = io_.AcquireOutput();
+            int8Io_.Output((__gm__ int32_t*)ws_.Output(slot), s.task.rows, s.mine.first, s.mine.count, slot, opart);
+        } else {
+            opart = io_.LoadOutput(ws_.Output(slot), (uint64_t)s.mine.first * dvPad_, s.mine.count * dvPad_);
+        }
         softmax_.Fold(accBuf_.Get<float>(), opart, slot, s.mine.count, dvPad_, s.first);
         io_.ReleaseOutput();
         if (s.last) Finalize(s.task, s.mine, s.taskSlot);
@@ -239,10 +235,10 @@ private:
         const uint32_t rows = mine.count, statN = AlignUp(rows, 8) * 8;
         AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
         AscendC::LocalTensor<uint8_t> valid = validBuf_.Get<uint8_t>();
-        if (t_->kvQuant != 0 && t_->valueQuantMode == 0) {  // opart is free between folds (kIdOutput)
+        if (int8_ && t_->valueQuantMode == 0) {  // opart is free between folds (kIdOutput)
             AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
-            dequant_.FoldValueChannels(acc, softmax_.Stat(Softmax::kSum + taskSlot), opartBuf_.Get<float>(),
-                                       task.kvHead, rows, dvPad_);
+            int8Io_.FoldValueChannels(acc, softmax_.Stat(Softmax::kSum + taskSlot), opartBuf_.Get<float>(),
+                                      task.kvHead, rows, dvPad_);
             AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
         }
         softmax_.Normalize(acc, valid, taskSlot, rows, dvPad_);
@@ -328,7 +324,8 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> biasBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> pseBuf_;
     FaScorePrologue<T> prologue_;
-    FaInferDequant<T> dequant_;
+    FaInferInt8<T> int8Io_;
+    bool int8_ = false;  // an int8 cache (tiling kvQuant)
 };
 
 }  // namespace npu_fa

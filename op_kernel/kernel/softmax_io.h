@@ -121,6 +121,11 @@ public:
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdOutput);
         return opart_;
     }
+    // opart, once free, for an owner that fills it itself; ReleaseOutput after its last use.
+    __aicore__ inline AscendC::LocalTensor<float> AcquireOutput() {
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdOutput);
+        return opart_;
+    }
     __aicore__ inline void ReleaseOutput() { AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdOutput); }
     // opart itself, for an owner that holds it (after its load, before ReleaseOutput) and uses it as scratch.
     __aicore__ inline AscendC::LocalTensor<float> OutputBuffer() const { return opart_; }

@@ -1,7 +1,9 @@
-// The cube's matmul over L1 Nz tiles, shared by the forward and backward cube halves: C[m, n] = A[m, k] * B[k, n]
-// through L0A/L0B (ping-pong halves) into L0C (two ping-pong slots), written by Fixpipe as rows to GM (fp32 or 16-bit); or L0C tiles
-// the caller keeps resident across calls. A operands read by many matmuls can stay in L0A instead (ResidentA: loaded
-// once into a resident region at the end of L0A, whose rest the streamed A operands share as two halves).
+// The cube's matmul over L1 Nz tiles, shared by the forward, backward and inference cube halves: C[m, n] = A[m, k] *
+// B[k, n] through L0A/L0B (ping-pong halves) into L0C (two ping-pong slots), written by Fixpipe as rows to GM (fp32 or
+// 16-bit; int8 operands: int32); or L0C tiles the caller keeps resident across calls. A operands read by many matmuls
+// can stay in L0A instead (ResidentA: loaded once into a resident region at the end of L0A, whose rest the streamed A
+// operands share as two halves; 16-bit operands). A fractal is 512 B: 16 x 16 of a 16-bit type, 16 x 32 of int8
+// (K0 = 32 along K; an L1 Nz tile of int8 holds 32 columns per block).
 #ifndef NPU_FA_TILE_MATMUL_H
 #define NPU_FA_TILE_MATMUL_H
 
@@ -74,15 +76,27 @@ __aicore__ inline void FaLoadZz(const AscendC::LocalTensor<T>& dst, const Ascend
     }
 }
 
+// L0C's element for operands T: fp32, or int32 for int8 x int8.
+template <typename T>
+struct FaCubeAcc {
+    using Type = float;
+};
+template <>
+struct FaCubeAcc<int8_t> {
+    using Type = int32_t;
+};
+
 template <typename T>
 class FaCubeMatmul {
 public:
+    using Acc = typename FaCubeAcc<T>::Type;
     static constexpr uint32_t kL0Half = kL0HalfBytes;
     static constexpr uint32_t kL0cHalf = kL0cHalfBytes;
+    static constexpr uint32_t kK0 = 32 / sizeof(T);  // a fractal's extent along K (its columns in an Nz tile)
 
-    // An L1 tile: Nz with `nzRows` rows per 16-column block, or (bandCols != 0) in bands of 16 rows of bandCols
+    // An L1 tile: Nz with `nzRows` rows per block of kK0 columns, or (bandCols != 0) in bands of 16 rows of bandCols
     // columns (FaLoadZz). As A: `transposed` = the tile holds A^T ([K, M]); as B: `transposed` = the tile holds B
-    // itself ([K, N], rows along K) rather than B^T ([N, K]).
+    // itself ([K, N], rows along K) rather than B^T ([N, K]). int8: A as stored, B either way; no bands.
     struct Operand {
         AscendC::LocalTensor<T> tile;
         uint32_t nzRows;
@@ -90,7 +104,7 @@ public:
         uint32_t bandCols;
         // Fractal offset of the stored matrix's fractal (r1, c1).
         __aicore__ inline uint32_t Frac(uint32_t r1, uint32_t c1) const {
-            return bandCols != 0 ? r1 * (bandCols / 16) + c1 : c1 * (nzRows / 16) + r1;
+            return bandCols != 0 ? r1 * (bandCols / kK0) + c1 : c1 * (nzRows / 16) + r1;
         }
     };
 
@@ -146,7 +160,7 @@ public:
         const ResidentA r{offset, kChunk, mBlocks * 16 * kChunk};
         for (uint32_t k0 = 0; k0 < k; k0 += kChunk) {
             const uint32_t kLen = k - k0 < kChunk ? k - k0 : kChunk;
-            LoadA(Resident(r, k0), a, mBlocks, k0 / 16, CeilDiv(kLen, 16));
+            LoadA(Resident(r, k0), a, mBlocks, k0 / kK0, CeilDiv(kLen, kK0));
         }
         return r;
     }
@@ -165,7 +179,7 @@ public:
                 l0cIdx_ = slotBytes_ == 0 ? 0 : l0cIdx_ ^ 1;  // slotBytes 0: one slot
                 AscendC::WaitFlag<AscendC::HardEvent::FIX_M>(accHalf_);
             }
-            const AscendC::LocalTensor<float> c = L0c(slot0_ + accHalf_ * slotBytes_);
+            const AscendC::LocalTensor<Acc> c = L0c(slot0_ + accHalf_ * slotBytes_);
             MmaColumns(a, b, m, k, n0, nLen, kChunk, c, init);
             if (!flush) continue;
             Store(c, m, nLen, dst + n0, ldc, (int32_t)accHalf_);
@@ -177,20 +191,20 @@ public:
     // events: the L0C tile at byte `offset`, C[m, n] (+)= A[m, k] * B[k, n0 : n0 + n] into it (fractal (n1, m1) at
     // n1 * CeilDiv(m, 16) + m1; `init` starts the sum; n0 a multiple of 16), and its Fixpipe to GM as rows of pitch
     // `ldc` in O once M is done with it (M_FIX event `id`).
-    __aicore__ inline AscendC::LocalTensor<float> L0c(uint32_t offset) {
-        return l0c_.Get<float>()[offset / sizeof(float)];
+    __aicore__ inline AscendC::LocalTensor<Acc> L0c(uint32_t offset) {
+        return l0c_.Get<Acc>()[offset / sizeof(Acc)];
     }
     // A is an Operand (streamed through the L0A halves) or a ResidentA (then kChunk is its kChunk).
     template <typename A>
     __aicore__ inline void Accumulate(const A& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n0,
-                                      uint32_t n, uint32_t kChunk, uint32_t nChunk, const AscendC::LocalTensor<float>& c,
+                                      uint32_t n, uint32_t kChunk, uint32_t nChunk, const AscendC::LocalTensor<Acc>& c,
                                       bool init) {
         for (uint32_t j = 0; j < n; j += nChunk) {
             MmaColumns(a, b, m, k, n0 + j, n - j < nChunk ? n - j : nChunk, kChunk, c[j * CeilDiv(m, 16) * 16], init);
         }
     }
     template <typename O = float>
-    __aicore__ inline void Store(const AscendC::LocalTensor<float>& c, uint32_t m, uint32_t n, __gm__ O* dst,
+    __aicore__ inline void Store(const AscendC::LocalTensor<Acc>& c, uint32_t m, uint32_t n, __gm__ O* dst,
                                  uint32_t ldc, int32_t id) {
         AscendC::SetFlag<AscendC::HardEvent::M_FIX>(id);
         AscendC::WaitFlag<AscendC::HardEvent::M_FIX>(id);
@@ -204,11 +218,11 @@ public:
         // same way. The twin refuses unaligned nSize for NZ output only.
         AscendC::FixpipeParamsV220 fp(n, m, CeilDiv(m, 16) * 16, ldc, false);
         fp.quantPre = FaFixpipeQuant<O>::kMode;
-        AscendC::Fixpipe<O, float, AscendC::CFG_ROW_MAJOR>(out, c, fp);
+        AscendC::Fixpipe<O, Acc, AscendC::CFG_ROW_MAJOR>(out, c, fp);
     }
 
 private:
-    static constexpr uint32_t kFrac = 256;     // elements of one 16x16 b16 fractal
+    static constexpr uint32_t kFrac = 512 / sizeof(T);  // elements of one fractal
     static constexpr int32_t kL0FreeId0 = 3;   // M_MTE1 IDs 0-2 belong to TPipe on the AIC
     static constexpr int32_t kResidentFreeId = kL0FreeId0 + 2;
 
@@ -216,7 +230,7 @@ private:
     // pieces (A's half unused when A is resident).
     template <typename A>
     __aicore__ inline void MmaColumns(const A& a, const Operand& b, uint32_t m, uint32_t k, uint32_t n0,
-                                      uint32_t nLen, uint32_t kChunk, const AscendC::LocalTensor<float>& c, bool init) {
+                                      uint32_t nLen, uint32_t kChunk, const AscendC::LocalTensor<Acc>& c, bool init) {
         const uint32_t mBlocks = CeilDiv(m, 16);
         for (uint32_t k0 = 0; k0 < k; k0 += kChunk) {
             const uint32_t kLen = k - k0 < kChunk ? k - k0 : kChunk;
@@ -225,7 +239,7 @@ private:
             AscendC::LocalTensor<T> l0b = l0b_.Get<T>()[h * (kL0Half / sizeof(T))];
             AscendC::WaitFlag<AscendC::HardEvent::M_MTE1>(kL0FreeId0 + h);
             const AscendC::LocalTensor<T> l0a = PieceOfA(a, h, mBlocks, k0, kLen);
-            LoadB(l0b, b, k0 / 16, CeilDiv(kLen, 16), n0 / 16, CeilDiv(nLen, 16));
+            LoadB(l0b, b, k0 / kK0, CeilDiv(kLen, kK0), n0 / 16, CeilDiv(nLen, 16));
             AscendC::SetFlag<AscendC::HardEvent::MTE1_M>(h);
             AscendC::WaitFlag<AscendC::HardEvent::MTE1_M>(h);
             // m = 1 would switch the cube to GEMV mode (L0A read as a plain row): 16 rows, the rest zero in L1. k and n
@@ -243,7 +257,7 @@ private:
     __aicore__ inline AscendC::LocalTensor<T> PieceOfA(const Operand& a, uint32_t h, uint32_t mBlocks, uint32_t k0,
                                                        uint32_t kLen) {
         const AscendC::LocalTensor<T> dst = l0a_.Get<T>()[h * (aHalf_ / sizeof(T))];
-        LoadA(dst, a, mBlocks, k0 / 16, CeilDiv(kLen, 16));
+        LoadA(dst, a, mBlocks, k0 / kK0, CeilDiv(kLen, kK0));
         return dst;
     }
     __aicore__ inline AscendC::LocalTensor<T> PieceOfA(const ResidentA& a, uint32_t, uint32_t, uint32_t k0, uint32_t) {
@@ -271,10 +285,26 @@ private:
     __aicore__ inline void LoadB(const AscendC::LocalTensor<T>& dst, const Operand& b, uint32_t k1s, uint32_t k1n,
                                  uint32_t n1s, uint32_t n1n) {
         const uint32_t o = b.Frac(0, 0), r = b.Frac(1, 0) - o, c = b.Frac(0, 1) - o;
-        if (b.transposed) {
+        if (sizeof(T) == 1 && b.transposed) {
+            LoadTransposedB8(dst, b, k1s, k1n, n1s, n1n);
+        } else if (b.transposed) {
             LoadFractals(dst, b.tile[b.Frac(k1s, n1s) * kFrac], k1n, n1n, r, c, true);
         } else {
             LoadFractals(dst, b.tile[b.Frac(n1s, k1s) * kFrac], k1n, n1n, c, r, false);
+        }
+    }
+
+    // int8 B stored as itself, [K, N] Nz (fractal (k 16-row block, n 32-column block)): LoadData's transpose is b16
+    // only, so LoadDataWithTranspose takes squares of 32 x 32 (two fractals adjacent along K in the Nz tile) and
+    // writes each as the two Zn fractals (k1, n1) and (k1, n1 + 1) of L0B (k1 in 32-row units). One call per
+    // 32-row block of K, a repeat per 32-column block of N (N chunks and their starts are multiples of 32, and the
+    // tile's nzRows a multiple of 32: the host's int8 tiling).
+    __aicore__ inline void LoadTransposedB8(const AscendC::LocalTensor<T>& dst, const Operand& b, uint32_t k1s,
+                                            uint32_t k1n, uint32_t n1s, uint32_t n1n) {
+        const uint32_t squareStride = b.nzRows / 32;  // squares (32 x 32) along K in one 32-column block
+        const AscendC::LoadData2dTransposeParams p(0, (uint8_t)(n1n / 2), (uint16_t)squareStride, 1, 0, 0);
+        for (uint32_t k = 0; k < k1n; ++k) {
+            AscendC::LoadDataWithTranspose(dst[k * n1n * kFrac], b.tile[b.Frac(2 * (k1s + k), n1s / 2) * kFrac], p);
         }
     }
 
@@ -285,6 +315,7 @@ private:
     __aicore__ inline void LoadFractals(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
                                         uint32_t rows, uint32_t cols, uint32_t rowStride, uint32_t colStride,
                                         bool transpose) {
+        static_assert(sizeof(T) == 2 || sizeof(T) == 1, "16-bit or int8 operands");
         if (colStride == 1 && rowStride == cols && rows * cols <= 255) {
             AscendC::LoadData2DParams p(0, (uint8_t)(rows * cols), 1, 0, 0, transpose, 0);
             AscendC::LoadData(dst, src, p);

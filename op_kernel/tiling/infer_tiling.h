@@ -10,11 +10,13 @@
 
 namespace npu_fa {
 
-// Inference steps in flight per core: the cube's P*V trails its scores by kInferStepSlots - 1 steps; over an int8
-// cache the vector cores dequantise kInferDequantLead steps ahead of their softmax, so K/V slots are that many more.
+// Inference steps in flight per core: the cube's P*V trails its scores by kInferStepSlots - 1 steps.
 constexpr uint32_t kInferStepSlots = 3;
-constexpr uint32_t kInferDequantLead = 2;
-constexpr uint32_t kInferKvSlots = kInferStepSlots + kInferDequantLead;
+// An int8 cache: int8 rows per query or probability row (x ~ sum_p h_p / kInferInt8Radix^p, |h_p| <= 127), and
+// the radix: each part carries the previous one's rounding residue (within +-0.5) times 254, so three parts keep
+// about 23 bits of a row's largest value.
+constexpr uint32_t kInferInt8Parts = 3;
+constexpr float kInferInt8Radix = 254.0f;
 
 // The problem part as the inference kernels read it: qStride/oStride address the query and the output
 // (per batch, head, token; TND: per token), kStride/vStride the caches (per page (a non-paged cache: per batch),
@@ -33,9 +35,8 @@ struct FaInferTilingData {
     uint64_t wsOffsetO;
     uint64_t wsPartO;
     uint64_t wsPartLse;
-    // An int8 cache (kvQuant): per core, kInferKvSlots slots each of dequantised K and V (input dtype [s2Block, d]).
-    uint64_t wsOffsetKq;
-    uint64_t wsOffsetVq;
+    // An int8 cache (kvQuant): per core, kInferStepSlots slots of the int8 split query rows ([quantParts * mBlock, d]).
+    uint64_t wsOffsetQuery;
     uint32_t pageSize;   // block_size of a paged cache (keys per page); 0: no block table
     uint32_t maxPages;   // block_table columns
     uint32_t mBlock;     // packed query rows per task: rows (s, g) = (query token, head of the KV group), s-major
@@ -47,15 +48,17 @@ struct FaInferTilingData {
     uint32_t partRows;   // rows of one split's partials: B * N2 * group * s1
     uint32_t combineRows;  // rows per combine chunk (a multiple of 8)
     uint32_t combineCores; // vector cores of the combine pass
-    // An int8 K/V cache dequantised on the vector cores (kernel/infer_dequant.h): value = scale * (x + offset), the
-    // antiquant GM argument fp32 [K's | V's], each per channel [n2, 2, d] (scales, offsets) (mode 0) or per token
-    // [batch, quantTokens, 2] (a key's (scale, offset) by its position in its sequence) (mode 1); quantOffset 0:
-    // offsets all zero.
+    // An int8 K/V cache (kernel/infer_int8.h): value = scale * (x + offset), the antiquant GM argument fp32 [K's |
+    // V's], each per channel [n2, 2, d] (scales, offsets) (mode 0) or per token [batch, quantTokens, 2] (a key's
+    // (scale, offset) by its position in its sequence) (mode 1); quantOffset 0: offsets all zero. Both products run
+    // int8 x int8 on the cube, each query row and probability row split into quantParts int8 rows (packed row r of a
+    // task of `rows` rows: part p at p * rows + r); the step slots of S, P and P*V hold quantParts * mBlock rows
+    // (int32, int8, int32).
     uint32_t kvQuant;
     uint32_t keyQuantMode, valueQuantMode;
     uint32_t quantTokens;
     uint32_t quantOffset;
-    uint32_t quantRows;    // keys per dequantisation chunk of an AIV (a multiple of 8)
+    uint32_t quantParts;
     // Work split of the main pass: core c runs tasks [coreTaskStart[c], coreTaskStart[c + 1]).
     uint32_t blockDim;
     uint32_t taskTotal;
@@ -63,7 +66,7 @@ struct FaInferTilingData {
     uint32_t reserved;   // an even number of 32-bit fields
 };
 static_assert(sizeof(FaInferTilingData) ==
-                  sizeof(FaProblemTiling) + 11 * sizeof(uint64_t) + (22 + kMaxCores + 1 + 1) * sizeof(uint32_t),
+                  sizeof(FaProblemTiling) + 10 * sizeof(uint64_t) + (22 + kMaxCores + 1 + 1) * sizeof(uint32_t),
               "FaInferTilingData must have no implicit padding");
 
 // The task's rows per (batch, KV head): group * q length; tasks per (batch, KV head): query tiles times splits.

@@ -179,29 +179,37 @@ FA_INLINE FaInferUbSizes InferUbSizes(uint32_t rows, uint32_t chunk, uint32_t w,
     return u;
 }
 
-// Inference over an int8 cache (kernel/infer_dequant.h): UB of one AIV (bytes) for chunks of `rows` keys (a
-// multiple of 8) of d columns; in, half and param are per buffer (two of each), the others single.
-struct FaDequantUbSizes {
-    uint32_t in;       // the int8 rows [rows, d]
-    uint32_t half;     // the rows widened to half, then in the input dtype [rows, d]
-    uint32_t f32;      // the rows in fp32 [rows, d]
-    uint32_t param;    // per token: the keys' (scale, offset) pairs, fp32 [rows, 2]
-    uint32_t calc;     // per token: the pairs as one 32 B block per value [2 rows, 8] fp32, and as half [2 rows]
-    uint32_t channel;  // K per channel: [scale d | offset d] in fp32, then in half
-    uint32_t valueChannel;  // V per channel: [scale d | offset d] in fp32 (folded into the output)
+// Inference over an int8 cache (kernel/infer_int8.h): UB of one AIV (bytes) beside InferUbSizes, for `rows` packed rows of
+// the AIV, score chunks of `chunk` rows and w keys, `parts` int8 rows per row; `tokens`: K or V per token.
+struct FaInt8UbSizes {
+    uint32_t in;       // loads: the int32 parts of a score chunk or of a step's P*V, the query rows in the input dtype
+    uint32_t x;        // fp32: the parts widened and combined (the chunk's scores), then P x 127 and its rounding
+    uint32_t h;        // a rounded part in half, on its way to int8
+    uint32_t out;      // the int8 parts of the query rows or of a probability chunk
+    uint32_t channel;  // K per channel: [scale d | offset d] fp32
+    uint32_t red;      // per row: the offset term and the largest |value| (a 32 B block each), then ReduceMax's work
+    uint32_t valueChannel;  // V per channel: FaValueChannelFold
+    uint32_t pairs;    // per token: a step's (scale, offset) pairs of K and V, fp32 [2][2 w]
+    uint32_t columns;  // per token: K's scales and offsets, V's scales and scale x offset, fp32 [4][w]
     uint32_t total;
 };
 
-FA_INLINE FaDequantUbSizes DequantUbSizes(uint32_t rows, uint32_t d) {
-    FaDequantUbSizes u;
-    u.in = AlignUp(rows * d, 32);
-    u.half = rows * d * 2;
-    u.f32 = rows * d * 4;
-    u.param = AlignUp(2 * rows, 8) * 4;
-    u.calc = 2 * rows * 32 + AlignUp(2 * rows, 16) * 2;
-    u.channel = 2 * d * 4 + 2 * d * 2;
+FA_INLINE FaInt8UbSizes Int8UbSizes(uint32_t rows, uint32_t chunk, uint32_t w, uint32_t d, uint32_t dvPad,
+                                    uint32_t parts, bool tokens) {
+    FaInt8UbSizes u;
+    const uint32_t r = rows == 0 ? 1 : rows, c = chunk == 0 ? 1 : chunk;
+    const uint32_t scores = c * w, query = r * d, out = r * dvPad;
+    const uint32_t wide = (uint32_t)FaMax(scores, query);
+    u.in = (uint32_t)FaMax(FaMax(parts * scores, parts * out), query) * 4;
+    u.x = (uint32_t)FaMax(FaMax((parts > 3 ? parts : 3) * scores, parts * out), 2 * query) * 4;
+    u.h = AlignUp(wide * 2, 32);
+    u.out = AlignUp(wide * parts, 32);
+    u.channel = 2 * d * 4;
+    u.red = (r > c ? r : c) * 64 + AlignUp((d > w ? d : w) * 4, 32);
     u.valueChannel = 2 * d * 4;
-    u.total = 2 * (u.in + u.half + u.param) + u.f32 + u.calc + u.channel + u.valueChannel;
+    u.pairs = tokens ? 2 * AlignUp(2 * w, 8) * 4 : 0;
+    u.columns = tokens ? 4 * w * 4 : 0;
+    u.total = u.in + u.x + u.h + u.out + u.channel + u.red + u.valueChannel + u.pairs + u.columns;
     return u;
 }
 

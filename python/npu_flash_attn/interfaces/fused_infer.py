@@ -31,8 +31,8 @@ Supported (the problem module, `op_host/problem/fa_infer_problem.cpp`, holds eve
   16-bit scores save nothing), so 1 and 3 give the results of 0 and 2;
 * `softmax_lse_flag`: softmax_lse float32 [B, N1, S1, 1] (TND [T, N1, 1]), +inf for rows without a key; else a
   one-element zero tensor;
-* an int8 cache (key and value int8, D a multiple of 32): value = scale * (int8 + offset), dequantised on the vector
-  cores, from `antiquant_scale`/`antiquant_offset` (K at index 0, V at 1) with `antiquant_mode`, or the separate
+* an int8 cache (key and value int8, D a multiple of 32): value = scale * (int8 + offset), read as int8 by the cube
+  (int8 x int8 against int8 splits of the query and the probabilities, op_kernel/kernel/infer_int8.h), from `antiquant_scale`/`antiquant_offset` (K at index 0, V at 1) with `antiquant_mode`, or the separate
   `key_/value_antiquant_scale/offset` with `key_/value_antiquant_mode`: mode 0 per channel (or per tensor) in the
   query's dtype, mode 1 per token float32 [B, S] (key 0 with value 1 too), for any query length, layout and cache;
   modes 2-5 raise NotImplementedError (antiquant_params gives the kernel's fp32 form).

@@ -67,8 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--kv-seqlen", type=int, default=4096, help="with --infer: keys per batch (default 4096)")
     pr.add_argument("--block-size", type=int, default=128, help="with --infer: the cache's block size (default 128)")
     pr.add_argument("--kv-dtype", default=None, choices=["fp16", "bf16", "int8"],
-                    help="with --infer: the cache's dtype (default: --dtype; int8: dequantised per channel, the "
-                         "scales' and offsets' bytes counted)")
+                    help="with --infer: the cache's dtype (default: --dtype; int8: per-channel scales and offsets, their "
+                         "bytes counted)")
     pr.add_argument("--baseline", action="store_true",
                     help="with --infer: also model a naive decode on the same cache (page gathers, Q K^T, softmax, "
                          "P V as separate launches) and report baseline_time_us and speedup_vs_baseline")
