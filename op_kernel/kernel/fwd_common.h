@@ -25,7 +25,7 @@ __aicore__ inline uint32_t FlushWordOffset(uint32_t step, uint32_t sub) {
     return ((step % kFwdFlushRing) * kFwdFlushLine + sub * 32) / (uint32_t)sizeof(float);
 }
 
-// Lazy rescale: whether the cube ships O before a step's P*V: some row of either AIV took a new reference (its
+// Lazy rescale: whether the cube ships O before a step's P*V: some row of either AIV moved its reference (its
 // word below -threshold; the second AIV's only counts when it has rows, else it wrote none). The AIVs wrote the
 // words by DMA, which the scalar DCache does not see: the line is invalidated before the reads.
 __aicore__ inline bool FlushRequested(const AscendC::GlobalTensor<float>& words, uint32_t step, float threshold,

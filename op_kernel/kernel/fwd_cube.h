@@ -6,7 +6,7 @@
 // L0C plan). Step order per core: S(0), S(1), S(2), PV(0), S(3), PV(1), ... (kFwdStepLag = 2) so the vector cores'
 // softmax of step j overlaps the cube's work on steps j+1 and j+2; with P*V in its own tile, S(j+2) and PV(j)
 // interleave by load group. With the tiling's lazy rescale P*V stays in its own tile across a task's steps and
-// leaves only at the task's end and where the vector cores' flush words ask for it (a row took a new reference max).
+// leaves only at the task's end and where the vector cores' flush words ask for it (a row moved its reference max).
 #ifndef NPU_FA_KERNEL_FWD_CUBE_H
 #define NPU_FA_KERNEL_FWD_CUBE_H
 

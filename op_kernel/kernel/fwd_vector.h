@@ -320,7 +320,7 @@ private:
                       FlushRequested(flushGm_, due.step, t_->lazyThreshold, AivRowsOf(due.task.rows, 1).count != 0);
     }
 
-    // The AIV's flush word of a step: min over its rows of ref_old - m (< -threshold: some row took a new
+    // The AIV's flush word of a step: min over its rows of ref_old - m (< -threshold: some row moved its
     // reference), to GM ahead of the step's "probabilities ready" flag (which then covers the copy, on MTE3 too).
     __aicore__ inline void SendFlushWord(uint32_t rows, uint32_t step) {
         const AscendC::LocalTensor<float> word = wordBuf_.Get<float>();

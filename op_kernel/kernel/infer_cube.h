@@ -127,32 +127,18 @@ private:
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
     }
 
-    // Keys [c0, c0 + cols) of the task's KV head (K: which 0, V: 1) -> an L1 Nz tile of w_ rows per 16-column block,
-    // run by run.
-    __aicore__ inline void LoadKeys(const AscendC::LocalTensor<T>& dst, uint32_t which, const Pending& s) {
+    // Keys [c0, c0 + cols) of the task's KV head (K: which 0, V: 1), run by run, from `k` or `v` (the 16-bit
+    // operands, or an int8 cache's pages as they are) -> an L1 Nz tile of w_ rows per 32 B column block.
+    template <typename E>
+    __aicore__ inline void LoadKeys(const AscendC::LocalTensor<E>& dst, uint32_t which, const Pending& s,
+                                    const AscendC::GlobalTensor<E>& k, const AscendC::GlobalTensor<E>& v) {
         const uint32_t dim = which == 0 ? p_->d : p_->dv;
-        const AscendC::GlobalTensor<T>& src = which == 0 ? k_ : v_;
         const FaStrides& st = which == 0 ? p_->kStride : p_->vStride;
         for (uint32_t r = 0; r < s.cols;) {
             uint32_t run = 0;
             const uint64_t off = kv_.Offset(st, s.task, s.c0 + r, s.cols - r, run);
             if (r > 0) AscendC::PipeBarrier<PIPE_MTE2>();  // the runs' 32 B pieces interleave in the Nz tile
-            FaLoadNz(dst[r * 16], src[off], run, dim, st.s, w_);
-            r += run;
-        }
-    }
-
-    // An int8 cache: the step's int8 keys of K (which 0) or V (1) straight from the cache, run by run, into an
-    // L1 Nz tile of w_ rows per 32-column block.
-    __aicore__ inline void LoadKeys8(const AscendC::LocalTensor<int8_t>& dst, uint32_t which, const Pending& s) {
-        const uint32_t dim = which == 0 ? p_->d : p_->dv;
-        const AscendC::GlobalTensor<int8_t>& src = which == 0 ? k8_ : v8_;
-        const FaStrides& st = which == 0 ? p_->kStride : p_->vStride;
-        for (uint32_t r = 0; r < s.cols;) {
-            uint32_t run = 0;
-            const uint64_t off = kv_.Offset(st, s.task, s.c0 + r, s.cols - r, run);
-            if (r > 0) AscendC::PipeBarrier<PIPE_MTE2>();  // the runs' 32 B pieces interleave in the Nz tile
-            FaLoadNz(dst[r * 32], src[off], run, dim, st.s, w_);
+            FaLoadNz(dst[r * (32 / sizeof(E))], (which == 0 ? k : v)[off], run, dim, st.s, w_);
             r += run;
         }
     }
@@ -165,7 +151,7 @@ private:
         const uint32_t slot = kLoads_++ & 1;
         const AscendC::LocalTensor<T> kTile = kL1_.Get<T>()[slot * kElems_];
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
-        LoadKeys(kTile, 0, s);
+        LoadKeys(kTile, 0, s, k_, v_);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         if (first) AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdQ);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
@@ -180,7 +166,7 @@ private:
         const uint32_t slot = kLoads_++ & 1;
         const AscendC::LocalTensor<int8_t> kTile = kL1_.Get<int8_t>()[slot * kElems_];
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdK + slot);
-        LoadKeys8(kTile, 0, s);
+        LoadKeys(kTile, 0, s, k8_, v8_);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdK + slot);
         if (first) {
             AscendC::CrossCoreWaitFlag(kInferFlagKv);  // the task's query rows, split into int8 rows
@@ -205,7 +191,7 @@ private:
         const AscendC::LocalTensor<T> vTile = vL1_.Get<T>()[slot * vElems_];
         const AscendC::LocalTensor<T> pTile = pL1_.Get<T>()[slot * pElems_];
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
-        LoadKeys(vTile, 1, s);
+        LoadKeys(vTile, 1, s, k_, v_);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
         AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagProbs, s.step));
         AscendC::GlobalTensor<T> probs;
@@ -228,7 +214,7 @@ private:
         const AscendC::LocalTensor<int8_t> vTile = vL1_.Get<int8_t>()[slot * vElems_];
         const AscendC::LocalTensor<int8_t> pTile = pL1_.Get<int8_t>()[slot * pElems_];
         AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
-        LoadKeys8(vTile, 1, s);
+        LoadKeys(vTile, 1, s, k8_, v8_);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
         AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagProbs, s.step));
         AscendC::GlobalTensor<int8_t> probs;

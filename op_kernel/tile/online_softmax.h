@@ -116,7 +116,7 @@ public:
     }
 
     // Exponentiate against a per-row reference max (the forward's lazy rescale): the running max m as above, then a
-    // row whose m passed its reference `ref` by more than `threshold` takes m as its new reference, alpha =
+    // row whose m passed its reference `ref` by more than `threshold` takes m as its reference from then on, alpha =
     // exp(ref_old - ref_new) (1 where the reference stays), and p = exp(s - ref) <= exp(threshold). `rise` receives
     // ref_old - m per row (<= 0; the task's first step: 0), `bits` one bit per statistic element.
     __aicore__ inline void ExponentiateLazy(const AscendC::LocalTensor<float>& s, uint32_t rows, uint32_t r0,

@@ -62,8 +62,8 @@ struct FlashAttentionTilingData {
     uint32_t residualInProbs;
     // Lazy rescale (kernel/fwd_cube.h, fwd_vector.h): 1 = P*V stays in its own L0C tile (l0cOut) across a task's
     // steps, the probabilities taken against a per-row reference max; a step whose running max of some row passes
-    // that row's reference by more than lazyThreshold takes a new reference and flushes O first. The partial-output
-    // region then holds 2 * kFwdStepSlots slots: a step's flushed O, then a task's final O.
+    // that row's reference by more than lazyThreshold moves its reference to its running max and flushes O first.
+    // The partial-output region then holds 2 * kFwdStepSlots slots: a step's flushed O, then a task's final O.
     uint32_t lazyRescale;
     float lazyThreshold;
 };
