@@ -195,6 +195,35 @@ def test_prefill_int8_over_cache(layout, n_major, mode, dtype, splits):
     _run(q, k, v, antiquant_scale=scale, antiquant_offset=off, antiquant_mode=mode, **kw)
 
 
+@pytest.mark.parametrize("decode,pse,mask,cache", [(True, True, True, "paged"), (False, True, True, "paged_n"),
+                                                    (True, True, False, "contig"), (False, False, True, "contig"),
+                                                    (False, True, True, "contig")])
+def test_int8_with_pse_shift_and_dense_mask(decode, pse, mask, cache, splits):
+    """pse_shift and a dense [B, 1, S1, S2] mask (sparse_mode 1), alone and together, over an int8 cache (per channel
+    with offsets): the bias is added to the true scores (K's offset term re-added), then masked; decode and prefill,
+    paged and contiguous, GQA 4, ragged key lengths, split keys."""
+    splits(2)
+    b, n2, d, dtype = 2, 2, 64, torch.float16
+    n1 = n2 * 4
+    s1 = 1 if decode else 12
+    kv_lens = [int(torch.randint(100, 260, ())), int(torch.randint(1, 90, ()))]
+    kw = dict(num_heads=n1, num_key_value_heads=n2, input_layout="BNSD", scale=0.125, actual_seq_lengths_kv=kv_lens)
+    if cache == "contig":
+        s2 = max(kv_lens) + 5
+        k, v = _int8((b, n2, s2, d)), _int8((b, n2, s2, d))
+    else:
+        k, v, table = _paged_int8(b, n2, d, kv_lens, 64, cache == "paged_n")
+        s2 = table.shape[1] * 64
+        kw.update(block_table=table, block_size=64)
+    q = torch.randn(b, n1, s1, d, dtype=dtype)
+    if pse:
+        kw["pse_shift"] = (torch.randn(1, n1, s1, s2) * 2).to(dtype)
+    if mask:
+        kw.update(atten_mask=torch.rand(b, 1, s1, s2) < 0.3, sparse_mode=1)
+    scale, off = _params(0, 2, n2, d, b, 0, dtype)
+    _run(q, k, v, antiquant_scale=scale, antiquant_offset=off, antiquant_mode=0, **kw)
+
+
 def test_int8_scales_matter():
     """Doubling V's scale doubles the output (the kernel reads the arguments, not a default)."""
     b, n, d = 2, 4, 64

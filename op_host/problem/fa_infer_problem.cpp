@@ -639,12 +639,6 @@ FaError BuildInferProblem(const FaInferCall& c, FaInferProblemInfo& out) {
     p.outElems = Numel(out.outShape);
     p.lseElems = Numel(out.lseShape);
     p.tableElems = paged ? (uint64_t)b * (uint64_t)pages : 0;
-    // Refused since the int8 cache's first route (its dequantiser took the event ID a dense mask or pse_shift left
-    // free); kernel/infer_int8.h now takes an ID of its own, but the three together have not been tested.
-    if (p.kvQuant && p.pse && p.denseMask) {
-        return NotImplemented("pse_shift together with a dense atten_mask over an int8 key/value cache is not "
-                              "supported; drop one of them (each works with an int8 cache alone)");
-    }
     return {};
 }
 
