@@ -125,11 +125,12 @@ public:
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(id_);
     }
 
-    // A task's first step: this AIV's packed rows `mine` of the query times K's scales, split into int8 rows in the
-    // step's QuantQuery slot, with each row's scale and offset term kept for Scores; then the cube's signal (both
-    // AIVs set it, with or without rows).
-    __aicore__ inline void Query(const FaInferTask& task, const FaAivRows& mine, uint32_t step) {
-        if (mine.count > 0) QuantizeQuery(task, mine, step);
+    // A task's query: this AIV's packed rows `mine` times K's scales, split into int8 rows in the QuantQuery slot of
+    // the task's first step `step`, with each row's scale and offset term kept for Scores in set `set` (0 or 1: the
+    // next task's split may run while this one's steps do); then the cube's signal (both AIVs set it, with or
+    // without rows).
+    __aicore__ inline void Query(const FaInferTask& task, const FaAivRows& mine, uint32_t step, uint32_t set) {
+        if (mine.count > 0) QuantizeQuery(task, mine, step, set);
         AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(kInferFlagKv);
     }
 
@@ -169,23 +170,26 @@ public:
     }
 
     // Rows [row, row + n) of a step's int32 score parts (a task of `rows` rows) -> the fp32 scores, [n, w] at the
-    // start of the work buffer; `first` is the AIV's first row (the rows' scales and offset terms).
+    // start of the work buffer; `first` is the AIV's first row and `set` the task's (the rows' scales and offset
+    // terms). Each pass runs over all rows before the next one, which reads its result (a row's instructions in a
+    // row would each wait for the previous one's end).
     __aicore__ inline AscendC::LocalTensor<float> Scores(__gm__ int32_t* slot, uint32_t rows, uint32_t row,
-                                                         uint32_t first, uint32_t n) {
+                                                         uint32_t first, uint32_t n, uint32_t set) {
         const AscendC::LocalTensor<float> x = Combine(slot + (uint64_t)row * w_, rows, n, w_);
-        AscendC::LocalTensor<float> col;
-        if (keyTokens_) col = columnBuf_.Get<float>();
-        for (uint32_t r = 0; r < n; ++r) {
-            const uint32_t i = row - first + r;
-            const AscendC::LocalTensor<float> xr = x[r * w_];
-            AscendC::Muls(xr, xr, rowScale_[i], (int32_t)w_);
-            if (!keyTokens_) {
-                if (offset_) AscendC::Adds(xr, xr, rowOffset_[i], (int32_t)w_);
-                continue;
+        const float* scale = rowScale_[set] + (row - first);
+        const float* offset = rowOffset_[set] + (row - first);
+        for (uint32_t r = 0; r < n; ++r) AscendC::Muls(x[r * w_], x[r * w_], scale[r], (int32_t)w_);
+        if (!keyTokens_) {
+            if (offset_) {
+                for (uint32_t r = 0; r < n; ++r) AscendC::Adds(x[r * w_], x[r * w_], offset[r], (int32_t)w_);
             }
-            if (offset_) AscendC::Axpy(xr, col[w_], rowOffset_[i], (int32_t)cols_);  // + o_j sum(Q)
-            AscendC::Mul(xr, xr, col, (int32_t)cols_);
+            return x;
         }
+        const AscendC::LocalTensor<float> col = columnBuf_.Get<float>();
+        if (offset_) {  // + o_j sum(Q)
+            for (uint32_t r = 0; r < n; ++r) AscendC::Axpy(x[r * w_], col[w_], offset[r], (int32_t)cols_);
+        }
+        for (uint32_t r = 0; r < n; ++r) AscendC::Mul(x[r * w_], x[r * w_], col, (int32_t)cols_);
         return x;
     }
 
@@ -239,7 +243,8 @@ public:
 private:
     static constexpr uint32_t kMaxRows = 64;  // packed rows an AIV owns (mBlock <= 128 / quantParts, halved)
 
-    __aicore__ inline void QuantizeQuery(const FaInferTask& task, const FaAivRows& mine, uint32_t step) {
+    __aicore__ inline void QuantizeQuery(const FaInferTask& task, const FaAivRows& mine, uint32_t step,
+                                         uint32_t set) {
         const uint32_t n = mine.count, elems = n * d_;
         const AscendC::LocalTensor<float> ch = channelBuf_.Get<float>();
         const AscendC::LocalTensor<T> in = inBuf_.Get<T>();
@@ -282,8 +287,8 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::V_S>(id_);
         for (uint32_t r = 0; r < n; ++r) {
             const float largest = red.GetValue(r * 16 + 8);
-            rowScale_[r] = largest / 127.0f;
-            rowOffset_[r] = offset_ ? red.GetValue(r * 16) : 0.0f;
+            rowScale_[set][r] = largest / 127.0f;
+            rowOffset_[set][r] = offset_ ? red.GetValue(r * 16) : 0.0f;
             // A zero row stays zero (its parts all 0), whatever the scale.
             AscendC::Muls(q[r * d_], q[r * d_], largest > 0.0f ? 127.0f / largest : 0.0f, (int32_t)d_);
         }
@@ -349,8 +354,8 @@ private:
     const FaInferWorkspace* ws_ = nullptr;
     int32_t id_ = 0;
     uint32_t parts_ = 0, d_ = 0, w_ = 0, head_ = 0xFFFFFFFFu;
-    float rowScale_[kMaxRows];   // the AIV's rows of the current task: r = max|q'| / 127
-    float rowOffset_[kMaxRows];  // and q'.o (per-token K: sum(Q); 0 without offsets)
+    float rowScale_[2][kMaxRows];   // the AIV's rows of a task (two sets): r = max|q'| / 127
+    float rowOffset_[2][kMaxRows];  // and q'.o (per-token K: sum(Q); 0 without offsets)
     float rowConst_[kInferStepSlots][kMaxRows];  // per-token V: sum_j P_j s_j o_j of the step in each slot
     float valueScale_[kInferStepSlots] = {};     // per-token V: the step's largest scale
     bool keyTokens_ = false, valueTokens_ = false, offset_ = false;
