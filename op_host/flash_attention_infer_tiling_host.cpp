@@ -98,7 +98,8 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
     const uint32_t cubeRows = parts == 0 ? t.mBlock : parts * t.mBlock;  // the cube's rows of a task
     FaMatmulChunks(AlignUp(cubeRows, 16), pt.dPad, t.s2Block, t.kChunkQK, t.nChunkQK, kL0cHalfBytes, kL0HalfBytes,
                    parts != 0);
-    FaMatmulChunks(AlignUp(cubeRows, 16), t.s2Block, pt.dvPad, t.kChunkPV, t.nChunkPV, kL0cHalfBytes, kL0HalfBytes,
+    const uint32_t probRows = parts == 0 ? t.mBlock : kInferInt8ProbParts * t.mBlock;  // P*V's
+    FaMatmulChunks(AlignUp(probRows, 16), t.s2Block, pt.dvPad, t.kChunkPV, t.nChunkPV, kL0cHalfBytes, kL0HalfBytes,
                    parts != 0);
 
     // Split-KV (flash-decoding): when the (batch, KV head, query tile) units leave most cores idle (fewer than 0.4
@@ -163,6 +164,7 @@ std::string ComputeInferTiling(const FaInferProblem& p, const ChipSpec& chip, Fa
         t.wsPerCore += kInferStepSlots * Align512((uint64_t)cubeRows * p.d);
         t.kvQuant = 1;
         t.quantParts = parts;
+        t.probParts = kInferInt8ProbParts;
         t.keyQuantMode = p.keyQuantMode;
         t.valueQuantMode = p.valueQuantMode;
         t.quantTokens = p.quantTokens;

@@ -34,6 +34,7 @@ public:
         w_ = t->s2Block;
         int8_ = t->kvQuant != 0;
         parts_ = int8_ ? t->quantParts : 1;
+        probParts_ = int8_ ? t->probParts : 1;
         m16_ = AlignUp(parts_ * t->mBlock, 16);
         qElems_ = m16_ * p_->dPad;
         kElems_ = w_ * p_->dPad;
@@ -219,13 +220,13 @@ private:
         AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagProbs, s.step));
         AscendC::GlobalTensor<int8_t> probs;
         probs.SetGlobalBuffer(ws_.template Probs<int8_t>(InferSlot(s.step)));
-        FaLoadNz(pTile, probs, parts_ * s.task.rows, s.cols, w_, m16_);
+        FaLoadNz(pTile, probs, probParts_ * s.task.rows, s.cols, w_, m16_);
         AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdPReady);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(kIdV + slot);
         Operand8 a{pTile, m16_, false, 0};
         Operand8 b{vTile, w_, true, 0};  // V [keys, dv] holds B itself
-        mm8_.Run(a, b, parts_ * s.task.rows, s.cols, p_->dv, t_->kChunkPV, t_->nChunkPV,
+        mm8_.Run(a, b, probParts_ * s.task.rows, s.cols, p_->dv, t_->kChunkPV, t_->nChunkPV,
                  (__gm__ int32_t*)ws_.Output(InferSlot(s.step)), p_->dvPad);
         AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(kIdV + slot);
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(FlagOf(kFwdFlagOutput, s.step));
@@ -238,6 +239,7 @@ private:
     AscendC::GlobalTensor<int8_t> k8_, v8_;  // an int8 cache
     bool int8_ = false;
     uint32_t parts_ = 1;  // rows per packed row in the cube's tiles: quantParts over an int8 cache
+    uint32_t probParts_ = 1;  // of them, P's (probParts)
     FaKvCache kv_;
     GM_ADDR seqInfo_ = nullptr;
     FaInferWorkspace ws_;

@@ -15,17 +15,18 @@
 //   GM for the cube (rows of part p at p * rows). The cube's int32 products of the parts are exact (|h.k| <= 127 *
 //   128 * D < 2^24, so exact in fp32 too); the AIV recombines S = r * sum_p S_p / 254^p + q'.o (the row's offset
 //   term, kept so that the lse, soft-capping and any bias see the true scores).
-// - P * V: P is in [0, 1] after the max subtraction; 127 P splits the same way (no row scale), the cube's int32
-//   parts recombine as O = sum_p O_p / 254^p / 127, and V's scales and offsets fold into the task's output at its
-//   end (FaValueChannelFold).
+// - P * V: P is in [0, 1] after the max subtraction; 127 P splits the same way into probParts int8 rows (no row
+//   scale), the cube's int32 parts recombine as O = sum_p O_p / 254^p / 127, and V's scales and offsets fold into
+//   the task's output at its end (FaValueChannelFold).
 // Per-token K and V (a scale s_j and offset o_j per key, fp32 pairs): the query is split unscaled and the per-key
 // parameters apply per column on the AIV, each step's pairs loaded and de-interleaved (GatherMask) once per AIV:
 // S_j = s_j (Q.k_j + o_j sum(Q)); O = sum_j (P_j s_j) v_j + sum_j P_j s_j o_j, so P's columns take s_j before the
 // split (scaled by 127 / max_j s_j of the step instead of 127) and the row constant sum_j P_j s_j o_j is added to
 // the step's P*V.
-// Three parts keep about 23 bits of each row's largest value, beyond fp32's own rounding of the query-dtype route.
-// Rows are cheap: decode packs the group's heads times the parts into one tile (3 to 24 rows for groups 1 to 8), and
-// the kernel is bound by HBM, not by the cube.
+// The query's three parts keep about 23 bits of each row's largest value, P's two about 15 bits of 1 (tiling/
+// infer_tiling.h: why two suffice for P). Rows are cheap on the cube: decode packs the group's heads times the parts
+// into one tile (3 to 24 rows for groups 1 to 8) and the kernel is bound by HBM; the vector cores' split and
+// recombination of them is what costs.
 #ifndef NPU_FA_KERNEL_INFER_INT8_H
 #define NPU_FA_KERNEL_INFER_INT8_H
 
@@ -96,6 +97,7 @@ public:
         ws_ = ws;
         id_ = id;
         parts_ = t->quantParts;
+        probParts_ = t->probParts;
         d_ = p_->d;
         w_ = w;
         keyTokens_ = t->keyQuantMode != 0;
@@ -125,11 +127,12 @@ public:
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(id_);
     }
 
-    // A task's first step: this AIV's packed rows `mine` of the query times K's scales, split into int8 rows in the
-    // step's QuantQuery slot, with each row's scale and offset term kept for Scores; then the cube's signal (both
-    // AIVs set it, with or without rows).
-    __aicore__ inline void Query(const FaInferTask& task, const FaAivRows& mine, uint32_t step) {
-        if (mine.count > 0) QuantizeQuery(task, mine, step);
+    // A task's query: this AIV's packed rows `mine` times K's scales, split into int8 rows in the QuantQuery slot of
+    // the task's first step `step`, with each row's scale and offset term kept for Scores in set `set` (0 or 1: the
+    // next task's split may run while this one's steps do); then the cube's signal (both AIVs set it, with or
+    // without rows).
+    __aicore__ inline void Query(const FaInferTask& task, const FaAivRows& mine, uint32_t step, uint32_t set) {
+        if (mine.count > 0) QuantizeQuery(task, mine, step, set);
         AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(kInferFlagKv);
     }
 
@@ -169,23 +172,26 @@ public:
     }
 
     // Rows [row, row + n) of a step's int32 score parts (a task of `rows` rows) -> the fp32 scores, [n, w] at the
-    // start of the work buffer; `first` is the AIV's first row (the rows' scales and offset terms).
+    // start of the work buffer; `first` is the AIV's first row and `set` the task's (the rows' scales and offset
+    // terms). Each pass runs over all rows before the next one, which reads its result (a row's instructions in a
+    // row would each wait for the previous one's end).
     __aicore__ inline AscendC::LocalTensor<float> Scores(__gm__ int32_t* slot, uint32_t rows, uint32_t row,
-                                                         uint32_t first, uint32_t n) {
-        const AscendC::LocalTensor<float> x = Combine(slot + (uint64_t)row * w_, rows, n, w_);
-        AscendC::LocalTensor<float> col;
-        if (keyTokens_) col = columnBuf_.Get<float>();
-        for (uint32_t r = 0; r < n; ++r) {
-            const uint32_t i = row - first + r;
-            const AscendC::LocalTensor<float> xr = x[r * w_];
-            AscendC::Muls(xr, xr, rowScale_[i], (int32_t)w_);
-            if (!keyTokens_) {
-                if (offset_) AscendC::Adds(xr, xr, rowOffset_[i], (int32_t)w_);
-                continue;
+                                                         uint32_t first, uint32_t n, uint32_t set) {
+        const AscendC::LocalTensor<float> x = Combine(slot + (uint64_t)row * w_, rows, n, w_, parts_);
+        const float* scale = rowScale_[set] + (row - first);
+        const float* offset = rowOffset_[set] + (row - first);
+        for (uint32_t r = 0; r < n; ++r) AscendC::Muls(x[r * w_], x[r * w_], scale[r], (int32_t)w_);
+        if (!keyTokens_) {
+            if (offset_) {
+                for (uint32_t r = 0; r < n; ++r) AscendC::Adds(x[r * w_], x[r * w_], offset[r], (int32_t)w_);
             }
-            if (offset_) AscendC::Axpy(xr, col[w_], rowOffset_[i], (int32_t)cols_);  // + o_j sum(Q)
-            AscendC::Mul(xr, xr, col, (int32_t)cols_);
+            return x;
         }
+        const AscendC::LocalTensor<float> col = columnBuf_.Get<float>();
+        if (offset_) {  // + o_j sum(Q)
+            for (uint32_t r = 0; r < n; ++r) AscendC::Axpy(x[r * w_], col[w_], offset[r], (int32_t)cols_);
+        }
+        for (uint32_t r = 0; r < n; ++r) AscendC::Mul(x[r * w_], x[r * w_], col, (int32_t)cols_);
         return x;
     }
 
@@ -213,15 +219,15 @@ public:
                 for (uint32_t r = 0; r < n; ++r) rowConst_[slot][row - first + r] = red.GetValue(r * 16);
             }
         }
-        Split(x, tmp, elems);
-        Send(gm + (uint64_t)row * w_, rows, n, w_);
+        Split(x, tmp, elems, probParts_);
+        Send(gm + (uint64_t)row * w_, rows, n, w_, probParts_);
     }
 
     // Rows [first, first + n) of a step's int32 P*V parts (step slot `slot`) -> `opart` (fp32 [n, dvPad]).
     __aicore__ inline void Output(__gm__ int32_t* gm, uint32_t rows, uint32_t first, uint32_t n, uint32_t slot,
                                   const AscendC::LocalTensor<float>& opart) {
         const uint32_t dvPad = p_->dvPad;
-        const AscendC::LocalTensor<float> x = Combine(gm + (uint64_t)first * dvPad, rows, n, dvPad);
+        const AscendC::LocalTensor<float> x = Combine(gm + (uint64_t)first * dvPad, rows, n, dvPad, probParts_);
         AscendC::Muls(opart, x, (valueTokens_ ? valueScale_[slot] : 1.0f) / 127.0f, (int32_t)(n * dvPad));
         if (!valueTokens_ || !offset_) return;
         for (uint32_t r = 0; r < n; ++r) {
@@ -239,7 +245,8 @@ public:
 private:
     static constexpr uint32_t kMaxRows = 64;  // packed rows an AIV owns (mBlock <= 128 / quantParts, halved)
 
-    __aicore__ inline void QuantizeQuery(const FaInferTask& task, const FaAivRows& mine, uint32_t step) {
+    __aicore__ inline void QuantizeQuery(const FaInferTask& task, const FaAivRows& mine, uint32_t step,
+                                         uint32_t set) {
         const uint32_t n = mine.count, elems = n * d_;
         const AscendC::LocalTensor<float> ch = channelBuf_.Get<float>();
         const AscendC::LocalTensor<T> in = inBuf_.Get<T>();
@@ -282,49 +289,49 @@ private:
         AscendC::WaitFlag<AscendC::HardEvent::V_S>(id_);
         for (uint32_t r = 0; r < n; ++r) {
             const float largest = red.GetValue(r * 16 + 8);
-            rowScale_[r] = largest / 127.0f;
-            rowOffset_[r] = offset_ ? red.GetValue(r * 16) : 0.0f;
+            rowScale_[set][r] = largest / 127.0f;
+            rowOffset_[set][r] = offset_ ? red.GetValue(r * 16) : 0.0f;
             // A zero row stays zero (its parts all 0), whatever the scale.
             AscendC::Muls(q[r * d_], q[r * d_], largest > 0.0f ? 127.0f / largest : 0.0f, (int32_t)d_);
         }
-        Split(q, tmp, elems);
-        Send(ws_->QuantQuery(step) + (uint64_t)mine.first * d_, task.rows, n, d_);
+        Split(q, tmp, elems, parts_);
+        Send(ws_->QuantQuery(step) + (uint64_t)mine.first * d_, task.rows, n, d_, parts_);
     }
 
-    // `x` (elems fp32 within +-127, consumed) -> the int8 parts [quantParts][elems] in the out buffer: h = rint(x)
+    // `x` (elems fp32 within +-127, consumed) -> `parts` int8 parts [parts][elems] in the out buffer: h = rint(x)
     // (fp32 -> fp32, in `h`), through half (exact) to int8; x = (x - h) * 254 for the next part. Waits for the out
     // buffer's previous copy.
     __aicore__ inline void Split(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& h,
-                                 uint32_t elems) {
+                                 uint32_t elems, uint32_t parts) {
         const AscendC::LocalTensor<half> h16 = hBuf_.Get<half>();
         const AscendC::LocalTensor<int8_t> out = outBuf_.Get<int8_t>();
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(id_);
-        for (uint32_t p = 0; p < parts_; ++p) {
+        for (uint32_t p = 0; p < parts; ++p) {
             AscendC::Cast(h, x, AscendC::RoundMode::CAST_RINT, elems);
             AscendC::Cast(h16, h, AscendC::RoundMode::CAST_NONE, elems);
             AscendC::Cast(out[p * elems], h16, AscendC::RoundMode::CAST_NONE, elems);
-            if (p + 1 == parts_) break;
+            if (p + 1 == parts) break;
             AscendC::Sub(x, x, h, (int32_t)elems);
             AscendC::Muls(x, x, kInferInt8Radix, (int32_t)elems);
         }
     }
 
-    // The out buffer's parts ([quantParts][n][cols] int8) -> rows at `dst` (part p at p * rows rows further on).
-    __aicore__ inline void Send(__gm__ int8_t* dst, uint32_t rows, uint32_t n, uint32_t cols) {
+    // The out buffer's `parts` parts ([parts][n][cols] int8) -> rows at `dst` (part p at p * rows rows further on).
+    __aicore__ inline void Send(__gm__ int8_t* dst, uint32_t rows, uint32_t n, uint32_t cols, uint32_t parts) {
         AscendC::GlobalTensor<int8_t> gm;
         gm.SetGlobalBuffer(dst);
         AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(id_);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(id_);
         AscendC::DataCopy(gm, outBuf_.Get<int8_t>(),
-                          AscendC::DataCopyParams((uint16_t)parts_, (uint16_t)(n * cols / 32), 0,
+                          AscendC::DataCopyParams((uint16_t)parts, (uint16_t)(n * cols / 32), 0,
                                                   (uint16_t)((rows - n) * cols / 32)));
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(id_);
     }
 
-    // n rows of `cols` int32 at `src` in each part (part p at p * rows rows further on) -> fp32 sum_p x_p / 254^p,
-    // [n, cols] at the start of the work buffer.
+    // n rows of `cols` int32 at `src` in each of `parts` parts (part p at p * rows rows further on) -> fp32
+    // sum_p x_p / 254^p, [n, cols] at the start of the work buffer.
     __aicore__ inline AscendC::LocalTensor<float> Combine(__gm__ int32_t* src, uint32_t rows, uint32_t n,
-                                                          uint32_t cols) {
+                                                          uint32_t cols, uint32_t parts) {
         const uint32_t elems = n * cols;
         AscendC::GlobalTensor<int32_t> gm;
         gm.SetGlobalBuffer(src);
@@ -332,13 +339,13 @@ private:
         const AscendC::LocalTensor<float> x = xBuf_.Get<float>();
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(id_);
         AscendC::DataCopy(in, gm,
-                          AscendC::DataCopyParams((uint16_t)parts_, (uint16_t)(elems * 4 / 32),
+                          AscendC::DataCopyParams((uint16_t)parts, (uint16_t)(elems * 4 / 32),
                                                   (uint16_t)((rows - n) * cols * 4 / 32), 0));
         AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(id_);
         AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(id_);
-        AscendC::Cast(x, in, AscendC::RoundMode::CAST_NONE, parts_ * elems);
+        AscendC::Cast(x, in, AscendC::RoundMode::CAST_NONE, parts * elems);
         AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(id_);
-        for (uint32_t p = parts_ - 1; p > 0; --p) {  // the smallest parts first
+        for (uint32_t p = parts - 1; p > 0; --p) {  // the smallest parts first
             AscendC::Axpy(x[(p - 1) * elems], x[p * elems], 1.0f / kInferInt8Radix, (int32_t)elems);
         }
         return x;
@@ -348,9 +355,9 @@ private:
     const FaProblemTiling* p_ = nullptr;
     const FaInferWorkspace* ws_ = nullptr;
     int32_t id_ = 0;
-    uint32_t parts_ = 0, d_ = 0, w_ = 0, head_ = 0xFFFFFFFFu;
-    float rowScale_[kMaxRows];   // the AIV's rows of the current task: r = max|q'| / 127
-    float rowOffset_[kMaxRows];  // and q'.o (per-token K: sum(Q); 0 without offsets)
+    uint32_t parts_ = 0, probParts_ = 0, d_ = 0, w_ = 0, head_ = 0xFFFFFFFFu;
+    float rowScale_[2][kMaxRows];   // the AIV's rows of a task (two sets): r = max|q'| / 127
+    float rowOffset_[2][kMaxRows];  // and q'.o (per-token K: sum(Q); 0 without offsets)
     float rowConst_[kInferStepSlots][kMaxRows];  // per-token V: sum_j P_j s_j o_j of the step in each slot
     float valueScale_[kInferStepSlots] = {};     // per-token V: the step's largest scale
     bool keyTokens_ = false, valueTokens_ = false, offset_ = false;

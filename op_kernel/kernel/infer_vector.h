@@ -75,23 +75,36 @@ public:
     __aicore__ inline void Process() {
         FaInferTaskIterator it;
         it.Init(t_, seqInfo_, t_->coreTaskStart[core_], t_->coreTaskStart[core_ + 1]);
-        FaInferTask task;
+        FaInferTask task, next;
         FaStepRing<Pending, kInferStepSlots - 1> ring;  // steps whose output fold is still to do
         ring.Init(kInferStepSlots - 1);
-        uint32_t step = 0, taskSlot = 0;
-        while (it.Next(task, t_->splits)) {
+        uint32_t step = 0, taskSlot = 0, querySet = 0;
+        bool more = it.Next(task, t_->splits), split = false;  // split: the task's query rows are already split
+        while (more) {
+            const bool hasNext = it.Next(next, t_->splits);
             const FaAivRows mine = AivRowsOf(task.rows, sub_);
             if (task.keyFirst >= task.keyLast) {
                 WriteEmptyRows(task, mine);
-                continue;
+            } else {
+                if (int8_ && !split) int8Io_.Query(task, mine, step, querySet);
+                split = false;
+                const uint32_t nextStep = step + (uint32_t)CeilDiv(task.keyLast - task.keyFirst, (int64_t)w_);
+                for (int64_t c0 = task.keyFirst; c0 < task.keyLast; c0 += w_) {
+                    const bool first = c0 == task.keyFirst, last = c0 + w_ >= task.keyLast;
+                    Advance(Pending{task, mine, c0, step, taskSlot, querySet, first, last}, ring);
+                    ++step;
+                    // The next task's query split, once the cube has read this task's (its first scores are in):
+                    // at a task's start the cube would otherwise wait for it with the K and V loads stopped.
+                    if (int8_ && first && hasNext && next.keyFirst < next.keyLast) {
+                        int8Io_.Query(next, AivRowsOf(next.rows, sub_), nextStep, querySet ^ 1);
+                        split = true;
+                    }
+                }
+                taskSlot = (taskSlot + 1) % kInferStepSlots;  // a task's statistics live until its last output fold
+                querySet ^= 1;
             }
-            for (int64_t c0 = task.keyFirst; c0 < task.keyLast; c0 += w_) {
-                const bool first = c0 == task.keyFirst, last = c0 + w_ >= task.keyLast;
-                if (int8_ && first) int8Io_.Query(task, mine, step);
-                Advance(Pending{task, mine, c0, step, taskSlot, first, last}, ring);
-                ++step;
-            }
-            taskSlot = (taskSlot + 1) % kInferStepSlots;  // a task's statistics live until its last output fold
+            task = next;
+            more = hasNext;
         }
         for (uint32_t i = 0; i < ring.Count(); ++i) OutputStep(ring.FromOldest(i));
         io_.End();
@@ -111,19 +124,20 @@ private:
         int64_t c0;
         uint32_t step;
         uint32_t taskSlot;
+        uint32_t querySet;  // an int8 cache: the set of row scales of the task's split query (FaInferInt8)
         bool first;
         bool last;
     };
 
     // A step's softmax, then the oldest pending output fold once kInferStepSlots - 1 are pending.
     __aicore__ inline void Advance(const Pending& s, FaStepRing<Pending, kInferStepSlots - 1>& ring) {
-        SoftmaxStep(s.task, s.mine, s.c0, s.step, s.taskSlot, s.first);
+        SoftmaxStep(s.task, s.mine, s.c0, s.step, s.taskSlot, s.querySet, s.first);
         if (ring.Full()) OutputStep(ring.Oldest());
         ring.Push(s);
     }
 
     __aicore__ inline void SoftmaxStep(const FaInferTask& task, const FaAivRows& mine, int64_t c0, uint32_t step,
-                                       uint32_t taskSlot, bool first) {
+                                       uint32_t taskSlot, uint32_t querySet, bool first) {
         const uint32_t slot = InferSlot(step);
         AscendC::CrossCoreWaitFlag(FlagOf(kFwdFlagScores, step));
         if (mine.count == 0) {
@@ -140,7 +154,7 @@ private:
             if (!int8_ && i + 1 < chunks) LoadScores(mine, (i + 1) * chunk_, slot);
             const uint32_t r0 = i * chunk_;
             const uint32_t rows = (uint32_t)FaMin((int64_t)(mine.count - r0), (int64_t)chunk_);
-            SoftmaxRows(task, task.row0 + mine.first + r0, rows, r0, c0, cols, slot, taskSlot, first, mine);
+            SoftmaxRows(task, task.row0 + mine.first + r0, rows, r0, c0, cols, slot, taskSlot, querySet, first, mine);
         }
         AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(FlagOf(kFwdFlagProbs, step));
     }
@@ -151,11 +165,12 @@ private:
 
     // Chunk rows [r0, r0 + rows) of this AIV's half (packed rows from `row`) against keys [c0, c0 + cols).
     __aicore__ inline void SoftmaxRows(const FaInferTask& task, int64_t row, uint32_t rows, uint32_t r0, int64_t c0,
-                                       uint32_t cols, uint32_t slot, uint32_t taskSlot, bool first,
-                                       const FaAivRows& mine) {
+                                       uint32_t cols, uint32_t slot, uint32_t taskSlot, uint32_t querySet,
+                                       bool first, const FaAivRows& mine) {
         const uint32_t n = rows * w_;
         AscendC::LocalTensor<float> s =
-            int8_ ? int8Io_.Scores(ws_.template Scores<int32_t>(slot), task.rows, mine.first + r0, mine.first, rows)
+            int8_ ? int8Io_.Scores(ws_.template Scores<int32_t>(slot), task.rows, mine.first + r0, mine.first, rows,
+                                         querySet)
                   : io_.NextScores();
         prologue_.Scale(s, n);
         if (p_->alibiMode != kAlibiNone) AddAlibiRows(s, task, row, rows, c0);

@@ -12,11 +12,16 @@ namespace npu_fa {
 
 // Inference steps in flight per core: the cube's P*V trails its scores by kInferStepSlots - 1 steps.
 constexpr uint32_t kInferStepSlots = 3;
-// An int8 cache: int8 rows per query or probability row (x ~ sum_p h_p / kInferInt8Radix^p, |h_p| <= 127), and
-// the radix: each part carries the previous one's rounding residue (within +-0.5) times 254, so three parts keep
-// about 23 bits of a row's largest value.
+// An int8 cache: int8 rows per query row and per probability row (x ~ sum_p h_p / kInferInt8Radix^p, |h_p| <= 127),
+// and the radix: each part carries the previous one's rounding residue (within +-0.5) times 254, so three parts keep
+// about 23 bits of a row's largest value, two about 15. P in [0, 1] takes two: its error (within 1.6e-5 absolute)
+// stays under the query dtype's own rounding of P in the FlashAttention criterion (docs/performance.md, "The int8
+// cache": the same worst err / bound over the int8 tests as with three), and it saves a third of the vector cores'
+// split of P, of the cube's P*V rows and of their int32 output.
 constexpr uint32_t kInferInt8Parts = 3;
+constexpr uint32_t kInferInt8ProbParts = 2;
 constexpr float kInferInt8Radix = 254.0f;
+static_assert(kInferInt8ProbParts <= kInferInt8Parts, "the step slots and tiles are sized by the query's parts");
 
 // The problem part as the inference kernels read it: qStride/oStride address the query and the output
 // (per batch, head, token; TND: per token), kStride/vStride the caches (per page (a non-paged cache: per batch),
@@ -51,22 +56,22 @@ struct FaInferTilingData {
     // An int8 K/V cache (kernel/infer_int8.h): value = scale * (x + offset), the antiquant GM argument fp32 [K's |
     // V's], each per channel [n2, 2, d] (scales, offsets) (mode 0) or per token [batch, quantTokens, 2] (a key's
     // (scale, offset) by its position in its sequence) (mode 1); quantOffset 0: offsets all zero. Both products run
-    // int8 x int8 on the cube, each query row and probability row split into quantParts int8 rows (packed row r of a
-    // task of `rows` rows: part p at p * rows + r); the step slots of S, P and P*V hold quantParts * mBlock rows
-    // (int32, int8, int32).
+    // int8 x int8 on the cube, each query row split into quantParts int8 rows and each probability row into probParts
+    // (<= quantParts) (packed row r of a task of `rows` rows: part p at p * rows + r); the step slots of S, P and P*V
+    // hold quantParts * mBlock rows (int32, int8, int32).
     uint32_t kvQuant;
     uint32_t keyQuantMode, valueQuantMode;
     uint32_t quantTokens;
     uint32_t quantOffset;
     uint32_t quantParts;
+    uint32_t probParts;
     // Work split of the main pass: core c runs tasks [coreTaskStart[c], coreTaskStart[c + 1]).
     uint32_t blockDim;
     uint32_t taskTotal;
     uint32_t coreTaskStart[kMaxCores + 1];
-    uint32_t reserved;   // an even number of 32-bit fields
 };
 static_assert(sizeof(FaInferTilingData) ==
-                  sizeof(FaProblemTiling) + 10 * sizeof(uint64_t) + (22 + kMaxCores + 1 + 1) * sizeof(uint32_t),
+                  sizeof(FaProblemTiling) + 10 * sizeof(uint64_t) + (23 + kMaxCores + 1) * sizeof(uint32_t),
               "FaInferTilingData must have no implicit padding");
 
 // The task's rows per (batch, KV head): group * q length; tasks per (batch, KV head): query tiles times splits.
