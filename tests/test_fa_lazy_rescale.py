@@ -146,11 +146,15 @@ def check_half_lazy(args, kw):
 @pytest.mark.parametrize("case", HALF_CHAIN, ids=case_id)
 @pytest.mark.parametrize("threshold", list(THRESHOLDS))
 def test_half_chain_lazy_cases(case, threshold, gen, lazy):
+    if threshold == "never" and "pre_tokens" in case[8]:
+        # a band row's first step may see a few keys only: a reference that never moves then lets a later max pass
+        # it by more than ln(65504) = 11.1 and P overflow fp16 (seed 11000110), which the threshold is there to stop
+        pytest.skip("a band with references that never move overflows fp16 P by design")
     lazy(1 + HALF_CHAIN.index(case) % 2, THRESHOLDS[threshold])
     args, kw = half_chain_problem(case, gen)
     check_half_lazy(args, kw)
     on, flushes, steps, tasks = flush_facts()
-    if threshold == "never" and "pre_tokens" not in kw:  # band rows masked on a task's first step take a max later
+    if threshold == "never":
         assert flushes == 0
     if threshold == "every" and case[0] != "TND" and not kw.get("sparse_mode") and "atten_mask" not in kw:
         assert flushes == steps - tasks
