@@ -5,8 +5,9 @@ one or two score tiles beside O, with the default threshold, a negative one (eve
 (no flush past a task's first step), against the float64 reference with the FlashAttention criterion: random
 inputs of the feature problems, keys sorted so that the rows' max rises by more than the threshold at every step
 (rows of one vector core only, of both, alternating), the features, fp16 and bf16, shapes off the block grid; the
-flush count of last_launch_info() against the steps; the gradients from the lazy forward's statistics; the tiling's
-rule and the knob's argument checks."""
+flush count of last_launch_info() against the steps; the gradients from the lazy forward's statistics; the same for
+the high-performance mode's fp16 softmax chain (P against the references in half); the tiling's rule and the knob's
+argument checks."""
 from __future__ import annotations
 
 import math
