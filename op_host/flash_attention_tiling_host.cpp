@@ -104,15 +104,15 @@ constexpr float kLazyThreshold = 8.0f;
 // (dv = 256: 80-row tasks) the plan stays, one S slot (S = 8K 56.1 -> 59.5 %, causal 55.8 -> 57.4, 2K 44.3 -> 46.6);
 // at 64 < dv <= 128 O takes half of L0C and the S tiles shrink to 64 columns in two slots (Q reloaded per tile:
 // MTE1 45 -> 68 % busy), which pays on tasks of 8 or more steps that no band cuts (S = 4K 48.2 -> 49.6 %, 8K
-// 51.6 -> 54.8, 32K 54.3 -> 59.1; S = 2K 35.8 -> 35.4, causal 8K 50.3 -> 49.1, D = 64 31.8 -> 30.4). Not with the fp16
-// softmax chain (its exponent runs in half against the running max).
+// 51.6 -> 54.8, 32K 54.3 -> 59.1; S = 2K 35.8 -> 35.4, causal 8K 50.3 -> 49.1, D = 64 31.8 -> 30.4). With the fp16
+// softmax chain (fp16, inner_precise 1, scale 2^-3) the vector cores have less to hide, and the 64-column tiles pay
+// from 16 steps (S = 4K 54.7 -> 54.1 %, 8K 59.7 -> 60.2, 32K N = 1 62.2 -> 64.0; D = 256 8K 59.1 -> 61.4).
 uint32_t LazySlotsThatPay(const FaProblem& p, const FlashAttentionTilingData& t, const L0cPlan& plan) {
-    if (t.halfSoftmax != 0) return 0;
     if (p.forceLazy >= 0) return (uint32_t)p.forceLazy;
     if (plan.out != kFaL0cRing) return 1;
     const uint32_t dvPad = t.problem.dvPad;
     if (dvPad <= 64 || dvPad > 128 || t.bandTiles != 0 || p.denseMask) return 0;
-    return CeilDiv(t.problem.s2, t.s2Block) >= 8 ? 2 : 0;
+    return CeilDiv(t.problem.s2, t.s2Block) >= (t.halfSoftmax != 0 ? 16u : 8u) ? 2 : 0;
 }
 
 // Modeled cube-side cycles per score of a (s1Block, step) shape: Fixpipe moves the fp32 score and, once per step,

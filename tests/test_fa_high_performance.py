@@ -78,22 +78,28 @@ HALF_CHAIN = [
 ]
 
 
-@pytest.mark.parametrize("case", HALF_CHAIN, ids=case_id)
-def test_half_chain_tiles(case, gen):
-    # key lengths past two 512-key tiles: fully visible tiles take the fp16 chain, band-cut, masked and tail tiles
-    # the widened fp32 path, in the same rows (the tiling's choice: fp16, no per-score features, a scale exact in
-    # fp16: 2^-3 or 2^-4 here)
+def half_chain_problem(case, gen):
+    """A HALF_CHAIN case with a scale exact in fp16 (2^-3 or 2^-4); "tail": a dense mask whose third tile is masked
+    in batch 0, with every tile visible but the first, mixed, in batch 1."""
     if case[8].get("atten_mask") == "tail":
         layout, dt, B, S1, S2 = case[:5]
         args, kw = problem(case[:8] + ({},), gen, q_gain=2.0)
         m = torch.zeros(B, 1, S1, S2, dtype=torch.bool)
-        m[0, :, :, 1024:] = True  # batch 0: the third tile masked; batch 1: every tile visible
-        m[1, :, 7, 3] = True      # batch 1: its first tile mixed
+        m[0, :, :, 1024:] = True
+        m[1, :, 7, 3] = True
         kw["atten_mask"] = m
     else:
         args, kw = problem(case, gen, q_gain=2.0)
     kw["scale"] = 2.0 ** -3 if case[7] <= 96 else 2.0 ** -4
-    check_hp_forward(args, kw)
+    return args, kw
+
+
+@pytest.mark.parametrize("case", HALF_CHAIN, ids=case_id)
+def test_half_chain_tiles(case, gen):
+    # key lengths past two 512-key tiles: fully visible tiles take the fp16 chain, band-cut, masked and tail tiles
+    # the widened fp32 path, in the same rows (the tiling's choice: fp16, no per-score features, a scale exact in
+    # fp16)
+    check_hp_forward(*half_chain_problem(case, gen))
     assert npu_flash_attn.last_launch_info()["half_softmax"]
 
 

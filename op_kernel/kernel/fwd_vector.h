@@ -9,8 +9,9 @@
 // Other chunks are widened by one Cast and take the fp32 path. With the tiling's outResidual, a task's end also
 // writes attention_out's rounding error (fp32 out - out in T, rounded to T; opart is its fp32 scratch; it waits
 // for its copy out after the output rows in the probability buffers, or where UB is short in opart) for the
-// backward's D (issue 26). With the tiling's lazy rescale P is taken against a per-row reference max, each step
-// sends a flush word to the cube, and a P*V arrives only where a word asked for a flush and at the task's end.
+// backward's D (issue 26). With the tiling's lazy rescale P is taken against a per-row reference max (in both
+// paths: the fp16 chain subtracts the reference in half), each step sends a flush word to the cube, and a P*V
+// arrives only where a word asked for a flush and at the task's end.
 #ifndef NPU_FA_KERNEL_FWD_VECTOR_H
 #define NPU_FA_KERNEL_FWD_VECTOR_H
 
@@ -234,8 +235,7 @@ private:
 
         // The chunk's rows of each statistic start at row r0 (a multiple of 8: whole 32 B blocks).
         if (lazy_) {
-            softmax_.ExponentiateLazy(s, c.rows, c.r0, c.taskSlot, c.slot, c.first, Refs(c.taskSlot), Rise(),
-                                      statBitsBuf_.Get<uint8_t>(), t_->lazyThreshold);
+            softmax_.ExponentiateLazy(s, c.rows, c.r0, c.taskSlot, c.slot, c.first, LazyRefs(c.taskSlot));
         } else {
             softmax_.Exponentiate(s, c.rows, c.r0, c.taskSlot, c.slot, c.first);
         }
@@ -260,7 +260,12 @@ private:
         const AscendC::LocalTensor<half> s = io_.NextStaged().template ReinterpretCast<half>();
         const AscendC::LocalTensor<half> p = io_.ProbsBuffer().template ReinterpretCast<half>();
         AscendC::Muls(s, s, (half)p_->scale, (int32_t)n);
-        softmax_.ExponentiateHalf(s, p, c.rows, c.r0, c.taskSlot, c.slot, c.first);
+        if (lazy_) {
+            const FaLazyRefs lazy = LazyRefs(c.taskSlot);
+            softmax_.ExponentiateHalf(s, p, c.rows, c.r0, c.taskSlot, c.slot, c.first, &lazy);
+        } else {
+            softmax_.ExponentiateHalf(s, p, c.rows, c.r0, c.taskSlot, c.slot, c.first);
+        }
         io_.ReleaseStaged();
         io_.SendProbs(ws_.template Probs<T>(c.slot), mine.first + c.r0, n);
         const AscendC::LocalTensor<float> pf = io_.Work();
@@ -346,6 +351,9 @@ private:
         return refBuf_.Get<float>()[taskSlot * statElems_];
     }
     __aicore__ inline AscendC::LocalTensor<float> Rise() { return riseBuf_.Get<float>(); }
+    __aicore__ inline FaLazyRefs LazyRefs(uint32_t taskSlot) {
+        return FaLazyRefs{Refs(taskSlot), Rise(), statBitsBuf_.Get<uint8_t>(), t_->lazyThreshold};
+    }
 
     // out = acc / l; rows that saw no key keep max = -FLT_MAX and get out = 0, sum = FLT_MAX (zero LSE weight).
     // With a sink logit z the row's softmax also has exp(z - max'): max' = max(m, z), l' = l e + exp(z - max') and

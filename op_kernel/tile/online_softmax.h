@@ -12,6 +12,15 @@
 
 namespace npu_fa {
 
+// The lazy rescale's per-row references (the forward's): the reference max of the chunk's task slot, the rows' rise
+// ref_old - m of the step, one compare bit per statistic element, and the threshold past which a row moves its
+// reference.
+struct FaLazyRefs {
+    AscendC::LocalTensor<float> refs, rise;
+    AscendC::LocalTensor<uint8_t> bits;
+    float threshold;
+};
+
 // kSlots: tasks (and steps) in flight, each with its own statistics until its last output fold.
 template <uint32_t kSlots>
 class FaOnlineSoftmax {
@@ -116,30 +125,18 @@ public:
     }
 
     // Exponentiate against a per-row reference max (the forward's lazy rescale): the running max m as above, then a
-    // row whose m passed its reference `ref` by more than `threshold` takes m as its reference from then on, alpha =
-    // exp(ref_old - ref_new) (1 where the reference stays), and p = exp(s - ref) <= exp(threshold). `rise` receives
-    // ref_old - m per row (<= 0; the task's first step: 0), `bits` one bit per statistic element.
+    // row whose m passed its reference by more than the threshold takes m as its reference from then on, alpha =
+    // exp(ref_old - ref_new) (1 where the reference stays), and p = exp(s - ref) <= exp(threshold). The rise receives
+    // ref_old - m per row (<= 0; the task's first step: 0).
     __aicore__ inline void ExponentiateLazy(const AscendC::LocalTensor<float>& s, uint32_t rows, uint32_t r0,
-                                            uint32_t taskSlot, uint32_t stepSlot, bool first,
-                                            const AscendC::LocalTensor<float>& refs,
-                                            const AscendC::LocalTensor<float>& rise,
-                                            const AscendC::LocalTensor<uint8_t>& bits, float threshold) {
+                                            uint32_t taskSlot, uint32_t stepSlot, bool first, const FaLazyRefs& lazy) {
         const uint32_t statN = AlignUp(rows, 8) * 8;
         AscendC::LocalTensor<float> mRun = Stat(kMax + taskSlot)[r0 * 8];
-        AscendC::LocalTensor<float> alpha = Stat(kAlpha + stepSlot)[r0 * 8];
         AscendC::LocalTensor<float> bcast = Stat(kBcast);
-        const AscendC::LocalTensor<float> ref = refs[r0 * 8];
+        const AscendC::LocalTensor<float> ref = lazy.refs[r0 * 8];
         RowReduce<true>(s, rows);
-        if (first) {
-            AscendC::DataCopy(ref, bcast, statN);
-        } else {
-            AscendC::Max(bcast, bcast, mRun, (int32_t)statN);
-            AscendC::Sub(rise[r0 * 8], ref, bcast, (int32_t)statN);
-            AscendC::Compares(bits, rise[r0 * 8], -threshold, AscendC::CMPMODE::LT, statN);
-            AscendC::Select(alpha, bits, rise[r0 * 8], 0.0f, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
-            AscendC::Select(ref, bits, bcast, ref, AscendC::SELMODE::VSEL_TENSOR_TENSOR_MODE, statN);
-            AscendC::Exp(alpha, alpha, (int32_t)statN);
-        }
+        if (!first) AscendC::Max(bcast, bcast, mRun, (int32_t)statN);
+        MoveReferences(lazy, r0, stepSlot, statN, first);
         AscendC::DataCopy(mRun, bcast, statN);
         RowSubPerRow(s, ref, rows, w_);
         AscendC::Exp(s, s, (int32_t)(rows * w_));
@@ -158,11 +155,12 @@ public:
     }
 
     // Exponentiate for half scores s[rows, w] (w a multiple of 128; the forward's high-performance chain): the row max
-    // and the statistics as above in fp32, then s - m_new and p = exp(s - m_new) in half (128 lanes per repeat) into
-    // `p`. m_new is a max of half values, so its half copy is exact. `fold` must hold 3 * rows * w / 32 bytes.
+    // and the statistics as above in fp32, then s - x and p = exp(s - x) in half (128 lanes per repeat) into `p`, x
+    // the running max, or with `lazy` the reference (ExponentiateLazy's; p <= e^threshold, in range of half). Both are
+    // maxima of half values, so their half copies are exact. `fold` must hold 3 * rows * w / 32 bytes.
     __aicore__ inline void ExponentiateHalf(const AscendC::LocalTensor<half>& s, const AscendC::LocalTensor<half>& p,
                                             uint32_t rows, uint32_t r0, uint32_t taskSlot, uint32_t stepSlot,
-                                            bool first) {
+                                            bool first, const FaLazyRefs* lazy = nullptr) {
         const uint32_t rows8 = AlignUp(rows, 8), statN = rows8 * 8;
         AscendC::LocalTensor<float> mRun = Stat(kMax + taskSlot)[r0 * 8];
         AscendC::LocalTensor<float> alpha = Stat(kAlpha + stepSlot)[r0 * 8];
@@ -174,7 +172,11 @@ public:
             AscendC::Max(row_, row_, scratch, (int32_t)rows8);
         }
         AscendC::Brcb(bcast, row_, (uint8_t)(rows8 / 8), AscendC::BrcbRepeatParams(1, 8));
-        if (!first) {
+        if (lazy != nullptr) {
+            MoveReferences(*lazy, r0, stepSlot, statN, first);
+            // the references, one value per row, replace the running max in row_ (unchanged on the first step)
+            if (!first) AscendC::BlockReduceMax(row_, lazy->refs[r0 * 8], (int32_t)(rows8 / 8), 64, 1, 1, 8);
+        } else if (!first) {
             AscendC::Sub(alpha, mRun, bcast, (int32_t)statN);
             AscendC::Exp(alpha, alpha, (int32_t)statN);
         }
@@ -244,6 +246,24 @@ public:
     __aicore__ inline static float PositiveInfinity() { return __builtin_huge_valf(); }
 
 private:
+    // Lazy rescale, rows [r0, r0 + rows) with their running max m in Stat(kBcast): the task's first step takes m as
+    // the reference; later steps set rise = ref_old - m and move the rows with rise < -threshold to m, alpha =
+    // exp(ref_old - ref_new).
+    __aicore__ inline void MoveReferences(const FaLazyRefs& lazy, uint32_t r0, uint32_t stepSlot, uint32_t statN,
+                                          bool first) {
+        const AscendC::LocalTensor<float> m = Stat(kBcast), ref = lazy.refs[r0 * 8], rise = lazy.rise[r0 * 8];
+        const AscendC::LocalTensor<float> alpha = Stat(kAlpha + stepSlot)[r0 * 8];
+        if (first) {
+            AscendC::DataCopy(ref, m, statN);
+            return;
+        }
+        AscendC::Sub(rise, ref, m, (int32_t)statN);
+        AscendC::Compares(lazy.bits, rise, -lazy.threshold, AscendC::CMPMODE::LT, statN);
+        AscendC::Select(alpha, lazy.bits, rise, 0.0f, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, statN);
+        AscendC::Select(ref, lazy.bits, m, ref, AscendC::SELMODE::VSEL_TENSOR_TENSOR_MODE, statN);
+        AscendC::Exp(alpha, alpha, (int32_t)statN);
+    }
+
     // Row maxima of a half [rows, w] tile (w a multiple of 128) -> row_, one fp32 per row: block maxima in half (one
     // BlockReduceMax over the tile, w / 16 per row), widened, folded in halves down to one 32 B block per row, then
     // one value per row.
