@@ -51,7 +51,9 @@ uint32_t QueryChunkBlocks(const BytesOf& bytesOf, uint64_t limit, uint32_t qBlkM
     const uint32_t least = std::max((most + 1) / 2, CeilDiv(kBwdMinChunkSteps, group));
     for (uint32_t c = most; c >= least; --c) {
         uint64_t rounds = 0;
-        for (uint32_t b0 = 0; b0 < qBlkMax; b0 += c) rounds += CeilDiv(heads * std::min(c, qBlkMax - b0), kBwdChunkCores);
+        for (uint32_t b0 = 0; b0 < qBlkMax; b0 += c) {
+            rounds += CeilDiv(heads * std::min(c, qBlkMax - b0), kBwdChunkCores);
+        }
         if (rounds < bestRounds) best = c, bestRounds = rounds;
     }
     return best;
@@ -209,7 +211,8 @@ std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut
                 for (uint32_t blk = 0; blk < kBlocks[b]; ++blk) {
                     const int64_t c0 = (int64_t)blk * t.s2Block, c1 = std::min<int64_t>(s.s2, c0 + t.s2Block);
                     const FaStepRange r = QueryBlocksOf(band, c0, c1, s.s1, t.s1Block);
-                    const int64_t first = std::max<int64_t>(r.first, blk0), last = std::min<int64_t>(r.last, blk0 + t.qBlkCount);
+                    const int64_t first = std::max<int64_t>(r.first, blk0);
+                    const int64_t last = std::min<int64_t>(r.last, blk0 + t.qBlkCount);
                     const uint64_t tiles = last > first ? (uint64_t)(last - first) * t.problem.group : 0;
                     costKv[c].push_back(blk0 != 0 && blk0 >= qBlocks[b] ? 0 : FaTaskCost(tiles));
                 }

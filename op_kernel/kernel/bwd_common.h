@@ -56,14 +56,15 @@ public:
     }
 
     // dQ tasks are task slots (sequence, query head, s1 block of the query chunk window); a slot past the
-    // sequence's s1 blocks (the last chunk of a longer sequence's) holds no task and is passed over.
+    // sequence's s1 blocks (in a chunk sized for a longer sequence) holds no task and is passed over.
     __aicore__ inline bool Next(FaBwdTask& task) {
         const FlashAttentionGradTilingData* t = t_;
         const FaProblemTiling& p = t->problem;
         const bool dq = t->pass == kBwdPassDq;
         const int64_t ownBlock = dq ? t->s1Block : t->s2Block;
         const uint32_t heads = dq ? t->headCount * p.group : t->headCount;  // the launch's heads of this pass's kind
-        const uint32_t perSeq = heads * (dq ? (uint32_t)FaMin(t->qBlkCount, CeilDiv(p.s1, t->s1Block)) : CeilDiv(p.s2, t->s2Block));
+        const uint32_t perSeq =
+            heads * (dq ? (uint32_t)FaMin(t->qBlkCount, CeilDiv(p.s1, t->s1Block)) : CeilDiv(p.s2, t->s2Block));
         uint32_t batch;
         int64_t local;
         do {
