@@ -37,6 +37,28 @@ std::string PlanLowScores(const FaProblem& p, const ChipSpec& chip, uint32_t m16
 // when the tiles are stored; else what is wrong, and the caller takes the standard tiling.
 std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut& out, bool wideStored);
 
+// Query chunks (one kv head each): s1 blocks per chunk, 0 where fewer than kBwdMinChunkSteps fit the limit
+// (bytesOf(blocks): one kv head's stored tiles). Among the sizes from half the largest up (and at least those
+// steps), the one whose dQ passes take the fewest rounds of kBwdChunkCores cores (a chunk's heads x blocks tasks;
+// heads: the group's query heads of every sequence), the largest of those.
+template <typename BytesOf>
+uint32_t QueryChunkBlocks(const BytesOf& bytesOf, uint64_t limit, uint32_t qBlkMax, uint32_t group, uint32_t heads) {
+    uint32_t most = 0;
+    while (most < qBlkMax && bytesOf(most + 1) <= limit) ++most;
+    if (most == 0 || most * group < kBwdMinChunkSteps) return 0;
+    uint32_t best = most;
+    uint64_t bestRounds = ~0ull;
+    const uint32_t least = std::max((most + 1) / 2, CeilDiv(kBwdMinChunkSteps, group));
+    for (uint32_t c = most; c >= least; --c) {
+        uint64_t rounds = 0;
+        for (uint32_t b0 = 0; b0 < qBlkMax; b0 += c) {
+            rounds += CeilDiv(heads * std::min(c, qBlkMax - b0), kBwdChunkCores);
+        }
+        if (rounds < bestRounds) best = c, bestRounds = rounds;
+    }
+    return best;
+}
+
 }  // namespace
 
 std::string ComputeFlashAttentionGradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut& out) {
@@ -110,35 +132,53 @@ std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut
     out.l1Bytes = GradL1Bytes(t.s1Block, t.s2Block, dPad, dvPad, t.l1Slots);
 
     // Stored tiles (bwd_tiling.h): every s1 x s2 block of every sequence, P and dS, per query head; chunks of
-    // headCount kv heads, the largest divisor of N2 whose tiles fit the limit; none fit: recompute, one chunk.
+    // headCount kv heads, the largest divisor of N2 whose tiles fit the limit; where one kv head's do not, chunks of
+    // one kv head and qBlkCount s1 blocks (QueryChunkBlocks); neither: recompute, one chunk.
     auto align512 = [](uint64_t v) { return (v + 511) / 512 * 512; };
     const uint64_t tileBytes = align512((uint64_t)t.s1Block * t.s2Block * 2);
-    uint64_t tilesPerHead = 0;
+    std::vector<uint32_t> qBlocks(p.batch), kBlocks(p.batch);
+    uint32_t qBlkMax = 1;
     for (uint32_t b = 0; b < p.batch; ++b) {
         FaSeq s;
         FaBand band;
         ReadSeqRow(&ft.seqInfo[(size_t)b * kSeqInfoFields], s, band);
-        tilesPerHead += (uint64_t)CeilDiv((uint32_t)s.s1, t.s1Block) * CeilDiv((uint32_t)s.s2, t.s2Block);
+        qBlocks[b] = CeilDiv((uint32_t)s.s1, t.s1Block);
+        kBlocks[b] = CeilDiv((uint32_t)s.s2, t.s2Block);
+        qBlkMax = std::max(qBlkMax, qBlocks[b]);
     }
-    const uint64_t perKvHead = tilesPerHead * t.problem.group * 2 * tileBytes;
+    // Stored bytes of one kv head with chunks of `chunk` s1 blocks.
+    auto perKvHeadOf = [&](uint32_t chunk) {
+        uint64_t tiles = 0;
+        for (uint32_t b = 0; b < p.batch; ++b) tiles += (uint64_t)std::min(chunk, qBlocks[b]) * kBlocks[b];
+        return tiles * t.problem.group * 2 * tileBytes;
+    };
     const uint64_t limit = p.bwdStoreLimit != 0 ? p.bwdStoreLimit : kBwdStoreLimitBytes;
     t.headCount = 0;
+    t.qBlkCount = qBlkMax;
     if (StoredKvL1Bytes(t.s1Block, t.s2Block, dPad, dvPad, t.l1Slots) <= l1) {
         for (uint32_t hc = p.n2; hc >= 1 && t.headCount == 0; --hc) {
-            if (p.n2 % hc == 0 && hc * perKvHead <= limit) t.headCount = hc;
+            if (p.n2 % hc == 0 && hc * perKvHeadOf(qBlkMax) <= limit) t.headCount = hc;
+        }
+        if (t.headCount == 0 && kvParts == kBwdPartsBoth) {
+            t.qBlkCount = QueryChunkBlocks(perKvHeadOf, limit, qBlkMax, t.problem.group, t.problem.group * p.batch);
+            t.headCount = t.qBlkCount != 0 ? 1 : 0;
         }
     }
     t.storeTiles = t.headCount != 0 ? 1 : 0;
     if (wideStored && t.storeTiles == 0) return "the tiles are not stored";  // the caller takes the standard tiling
-    if (t.headCount == 0) t.headCount = p.n2;
+    if (t.headCount == 0) t.headCount = p.n2, t.qBlkCount = qBlkMax;
     t.tileBytes = (uint32_t)tileBytes;
-    const uint32_t chunks = p.n2 / t.headCount;
+    const uint64_t perKvHead = perKvHeadOf(t.qBlkCount);
+    const uint32_t chunks = p.n2 / t.headCount, qChunks = CeilDiv(qBlkMax, t.qBlkCount);
 
-    // Tasks of both passes of one chunk of heads, sequence-major; a task costs its tiles plus a fixed overhead.
-    std::vector<uint64_t> costQ, costKv;
+    // Tasks of both passes of one chunk of heads and query blocks, sequence-major; a task costs its tiles plus a
+    // fixed overhead. dQ task slots per sequence: heads x min(qBlkCount, its s1 blocks), the same for every query
+    // chunk (a slot past the sequence's blocks costs nothing and the kernel passes over it).
+    std::vector<std::vector<uint64_t>> costQ(qChunks), costKv(qChunks);
     out.seqInfo.assign((size_t)p.batch * kBwdSeqFields, 0);
     out.tiles = 0;
     int64_t tileBase = 0;
+    const uint32_t qHeads = t.headCount * t.problem.group;
     for (uint32_t b = 0; b < p.batch; ++b) {
         int64_t* si = &out.seqInfo[(size_t)b * kBwdSeqFields];
         const int64_t* fwd = &ft.seqInfo[(size_t)b * kSeqInfoFields];
@@ -146,22 +186,40 @@ std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut
         FaBand band;
         ReadSeqRow(fwd, s, band);
         for (uint32_t f = 0; f < kSeqInfoFields; ++f) si[f] = fwd[f];
-        si[kBwdSeqFirstKvTask] = (int64_t)costKv.size();
-        si[kBwdSeqFirstDqTask] = (int64_t)costQ.size();
+        si[kBwdSeqFirstKvTask] = (int64_t)costKv[0].size();
+        si[kBwdSeqFirstDqTask] = (int64_t)costQ[0].size();
         si[kBwdSeqTileBase] = tileBase;
-        const uint32_t kBlocks = CeilDiv((uint32_t)s.s2, t.s2Block);
-        tileBase += (int64_t)CeilDiv((uint32_t)s.s1, t.s1Block) * kBlocks;
-        out.tiles += chunks * AddQueryBlockTasks(s, band, t.headCount * t.problem.group, t.s1Block, t.s2Block, costQ);
-        for (uint32_t n = 0; n < t.headCount; ++n) {
-            for (uint32_t blk = 0; blk < kBlocks; ++blk) {
-                const int64_t c0 = (int64_t)blk * t.s2Block, c1 = std::min<int64_t>(s.s2, c0 + t.s2Block);
-                const FaStepRange r = QueryBlocksOf(band, c0, c1, s.s1, t.s1Block);
-                const uint64_t tiles = r.last > r.first ? (uint64_t)(r.last - r.first) * t.problem.group : 0;
-                costKv.push_back(FaTaskCost(tiles));
+        const uint32_t slots = std::min(t.qBlkCount, qBlocks[b]);
+        tileBase += (int64_t)slots * kBlocks[b];
+        for (uint32_t c = 0; c < qChunks; ++c) {
+            const uint32_t blk0 = c * t.qBlkCount;
+            for (uint32_t n = 0; n < qHeads; ++n) {
+                for (uint32_t i = 0; i < slots; ++i) {
+                    const uint32_t blk = blk0 + i;
+                    if (blk >= qBlocks[b]) {
+                        costQ[c].push_back(0);
+                        continue;
+                    }
+                    const int64_t r0 = (int64_t)blk * t.s1Block, r1 = std::min<int64_t>(s.s1, r0 + t.s1Block);
+                    const FaStepRange st = StepsOf(band, r0, r1, s.s2, t.s2Block);
+                    const uint64_t steps = st.last > st.first ? (uint64_t)(st.last - st.first) : 0;
+                    out.tiles += chunks * steps;
+                    costQ[c].push_back(FaTaskCost(steps));
+                }
+            }
+            for (uint32_t n = 0; n < t.headCount; ++n) {
+                for (uint32_t blk = 0; blk < kBlocks[b]; ++blk) {
+                    const int64_t c0 = (int64_t)blk * t.s2Block, c1 = std::min<int64_t>(s.s2, c0 + t.s2Block);
+                    const FaStepRange r = QueryBlocksOf(band, c0, c1, s.s1, t.s1Block);
+                    const int64_t first = std::max<int64_t>(r.first, blk0);
+                    const int64_t last = std::min<int64_t>(r.last, blk0 + t.qBlkCount);
+                    const uint64_t tiles = last > first ? (uint64_t)(last - first) * t.problem.group : 0;
+                    costKv[c].push_back(blk0 != 0 && blk0 >= qBlocks[b] ? 0 : FaTaskCost(tiles));
+                }
             }
         }
     }
-    if (costQ.size() > 0xFFFFFFFFull || costKv.size() > 0xFFFFFFFFull) return "too many tasks for one launch";
+    if (costQ[0].size() > 0xFFFFFFFFull || costKv[0].size() > 0xFFFFFFFFull) return "too many tasks for one launch";
 
     // Workspace: D for every query row ([rows, 8] fp32), the stored tiles of a chunk, then per core S, dP (fp32, or
     // 16-bit in the high-performance mode), P, dS (16-bit) tiles, kBwdSlots slots each, and a task's sums (dS K or
@@ -174,7 +232,9 @@ std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut
     const uint64_t partB = align512((uint64_t)t.s2Block * dvPad * 4);
     t.wsOffsetD = 0;
     t.wsOffsetTiles = align512(qRows * p.n1 * 8 * 4);
-    t.wsOffsetCore = t.wsOffsetTiles + (t.storeTiles != 0 ? t.headCount * perKvHead : 0);
+    t.wsOffsetChunkSums = t.wsOffsetTiles + (t.storeTiles != 0 ? t.headCount * perKvHead : 0);
+    t.chunkKeys = qChunks > 1 ? (varlen ? p.t2 : (uint64_t)p.batch * p.s2) : 0;
+    t.wsOffsetCore = t.wsOffsetChunkSums + align512(t.headCount * t.chunkKeys * (dPad + dvPad) * 4);
     const uint64_t n = kBwdSlots;
     t.wsOffsetS = 0;
     t.wsOffsetDp = n * tileS;
@@ -184,10 +244,11 @@ std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut
     t.wsOffsetSumB = t.wsOffsetSumA + partA;
     t.wsPerCore = t.wsOffsetSumB + partB;
 
-    auto launch = [&](uint32_t chunk, FaBwdPass pass, const std::vector<uint64_t>& cost, uint32_t parts,
-                      uint32_t col0 = 0, uint32_t cols = 0) {
+    auto launch = [&](uint32_t chunk, uint32_t qChunk, FaBwdPass pass, const std::vector<uint64_t>& cost,
+                      uint32_t parts, uint32_t col0 = 0, uint32_t cols = 0) {
         FlashAttentionGradTilingData l = t;
         l.headFirst = chunk * t.headCount;
+        l.qBlkFirst = qChunk * t.qBlkCount;
         l.pass = pass;
         l.kvParts = parts;
         l.sumCol0 = col0;
@@ -204,20 +265,22 @@ std::string GradTiling(const FaProblem& p, const ChipSpec& chip, FaGradTilingOut
         l.taskTotal = (uint32_t)cost.size();
         out.launches.push_back(l);
     };
-    // Per chunk of heads: the dQ pass (kvParts only sizes its UB alike), then one dK/dV pass for both gradients,
-    // or (kvParts = dK only) dV passes and dK passes of at most colsMax columns each (the sums of s2Block rows in
-    // half of L0C).
+    // Per chunk of heads and of query blocks: the dQ pass (kvParts only sizes its UB alike), then one dK/dV pass
+    // for both gradients, or (kvParts = dK only; never in query chunks) dV passes and dK passes of at most colsMax
+    // columns each (the sums of s2Block rows in half of L0C).
     out.launches.clear();
     for (uint32_t chunk = 0; chunk < chunks; ++chunk) {
-        launch(chunk, kBwdPassDq, costQ, kvParts);
-        if (kvParts == kBwdPartsBoth) {
-            launch(chunk, kBwdPassDkv, costKv, kBwdPartsBoth);
-        } else {
-            const uint32_t colsMax = kL0cHalfBytes / (t.s2Block * 4) / 16 * 16;
-            for (uint32_t part : {(uint32_t)kBwdPartDv, (uint32_t)kBwdPartDk}) {
-                const uint32_t width = part == kBwdPartDv ? p.dv : p.d;
-                for (uint32_t c0 = 0; c0 < width; c0 += colsMax) {
-                    launch(chunk, kBwdPassDkv, costKv, part, c0, std::min(colsMax, width - c0));
+        for (uint32_t qc = 0; qc < qChunks; ++qc) {
+            launch(chunk, qc, kBwdPassDq, costQ[qc], kvParts);
+            if (kvParts == kBwdPartsBoth) {
+                launch(chunk, qc, kBwdPassDkv, costKv[qc], kBwdPartsBoth);
+            } else {
+                const uint32_t colsMax = kL0cHalfBytes / (t.s2Block * 4) / 16 * 16;
+                for (uint32_t part : {(uint32_t)kBwdPartDv, (uint32_t)kBwdPartDk}) {
+                    const uint32_t width = part == kBwdPartDv ? p.dv : p.d;
+                    for (uint32_t c0 = 0; c0 < width; c0 += colsMax) {
+                        launch(chunk, qc, kBwdPassDkv, costKv[qc], part, c0, std::min(colsMax, width - c0));
+                    }
                 }
             }
         }

@@ -133,6 +133,8 @@ py::dict FlashAttentionGrad(const npu_fa::FaCall& call, const std::string& chipN
     // stored P and dS (the dK/dV pass does not recompute them), in chunks of this many kv heads
     info["stored_tiles"] = dqPass.storeTiles != 0;
     info["head_chunk"] = dqPass.headCount;
+    // where one kv head's tiles exceed the limit: the launches' query chunks, this many rows each (0: unchunked)
+    info["query_chunk_rows"] = dqPass.chunkKeys != 0 ? dqPass.qBlkCount * dqPass.s1Block : 0;
     // the dQ pass keeps its task's Q and dO in L0A over the task's steps (bwd_tiling.h BwdDqResident)
     info["dq_resident"] = dqPass.dqChunkQ != 0;
     // the dtype S and dP leave the cube in (16-bit in the high-performance mode where the forward's S is)

@@ -34,6 +34,7 @@ struct FaBwdTask {
     int64_t mapEntry0; // dense masks: block-map entry of the sequence's (mask head 0, s1 block 0, s2 block 0)
     int64_t qBlocks;   // s1 and s2 blocks of the sequence (the block map's rows per head and columns)
     int64_t kBlocks;
+    int64_t qSlots;    // the sequence's s1 blocks in the launch's query chunk window (qBlkCount at most)
     int64_t tileBase;  // stored tiles: the sequence's first, per query head of the launch
 };
 
@@ -54,35 +55,55 @@ public:
         cursor_.SetRange(t->coreTaskStart[core], t->coreTaskStart[core + 1]);
     }
 
+    // dQ tasks are task slots (sequence, query head, s1 block of the query chunk window); a slot past the
+    // sequence's s1 blocks (in a chunk sized for a longer sequence) holds no task and is passed over.
     __aicore__ inline bool Next(FaBwdTask& task) {
         const FlashAttentionGradTilingData* t = t_;
         const FaProblemTiling& p = t->problem;
         const bool dq = t->pass == kBwdPassDq;
         const int64_t ownBlock = dq ? t->s1Block : t->s2Block;
         const uint32_t heads = dq ? t->headCount * p.group : t->headCount;  // the launch's heads of this pass's kind
-        const uint32_t perSeq = heads * CeilDiv(dq ? p.s1 : p.s2, (uint32_t)ownBlock);
+        const uint32_t perSeq =
+            heads * (dq ? (uint32_t)FaMin(t->qBlkCount, CeilDiv(p.s1, t->s1Block)) : CeilDiv(p.s2, t->s2Block));
         uint32_t batch;
         int64_t local;
-        if (!cursor_.Next(perSeq, batch, local)) return false;
-        ReadSeqRow(cursor_.Row(batch), task.seq, task.band);
+        do {
+            if (!cursor_.Next(perSeq, batch, local)) return false;
+            ReadSeqRow(cursor_.Row(batch), task.seq, task.band);
+            task.qBlocks = (task.seq.s1 + t->s1Block - 1) / t->s1Block;
+            task.qSlots = FaMin(task.qBlocks, (int64_t)t->qBlkCount);
+        } while (dq && t->qBlkFirst + local % task.qSlots >= task.qBlocks);
         task.maskBase = cursor_.Field(batch, kSeqMaskBase);
         task.mapEntry0 = cursor_.Field(batch, kSeqMapEntry0);
-        task.qBlocks = (task.seq.s1 + t->s1Block - 1) / t->s1Block;
         task.kBlocks = (task.seq.s2 + t->s2Block - 1) / t->s2Block;
         task.tileBase = cursor_.Field(batch, kBwdSeqTileBase);
         const int64_t ownLen = dq ? task.seq.s1 : task.seq.s2;
-        const int64_t blocks = (ownLen + ownBlock - 1) / ownBlock;
+        const int64_t blocks = dq ? task.qSlots : task.kBlocks;
         task.batch = batch;
         task.head = (dq ? t->headFirst * p.group : t->headFirst) + (uint32_t)(local / blocks);
-        task.first = (local % blocks) * ownBlock;
+        task.first = ((dq ? t->qBlkFirst : 0) + local % blocks) * ownBlock;
         task.rows = FaMin(ownLen - task.first, ownBlock);
         const int64_t end = task.first + task.rows;
-        const FaStepRange r = dq ? StepsOf(task.band, task.first, end, task.seq.s2, t->s2Block)
-                                 : QueryBlocksOf(task.band, task.first, end, task.seq.s1, t->s1Block);
+        FaStepRange r = dq ? StepsOf(task.band, task.first, end, task.seq.s2, t->s2Block)
+                           : QueryBlocksOf(task.band, task.first, end, task.seq.s1, t->s1Block);
+        if (!dq) {  // the query chunk's blocks only
+            r.first = FaMax(r.first, (int64_t)t->qBlkFirst);
+            r.last = FaMin(r.last, (int64_t)t->qBlkFirst + t->qBlkCount);
+        }
         task.blkFirst = r.first;
         task.blkLast = r.last;
         task.outer = dq ? 1 : p.group;
         return true;
+    }
+
+    // dK/dV pass over query chunks: the chunk holds the sequence's first / last query blocks (both when unchunked);
+    // a sequence with no block in it (not the first chunk) was finished by an earlier chunk.
+    __aicore__ inline static bool FirstChunk(const FlashAttentionGradTilingData* t) { return t->qBlkFirst == 0; }
+    __aicore__ inline static bool LastChunk(const FlashAttentionGradTilingData* t, const FaBwdTask& task) {
+        return t->qBlkFirst + t->qBlkCount >= task.qBlocks;
+    }
+    __aicore__ inline static bool Finished(const FlashAttentionGradTilingData* t, const FaBwdTask& task) {
+        return t->qBlkFirst != 0 && t->qBlkFirst >= task.qBlocks;
     }
 
     // The block map's verdict on a step's tile (kTileMixed without a dense mask: the band logic decides). Both core
@@ -141,13 +162,15 @@ public:
     template <typename T>
     __aicore__ inline __gm__ T* DScores(uint32_t slot) const { return ws_.Slot<T>(t_->wsOffsetDs, slot, Tile()); }
     // Stored tiles (storeTiles): step s's P [s1Block, s2Block], followed by its dS, written by the dQ pass and read
-    // by the dK/dV pass of the same chunk of heads. Sequence-major, then query head of the chunk, s1 block, s2 block.
+    // by the dK/dV pass of the same chunk of heads and query blocks. Sequence-major, then query head of the chunk,
+    // s1 block of the query chunk, s2 block.
     template <typename T>
     __aicore__ inline __gm__ T* StoredProbs(const FaBwdTask& task, const FaBwdStep& s) const {
         const uint64_t qHeads = (uint64_t)t_->headCount * t_->problem.group;
         const uint64_t head = s.qHead - (uint64_t)t_->headFirst * t_->problem.group;
-        const uint64_t tile = (uint64_t)task.tileBase * qHeads + (head * task.qBlocks + s.q0 / t_->s1Block) *
-                              task.kBlocks + s.k0 / t_->s2Block;
+        const uint64_t tile = (uint64_t)task.tileBase * qHeads +
+                              (head * task.qSlots + s.q0 / t_->s1Block - t_->qBlkFirst) * task.kBlocks +
+                              s.k0 / t_->s2Block;
         return ws_.Shared<T>(t_->wsOffsetTiles + tile * 2 * t_->tileBytes);
     }
     template <typename T>
@@ -158,6 +181,16 @@ public:
     __aicore__ inline __gm__ float* SumA() const { return ws_.At<float>(t_->wsOffsetSumA); }
     // dKV pass: sum P^T dO [kRows, dvPad].
     __aicore__ inline __gm__ float* SumB() const { return ws_.At<float>(t_->wsOffsetSumB); }
+    // Query chunks: the earlier chunks' sums of output i (0: dK, pitch dPad; 1: dV, pitch dvPad) from key row `row`
+    // of the task's sequence and kv head on.
+    __aicore__ inline __gm__ float* ChunkSums(uint32_t i, const FaBwdTask& task, int64_t row) const {
+        const FaProblemTiling& p = t_->problem;
+        const uint64_t heads = t_->headCount, keys = t_->chunkKeys;
+        const uint64_t key = (p.varlen ? (uint64_t)task.seq.kvTok : (uint64_t)task.batch * p.s2) + (uint64_t)row;
+        const uint64_t pitch = i == 0 ? p.dPad : p.dvPad;
+        const uint64_t base = t_->wsOffsetChunkSums + (i == 0 ? 0 : heads * keys * p.dPad * 4);
+        return ws_.Shared<float>(base + (((uint64_t)task.head - t_->headFirst) * keys + key) * pitch * 4);
+    }
 
 private:
     __aicore__ inline uint64_t Tile() const { return (uint64_t)t_->s1Block * t_->s2Block; }

@@ -61,6 +61,7 @@ public:
         const FaBwdUbSizes u = BwdUbSizes(rowsMax_, w_, CeilDiv(w_, 2), p_->dPad, p_->dvPad, t->kvParts,
                                           TilingVecFeatures(*p_, false));
         statElems_ = u.stat / sizeof(float);
+        scoreElems_ = u.score / sizeof(float);
         pipe->InitBuffer(scoreBuf_, u.score);
         pipe->InitBuffer(dpBuf_, u.dp);
         pipe->InitBuffer(dmatBuf_, u.dmat);
@@ -110,6 +111,7 @@ public:
         uint32_t step = 0, sumsIn = 0;
         const bool dq = t_->pass == kBwdPassDq;
         while (it.Next(task)) {
+            if (!dq && FaBwdTaskIterator::Finished(t_, task)) continue;  // an earlier query chunk wrote its rows
             const FaAivRows own = AivRowsOf(task.rows, sub_);
             if (dq) TaskStatistics(task, own);
             if (sinkRows_ && own.count != 0) AscendC::Duplicate(SinkSums(), 0.0f, (int32_t)(own.count * 64));
@@ -134,7 +136,7 @@ public:
                 if (storedKv) AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(FlagOf(kBwdFlagSumsRead, sumsIn));
                 ++sumsIn;
             }
-            WriteTask(task, own, any);
+            if (dq || FoldChunks(task, own, any)) WriteTask(task, own, any || !FaBwdTaskIterator::FirstChunk(t_));
             if (sinkRows_) SinkRows(task, own);
         }
         if (p_->maskMode != 0) AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdMaskFree);
@@ -438,6 +440,41 @@ private:
         Handover<AscendC::HardEvent::MTE2_V>();
     }
 
+    // dK/dV pass over query chunks (bwd_tiling.h): acc (zero without steps in this chunk) plus the earlier chunks'
+    // sums, which wait in the workspace in fp32; true where the chunk is the sequence's last and acc the whole sum,
+    // else acc goes back to the workspace for the next chunk. One task per row and chunks in order: a fixed order.
+    __aicore__ inline bool FoldChunks(const FaBwdTask& task, const FaAivRows& own, bool any) {
+        const bool first = FaBwdTaskIterator::FirstChunk(t_), last = FaBwdTaskIterator::LastChunk(t_, task);
+        if (first && last) return true;
+        if (own.count == 0) return false;
+        const int64_t row = task.first + own.first;
+        AscendC::LocalTensor<float> acc = accBuf_.Get<float>();
+        AscendC::LocalTensor<float> earlier = scoreBuf_.Get<float>();  // the dK/dV pass's S buffer, free here
+        for (uint32_t i = 0; i < 2; ++i) {
+            const Output o = OutputOf(i);
+            if (o.cols == 0) continue;
+            const AscendC::LocalTensor<float> a = acc[o.accOffset];
+            if (!any) AscendC::Duplicate(a, 0.0f, (int32_t)(own.count * o.pitch));
+            if (first) continue;
+            const uint32_t piece = scoreElems_ / o.pitch;  // rows of earlier sums per load
+            for (uint32_t r = 0; r < own.count; r += piece) {
+                const uint32_t n = (own.count - r < piece ? own.count - r : piece) * o.pitch;
+                Handover<AscendC::HardEvent::V_MTE2>();
+                AscendC::DataCopy(earlier, Gm(ws_.ChunkSums(i, task, row + r)), n);
+                Handover<AscendC::HardEvent::MTE2_V>();
+                AscendC::Add(a[r * o.pitch], a[r * o.pitch], earlier, (int32_t)n);
+            }
+        }
+        if (last) return true;
+        Handover<AscendC::HardEvent::V_MTE3>();
+        for (uint32_t i = 0; i < 2; ++i) {
+            const Output o = OutputOf(i);
+            if (o.cols != 0) AscendC::DataCopy(Gm(ws_.ChunkSums(i, task, row)), acc[o.accOffset], own.count * o.pitch);
+        }
+        Handover<AscendC::HardEvent::MTE3_V>();
+        return false;
+    }
+
     // Owned rows -> outputs: dQ pass dq = scale * sum; dKV pass dk = scale * sum, dv = sum (their columns of this
     // pass). A task without steps (no query row sees its rows) writes zeros.
     __aicore__ inline void WriteTask(const FaBwdTask& task, const FaAivRows& own, bool any) {
@@ -581,7 +618,7 @@ private:
     bool residual_ = false;  // the tiling's outResidual
     AscendC::GlobalTensor<float> maxGm_, sumGm_, dGm_, sinkGm_, dsinkGm_, dpseGm_;
     FaBwdWorkspace ws_;
-    uint32_t w_ = 0, rowsMax_ = 0, chunk_ = 0, statElems_ = 0, accKvOffset_ = 0;
+    uint32_t w_ = 0, rowsMax_ = 0, chunk_ = 0, statElems_ = 0, scoreElems_ = 0, accKvOffset_ = 0;
     AscendC::TBuf<AscendC::TPosition::VECIN> scoreBuf_;
     AscendC::TBuf<AscendC::TPosition::VECIN> dpBuf_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> dmatBuf_;

@@ -13,7 +13,11 @@
 // S1 x S2 per head, so the launches go in chunks of kv heads, [headFirst, headFirst + headCount) (all batches): dQ
 // then dK/dV per chunk, headCount the largest divisor of N2 whose tiles (every s1 x s2 block of each sequence,
 // 2 x s1Block x s2Block x 2 B each, per query head of the chunk) fit kBwdStoreLimitBytes. Where one kv head's tiles
-// do not fit, the dK/dV pass recomputes S and dP as before (storeTiles = 0, one chunk of every head).
+// do not fit, the launches also go in chunks of query blocks, [qBlkFirst, qBlkFirst + qBlkCount) of every sequence
+// (one kv head each): dQ then dK/dV per chunk, each dK/dV task adding its chunk's sums to the earlier chunks' fp32
+// sums in the workspace in chunk order (fixed: still bitwise for any core count), the sequence's last chunk
+// writing dk and dv. Where not even kBwdMinChunkSteps query blocks of one head fit, the dK/dV pass recomputes S and
+// dP as before (storeTiles = 0, one chunk of every head).
 #ifndef NPU_FA_TILING_BWD_TILING_H
 #define NPU_FA_TILING_BWD_TILING_H
 
@@ -32,6 +36,11 @@ constexpr uint32_t kBwdMaxLag = 3;
 constexpr uint32_t kBwdSlots = kBwdMaxLag + 1;
 // Stored tiles of one chunk at most (bytes of workspace; FaProblem::bwdStoreLimit replaces it in tests and tuning).
 constexpr uint64_t kBwdStoreLimitBytes = 1ull << 30;
+// Query chunks: a dK/dV task's steps per chunk at least (its sums' trip through the workspace against its steps).
+constexpr uint32_t kBwdMinChunkSteps = 8;
+// The core count the query chunks' size is balanced for (910B2's AI cores). A constant, not the chip's: the chunks
+// set the order of the dK/dV sums, which must not depend on the core count.
+constexpr uint32_t kBwdChunkCores = 24;
 
 // The operator's registered tiling struct (the entry's GET_TILING_DATA names it).
 struct FlashAttentionGradTilingData {
@@ -45,10 +54,17 @@ struct FlashAttentionGradTilingData {
     uint64_t wsOffsetCore;
     uint64_t wsPerCore;
     uint64_t wsOffsetS, wsOffsetDp, wsOffsetP, wsOffsetDs, wsOffsetSumA, wsOffsetSumB;
+    // Query chunks: the earlier chunks' dK sums [headCount, chunkKeys, dPad] then dV sums [headCount, chunkKeys,
+    // dvPad] (fp32, shared) at wsOffsetChunkSums; chunkKeys the key rows of a head (B * S2, TND: T2).
+    uint64_t wsOffsetChunkSums;
+    uint64_t chunkKeys;
     uint32_t tileBytes;      // one stored P or dS tile, [s1Block, s2Block] of the input dtype, 512 B aligned
     uint32_t storeTiles;     // 1: the dQ pass stores P and dS, the dK/dV pass reads them (no recompute)
     uint32_t headFirst;      // the launch's kv heads [headFirst, headFirst + headCount) (query heads: times group)
     uint32_t headCount;
+    uint32_t qBlkFirst;      // the launch's s1 blocks [qBlkFirst, qBlkFirst + qBlkCount) of each sequence (dQ tasks
+    uint32_t qBlkCount;      // and the dK/dV steps; stored tiles: qBlkCount rows of blocks per head); unchunked: 0
+                             // and the most s1 blocks of a sequence
     uint32_t pass;           // FaBwdPass
     uint32_t s1Block;        // query rows of a tile (the two AIVs take half each)
     uint32_t s2Block;        // key rows of a tile (multiple of 64)
@@ -66,8 +82,8 @@ struct FlashAttentionGradTilingData {
     uint32_t coreTaskStart[kMaxCores + 1];
 };
 static_assert(sizeof(FlashAttentionGradTilingData) ==
-                  sizeof(FaProblemTiling) + 10 * sizeof(uint64_t) + (15 + kMaxCores + 1) * sizeof(uint32_t) &&
-              sizeof(FlashAttentionGradTilingData) == 704,  // the size the recorded trace digests saw
+                  sizeof(FaProblemTiling) + 12 * sizeof(uint64_t) + (17 + kMaxCores + 1) * sizeof(uint32_t) &&
+              sizeof(FlashAttentionGradTilingData) == 728,  // the size the recorded trace digests saw
               "FlashAttentionGradTilingData must have no implicit padding");
 
 // The high-performance mode (problem.bwdLowScores != 0) takes S out of Fixpipe in the input dtype as the forward did,
