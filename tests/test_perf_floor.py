@@ -2,8 +2,7 @@
 forward's 512-key steps, the L0C accumulation of P*V, the backward's L0C gradient sums and steps in flight, the
 load/compute overlap, the backward's stored P/dS tiles (in query chunks at S = 32K) and L0A-resident Q and dO, the
 dropout generator's economy, the high-performance mode's fp16 chain (and its lazy rescale) or the int8 cache's cube
-route drops below these
-and fails. The floors sit a few points under what the kernels reach (docs/performance.md has the figures)."""
+route drops below these and fails. The floors sit a few points under what the kernels reach (docs/performance.md has the figures)."""
 import pytest
 
 from npu_flash_attn.tools import profiler
