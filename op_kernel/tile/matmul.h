@@ -156,6 +156,7 @@ public:
     // in order).
     __aicore__ inline ResidentA LoadResident(const Operand& a, uint32_t m, uint32_t k, uint32_t kChunk,
                                              uint32_t offset) {
+        static_assert(sizeof(T) == 2, "ResidentA holds 16-bit operands: its pieces are sized in 16 x 16 fractals");
         const uint32_t mBlocks = CeilDiv(m, 16);
         const ResidentA r{offset, kChunk, mBlocks * 16 * kChunk};
         for (uint32_t k0 = 0; k0 < k; k0 += kChunk) {
