@@ -51,6 +51,14 @@ bool HalfSoftmaxChain(const FaProblem& p, uint32_t s2Block) {
            p.pseMode == kPseNone && p.dropMode == kDropNone && s2Block % 128 == 0 && ExactInHalf(p.scale);
 }
 
+// How the fp16 chain sums its rows. Beginning them in half (sums of 16 by ReduceDataBlock's tree, then fp32) halves
+// the row-sum work, which in the chain is a quarter of the vector time per chunk; its error stays plain torch's
+// (300 random fp16 problems, D 64-256, 1.1K-9K keys, sharp and sorted rows: worst ratio to torch's error 1.897
+// both ways, mean 1.006 -> 1.009). It pays where the vector cores bind: modeled (910B2, fp16, scale 2^-3, S = 8K,
+// all cores) N = 8 61.8 -> 65.3 %, N = 24 63.5 -> 66.9 %. At dv <= 64 Fixpipe binds instead and the sooner AIV
+// transfers take L2 share from it (D = 64, N = 24: 40.3 -> 38.0 %), so the row sums stay fp32 there.
+uint32_t HalfChainSums(uint32_t dvPad) { return dvPad > 64 ? kHalfChainHalfSums : kHalfChainFp32Sums; }
+
 // The high-performance mode's scores in the input dtype halve the bytes S moves through Fixpipe, L2 and the AIVs'
 // MTE2. With the fp16 chain the vector work per score drops too; without it each chunk adds a Cast to the fp32
 // softmax, which pays only where the vector cores have slack. Modeled (910B2, fp16, B=1 N=24 S=8K, 4 sampled
@@ -96,7 +104,8 @@ bool PlanL0cLazy(uint32_t m16, uint32_t sub, uint32_t dPad, uint32_t dvPad, uint
     return plan.nChunkPV >= dvPad;
 }
 
-// A threshold of 8 keeps P <= e^8 (about 2981) well in range of fp16 and bf16.
+// A threshold of 8 keeps P <= e^8 (about 2981) well in range of fp16 and bf16, and the fp16 chain's half sums of
+// 16 of them (kHalfChainHalfSums) below 47 700 (a test override past ln(65504 / 16) = 8.3 may overflow them).
 constexpr float kLazyThreshold = 8.0f;
 
 // S slots beside the resident O where the lazy rescale pays (0: off), modeled (910B2, B = 1, N = 8, bf16, 2 sampled
@@ -373,7 +382,7 @@ std::string ComputeFlashAttentionTiling(const FaProblem& p, const ChipSpec& chip
         }
     }
     t.lowScores = p.forceLowScores >= 0 ? (uint32_t)p.forceLowScores : LowScoresPay(p, pt.dPad, t.s2Block) ? 1 : 0;
-    t.halfSoftmax = t.lowScores != 0 && HalfSoftmaxChain(p, t.s2Block) ? 1 : 0;
+    t.halfSoftmax = t.lowScores != 0 && HalfSoftmaxChain(p, t.s2Block) ? HalfChainSums(pt.dvPad) : kHalfChainOff;
     L0cPlan lazyPlan{};
     const uint32_t lazySlots = LazySlotsThatPay(p, t, plan);
     if (lazySlots != 0 && PlanL0cLazy(AlignUp(t.s1Block, 16), t.kvSub, pt.dPad, pt.dvPad, lazySlots, lazyPlan)) {

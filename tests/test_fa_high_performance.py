@@ -104,8 +104,6 @@ def test_half_chain_tiles(case, gen):
 
 
 def test_tiling_takes_16bit_scores_where_they_pay(gen):
-    # fp16 in the high-performance mode: always when the fp16 chain applies (no softcap, bias or dropout), else
-    # from D >= 192; never for bf16 or inner_precise 0/2
     # fp16 in the high-performance mode: when the fp16 chain applies (no softcap, bias or dropout, a scale exact in
     # fp16: D = 64's default 1/8, not D = 128's 1/sqrt(128)), else from D >= 192; never for bf16 or inner_precise 0/2
     for dt, d, ip, extra, want, chain in (
@@ -119,6 +117,7 @@ def test_tiling_takes_16bit_scores_where_they_pay(gen):
         fwd(*args, inner_precise=ip, **kw)
         info = npu_flash_attn.last_launch_info()
         assert (info["score_dtype"], info["half_softmax"]) == (want, chain), (dt, d, ip, extra)
+        assert info["half_row_sums"] == (chain and d > 64)  # sums of 16 in half where the vector cores bind
 
 
 def test_high_performance_differs_from_default(gen):

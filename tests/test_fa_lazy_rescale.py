@@ -149,7 +149,8 @@ def check_half_lazy(args, kw):
 def test_half_chain_lazy_cases(case, threshold, gen, lazy):
     if threshold == "never" and "pre_tokens" in case[8]:
         # a band row's first step may see a few keys only: a reference that never moves then lets a later max pass
-        # it by more than ln(65504) = 11.1 and P overflow fp16 (seed 11000110), which the threshold is there to stop
+        # it by more than ln(65504) = 11.1 and P overflow fp16 (seed 11000110; past ln(65504 / 16) = 8.3 the half
+        # row sums of 16 such P at D > 64), which the threshold is there to stop
         pytest.skip("a band with references that never move overflows fp16 P by design")
     lazy(1 + HALF_CHAIN.index(case) % 2, THRESHOLDS[threshold])
     args, kw = half_chain_problem(case, gen)
@@ -174,6 +175,26 @@ def test_half_chain_rising_max_flushes(rows, d, slots, scale, gen, lazy):
     lazy(0)  # the plain fp16 chain on the same inputs
     check_hp_forward(args, kw)
     assert not npu_flash_attn.last_launch_info()["lazy_rescale"]
+
+
+@pytest.mark.parametrize("d", [128, 64])
+def test_half_row_sums_near_the_threshold(d, gen, lazy):
+    # every step's scores flat at 7.85 above the last one: rows keep their reference for one step (P = e^7.85 on
+    # every key), move it on the next (one flush per task); at D > 64 the fp16 chain begins its row sums in half,
+    # where sums of 16 such P reach 41 000 of fp16's 65 504 (at D = 64 they are fp32)
+    lazy(2 if d == 128 else 1)
+    s1, s2, alpha, scale = 200, 1900, 4.0, 2.0 ** -4
+    u = torch.randn(d, generator=gen)
+    u /= u.norm()
+    level = 7.85 * torch.div(torch.arange(s2), 512, rounding_mode="floor").double()
+    q = alpha * u + 0.005 * torch.randn(1, 2, s1, d, generator=gen, dtype=torch.float64)
+    k = (level / (scale * alpha))[:, None] * u + 0.02 * torch.randn(1, 2, s2, d, generator=gen, dtype=torch.float64)
+    v = torch.randn(1, 2, s2, d, generator=gen)
+    args, kw = (q.half(), k.half(), v.half(), 2, "BNSD"), dict(scale=scale)
+    check_half_lazy(args, kw)
+    assert npu_flash_attn.last_launch_info()["half_row_sums"] == (d > 64)
+    on, flushes, steps, tasks = flush_facts()
+    assert flushes == tasks
 
 
 def test_half_chain_falling_max_never_flushes(gen, lazy):

@@ -51,7 +51,8 @@ py::dict PlanInfo(const Plan& plan) {
     info["s2_block"] = tiling.s2Block;
     info["vec_rows"] = tiling.vecRows;
     info["band_tiles"] = tiling.bandTiles;
-    info["half_softmax"] = tiling.halfSoftmax != 0;
+    info["half_softmax"] = tiling.halfSoftmax != npu_fa::kHalfChainOff;
+    info["half_row_sums"] = tiling.halfSoftmax == npu_fa::kHalfChainHalfSums;
     info["out_residual"] = tiling.problem.outResidual != 0;
     info["residual_in_probs"] = tiling.residualInProbs != 0;
     info["lazy_rescale"] = tiling.lazyRescale != 0;

@@ -49,7 +49,8 @@ public:
         dvPad_ = p_->dvPad;
         rowsMax_ = CeilDiv(t->s1Block, 2);
         chunk_ = t->vecRows;
-        halfChain_ = FaIsHalf<T>::kValue && t->halfSoftmax != 0;
+        halfChain_ = FaIsHalf<T>::kValue && t->halfSoftmax != kHalfChainOff;
+        halfSums_ = t->halfSoftmax == kHalfChainHalfSums;
         FaVecFeatures features = TilingVecFeatures(*p_, t->bandTiles != 0);
         features.residual = t->residualInProbs != 0;
         lazy_ = t->lazyRescale != 0;
@@ -268,6 +269,10 @@ private:
         }
         io_.ReleaseStaged();
         io_.SendProbs(ws_.template Probs<T>(c.slot), mine.first + c.r0, n);
+        if (halfSums_) {
+            softmax_.AddRowSumsHalf(p, c.rows, c.r0, c.taskSlot, c.slot, c.first);
+            return;
+        }
         const AscendC::LocalTensor<float> pf = io_.Work();
         AscendC::Cast(pf, p, AscendC::RoundMode::CAST_NONE, n);
         softmax_.AddRowSums(pf, c.rows, c.r0, c.taskSlot, c.slot, c.first);
@@ -457,6 +462,7 @@ private:
     FaDropout drop_;
     bool dropping_ = false;
     bool halfChain_ = false;  // the tiling's halfSoftmax: plain chunks take HalfSoftmaxRows
+    bool halfSums_ = false;   // ... and begin their row sums in half (kHalfChainHalfSums)
     bool residual_ = false;   // the tiling's outResidual
     bool lazy_ = false;       // the tiling's lazyRescale
     bool accLive_ = false;    // lazy rescale: acc holds a flushed O of the current task

@@ -166,7 +166,7 @@ public:
         AscendC::LocalTensor<float> alpha = Stat(kAlpha + stepSlot)[r0 * 8];
         AscendC::LocalTensor<float> bcast = Stat(kBcast);
         AscendC::LocalTensor<float> scratch = Stat(kRed);
-        RowMaxHalf(s, rows);
+        RowReduceHalf<true>(s, rows);
         if (!first) {  // the running max, one value per row (its 8 copies reduce to one), joins the chunk's
             AscendC::BlockReduceMax(scratch, mRun, (int32_t)(rows8 / 8), 64, 1, 1, 8);
             AscendC::Max(row_, row_, scratch, (int32_t)rows8);
@@ -195,8 +195,26 @@ public:
     // Running sum l = alpha * l + rowsum(p) of rows [r0, r0 + rows), in fp32.
     __aicore__ inline void AddRowSums(const AscendC::LocalTensor<float>& p, uint32_t rows, uint32_t r0,
                                       uint32_t taskSlot, uint32_t stepSlot, bool first) {
-        const uint32_t statN = AlignUp(rows, 8) * 8;
         RowReduce<false>(p, rows);
+        AddReducedSums(rows, r0, taskSlot, stepSlot, first);
+    }
+
+    // AddRowSums for the fp16 chain's half P[rows, w]: sums of 16 in half (ReduceDataBlock's binary tree, each add
+    // rounded to half), the rest in fp32 (RowReduceHalf). Against widening P first (Cast, then the fp32 reduction:
+    // 64 lanes per repeat for both) it halves the chain's row-sum work, about a quarter of the chunk's vector time.
+    // A 16-term sum is at most 16 e^threshold: the tiling keeps the threshold where that stays finite in half
+    // (kHalfChainMaxThreshold).
+    __aicore__ inline void AddRowSumsHalf(const AscendC::LocalTensor<half>& p, uint32_t rows, uint32_t r0,
+                                          uint32_t taskSlot, uint32_t stepSlot, bool first) {
+        RowReduceHalf<false>(p, rows);
+        AscendC::Brcb(Stat(kBcast), row_, (uint8_t)(AlignUp(rows, 8) / 8), AscendC::BrcbRepeatParams(1, 8));
+        AddReducedSums(rows, r0, taskSlot, stepSlot, first);
+    }
+
+private:
+    // l = alpha * l + the row sums broadcast in Stat(kBcast).
+    __aicore__ inline void AddReducedSums(uint32_t rows, uint32_t r0, uint32_t taskSlot, uint32_t stepSlot, bool first) {
+        const uint32_t statN = AlignUp(rows, 8) * 8;
         AscendC::LocalTensor<float> lRun = Stat(kSum + taskSlot)[r0 * 8];
         AscendC::LocalTensor<float> bcast = Stat(kBcast);
         if (first) {
@@ -207,6 +225,7 @@ public:
         }
     }
 
+public:
     // The running output acc[rows, dvPad] takes a step's P*V: acc = alpha * acc + opart (the task's first step: opart).
     __aicore__ inline void Fold(const AscendC::LocalTensor<float>& acc, const AscendC::LocalTensor<float>& opart,
                                 uint32_t stepSlot, uint32_t rows, uint32_t dvPad, bool first) {
@@ -264,24 +283,37 @@ private:
         AscendC::Exp(alpha, alpha, (int32_t)statN);
     }
 
-    // Row maxima of a half [rows, w] tile (w a multiple of 128) -> row_, one fp32 per row: block maxima in half (one
-    // BlockReduceMax over the tile, w / 16 per row), widened, folded in halves down to one 32 B block per row, then
-    // one value per row.
-    __aicore__ inline void RowMaxHalf(const AscendC::LocalTensor<half>& s, uint32_t rows) {
+    // Row maxima or sums of a half [rows, w] tile (w a multiple of 128) -> row_, one fp32 per row: block results in
+    // half (one BlockReduce over the tile, w / 16 per row), widened, folded in halves down to one 32 B block per row,
+    // then one value per row.
+    template <bool kIsMax>
+    __aicore__ inline void RowReduceHalf(const AscendC::LocalTensor<half>& s, uint32_t rows) {
         uint32_t width = w_ / 16;
-        AscendC::LocalTensor<float> a = fold_[rows * width / 2];  // after the half block maxima
+        AscendC::LocalTensor<float> a = fold_[rows * width / 2];  // after the half block results
         AscendC::LocalTensor<float> other = fold_;                // their bytes, once widened
-        AscendC::BlockReduceMax(fold_.ReinterpretCast<half>(), s, (int32_t)(rows * w_ / 128), 128, 1, 1, 8);
+        if (kIsMax) {
+            AscendC::BlockReduceMax(fold_.ReinterpretCast<half>(), s, (int32_t)(rows * w_ / 128), 128, 1, 1, 8);
+        } else {
+            AscendC::BlockReduceSum(fold_.ReinterpretCast<half>(), s, (int32_t)(rows * w_ / 128), 128, 1, 1, 8);
+        }
         AscendC::Cast(a, fold_.ReinterpretCast<half>(), AscendC::RoundMode::CAST_NONE, rows * width);
-        for (; width > 8; width /= 2) {  // max of each row's two halves; rows as repeats, strides in 32 B blocks
+        for (; width > 8; width /= 2) {  // each row's two halves; rows as repeats, strides in 32 B blocks
             const uint8_t halfRep = (uint8_t)(width / 16), fullRep = (uint8_t)(width / 8);
-            AscendC::Max(other, a, a[width / 2], (uint64_t)(width / 2), (uint8_t)rows,
-                         AscendC::BinaryRepeatParams(1, 1, 1, halfRep, fullRep, fullRep));
+            const AscendC::BinaryRepeatParams params(1, 1, 1, halfRep, fullRep, fullRep);
+            if (kIsMax) {
+                AscendC::Max(other, a, a[width / 2], (uint64_t)(width / 2), (uint8_t)rows, params);
+            } else {
+                AscendC::Add(other, a, a[width / 2], (uint64_t)(width / 2), (uint8_t)rows, params);
+            }
             const AscendC::LocalTensor<float> t = a;
             a = other;
             other = t;
         }
-        AscendC::BlockReduceMax(row_, a, (int32_t)(AlignUp(rows, 8) / 8), 64, 1, 1, 8);
+        if (kIsMax) {
+            AscendC::BlockReduceMax(row_, a, (int32_t)(AlignUp(rows, 8) / 8), 64, 1, 1, 8);
+        } else {
+            AscendC::BlockReduceSum(row_, a, (int32_t)(AlignUp(rows, 8) / 8), 64, 1, 1, 8);
+        }
     }
 
     AscendC::LocalTensor<float> stats_, fold_, row_;

@@ -17,6 +17,10 @@ constexpr uint32_t kFwdFlushLine = 64;                             // bytes per 
 constexpr uint32_t kFwdFlushCount = kFwdFlushRing * kFwdFlushLine;  // byte offset of the cube's flush count line
 constexpr uint32_t kFwdFlushBytes = kFwdFlushCount + kFwdFlushLine;
 
+// FlashAttentionTilingData::halfSoftmax: off, the fp16 chain with P widened for fp32 row sums, or with the row sums
+// begun in half (sums of 16 in half, then fp32: FaOnlineSoftmax::AddRowSumsHalf).
+constexpr uint32_t kHalfChainOff = 0, kHalfChainFp32Sums = 1, kHalfChainHalfSums = 2;
+
 // The operator's registered tiling struct (the entry's GET_TILING_DATA names it).
 struct FlashAttentionTilingData {
     FaProblemTiling problem;
@@ -56,7 +60,7 @@ struct FlashAttentionTilingData {
     uint32_t taskTotal;
     uint32_t coreTaskStart[kMaxCores + 1];
     uint32_t lowScores;   // 1: S leaves Fixpipe in the input dtype, not fp32 (inner_precise bit 0: high performance)
-    uint32_t halfSoftmax; // 1 (fp16 lowScores): chunks with nothing but the softmax to do run it in half
+    uint32_t halfSoftmax; // fp16 lowScores: chunks with nothing but the softmax to do run it in half (kHalfChain*)
     // With problem.outResidual: 1 = the output residual waits in the probability buffers after the output rows (UB
     // allows it at the chosen blocks), 0 = in the partial-output buffer, whose reuse then waits for its copy out.
     uint32_t residualInProbs;
