@@ -103,6 +103,20 @@ def test_half_chain_tiles(case, gen):
     assert npu_flash_attn.last_launch_info()["half_softmax"]
 
 
+@pytest.mark.parametrize("extra,s1,s2", [(dict(sparse_mode=3), 1700, 1700),
+                                        (dict(sparse_mode=4, pre_tokens=1300, next_tokens=0), 1800, 1800),
+                                        (dict(sparse_mode=2), 1100, 2000)], ids=["causal", "band", "left-up"])
+def test_half_chain_right_band_edge(extra, s1, s2, gen):
+    # chunks only the band's right edge cuts, whose rows see 1024 keys or more, take the fp16 chain with the edge
+    # masked in half (rows from 1024 on in the causal case); the other band chunks (fewer keys, the left edge of
+    # mode 4, the tail tile) take the widened fp32 path in the same tasks
+    case = ("BNSD", "fp16", 1, s1, s2, 2, 1, 128, extra)
+    args, kw = problem(case, gen, q_gain=2.0)
+    kw["scale"] = 2.0 ** -4
+    check_hp_forward(args, kw)
+    assert npu_flash_attn.last_launch_info()["half_softmax"]
+
+
 def test_tiling_takes_16bit_scores_where_they_pay(gen):
     # fp16 in the high-performance mode: when the fp16 chain applies (no softcap, bias or dropout, a scale exact in
     # fp16: D = 64's default 1/8, not D = 128's 1/sqrt(128)), else from D >= 192; never for bf16 or inner_precise 0/2

@@ -94,7 +94,7 @@ public:
         prologue_.Init(p_, w_, gm.in.alibiSlopes, rowBuf_.Get<float>(), dmatBuf_.Get<float>(),
                        u.bias != 0 ? biasBuf_.Get<float>() : dmatBuf_.Get<float>());
         const AscendC::LocalTensor<uint8_t> bits = bitsBuf_.Get<uint8_t>();
-        prologue_.TileMask().Init(p_, w_, gm.in.attenMask, chunk_, dmatBuf_.Get<float>(), bits, maskHalfBuf_.Get<half>(),
+        prologue_.TileMask().Init(p_, w_, gm.in.attenMask, chunk_, dmatBuf_.Get<float>(), false, bits, maskHalfBuf_.Get<half>(),
                                   u.mask != 0 ? maskBuf_.Get<uint8_t>() : bits, kIdMaskFree);
         if (p_->maskMode != 0) AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(kIdMaskFree);
         for (int32_t i = 0; i < 2; ++i) {  // every chunk buffer and statistic set starts free

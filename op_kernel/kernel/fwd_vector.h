@@ -4,8 +4,9 @@
 // cube in the input precision; then it folds the cube's P*V into its running output. The division by the row
 // sum is deferred to the end of the task. In the high-performance mode (lowScores) the scores arrive in the input
 // dtype (FaSoftmaxIo stages them). With the tiling's halfSoftmax (fp16, no per-score features, a scale exact in
-// fp16), chunks without a mask, band cut or key tail run the scale, row max, subtraction and exp in half (128 lanes
-// per repeat) and take P straight from the Exp; only the row sums go through fp32, from P as the cube gets it.
+// fp16), chunks without a dense mask or key tail, where no band edge but the right one cuts, run the scale, the
+// right edge's mask, row max, subtraction and exp in half (128 lanes per repeat) and take P straight from the Exp;
+// the row sums of P as the cube gets it go through fp32 (begun in half: kHalfChainHalfSums).
 // Other chunks are widened by one Cast and take the fp32 path. With the tiling's outResidual, a task's end also
 // writes attention_out's rounding error (fp32 out - out in T, rounded to T; opart is its fp32 scratch; it waits
 // for its copy out after the output rows in the probability buffers, or where UB is short in opart) for the
@@ -80,6 +81,7 @@ public:
         softmax_.Init(statBuf_.Get<float>(), statElems_, foldBuf_.Get<float>(), rowBuf_.Get<float>(), w_);
         if (u.mask != 0) pipe->InitBuffer(maskBuf_, u.mask);
         if (lazy_) InitLazy(pipe, u.stat);
+        halfPattern_ = u.dmat != 0 && !features.alibi;  // ALiBi reads the pattern as fp32 values
         if (u.dmat != 0) BuildDiagonalPattern();
         // Dense-mask bytes live in opart (filled by OutputStep's MTE2, free in between: both wait and set the
         // kIdOutput event) unless opart is too small for a tile of them. Without bands or a dense mask the masker
@@ -88,7 +90,7 @@ public:
         const AscendC::LocalTensor<float> dmat = u.dmat != 0 ? dmatBuf_.Get<float>() : foldBuf_.Get<float>();
         prologue_.Init(p_, w_, gm.in.alibiSlopes, Stat(kStatRed), dmat,
                        u.bias != 0 ? biasBuf_.Get<float>() : foldBuf_.Get<float>());
-        prologue_.TileMask().Init(p_, w_, gm.in.attenMask, chunk_, dmat,
+        prologue_.TileMask().Init(p_, w_, gm.in.attenMask, chunk_, dmat, halfPattern_,
                                   u.bits != 0 ? bitsBuf_.Get<uint8_t>() : foldBuf_.Get<uint8_t>(), foldBuf_.Get<half>(),
                                   u.mask != 0 ? maskBuf_.Get<uint8_t>() : opartBuf_.Get<uint8_t>(), kIdOutput);
         io_.Init(sBuf_.Get<float>(), pBuf_.Get<T>(), opartBuf_.Get<float>(), chunk_, w_, t->lowScores != 0);
@@ -143,6 +145,11 @@ private:
                               kStatRed = Softmax::kRed, kStatMaxOut = Softmax::kMaxOut, kStatSumOut = Softmax::kSumOut;
     static_assert(Softmax::kBuffers == kFwdStatBuffers, "the statistic buffers differ from kFwdStatBuffers");
 
+    // Band-cut chunks take the fp16 chain only where each row sees this many keys in all: its half s - max loses
+    // up to u |s - max| per probability, which a row of few keys does not average out (a row of 104 keys came to
+    // 2.05x plain torch's error, D = 128, q 3x k); causal S = 8K leaves the rows below 1024 to the fp32 path.
+    static constexpr int64_t kHalfBandMinKeys = 1024;
+
     struct Pending {
         FaFwdTask task;
         FaAivRows mine;
@@ -156,12 +163,19 @@ private:
 
     __aicore__ inline AscendC::LocalTensor<float> Stat(uint32_t i) { return softmax_.Stat(i); }
 
-    // dmat[r][c] = c - r: a band test against it masks a whole tile with one Compares + Select.
+    // dmat[r][c] = c - r: a band test against it masks a whole tile with one Compares + Select. In half where
+    // nothing needs its fp32 values (halfPattern_): the compares go twice as fast and the fp16 chain can use it.
     __aicore__ inline void BuildDiagonalPattern() {
-        AscendC::LocalTensor<float> idx = foldBuf_.Get<float>();
-        for (uint32_t c = 0; c < w_; ++c) idx.SetValue(c, (float)c);
-        AscendC::LocalTensor<float> dmat = dmatBuf_.Get<float>();
-        for (uint32_t r = 0; r < chunk_; ++r) AscendC::Adds(dmat[r * w_], idx, -(float)r, (int32_t)w_);
+        if (halfPattern_) {
+            BuildPattern(foldBuf_.Get<half>(), dmatBuf_.Get<half>());
+        } else {
+            BuildPattern(foldBuf_.Get<float>(), dmatBuf_.Get<float>());
+        }
+    }
+    template <typename U>
+    __aicore__ inline void BuildPattern(const AscendC::LocalTensor<U>& idx, const AscendC::LocalTensor<U>& dmat) {
+        for (uint32_t c = 0; c < w_; ++c) idx.SetValue(c, (U)(float)c);
+        for (uint32_t r = 0; r < chunk_; ++r) AscendC::Adds(dmat[r * w_], idx, (U)(-(float)r), (int32_t)w_);
     }
 
     // `due`: the step whose output fold follows this softmax (lazy rescale reads its flush decision early).
@@ -221,10 +235,14 @@ private:
     __aicore__ inline void SoftmaxRows(const FaFwdTask& task, const FaAivRows& mine, const Chunk& c) {
         const uint32_t n = c.rows * w_;
         const int64_t r0 = task.row0 + mine.first + c.r0;
-        if (halfChain_ && c.cols == w_ && (p_->maskMode == 0 || c.state == kTileVisible) &&
-            BlockFullyVisible(task.band, r0, r0 + c.rows, c.c0, c.c0 + c.cols)) {
-            HalfSoftmaxRows(mine, c);
-            return;
+        if (halfChain_ && c.cols == w_ && (p_->maskMode == 0 || c.state == kTileVisible)) {
+            const bool visible = BlockFullyVisible(task.band, r0, r0 + c.rows, c.c0, c.c0 + c.cols);
+            if (visible || (halfPattern_ && OnlyRightEdgeCuts(task.band, r0, r0 + c.rows, c.c0) &&
+                            FaMin(task.seq.s2, r0 + task.band.hi + 1) - FaMax((int64_t)0, r0 + task.band.lo) >=
+                                kHalfBandMinKeys)) {
+                HalfSoftmaxRows(mine, c, visible ? nullptr : &task.band, r0);
+                return;
+            }
         }
         AscendC::LocalTensor<float> s = io_.NextScores();
 
@@ -254,13 +272,15 @@ private:
         io_.ReleaseScores();
     }
 
-    // The fp16 chain of a chunk (see the file comment): staged half scores -> scale -> FaOnlineSoftmax's
-    // ExponentiateHalf (P in the probability buffer) -> P out to the cube -> row sums of P in fp32.
-    __aicore__ inline void HalfSoftmaxRows(const FaAivRows& mine, const Chunk& c) {
+    // The fp16 chain of a chunk (see the file comment): staged half scores -> scale (-> the band's right edge, where
+    // `cut` gives it: a causal diagonal, rows r0 on) -> FaOnlineSoftmax's ExponentiateHalf (P in the probability
+    // buffer) -> P out to the cube -> row sums of P.
+    __aicore__ inline void HalfSoftmaxRows(const FaAivRows& mine, const Chunk& c, const FaBand* cut, int64_t r0) {
         const uint32_t n = c.rows * w_;
         const AscendC::LocalTensor<half> s = io_.NextStaged().template ReinterpretCast<half>();
         const AscendC::LocalTensor<half> p = io_.ProbsBuffer().template ReinterpretCast<half>();
         AscendC::Muls(s, s, (half)p_->scale, (int32_t)n);
+        if (cut != nullptr) prologue_.TileMask().RightEdgeHalf(s, *cut, r0, c.rows, c.c0);
         if (lazy_) {
             const FaLazyRefs lazy = LazyRefs(c.taskSlot);
             softmax_.ExponentiateHalf(s, p, c.rows, c.r0, c.taskSlot, c.slot, c.first, &lazy);
@@ -462,6 +482,7 @@ private:
     FaDropout drop_;
     bool dropping_ = false;
     bool halfChain_ = false;  // the tiling's halfSoftmax: plain chunks take HalfSoftmaxRows
+    bool halfPattern_ = false;  // the band pattern (dmat) is held in half
     bool halfSums_ = false;   // ... and begin their row sums in half (kHalfChainHalfSums)
     bool residual_ = false;   // the tiling's outResidual
     bool lazy_ = false;       // the tiling's lazyRescale

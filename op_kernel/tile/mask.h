@@ -14,6 +14,7 @@ namespace npu_fa {
 
 constexpr float kFltMax = 3.4028234663852886e38f;
 constexpr float kMaskValue = -kFltMax;  // masked scores (exp gives 0, no NaN)
+constexpr float kMaskValueHalf = -65504.0f;  // masked half scores (the fp16 chain's): the lowest finite half
 
 // Columns [from, w) of the rows of an fp32 [rows, w] tile (row pitch w, a multiple of 64) -> kMaskValue.
 __aicore__ inline void FaMaskColumnsFrom(const AscendC::LocalTensor<float>& s, uint32_t from, uint32_t rows,
@@ -45,18 +46,20 @@ __aicore__ inline void FaSelectUnmasked(const AscendC::LocalTensor<float>& s, co
 
 class FaTileMask {
 public:
-    // `w`: the tile width (s2Block). `dmat` holds c - r for [rowsMax, w]; `half` is a [rowsMax, w] half-precision
+    // `w`: the tile width (s2Block). `dmat` holds c - r for [rowsMax, w], in fp32 or, with `halfPattern`, in half
+    // (exact: |c - r| < 2048; the compares then take 128 lanes per repeat); `half` is a [rowsMax, w] half-precision
     // scratch (free while masking); `maskBytes` [rowsMax, w] receives dense-mask rows (only with a dense mask). The
     // caller owns V_MTE2 event `maskFree` (set while maskBytes may be overwritten by MTE2); it may share the
     // buffer with another MTE2-filled one that waits and sets the same event.
     __aicore__ inline void Init(const FaProblemTiling* p, uint32_t w, GM_ADDR attenMask, uint32_t rowsMax,
-                                const AscendC::LocalTensor<float>& dmat, const AscendC::LocalTensor<uint8_t>& bits,
-                                const AscendC::LocalTensor<half>& half16, const AscendC::LocalTensor<uint8_t>& maskBytes,
-                                int32_t maskFree) {
+                                const AscendC::LocalTensor<float>& dmat, bool halfPattern,
+                                const AscendC::LocalTensor<uint8_t>& bits, const AscendC::LocalTensor<half>& half16,
+                                const AscendC::LocalTensor<uint8_t>& maskBytes, int32_t maskFree) {
         p_ = p;
         w_ = w;
         rowsMax_ = rowsMax;
         dmat_ = dmat;
+        halfPattern_ = halfPattern;
         bits_ = bits;
         half_ = half16;
         maskBytes_ = maskBytes;
@@ -74,20 +77,48 @@ public:
         FaMaskColumnsFrom(s, cols, rows, w_);  // key columns past the sequence end
     }
 
+    // The fp16 chain's half scores s[rows, w] of a block where only the band's right edge cuts (OnlyRightEdgeCuts;
+    // needs the half pattern) -> kMaskValueHalf past it. A masked score minus the row max stays at or below -65504
+    // or becomes -inf: exp gives 0 either way.
+    __aicore__ inline void RightEdgeHalf(const AscendC::LocalTensor<half>& s, const FaBand& band, int64_t r0,
+                                         uint32_t rows, int64_t c0) {
+        AscendC::Compares(bits_, dmat_.ReinterpretCast<half>(), (half)HiThreshold(band, r0, c0), AscendC::CMPMODE::LE,
+                          AlignUp(rows, 2) * w_);
+        AscendC::Select(s, bits_, s, (half)kMaskValueHalf, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, rows * w_);
+    }
+
 private:
+    // The pattern threshold of the band's right edge: keep where c - r <= band.hi + r0 - c0 (clamped to the tile).
+    __aicore__ inline float HiThreshold(const FaBand& band, int64_t r0, int64_t c0) const {
+        return (float)FaClamp(band.hi + r0 - c0, -(int64_t)rowsMax_ - 1, (int64_t)w_ + 1);
+    }
+
+    // bits_ <- (pattern `mode` threshold) over the chunk's rows (the half pattern: whole 256 B blocks of rows pairs).
+    __aicore__ inline void ComparePattern(float threshold, AscendC::CMPMODE mode, uint32_t rows) {
+        if (halfPattern_) {
+            AscendC::Compares(bits_, dmat_.ReinterpretCast<half>(), (half)threshold, mode, AlignUp(rows, 2) * w_);
+        } else {
+            AscendC::Compares(bits_, dmat_, threshold, mode, rows * w_);
+        }
+    }
+
     // Band: keep c - r in [lo, hi] relative to the tile, or c < prefix.
     __aicore__ inline void Band(const AscendC::LocalTensor<float>& s, const FaBand& band, int64_t r0, uint32_t rows,
                                 int64_t c0) {
         const uint32_t n = rows * w_;
         const int64_t hi = band.hi + r0 - c0;  // keep where c - r <= hi
         const int64_t lo = band.lo + r0 - c0;  // keep where c - r >= lo
-        const float hiC = (float)FaClamp(hi, -(int64_t)rowsMax_ - 1, (int64_t)w_ + 1);
+        const float hiC = HiThreshold(band, r0, c0);
         const int64_t prefixCols = FaClamp(band.prefix - c0, 0, (int64_t)w_);
         if (prefixCols > 0) {
             // Prefix modes (lo unbounded): columns < prefix are visible whatever the row. A half copy of the
             // pattern gets those columns pushed below any threshold, then one compare keeps c - r <= hi.
             const uint32_t n2 = AlignUp(rows, 2) * w_;  // half count: whole 256 B blocks
-            AscendC::Cast(half_, dmat_, AscendC::RoundMode::CAST_NONE, n2);
+            if (halfPattern_) {
+                AscendC::DataCopy(half_, dmat_.ReinterpretCast<half>(), n2);
+            } else {
+                AscendC::Cast(half_, dmat_, AscendC::RoundMode::CAST_NONE, n2);
+            }
             for (uint32_t c = 0; c < prefixCols; c += 128) {  // one 128-half repeat per row and column group
                 uint64_t mask[2] = {ColumnsBelow(prefixCols - c, 0), ColumnsBelow(prefixCols - c, 64)};
                 AscendC::Duplicate(half_[c], (half)-60000.0f, mask, (uint8_t)rows, 1, (uint8_t)(w_ / 16));
@@ -97,11 +128,11 @@ private:
             return;
         }
         if (hi < (int64_t)w_ - 1) {
-            AscendC::Compares(bits_, dmat_, hiC, AscendC::CMPMODE::LE, n);
+            ComparePattern(hiC, AscendC::CMPMODE::LE, rows);
             AscendC::Select(s, bits_, s, kMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
         }
         if (lo > -(int64_t)rows + 1) {
-            AscendC::Compares(bits_, dmat_, (float)FaMin(lo, (int64_t)w_ + 1), AscendC::CMPMODE::GE, n);
+            ComparePattern((float)FaMin(lo, (int64_t)w_ + 1), AscendC::CMPMODE::GE, rows);
             AscendC::Select(s, bits_, s, kMaskValue, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
         }
     }
@@ -140,6 +171,7 @@ private:
 
     const FaProblemTiling* p_ = nullptr;
     uint32_t w_ = 0, rowsMax_ = 0;
+    bool halfPattern_ = false;  // dmat_'s bytes hold the pattern in half
     int32_t maskFree_ = 0;
     AscendC::GlobalTensor<uint8_t> maskGm_;
     AscendC::LocalTensor<float> dmat_;

@@ -56,6 +56,13 @@ FA_INLINE bool BlockFullyVisible(const FaBand& band, int64_t r0, int64_t r1, int
     return (r1 - 1 + band.lo <= FaMax(c0, band.prefix)) && (c1 - 1 <= r0 + band.hi);
 }
 
+// True when, in block [c0, ...) seen by rows [r0, r1), only the band's right edge (c - r <= hi) hides columns: every
+// row sees column c0, and neither the left edge nor prefix columns cut the block (a causal task's diagonal tiles).
+// Masking such a block cannot leave a row without keys.
+FA_INLINE bool OnlyRightEdgeCuts(const FaBand& band, int64_t r0, int64_t r1, int64_t c0) {
+    return band.prefix <= c0 && c0 - (r1 - 1) >= band.lo && c0 - r0 <= band.hi;
+}
+
 // True when some row of [r0, r1) may see keys only inside block [c0, c1) (its band and prefix columns, clipped to
 // [0, s2), lie there): rows i >= c0 - lo (unless c0 = 0) and i <= c1 - 1 - hi (unless c1 >= s2); prefix columns
 // outside the block rule every row out. A dense mask can only shrink a row's keys, so the answer stays an upper bound.
