@@ -51,6 +51,13 @@ struct FaFwdTask {
     int64_t maskBase;    // dense masks: byte offset of the sequence's mask (head 0, row 0, column 0)
 };
 
+// Key columns of a task's step from c0 on: the s2 block, cut at the sequence end and after the last key any row of
+// the task sees (its band's right edge, or the prefix). Cube and vector cores take the same value.
+__aicore__ inline uint32_t StepCols(const FaFwdTask& task, int64_t c0, uint32_t s2Block) {
+    const int64_t edge = FaMax(task.row0 + task.rows + task.band.hi, task.band.prefix);
+    return (uint32_t)FaMin(FaMin(task.seq.s2, edge) - c0, (int64_t)s2Block);
+}
+
 // Walks the tasks of one core in order: (sequence, head, query block), sequence-major. With a dense mask it also
 // answers which s2 blocks the block map lets through, and takes the core's task range from the map's counts.
 class FaFwdTaskIterator {

@@ -78,7 +78,7 @@ public:
             while (j < task.stepLast) {  // the s2 blocks the band and the block map let through
                 const int64_t following = it.NextStep(task, j + 1);
                 const int64_t c0 = j * t_->s2Block;
-                const uint32_t cols = (uint32_t)FaMin(task.seq.s2 - c0, (int64_t)t_->s2Block);
+                const uint32_t cols = StepCols(task, c0, t_->s2Block);
                 const Pending cur{task, c0, cols, step, first, following >= task.stepLast};
                 Step(cur, ring.Full() ? &ring.Oldest() : nullptr);
                 ring.Push(cur);

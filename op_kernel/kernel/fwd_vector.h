@@ -192,7 +192,7 @@ private:
         }
         Chunk c;
         c.c0 = j * w_;
-        c.cols = (uint32_t)FaMin(task.seq.s2 - c.c0, (int64_t)w_);
+        c.cols = StepCols(task, c.c0, w_);
         c.state = tileState;
         c.slot = slot;
         c.taskSlot = taskSlot;
@@ -235,8 +235,10 @@ private:
     __aicore__ inline void SoftmaxRows(const FaFwdTask& task, const FaAivRows& mine, const Chunk& c) {
         const uint32_t n = c.rows * w_;
         const int64_t r0 = task.row0 + mine.first + c.r0;
-        if (halfChain_ && c.cols == w_ && (p_->maskMode == 0 || c.state == kTileVisible)) {
-            const bool visible = BlockFullyVisible(task.band, r0, r0 + c.rows, c.c0, c.c0 + c.cols);
+        // A step the band's right edge narrowed (StepCols) keeps the chain: that edge's mask covers its columns
+        // past cols, whose scores the cube did not write. Key tails take the fp32 path.
+        if (halfChain_ && c.c0 + w_ <= task.seq.s2 && (p_->maskMode == 0 || c.state == kTileVisible)) {
+            const bool visible = c.cols == w_ && BlockFullyVisible(task.band, r0, r0 + c.rows, c.c0, c.c0 + c.cols);
             if (visible || (halfPattern_ && OnlyRightEdgeCuts(task.band, r0, r0 + c.rows, c.c0) &&
                             FaMin(task.seq.s2, r0 + task.band.hi + 1) - FaMax((int64_t)0, r0 + task.band.lo) >=
                                 kHalfBandMinKeys)) {
