@@ -33,6 +33,10 @@ ROWS = [  # (label, profile arguments); B = 1, D = 128, bf16 unless given
      dict(seqlen=32768, heads=1, dtype="fp16", inner_precise=1, scale=0.125)),
     ("S=8K, N=8, fp16, inner_precise=1, scale 2^-3", dict(seqlen=8192, heads=8, dtype="fp16", inner_precise=1,
                                                           scale=0.125)),
+    ("S=8K, N=24, fp16, inner_precise=1, scale 2^-3", dict(seqlen=8192, heads=24, dtype="fp16", inner_precise=1,
+                                                           scale=0.125)),
+    ("S=8K, N=8, causal, fp16, inner_precise=1, scale 2^-3",
+     dict(seqlen=8192, heads=8, causal=True, dtype="fp16", inner_precise=1, scale=0.125)),
     ("backward S=8K, N=8", dict(seqlen=8192, heads=8, backward=True)),
     ("backward S=32K, N=8, fp16", dict(seqlen=32768, heads=8, dtype="fp16", backward=True)),
 ]
