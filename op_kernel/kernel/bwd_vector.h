@@ -148,7 +148,9 @@ public:
     }
 
 private:
-    static constexpr uint32_t kStatMax = 0, kStatSum = 1, kStatD = 2;
+    // Statistic buffers: the forward's max, made the log-sum-exp once loaded (FoldSumIntoMax); its sum, then ln(sum);
+    // D.
+    static constexpr uint32_t kStatLse = 0, kStatSum = 1, kStatD = 2;
     static constexpr int32_t kIdMaskFree = 1;  // V_MTE2: the mask-bytes buffer may be refilled (hand-overs use 0)
     // Chunk c's buffers: V_MTE2 / MTE2_V / V_MTE3 / MTE3_V kIdChunk + c. The dK/dV pass's statistic sets (step
     // parity): V_MTE2 kIdStats + set.
@@ -203,9 +205,10 @@ private:
         const uint64_t gmRow = TokenOffset(*p_, kGmOut, task.batch, task.seq, task.head, row);
         AscendC::DataCopyPad(dyT, residual_ ? residualGm_[gmRow] : dyGm_[gmRow], cp, pad);
         AscendC::DataCopyPad(oT, oGm_[gmRow], cp, pad);
-        LoadStat(kStatMax, 0, maxGm_, stat, rows);
+        LoadStat(kStatLse, 0, maxGm_, stat, rows);
         LoadStat(kStatSum, 0, sumGm_, stat, rows);
         Handover<AscendC::HardEvent::MTE2_V>();
+        FoldSumIntoMax(0, rows);
         AscendC::LocalTensor<float> prod = accBuf_.Get<float>();  // free until the task's end
         AscendC::LocalTensor<float> oF = partBuf_.Get<float>();
         const uint32_t n = rows * dvPad;
@@ -248,6 +251,16 @@ private:
         Handover<AscendC::HardEvent::MTE3_V>();
     }
 
+    // The forward's max of `rows` rows of statistic set `set` -> lse = max + ln(sum), so that P = exp(x - lse) needs
+    // no division per score (the Div was a fifth of the dQ pass's vector time). The rounding of lse in fp32 moves P
+    // by about 2^-24 |lse|, far below P's rounding to the input dtype. Rows that saw no key (max -FLT_MAX, sum
+    // FLT_MAX) keep -FLT_MAX: every score of theirs is masked to it before the Exp.
+    __aicore__ inline void FoldSumIntoMax(uint32_t set, uint32_t rows) {
+        const int32_t n = (int32_t)(rows * 8);
+        AscendC::Ln(Stat(kStatSum, set), Stat(kStatSum, set), n);
+        AscendC::Add(Stat(kStatLse, set), Stat(kStatLse, set), Stat(kStatSum, set), n);
+    }
+
     // dQ pass: D = rowsum(dO * O) carries the rounding of the stored output (amplified by 1 / keep_prob), which in a
     // row whose exact dS is about zero (one visible key, one dominant key) is the whole result. A row whose keys all
     // lie in this step (the whole task is one step of a call that holds all keys, or P sums to at least kExactMass
@@ -260,7 +273,7 @@ private:
     // x: P; set 1 of the statistics is scratch (the dQ pass uses set 0 only).
     __aicore__ inline void ExactRowD(const AscendC::LocalTensor<float>& x, const AscendC::LocalTensor<float>& ds,
                                      uint32_t r0, uint32_t rows) {
-        const AscendC::LocalTensor<float> sum = Stat(kStatMax, 1)[r0 * 8], part = sum[chunk_];
+        const AscendC::LocalTensor<float> sum = Stat(kStatLse, 1)[r0 * 8], part = sum[chunk_];
         const AscendC::LocalTensor<float> mass = Stat(kStatSum, 1)[r0 * 8], corr = Stat(kStatD, 1)[r0 * 8];
         const int32_t n8 = (int32_t)(rows * 8);
         const uint8_t blocks = (uint8_t)CeilDiv(rows, 8);
@@ -292,7 +305,7 @@ private:
         const uint32_t set = step % 2;
         const uint64_t stat = StatRow(*p_, task.batch, task.seq, s.qHead, s.q0 + q.first);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(kIdStats + set);
-        LoadStat(kStatMax, set, maxGm_, stat, q.count);
+        LoadStat(kStatLse, set, maxGm_, stat, q.count);
         LoadStat(kStatSum, set, sumGm_, stat, q.count);
         LoadStat(kStatD, set, dGm_, stat, q.count);
     }
@@ -341,6 +354,7 @@ private:
             if (rows == 0) continue;
             const AscendC::LocalTensor<T> hp = ChunkHalf(c, 0), hds = ChunkHalf(c, 1);
             AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(kIdChunk + c);
+            if (dkv && c == 0) FoldSumIntoMax(set, q.count);  // StepStatistics' loads precede the chunks'
             const AscendC::LocalTensor<float> x = Widened(scoreBuf_, c, p_->bwdLowScores != 0, n);
             const AscendC::LocalTensor<float> dp = Widened(dpBuf_, c, p_->bwdLowScores != 0, n);
             const int64_t row0 = s.q0 + q.first + r0;
@@ -358,11 +372,10 @@ private:
             prologue_.Scale(x, n);
             if (capped) SoftCapSlope(slope, x, p_->softcap, n);
             prologue_.AddBias(x, tile, alibiSlope);
-            RowSub(x, Stat(kStatMax, set)[r0 * 8], rows, w_);
+            RowSub(x, Stat(kStatLse, set)[r0 * 8], rows, w_);  // P = exp(x - max - ln(sum))
             prologue_.ApplyMask(x, tile);
             ZeroTailColumns(dp, rows, (uint32_t)s.kRows);
             AscendC::Exp(x, x, (int32_t)n);
-            RowDiv(x, Stat(kStatSum, set)[r0 * 8], rows, w_);
             if (dropping_) {  // the forward's keep bits: dP of a dropped probability is 0, of a kept one / keep_prob
                 drop_.Bits(tile);
                 drop_.Apply(dp, rows);
@@ -584,14 +597,13 @@ private:
         const float z = sinkGm_.GetValue(task.head);
         AscendC::LocalTensor<float> sums = rowBuf_.Get<float>();
         // set 1 of the statistics is free in the dQ pass
-        AscendC::LocalTensor<float> ps = Stat(kStatMax, 1), c = Stat(kStatSum, 1), rs = Stat(kStatD, 1);
+        AscendC::LocalTensor<float> ps = Stat(kStatLse, 1), c = Stat(kStatSum, 1), rs = Stat(kStatD, 1);
         AscendC::Duplicate(sums, 0.0f, (int32_t)rows8);
         AscendC::WholeReduceSum(sums, SinkSums(), 64, (int32_t)rows, 1, 1, 8);
         AscendC::Brcb(rs, sums, (uint8_t)(rows8 / 8), AscendC::BrcbRepeatParams(1, 8));
-        AscendC::Muls(ps, Stat(kStatMax), -1.0f, (int32_t)statN);
+        AscendC::Muls(ps, Stat(kStatLse), -1.0f, (int32_t)statN);  // the sink's probability exp(z - lse)
         AscendC::Adds(ps, ps, z, (int32_t)statN);
         AscendC::Exp(ps, ps, (int32_t)statN);
-        AscendC::Div(ps, ps, Stat(kStatSum), (int32_t)statN);
         AscendC::Muls(c, ps, -1.0f, (int32_t)statN);
         AscendC::Adds(c, c, 1.0f, (int32_t)statN);
         AscendC::Mul(c, c, Stat(kStatD), (int32_t)statN);
