@@ -38,6 +38,8 @@ ROWS = [  # (label, profile arguments); B = 1, D = 128, bf16 unless given
     ("S=8K, N=8, causal, fp16, inner_precise=1, scale 2^-3",
      dict(seqlen=8192, heads=8, causal=True, dtype="fp16", inner_precise=1, scale=0.125)),
     ("backward S=8K, N=8", dict(seqlen=8192, heads=8, backward=True)),
+    ("backward S=8K, N=8, fp16, inner_precise=1, scale 2^-3 (16-bit S and dP)",
+     dict(seqlen=8192, heads=8, backward=True, dtype="fp16", inner_precise=1, scale=0.125)),
     ("backward S=32K, N=8, fp16", dict(seqlen=32768, heads=8, dtype="fp16", backward=True)),
 ]
 # Measured on a 910B2 (shared/research/pto_isa_costmodel.md sec. 4.2): the built-in at S = 32K, N = 1, fp16.
