@@ -240,8 +240,7 @@ private:
         if (halfChain_ && c.c0 + w_ <= task.seq.s2 && (p_->maskMode == 0 || c.state == kTileVisible)) {
             const bool visible = c.cols == w_ && BlockFullyVisible(task.band, r0, r0 + c.rows, c.c0, c.c0 + c.cols);
             if (visible || (halfPattern_ && OnlyRightEdgeCuts(task.band, r0, r0 + c.rows, c.c0) &&
-                            FaMin(task.seq.s2, r0 + task.band.hi + 1) - FaMax((int64_t)0, r0 + task.band.lo) >=
-                                kHalfBandMinKeys)) {
+                            BandKeysOfRow(task.band, r0, task.seq.s2) >= kHalfBandMinKeys)) {
                 HalfSoftmaxRows(mine, c, visible ? nullptr : &task.band, r0);
                 return;
             }
@@ -484,8 +483,8 @@ private:
     FaDropout drop_;
     bool dropping_ = false;
     bool halfChain_ = false;  // the tiling's halfSoftmax: plain chunks take HalfSoftmaxRows
-    bool halfPattern_ = false;  // the band pattern (dmat) is held in half
     bool halfSums_ = false;   // ... and begin their row sums in half (kHalfChainHalfSums)
+    bool halfPattern_ = false;  // the band pattern (dmat) is held in half
     bool residual_ = false;   // the tiling's outResidual
     bool lazy_ = false;       // the tiling's lazyRescale
     bool accLive_ = false;    // lazy rescale: acc holds a flushed O of the current task

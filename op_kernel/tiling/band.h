@@ -63,6 +63,11 @@ FA_INLINE bool OnlyRightEdgeCuts(const FaBand& band, int64_t r0, int64_t r1, int
     return band.prefix <= c0 && c0 - (r1 - 1) >= band.lo && c0 - r0 <= band.hi;
 }
 
+// Keys row r sees in its band, clipped to [0, s2) (prefix columns left of the band not counted: a lower bound).
+FA_INLINE int64_t BandKeysOfRow(const FaBand& band, int64_t r, int64_t s2) {
+    return FaMin(s2, r + band.hi + 1) - FaMax((int64_t)0, r + band.lo);
+}
+
 // True when some row of [r0, r1) may see keys only inside block [c0, c1) (its band and prefix columns, clipped to
 // [0, s2), lie there): rows i >= c0 - lo (unless c0 = 0) and i <= c1 - 1 - hi (unless c1 >= s2); prefix columns
 // outside the block rule every row out. A dense mask can only shrink a row's keys, so the answer stays an upper bound.
