@@ -82,8 +82,7 @@ public:
     // or becomes -inf: exp gives 0 either way.
     __aicore__ inline void RightEdgeHalf(const AscendC::LocalTensor<half>& s, const FaBand& band, int64_t r0,
                                          uint32_t rows, int64_t c0) {
-        AscendC::Compares(bits_, dmat_.ReinterpretCast<half>(), (half)HiThreshold(band, r0, c0), AscendC::CMPMODE::LE,
-                          AlignUp(rows, 2) * w_);
+        ComparePattern(HiThreshold(band, r0, c0), AscendC::CMPMODE::LE, rows);
         AscendC::Select(s, bits_, s, (half)kMaskValueHalf, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, rows * w_);
     }
 

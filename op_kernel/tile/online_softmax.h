@@ -157,7 +157,7 @@ public:
     // Exponentiate for half scores s[rows, w] (w a multiple of 128; the forward's high-performance chain): the row max
     // and the statistics as above in fp32, then s - x and p = exp(s - x) in half (128 lanes per repeat) into `p`, x
     // the running max, or with `lazy` the reference (ExponentiateLazy's; p <= e^threshold, in range of half). Both are
-    // maxima of half values, so their half copies are exact. `fold` must hold 3 * rows * w / 32 bytes.
+    // maxima of half values, so their half copies are exact.
     __aicore__ inline void ExponentiateHalf(const AscendC::LocalTensor<half>& s, const AscendC::LocalTensor<half>& p,
                                             uint32_t rows, uint32_t r0, uint32_t taskSlot, uint32_t stepSlot,
                                             bool first, const FaLazyRefs* lazy = nullptr) {
@@ -202,8 +202,8 @@ public:
     // AddRowSums for the fp16 chain's half P[rows, w]: sums of 16 in half (ReduceDataBlock's binary tree, each add
     // rounded to half), the rest in fp32 (RowReduceHalf). Against widening P first (Cast, then the fp32 reduction:
     // 64 lanes per repeat for both) it halves the chain's row-sum work, about a quarter of the chunk's vector time.
-    // A 16-term sum is at most 16 e^threshold: the tiling keeps the threshold where that stays finite in half
-    // (kHalfChainMaxThreshold).
+    // A 16-term sum is at most 16 e^threshold: the lazy threshold of 8 (the host tiling's kLazyThreshold) keeps it
+    // below 47 700.
     __aicore__ inline void AddRowSumsHalf(const AscendC::LocalTensor<half>& p, uint32_t rows, uint32_t r0,
                                           uint32_t taskSlot, uint32_t stepSlot, bool first) {
         RowReduceHalf<false>(p, rows);
@@ -285,7 +285,7 @@ private:
 
     // Row maxima or sums of a half [rows, w] tile (w a multiple of 128) -> row_, one fp32 per row: block results in
     // half (one BlockReduce over the tile, w / 16 per row), widened, folded in halves down to one 32 B block per row,
-    // then one value per row.
+    // then one value per row. `fold` must hold 3 * rows * w / 8 bytes (the half results, then their fp32 copy).
     template <bool kIsMax>
     __aicore__ inline void RowReduceHalf(const AscendC::LocalTensor<half>& s, uint32_t rows) {
         uint32_t width = w_ / 16;
